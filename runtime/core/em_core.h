@@ -1,0 +1,314 @@
+/* em_core.h -- tensors, storages, dtypes, devices, scalars, errors.
+ * The bottom layer of ember: it knows nothing of dispatch, autograd or Lua.
+ *
+ * Conventions used by every runtime module (see Note [Error state]):
+ *   - functions that make something return it (NULL on failure);
+ *   - functions that only act return an em_status (EM_OK == 0);
+ *   - on failure the thread's error slot holds the kind and message.
+ * Dims in the C API are 0-based; negative dims count from the end
+ * (-1 is the last), as in PyTorch. The Lua layer maps 1-based dims.
+ */
+#ifndef EM_CORE_H
+#define EM_CORE_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define EM_API __attribute__((visibility("default")))
+#define EM_HIDDEN __attribute__((visibility("hidden")))
+
+#define EM_VERSION_STRING "0.1.0"
+#define EM_MAX_DIMS 16
+
+/* ---- status codes and the thread's error slot ---- */
+
+/* Note [Error state]
+ * Every runtime function that can fail on user input sets the calling
+ * thread's error slot (kind + message) and returns NULL or a non-zero
+ * em_status. Nothing in runtime/ aborts or exits on bad input. The Lua
+ * layer turns the slot into a Lua error after releasing what it holds;
+ * C hosts read it with em_error_message(). */
+typedef enum {
+    EM_OK = 0,
+    EM_ESHAPE,    /* shapes do not match / cannot broadcast */
+    EM_ETYPE,     /* dtype or argument type not supported */
+    EM_EDEVICE,   /* device mismatch or unavailable */
+    EM_EINDEX,    /* index or dim out of range */
+    EM_EVALUE,    /* bad value (negative size, zero step, ...) */
+    EM_ENOMEM,    /* allocation failed */
+    EM_EINTERNAL, /* a broken invariant: a bug in ember */
+    EM_STATUS_COUNT
+} em_status;
+
+EM_API em_status em_set_error(em_status kind, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+EM_API em_status em_set_errorv(em_status kind, const char *fmt, va_list ap);
+EM_API em_status em_error_kind(void);        /* EM_OK when the slot is clear */
+EM_API const char *em_error_message(void);   /* "" when the slot is clear */
+EM_API void em_clear_error(void);
+EM_API const char *em_status_name(em_status s);
+
+/* ---- dtypes ---- */
+
+/* Ordered so that the promotion table in dtype.c reads naturally. */
+typedef enum {
+    EM_BOOL = 0,
+    EM_UINT8,
+    EM_INT8,
+    EM_INT32,
+    EM_INT64,
+    EM_FLOAT16,
+    EM_BFLOAT16,
+    EM_FLOAT32,
+    EM_FLOAT64,
+    EM_DTYPE_COUNT,
+    EM_DTYPE_NONE = -1 /* "no dtype given" in optional arguments */
+} em_dtype;
+
+EM_API const char *em_dtype_name(em_dtype t);      /* "float32", ... */
+EM_API em_dtype em_dtype_from_name(const char *s); /* EM_DTYPE_NONE if unknown */
+EM_API size_t em_dtype_size(em_dtype t);           /* bytes per element */
+EM_API bool em_dtype_is_floating(em_dtype t);      /* f16 bf16 f32 f64 */
+EM_API bool em_dtype_is_integral(em_dtype t);      /* ints, not bool */
+/* PyTorch's promote_types: the smallest dtype both convert to losslessly
+ * within the higher category (bool < integral < floating). */
+EM_API em_dtype em_promote_types(em_dtype a, em_dtype b);
+
+/* half and bfloat16 storage types and conversions */
+typedef struct { uint16_t bits; } em_half;
+typedef struct { uint16_t bits; } em_bfloat16;
+EM_API float em_half_to_float(em_half h);
+EM_API em_half em_float_to_half(float f);      /* round to nearest even */
+static inline float em_bf16_to_float(em_bfloat16 b) {
+    union { uint32_t u; float f; } v = { (uint32_t)b.bits << 16 };
+    return v.f;
+}
+static inline em_bfloat16 em_float_to_bf16(float f) {
+    union { uint32_t u; float f; } v = { .f = f };
+    em_bfloat16 r;
+    if ((v.u & 0x7fffffffu) > 0x7f800000u) { r.bits = (uint16_t)((v.u >> 16) | 0x40); return r; }
+    uint32_t rounding = 0x7fffu + ((v.u >> 16) & 1u);
+    r.bits = (uint16_t)((v.u + rounding) >> 16);
+    return r;
+}
+
+/* ---- scalars ---- */
+
+typedef enum { EM_SCALAR_BOOL, EM_SCALAR_INT, EM_SCALAR_FLOAT } em_scalar_kind;
+typedef struct {
+    em_scalar_kind kind;
+    union { bool b; int64_t i; double d; } v;
+} em_scalar;
+
+static inline em_scalar em_scalar_float(double d) { em_scalar s; s.kind = EM_SCALAR_FLOAT; s.v.d = d; return s; }
+static inline em_scalar em_scalar_int(int64_t i) { em_scalar s; s.kind = EM_SCALAR_INT; s.v.i = i; return s; }
+static inline em_scalar em_scalar_bool(bool b) { em_scalar s; s.kind = EM_SCALAR_BOOL; s.v.b = b; return s; }
+static inline double em_scalar_to_double(em_scalar s) {
+    return s.kind == EM_SCALAR_FLOAT ? s.v.d : s.kind == EM_SCALAR_INT ? (double)s.v.i : (double)s.v.b;
+}
+static inline int64_t em_scalar_to_int(em_scalar s) {
+    return s.kind == EM_SCALAR_FLOAT ? (int64_t)s.v.d : s.kind == EM_SCALAR_INT ? s.v.i : (int64_t)s.v.b;
+}
+/* The dtype a lone scalar has: bool, int64 or float32 (the default). */
+EM_API em_dtype em_scalar_dtype(em_scalar s);
+
+/* ---- devices and dispatch keys ---- */
+
+typedef enum { EM_CPU = 0, EM_CUDA, EM_DEVICE_COUNT } em_device_type;
+typedef struct { int8_t type; int8_t index; } em_device; /* type: em_device_type */
+EM_API const char *em_device_name(em_device d);          /* "cpu", "cuda" */
+static inline em_device em_cpu_device(void) { em_device d = { EM_CPU, 0 }; return d; }
+
+/* Note [Dispatch key order]
+ * Keys are ordered by priority: a higher value wins. The dispatcher ORs
+ * the key sets of a call's tensor arguments, applies the thread-local
+ * include/exclude sets and calls the kernel of the highest key left.
+ * Backend keys sit at the bottom, Autograd above them, then keys that
+ * wrap everything (tracing, profiling via boxed fallbacks). Core knows the
+ * enum only so that a tensor can carry its key set; the tables live in
+ * runtime/dispatch. */
+typedef enum {
+    EM_KEY_CPU = 0,
+    EM_KEY_CUDA,
+    EM_KEY_PRIVATEUSE1,  /* an out-of-tree backend (tests register one) */
+    EM_KEY_AUTOGRAD,     /* record the graph, redispatch below */
+    EM_KEY_TRACE,        /* boxed fallbacks: tracing, profiling */
+    EM_KEY_COUNT
+} em_dispatch_key;
+typedef uint64_t em_keyset;
+#define EM_KS(k) ((em_keyset)1 << (k))
+EM_API const char *em_key_name(em_dispatch_key k);
+/* The backend key for a device (CPU -> EM_KEY_CPU, ...). */
+EM_API em_dispatch_key em_backend_key(em_device d);
+
+/* ---- storage and allocators ---- */
+
+typedef struct em_allocator {
+    /* Returns at least nbytes of memory aligned to 64 bytes, or NULL. */
+    void *(*alloc)(const struct em_allocator *self, size_t nbytes);
+    void (*free)(const struct em_allocator *self, void *ptr, size_t nbytes);
+    const char *name;
+} em_allocator;
+
+/* The CPU caching allocator: 64-byte aligned; freed blocks are kept on a
+ * free list per size class and reused (see Note [Caching allocator]). */
+EM_API const em_allocator *em_cpu_allocator(void);
+typedef struct {
+    size_t allocated; /* bytes in live storages */
+    size_t cached;    /* bytes held on free lists, ready for reuse */
+    size_t peak;      /* high-water mark of allocated */
+    uint64_t n_allocs, n_cache_hits;
+} em_memory_stats;
+EM_API void em_memory_get_stats(em_memory_stats *out);
+EM_API void em_memory_empty_cache(void); /* return cached blocks to the OS */
+/* Test hook: make the n-th allocation from now fail (0 disables). */
+EM_API void em_memory_fail_after(long n);
+/* Bytes allocated by this thread since the last call; the Lua layer feeds
+ * them to the collector (see Note [GC pressure] in runtime/lua). */
+EM_API size_t em_memory_take_thread_allocated(void);
+
+typedef struct em_storage {
+    atomic_long refcount;
+    void *data;                 /* NULL only when nbytes == 0 */
+    size_t nbytes;
+    const em_allocator *allocator; /* NULL: data is borrowed, not freed */
+    em_device device;
+} em_storage;
+
+/* New storage of nbytes from the device's allocator (refcount 1). */
+EM_API em_storage *em_storage_new(size_t nbytes, em_device device);
+/* Wrap memory the caller owns; ember never frees it. */
+EM_API em_storage *em_storage_wrap(void *data, size_t nbytes, em_device device);
+EM_API void em_storage_retain(em_storage *s);
+EM_API void em_storage_release(em_storage *s);
+
+/* ---- tensors ---- */
+
+/* Note [Version counter sharing]
+ * A tensor and every view of it point to one em_version. In-place ops bump
+ * it; autograd saves the value when it saves a tensor and refuses to use
+ * the saved tensor when the counter moved. Views made by core functions
+ * share the base's counter; new tensors get a fresh one. */
+typedef struct em_version {
+    atomic_long refcount;
+    atomic_uint_fast32_t value;
+} em_version;
+
+typedef struct em_tensor {
+    atomic_long refcount;        /* owners: C callers, Lua userdata, graph */
+    em_storage *storage;         /* shared with views; never NULL */
+    int64_t offset;              /* storage offset, in elements */
+    int32_t ndim;                /* 0 for a scalar tensor */
+    em_dtype dtype;
+    em_device device;
+    em_keyset keyset;            /* backend key | autograd key | ... */
+    int64_t numel;               /* product of sizes (cached) */
+    int64_t sizes[EM_MAX_DIMS];  /* in elements */
+    int64_t strides[EM_MAX_DIMS];/* in elements, may be 0 (expand) */
+    em_version *version;         /* shared with views, never NULL */
+    void *autograd_meta;         /* owned by runtime/autograd; NULL = none */
+    bool is_contiguous;          /* cached row-major contiguity */
+    bool wrapped_number;         /* a 0-dim tensor made from a Lua/C number:
+                                    promotes like a scalar (see em_result_type2) */
+} em_tensor;
+
+/* Owners call retain/release; the last release frees the tensor, its
+ * autograd meta (through the hook below), and drops the storage. */
+static inline em_tensor *em_tensor_retain(em_tensor *t) {
+    if (t) atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
+    return t;
+}
+EM_API void em_tensor_release(em_tensor *t);
+/* Autograd installs this so that core can free meta it does not know. */
+EM_API void em_core_set_autograd_meta_free(void (*fn)(void *meta));
+
+/* A new contiguous tensor with uninitialised data (refcount 1), or NULL. */
+EM_API em_tensor *em_tensor_new(int ndim, const int64_t *sizes, em_dtype dtype, em_device device);
+/* A new tensor header over an existing storage (retained), sharing the
+ * given version counter (retained) or making a fresh one when NULL. */
+EM_API em_tensor *em_tensor_new_view(em_storage *st, int64_t offset, int ndim,
+                                     const int64_t *sizes, const int64_t *strides,
+                                     em_dtype dtype, em_version *version);
+/* Tensor over host memory the caller owns (no copy). */
+EM_API em_tensor *em_tensor_from_blob(void *data, int ndim, const int64_t *sizes,
+                                      const int64_t *strides, em_dtype dtype);
+/* Recompute numel and is_contiguous after editing sizes/strides. */
+EM_API void em_tensor_refresh(em_tensor *t);
+
+static inline void *em_tensor_data(const em_tensor *t) {
+    return (char *)t->storage->data + t->offset * (int64_t)em_dtype_size(t->dtype);
+}
+static inline void em_tensor_bump_version(em_tensor *t) {
+    atomic_fetch_add_explicit(&t->version->value, 1, memory_order_relaxed);
+}
+static inline uint32_t em_tensor_version(const em_tensor *t) {
+    return (uint32_t)atomic_load_explicit(&t->version->value, memory_order_relaxed);
+}
+
+/* Writes "{2,3}" (the Lua table spelling of a shape) into buf; returns buf. */
+EM_API char *em_shape_str(int ndim, const int64_t *sizes, char *buf, size_t n);
+#define EM_SHAPE_STR_MAX (EM_MAX_DIMS * 21 + 4)
+
+/* Normalises dim (negative counts from the end) to [0, ndim). On failure
+ * sets an EM_EINDEX error naming op and returns -1. For ndim == 0 the
+ * valid range is that of a 1-d tensor, as in PyTorch. The message speaks
+ * in 1-based dims (the Lua user's view); the value is 0-based. */
+EM_API int em_wrap_dim(int64_t dim, int ndim, const char *op);
+
+/* Broadcast two shapes. Returns the result ndim, or -1 with an EM_ESHAPE
+ * error "op: shapes {..} and {..} cannot broadcast". */
+EM_API int em_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b,
+                               int64_t *out, const char *op);
+
+/* Load element i-th pointer as double / store a double, any dtype. */
+EM_API double em_load_as_double(const void *p, em_dtype t);
+EM_API void em_store_from_double(void *p, em_dtype t, double v);
+EM_API int64_t em_load_as_int64(const void *p, em_dtype t);
+EM_API void em_store_from_int64(void *p, em_dtype t, int64_t v);
+
+/* Result dtype of a binary op, PyTorch rules: tensors with dims outrank
+ * 0-dim tensors, which outrank scalars, but only within a category; a
+ * higher category (bool < integral < floating) always wins, and a float
+ * scalar with integral tensors gives the default float (float32). */
+EM_API em_dtype em_result_type2(const em_tensor *a, const em_tensor *b);
+EM_API em_dtype em_result_type_scalar(const em_tensor *a, em_scalar s);
+
+/* ---- views (no copies; share storage and version counter) ---- */
+/* All return a new tensor (refcount 1) or NULL with the error set. The op
+ * argument names the user-facing op in messages. Dims are 0-based,
+ * negative from the end. */
+
+/* view: sizes may contain one -1; fails when the strides do not allow a
+ * view (then reshape copies). */
+EM_API em_tensor *em_core_view(const em_tensor *t, int n, const int64_t *sizes, const char *op);
+/* reshape: a view when possible, else a contiguous copy. */
+EM_API em_tensor *em_core_reshape(const em_tensor *t, int n, const int64_t *sizes);
+EM_API em_tensor *em_core_transpose(const em_tensor *t, int64_t d0, int64_t d1);
+EM_API em_tensor *em_core_permute(const em_tensor *t, int n, const int64_t *dims);
+/* expand: -1 keeps a size; new leading dims allowed; only size-1 dims grow. */
+EM_API em_tensor *em_core_expand(const em_tensor *t, int n, const int64_t *sizes);
+/* narrow(dim, start, length): start 0-based, negative from the end. */
+EM_API em_tensor *em_core_narrow(const em_tensor *t, int64_t dim, int64_t start, int64_t length);
+/* select(dim, index): drops dim; index 0-based, negative from the end. */
+EM_API em_tensor *em_core_select(const em_tensor *t, int64_t dim, int64_t index);
+/* slice(dim, start, end, step): half-open [start, end), 0-based, clamped
+ * like Python slices; step >= 1. */
+EM_API em_tensor *em_core_slice(const em_tensor *t, int64_t dim, int64_t start, int64_t end, int64_t step);
+/* squeeze: all size-1 dims (dim == NULL) or the given one (no-op if size != 1). */
+EM_API em_tensor *em_core_squeeze(const em_tensor *t, const int64_t *dim);
+EM_API em_tensor *em_core_unsqueeze(const em_tensor *t, int64_t dim);
+/* alias: a new header over the same data (used by contiguous() when the
+ * input already is contiguous, and by in-place ops returning self). */
+EM_API em_tensor *em_core_alias(const em_tensor *t);
+
+/* ---- copying ---- */
+/* Elementwise copy with broadcasting of src to dst's shape and dtype
+ * conversion; serial, no thread pool (the CPU kernel module has the fast
+ * parallel version). Used by core's reshape-copy and by tests. */
+EM_API em_status em_core_copy(em_tensor *dst, const em_tensor *src);
+EM_API em_tensor *em_core_contiguous(const em_tensor *t);
+
+#endif

@@ -1,0 +1,99 @@
+/* em_lua.h -- the Lua binding layer: tensor userdata, argument conversion
+ * used by the generated bindings (build/gen/em_lua_ops.c), luaopen_ember.
+ * Written only against the runtime's public headers and lua.h/lauxlib.h.
+ *
+ * Error messages follow Lua's voice (see STYLE.md):
+ *   bad argument #2 to 'add' (other: tensor expected, got string)
+ *   add: shapes {2,3} and {4,5} cannot broadcast
+ * Argument numbers count Lua stack positions (self is #1 for methods).
+ */
+#ifndef EM_LUA_H
+#define EM_LUA_H
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "../core/em_core.h"
+#include "../dispatch/em_dispatch.h"
+
+#define EM_LUA_TENSOR_MT "ember.Tensor"
+
+/* ---- tensors as userdata ---- */
+
+/* The tensor at idx, or NULL when the value is not an ember tensor. */
+EM_API em_tensor *em_lua_totensor(lua_State *L, int idx);
+/* Pushes t as a new userdata, taking over the caller's reference (the
+ * userdata's __gc / __close releases it). t == NULL raises the thread's
+ * error as a Lua error prefixed by op (see em_lua_error). */
+EM_API void em_lua_push_tensor(lua_State *L, em_tensor *t, const char *op);
+
+/* Raises the thread's error slot as a Lua error: "op: message" (the
+ * message already names the op when it starts with "op:"). Never returns. */
+EM_API int em_lua_error(lua_State *L, const char *op);
+
+/* ---- argument conversion for generated bindings ----
+ * Each check_ function raises a Lua error naming op, the argument's
+ * position and name, and what was expected. Values that do not exist yet
+ * as tensors are created as owned references that the binding releases:
+ * the caller passes a em_lua_argtmp to collect them. */
+
+typedef struct {
+    em_tensor *owned[EM_STACK_MAX]; /* wrapped numbers made for Tensor args */
+    int n;
+    int64_t lists[EM_STACK_MAX][EM_MAX_DIMS]; /* backing for em_intlist args */
+    int nlists;
+} em_lua_argtmp;
+/* Releases every tensor the conversions made (call before returning or
+ * before raising an error once conversions are done). */
+EM_API void em_lua_argtmp_release(em_lua_argtmp *tmp);
+
+/* Tensor: an ember tensor (borrowed), or a Lua number/boolean turned into a
+ * wrapped-number 0-dim tensor (float64 for floats, int64 for integers,
+ * bool for booleans; owned by tmp). */
+EM_API em_tensor *em_lua_check_tensor(lua_State *L, int idx, const char *op,
+                                      const char *arg, em_lua_argtmp *tmp);
+/* Tensor?: nil gives NULL. */
+EM_API em_tensor *em_lua_opt_tensor(lua_State *L, int idx, const char *op,
+                                    const char *arg, em_lua_argtmp *tmp);
+/* Scalar: a Lua number (integer or float subtype kept), boolean, or a
+ * one-element tensor. */
+EM_API em_scalar em_lua_check_scalar(lua_State *L, int idx, const char *op, const char *arg);
+EM_API int64_t em_lua_check_int(lua_State *L, int idx, const char *op, const char *arg);
+EM_API double em_lua_check_float(lua_State *L, int idx, const char *op, const char *arg);
+EM_API bool em_lua_check_bool(lua_State *L, int idx, const char *op, const char *arg);
+/* dim / index: a Lua integer, 1-based or negative from the end; 0 is an
+ * error. Returns the 0-based C value (negative values pass through). */
+EM_API int64_t em_lua_check_dim(lua_State *L, int idx, const char *op, const char *arg);
+/* endindex: inclusive 1-based end -> exclusive 0-based end; -1 (the last
+ * element) -> INT64_MAX meaning "to the end". */
+EM_API int64_t em_lua_check_endindex(lua_State *L, int idx, const char *op, const char *arg);
+EM_API em_dtype em_lua_check_dtype(lua_State *L, int idx, const char *op, const char *arg);
+/* int[] / dim[]: a table of integers, or (when varargs is true) the
+ * integers from idx up to the first non-integer. *consumed is how many
+ * stack slots were used. Dims (is_dim) are mapped to 0-based. The list's
+ * storage lives in tmp. */
+EM_API em_intlist em_lua_check_intlist(lua_State *L, int idx, const char *op, const char *arg,
+                                       bool varargs, bool is_dim, int *consumed,
+                                       em_lua_argtmp *tmp);
+
+/* The index of a trailing options table ({keepdim = true}): the last value
+ * on the stack when it is a plain table (not a tensor) whose [1] is nil;
+ * 0 when there is none. */
+EM_API int em_lua_options_index(lua_State *L);
+/* Raises "bad option 'name' to 'op' (expected one of: a, b)" when the
+ * options table at opt holds a key not in the NULL-terminated names list. */
+EM_API void em_lua_check_option_names(lua_State *L, int opt, const char *op,
+                                      const char *const *names);
+
+/* ---- the module ---- */
+
+/* Generated: registers every schema op's function variants into the table
+ * at module_idx and its method variants into the table at methods_idx. */
+EM_API void em_lua_register_ops(lua_State *L, int module_idx, int methods_idx);
+/* Generated: for help(): op name -> "signature\n  doc" pairs, NULL-ended. */
+EM_API extern const char *const em_lua_op_docs[][3]; /* {name, schema, doc} */
+
+/* Opens the ember module (the table is left on the stack). */
+EM_API int luaopen_ember(lua_State *L);
+
+#endif
