@@ -149,7 +149,10 @@ test: all $(BUILD)/check_runner
 $(BUILD)/bench_ref: tests/bench/bench_ref.c
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -o $@ $< $(BLAS_CFLAGS) $(BLAS_LIBS) -lm -pthread
 
-bench: all $(BUILD)/bench_ref
+$(BUILD)/bench_host: tests/bench/bench_host.c $(BUILD)/libember.a
+	$(CC) $(CFLAGS) -o $@ $< -Wl,-E $(BUILD)/libember.a $(LUA_LIBS) $(LDLIBS)
+
+bench: all $(BUILD)/bench_ref $(BUILD)/bench_host
 	@BUILD=$(BUILD) sh tests/bench/run_bench.sh
 
 run: all

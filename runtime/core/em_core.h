@@ -238,8 +238,13 @@ EM_API em_tensor *em_tensor_from_blob(void *data, int ndim, const int64_t *sizes
 /* Recompute numel and is_contiguous after editing sizes/strides. */
 EM_API void em_tensor_refresh(em_tensor *t);
 
+/* Element sizes in the order of em_dtype, for inline use on hot paths. */
+static inline size_t em_dtype_size_fast(em_dtype t) {
+    static const uint8_t sizes[EM_DTYPE_COUNT] = { 1, 1, 1, 4, 8, 2, 2, 4, 8 };
+    return sizes[t];
+}
 static inline void *em_tensor_data(const em_tensor *t) {
-    return (char *)t->storage->data + t->offset * (int64_t)em_dtype_size(t->dtype);
+    return (char *)t->storage->data + t->offset * (int64_t)em_dtype_size_fast(t->dtype);
 }
 static inline void em_tensor_bump_version(em_tensor *t) {
     atomic_fetch_add_explicit(&t->version->value, 1, memory_order_relaxed);

@@ -1,0 +1,204 @@
+/* em_autograd.h -- the define-by-run graph: autograd meta, nodes and edges,
+ * saved variables, AccumulateGrad, the backward engine, grad-mode guards,
+ * hooks, anomaly mode. Reaches kernels only by redispatching.
+ *
+ * Note [Autograd key]
+ * A tensor carries EM_KEY_AUTOGRAD in its key set exactly when it takes
+ * part in the graph: a leaf with requires_grad, or a result with a grad_fn.
+ * Ops on tensors without the key go straight to the backend kernel, so the
+ * no-grad path pays nothing. Grad mode off (no_grad, inference_mode) puts
+ * the key in the thread-local exclude set; the generated Autograd kernels
+ * then never run. Generated kernels (build/gen/em_autograd_gen.c) record a
+ * node, redispatch below Autograd and attach history to the result.
+ */
+#ifndef EM_AUTOGRAD_H
+#define EM_AUTOGRAD_H
+
+#include "../dispatch/em_dispatch.h"
+
+typedef struct em_node em_node;
+
+/* An edge points at input slot input_nr of node fn (fn == NULL: no grad
+ * flows there). The edge owns a reference to fn. */
+typedef struct {
+    em_node *fn;
+    uint32_t input_nr;
+} em_edge;
+
+/* What a node knows of each of its inputs (the forward op's outputs): the
+ * shape and dtype a gradient for it must have. */
+typedef struct {
+    int32_t ndim;
+    em_dtype dtype;
+    em_device device;
+    int64_t sizes[EM_MAX_DIMS];
+} em_input_meta;
+
+/* Hooks (tensor hooks run on the gradient before the node uses it). A hook
+ * returns a replacement gradient (a new reference), or NULL: with the error
+ * slot clear "no change", with it set "fail the backward". */
+typedef em_tensor *(*em_grad_hook_fn)(void *ud, em_tensor *grad);
+/* Node post-hooks see the node's input grads and output grads. */
+typedef em_status (*em_node_hook_fn)(void *ud, em_node *node, em_tensor **grad_inputs, int n_in,
+                                     em_tensor **grad_outputs, int n_out);
+typedef struct em_hook {
+    struct em_hook *next;
+    int id;                      /* handle for removal */
+    int slot;                    /* input slot for grad hooks */
+    void *fn;                    /* em_grad_hook_fn or em_node_hook_fn */
+    void *ud;
+    void (*free_ud)(void *ud);   /* called when the hook is removed/freed */
+} em_hook;
+
+typedef struct em_node_vtable {
+    const char *name; /* "MulBackward" */
+    /* Computes gradients for the next edges. grads[i] is the (possibly
+     * NULL = zero) gradient of input slot i; out[j] receives a new
+     * reference for next edge j or NULL (no gradient). Returns EM_OK or an
+     * error status with the slot set. Must not keep grads. */
+    em_status (*apply)(em_node *self, em_tensor **grads, em_tensor **out);
+    /* Frees saved variables (after a backward without retain_graph). */
+    void (*release_saved)(em_node *self);
+    /* Frees the node's own fields (saved variables, ud); not the node. */
+    void (*destroy)(em_node *self);
+} em_node_vtable;
+
+struct em_node {
+    atomic_long refcount;
+    const em_node_vtable *vt;
+    uint64_t sequence_nr;       /* creation order: later nodes run first */
+    int32_t num_inputs;         /* gradient slots = forward outputs */
+    int32_t num_next;           /* edges to the forward inputs */
+    em_edge *next;              /* [num_next] */
+    em_input_meta *input_meta;  /* [num_inputs] */
+    em_hook *pre_hooks;         /* tensor hooks, by input slot */
+    em_hook *post_hooks;        /* node hooks */
+    char *anomaly_trace;        /* forward op + traceback (anomaly mode) */
+    bool saved_released;        /* release_saved() ran */
+    bool owner_thread;          /* must run on the thread that called backward (Lua) */
+    bool is_accumulate_grad;
+    void *weak_var;             /* AccumulateGrad: its leaf's meta (weak) */
+};
+
+/* The per-tensor autograd state (em_tensor.autograd_meta). */
+typedef struct em_ag_meta {
+    em_tensor *grad;            /* owned; NULL until a backward writes it */
+    em_node *grad_fn;           /* owned; NULL for leaves */
+    em_node *grad_accumulator;  /* weak; see Note [AccumulateGrad is weak] */
+    em_tensor *owner;           /* weak back pointer to the tensor */
+    uint32_t output_nr;
+    bool requires_grad;         /* leaf flag (results use grad_fn) */
+    bool retains_grad;
+    em_hook *hooks;             /* leaf tensor hooks (AccumulateGrad pre-hooks) */
+} em_ag_meta;
+
+/* ---- initialisation ---- */
+/* Registers the meta destructor with core. Idempotent, thread-safe. */
+EM_API void em_autograd_init(void);
+
+/* ---- tensor-level API ---- */
+EM_API bool em_requires_grad(const em_tensor *t);
+EM_API em_status em_set_requires_grad(em_tensor *t, bool on); /* leaves only */
+EM_API bool em_is_leaf(const em_tensor *t);
+EM_API em_tensor *em_grad(const em_tensor *t);       /* new reference or NULL */
+EM_API em_status em_set_grad(em_tensor *t, em_tensor *g); /* g may be NULL */
+EM_API em_node *em_grad_fn(const em_tensor *t);      /* borrowed or NULL */
+EM_API em_status em_retain_grad(em_tensor *t);
+/* A new tensor sharing data (and version counter) without history. */
+EM_API em_tensor *em_detach(const em_tensor *t);
+/* Tensor hooks: returns a handle id (> 0), or -1 with the error set. */
+EM_API int em_register_hook(em_tensor *t, em_grad_hook_fn fn, void *ud, void (*free_ud)(void *));
+EM_API em_status em_remove_hook(em_tensor *t, int id);
+EM_API int em_node_register_hook(em_node *n, em_node_hook_fn fn, void *ud, void (*free_ud)(void *));
+EM_API em_status em_node_remove_hook(em_node *n, int id);
+
+/* ---- nodes ---- */
+/* Allocates a node of `size` bytes (>= sizeof(em_node)) with num_next
+ * edges (all NULL) and num_inputs input slots; refcount 1. */
+EM_API em_node *em_node_new(size_t size, const em_node_vtable *vt, int num_inputs, int num_next);
+EM_API void em_node_retain(em_node *n);
+/* Drops a reference; nodes freed by it are destroyed iteratively (never
+ * recursing on graph depth). See Note [Iterative node deletion]. */
+EM_API void em_node_release(em_node *n);
+EM_API const char *em_node_name(const em_node *n);
+/* The edge a gradient for t flows into: its grad_fn and output_nr, or its
+ * AccumulateGrad (made on demand) for a leaf requiring grad, or {NULL,0}. */
+EM_API em_edge em_gradient_edge(em_tensor *t);
+/* Makes t a result of node at output slot nr: creates its meta, sets
+ * grad_fn (retained), the Autograd key, and node's input_meta[nr]. */
+EM_API em_status em_set_history(em_tensor *t, em_node *node, uint32_t nr);
+/* For in-place ops: self becomes output 0 of node (its old history is
+ * already the node's edge). Fails on a leaf requiring grad. */
+EM_API em_status em_rebase_history(em_tensor *t, em_node *node);
+
+/* ---- saved variables ---- */
+/* Note [Saved variables]
+ * Saving an op's input keeps a reference to the tensor and its version.
+ * Saving an op's own output would make a cycle (node -> output -> node),
+ * so only the data is kept (an alias without history) and unpacking
+ * rebuilds a tensor whose grad_fn is the node. Unpacking checks the
+ * version and refuses a tensor modified in place since it was saved. */
+typedef struct {
+    em_tensor *data;        /* owned alias (outputs) or the tensor (inputs) */
+    uint32_t version;
+    uint32_t output_nr;
+    bool is_output;
+    bool was_saved;         /* false: nothing saved (optional tensor absent) */
+} em_saved_var;
+EM_API void em_saved_save(em_saved_var *sv, em_tensor *t, bool is_output);
+/* Returns a new reference, or NULL with the error set (stale or released). */
+EM_API em_tensor *em_saved_unpack(em_saved_var *sv, em_node *owner);
+EM_API void em_saved_release(em_saved_var *sv);
+
+/* ---- grad mode (thread-local) ---- */
+EM_API bool em_is_grad_enabled(void);
+/* Set grad mode; returns the previous value. */
+EM_API bool em_set_grad_enabled(bool on);
+EM_API bool em_is_inference_mode(void);
+EM_API bool em_set_inference_mode(bool on);
+EM_API bool em_is_anomaly_enabled(void);
+EM_API bool em_set_anomaly_enabled(bool on);
+/* The Lua layer installs a provider of a traceback for anomaly mode. */
+EM_API void em_ag_set_trace_provider(char *(*fn)(void *ud), void *ud);
+
+/* ---- the engine ---- */
+typedef struct {
+    bool retain_graph;
+    bool create_graph;
+    bool accumulate;        /* backward(): write .grad of leaves; grad(): false */
+    bool allow_unused;
+} em_backward_opts;
+
+/* Runs backward from roots (n_roots tensors) seeded with grad_roots (NULL
+ * entries: ones for single-element roots, else an error). With inputs
+ * (n_inputs > 0) only paths to them run; when out_grads is given it
+ * receives a new reference per input (NULL where unused and allowed).
+ * Returns EM_OK or the first error (naming the failing node). */
+EM_API em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_roots,
+                             em_tensor **inputs, int n_inputs, em_tensor **out_grads,
+                             const em_backward_opts *opts);
+
+/* Nodes for the Lua layer (custom functions): see runtime/autograd/custom.c */
+typedef em_status (*em_custom_apply_fn)(void *ud, em_node *node, em_tensor **grads, em_tensor **out);
+EM_API em_node *em_custom_node_new(const char *name, int num_inputs, int num_next,
+                                   em_custom_apply_fn apply, void *ud, void (*free_ud)(void *));
+
+/* Graphviz DOT text of the graph behind the roots (malloc'd; caller frees). */
+EM_API char *em_autograd_dot(em_tensor **roots, int n_roots);
+
+/* ---- helpers for generated and hand-written backward code ---- */
+
+/* Note [Formula scopes]
+ * Backward formulas create temporaries. Between em_ag_scope_begin() and
+ * em_ag_scope_end() every tensor passed to em_ag_tmp() is released at the
+ * end, except the one returned by em_ag_keep(). Scopes nest. */
+EM_API int em_ag_scope_begin(void);
+EM_API em_tensor *em_ag_tmp(em_tensor *t); /* registers t; returns it (NULL passes through) */
+EM_API void em_ag_scope_end(int mark);
+
+/* Sums grad down to the shape in meta (undoing broadcasting) and casts it
+ * to meta's dtype. Takes over grad's reference; returns a new one or NULL. */
+EM_API em_tensor *em_ag_reduce_to(em_tensor *grad, const em_input_meta *meta);
+EM_API void em_input_meta_from(em_input_meta *m, const em_tensor *t);
+
+#endif

@@ -1,0 +1,36 @@
+/* em_formulas.h -- hand-written helpers that backward formulas in
+ * schema/derivatives.yaml call by name (`sum_backward(grad, self_meta, ...)`
+ * becomes em_ag_fn_sum_backward(...)). Each returns a new reference or NULL
+ * with the error set, never steals its arguments, and is written with the
+ * public ops only, so that create_graph records it (double backward). */
+#ifndef EM_FORMULAS_H
+#define EM_FORMULAS_H
+
+#include "em_autograd.h"
+
+/* A wrapped-number 0-dim tensor (float64) for a literal or a Scalar. */
+EM_HIDDEN em_tensor *em_ag_scalar(double v);
+EM_HIDDEN em_tensor *em_ag_scalar_s(em_scalar s);
+
+EM_HIDDEN em_tensor *em_ag_fn_sum_backward(em_tensor *grad, const em_input_meta *self_meta, em_intlist dim,
+                                           bool keepdim);
+EM_HIDDEN em_tensor *em_ag_fn_mean_backward(em_tensor *grad, const em_input_meta *self_meta, em_intlist dim,
+                                            bool keepdim);
+EM_HIDDEN em_tensor *em_ag_fn_reshape_as(em_tensor *grad, const em_input_meta *self_meta);
+EM_HIDDEN em_tensor *em_ag_fn_permute_backward(em_tensor *grad, em_intlist dims);
+EM_HIDDEN em_tensor *em_ag_fn_narrow_backward(em_tensor *grad, const em_input_meta *self_meta, int64_t dim,
+                                              int64_t start, int64_t length);
+EM_HIDDEN em_tensor *em_ag_fn_select_backward(em_tensor *grad, const em_input_meta *self_meta, int64_t dim,
+                                              int64_t index);
+EM_HIDDEN em_tensor *em_ag_fn_slice_backward(em_tensor *grad, const em_input_meta *self_meta, int64_t dim,
+                                             const int64_t *start, const int64_t *end, int64_t step);
+EM_HIDDEN em_tensor *em_ag_fn_squeeze_backward(em_tensor *grad, const em_input_meta *self_meta);
+EM_HIDDEN em_tensor *em_ag_fn_sign(em_tensor *self);
+EM_HIDDEN em_tensor *em_ag_fn_floor_divide(em_tensor *self, em_tensor *other);
+EM_HIDDEN em_tensor *em_ag_fn_relu_backward(em_tensor *grad, em_tensor *result);
+EM_HIDDEN em_tensor *em_ag_fn_pow_exponent_backward(em_tensor *grad, em_tensor *self, em_tensor *result);
+EM_HIDDEN em_tensor *em_ag_fn_matmul_backward_self(em_tensor *grad, em_tensor *self, em_tensor *other);
+EM_HIDDEN em_tensor *em_ag_fn_matmul_backward_other(em_tensor *grad, em_tensor *self, em_tensor *other);
+EM_HIDDEN em_tensor *em_ag_fn_zeros_like(em_tensor *t);
+
+#endif

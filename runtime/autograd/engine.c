@@ -1,0 +1,689 @@
+/* engine.c -- the backward engine: GraphTask, ready queues, InputBuffers,
+ * one worker thread per accelerator device, reentrant backward.
+ *
+ * Note [Engine threads]
+ * The thread that calls em_backward runs CPU work from its own ready queue
+ * (thread-local) until its GraphTask has no outstanding items. Each
+ * accelerator device type has one worker thread with its own queue,
+ * started on first use; nodes whose inputs live on that device run there.
+ * Nodes marked owner_thread (Lua functions and hooks) always run on the
+ * calling thread, so no Lua state is touched from another thread. A worker
+ * that finishes a GraphTask's last item wakes the task's owner. Readiness
+ * is an in-degree countdown: a node is pushed when every edge into it has
+ * delivered (its InputBuffer then holds the summed gradients). Queues pop
+ * by (reentrant depth, sequence_nr), deepest and newest first. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "em_autograd.h"
+#include "em_ops.h"
+
+#define MAX_REENTRANT_DEPTH 60
+
+typedef struct graph_task graph_task;
+
+typedef struct {
+    em_node *node;        /* owned reference */
+    graph_task *task;
+    em_tensor **buffer;   /* [node->num_inputs], owned */
+} ready_item;
+
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    ready_item *heap;
+    size_t n, cap;
+} ready_queue;
+
+/* Per-node state of one GraphTask (open addressing on the node pointer). */
+typedef struct {
+    em_node *key;
+    int32_t deps;          /* edges not yet delivered */
+    int8_t needed;         /* exec_info: -1 unknown, 0 skip, 1 run */
+    int8_t is_target;
+    em_tensor **buffer;    /* not-ready InputBuffer, NULL until first grad */
+} node_info;
+
+typedef struct {
+    em_node *node;
+    uint32_t input_nr;
+    int out_index;
+} capture;
+
+struct graph_task {
+    atomic_long outstanding;
+    pthread_mutex_t lock;       /* guards info and buffers */
+    node_info *info;
+    size_t info_cap, info_n;
+    bool has_exec_info;
+    capture *captures;
+    int n_captures;
+    em_tensor **captured;       /* [n_inputs] for grad() */
+    atomic_bool has_error;
+    em_status err;
+    char errmsg[1024];
+    int depth;
+    bool keep_graph, create_graph;
+    ready_queue *owner_queue;
+};
+
+/* ---- ready queues ---- */
+
+static bool item_before(const ready_item *a, const ready_item *b) {
+    if (a->task->depth != b->task->depth) return a->task->depth > b->task->depth;
+    return a->node->sequence_nr > b->node->sequence_nr;
+}
+
+static void queue_init(ready_queue *q) {
+    pthread_mutex_init(&q->lock, NULL);
+    pthread_cond_init(&q->cond, NULL);
+    q->heap = NULL;
+    q->n = q->cap = 0;
+}
+
+/* Pushes with q->lock held. Returns false on out of memory. */
+static bool heap_push(ready_queue *q, ready_item it) {
+    if (q->n == q->cap) {
+        size_t cap = q->cap ? q->cap * 2 : 64;
+        ready_item *h = realloc(q->heap, cap * sizeof *h);
+        if (!h) return false;
+        q->heap = h;
+        q->cap = cap;
+    }
+    size_t i = q->n++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!item_before(&it, &q->heap[p])) break;
+        q->heap[i] = q->heap[p];
+        i = p;
+    }
+    q->heap[i] = it;
+    return true;
+}
+
+static ready_item heap_pop(ready_queue *q) {
+    ready_item top = q->heap[0];
+    ready_item last = q->heap[--q->n];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        const ready_item *best = &last;
+        if (l < q->n && item_before(&q->heap[l], best)) { m = l; best = &q->heap[l]; }
+        if (r < q->n && item_before(&q->heap[r], best)) { m = r; }
+        if (m == i) break;
+        q->heap[i] = q->heap[m];
+        i = m;
+    }
+    if (q->n) q->heap[i] = last;
+    return top;
+}
+
+/* ---- device workers (one per accelerator device type) ---- */
+
+static _Thread_local ready_queue *local_queue; /* this thread's queue */
+static _Thread_local int current_depth;
+static ready_queue device_queues[EM_DEVICE_COUNT];
+static bool device_started[EM_DEVICE_COUNT];
+static pthread_mutex_t device_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void evaluate(ready_item it);
+
+static void *device_main(void *arg) {
+    ready_queue *q = arg;
+    local_queue = q;
+    for (;;) {
+        pthread_mutex_lock(&q->lock);
+        while (q->n == 0) pthread_cond_wait(&q->cond, &q->lock);
+        ready_item it = heap_pop(q);
+        pthread_mutex_unlock(&q->lock);
+        evaluate(it);
+    }
+    return NULL;
+}
+
+static ready_queue *device_queue(int type) {
+    pthread_mutex_lock(&device_lock);
+    if (!device_started[type]) {
+        queue_init(&device_queues[type]);
+        pthread_t th;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&th, &attr, device_main, &device_queues[type]) != 0) {
+            pthread_attr_destroy(&attr);
+            pthread_mutex_unlock(&device_lock);
+            return NULL;
+        }
+        pthread_attr_destroy(&attr);
+        device_started[type] = true;
+    }
+    pthread_mutex_unlock(&device_lock);
+    return &device_queues[type];
+}
+
+/* The queue a node runs on: see Note [Engine threads]. */
+static ready_queue *queue_for(graph_task *t, em_node *n) {
+    if (n->owner_thread || n->num_inputs == 0) return t->owner_queue;
+    int type = n->input_meta[0].device.type;
+    if (type == EM_CPU || type < 0 || type >= EM_DEVICE_COUNT) return t->owner_queue;
+    ready_queue *q = device_queue(type);
+    return q ? q : t->owner_queue;
+}
+
+/* ---- per-task node info ---- */
+
+static size_t hash_ptr(const void *p) {
+    uintptr_t x = (uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return (size_t)x;
+}
+
+static node_info *info_get(graph_task *t, em_node *n, bool create) {
+    if (create && (t->info_n + 1) * 2 > t->info_cap) {
+        size_t cap = t->info_cap ? t->info_cap * 2 : 64;
+        node_info *ni = calloc(cap, sizeof *ni);
+        if (!ni) return NULL;
+        for (size_t i = 0; i < t->info_cap; i++) {
+            if (!t->info[i].key) continue;
+            size_t j = hash_ptr(t->info[i].key) & (cap - 1);
+            while (ni[j].key) j = (j + 1) & (cap - 1);
+            ni[j] = t->info[i];
+        }
+        free(t->info);
+        t->info = ni;
+        t->info_cap = cap;
+    }
+    if (!t->info_cap) return NULL;
+    size_t j = hash_ptr(n) & (t->info_cap - 1);
+    while (t->info[j].key) {
+        if (t->info[j].key == n) return &t->info[j];
+        j = (j + 1) & (t->info_cap - 1);
+    }
+    if (!create) return NULL;
+    t->info[j].key = n;
+    t->info[j].needed = -1;
+    t->info_n++;
+    return &t->info[j];
+}
+
+static void set_task_error(graph_task *t, em_status st, const char *node_name) {
+    pthread_mutex_lock(&t->lock);
+    if (!atomic_load(&t->has_error)) {
+        t->err = st ? st : EM_EINTERNAL;
+        const char *msg = em_error_message();
+        if (node_name && !strstr(msg, node_name))
+            snprintf(t->errmsg, sizeof t->errmsg, "%s: %s", node_name, msg);
+        else
+            snprintf(t->errmsg, sizeof t->errmsg, "%s", msg);
+        atomic_store(&t->has_error, true);
+    }
+    pthread_mutex_unlock(&t->lock);
+}
+
+static void free_buffer(em_tensor **b, int n) {
+    if (!b) return;
+    for (int i = 0; i < n; i++) em_tensor_release(b[i]);
+    free(b);
+}
+
+/* Marks the task item done; wakes the owner when it was the last one. */
+static void finish_item(graph_task *t) {
+    if (atomic_fetch_sub(&t->outstanding, 1) == 1) {
+        pthread_mutex_lock(&t->owner_queue->lock);
+        pthread_cond_broadcast(&t->owner_queue->cond);
+        pthread_mutex_unlock(&t->owner_queue->lock);
+    }
+}
+
+static void push_item(graph_task *t, em_node *n, em_tensor **buffer) {
+    ready_queue *q = queue_for(t, n);
+    ready_item it = { n, t, buffer };
+    em_node_retain(n);
+    atomic_fetch_add(&t->outstanding, 1);
+    pthread_mutex_lock(&q->lock);
+    bool ok = heap_push(q, it);
+    if (ok) pthread_cond_broadcast(&q->cond);
+    pthread_mutex_unlock(&q->lock);
+    if (!ok) {
+        em_set_error(EM_ENOMEM, "backward: out of memory queueing %s", em_node_name(n));
+        set_task_error(t, EM_ENOMEM, NULL);
+        free_buffer(buffer, n->num_inputs);
+        em_node_release(n);
+        finish_item(t);
+    }
+}
+
+static bool has_nan(const em_tensor *g) {
+    if (!g || !em_dtype_is_floating(g->dtype)) return false;
+    em_tensor *ne = em_ne((em_tensor *)g, (em_tensor *)g); /* NaN != NaN */
+    if (!ne) return false;
+    em_tensor *s = em_sum(ne, (em_intlist){ NULL, -1 }, false, EM_DTYPE_NONE);
+    bool any = s && em_load_as_int64(em_tensor_data(s), s->dtype) != 0;
+    em_tensor_release(s);
+    em_tensor_release(ne);
+    return any;
+}
+
+/* Runs one node and delivers its outputs along its edges. */
+static void evaluate(ready_item it) {
+    graph_task *t = it.task;
+    em_node *n = it.node;
+    em_tensor **buf = it.buffer;
+    em_tensor **out = NULL;
+    if (atomic_load(&t->has_error)) goto done;
+
+    bool prev_grad = em_set_grad_enabled(t->create_graph);
+    em_clear_error();
+    /* tensor pre-hooks may replace a gradient */
+    for (em_hook *h = n->pre_hooks; h; h = h->next) {
+        if (h->slot < 0 || h->slot >= n->num_inputs || !buf[h->slot]) continue;
+        em_clear_error();
+        em_tensor *r = ((em_grad_hook_fn)h->fn)(h->ud, buf[h->slot]);
+        if (r) {
+            em_tensor_release(buf[h->slot]);
+            buf[h->slot] = r;
+        } else if (em_error_kind() != EM_OK) {
+            set_task_error(t, em_error_kind(), em_node_name(n));
+            em_set_grad_enabled(prev_grad);
+            goto done;
+        }
+    }
+    /* grad(): capture the gradients flowing into the inputs' slots */
+    for (int c = 0; c < t->n_captures; c++) {
+        if (t->captures[c].node != n) continue;
+        uint32_t nr = t->captures[c].input_nr;
+        em_tensor *g = (int)nr < n->num_inputs ? buf[nr] : NULL;
+        pthread_mutex_lock(&t->lock);
+        em_tensor *old = t->captured[t->captures[c].out_index];
+        if (!old) t->captured[t->captures[c].out_index] = em_tensor_retain(g);
+        pthread_mutex_unlock(&t->lock);
+    }
+    if (t->has_exec_info) {
+        pthread_mutex_lock(&t->lock);
+        node_info *ni = info_get(t, n, false);
+        bool run = ni && ni->needed == 1;
+        pthread_mutex_unlock(&t->lock);
+        if (!run) {
+            em_set_grad_enabled(prev_grad);
+            goto done;
+        }
+    }
+    if (n->num_next > 0) {
+        out = calloc((size_t)n->num_next, sizeof *out);
+        if (!out) {
+            em_set_error(EM_ENOMEM, "backward: out of memory");
+            set_task_error(t, EM_ENOMEM, em_node_name(n));
+            em_set_grad_enabled(prev_grad);
+            goto done;
+        }
+    }
+    em_status st = n->vt->apply(n, buf, out);
+    if (st == EM_OK) {
+        for (em_hook *h = n->post_hooks; h && st == EM_OK; h = h->next)
+            st = ((em_node_hook_fn)h->fn)(h->ud, n, buf, n->num_inputs, out, n->num_next);
+    }
+    if (st == EM_OK && em_is_anomaly_enabled()) {
+        for (int j = 0; j < n->num_next; j++) {
+            if (has_nan(out[j])) {
+                st = em_set_error(EM_EVALUE, "%s returned nan values in its %d%s output%s%s",
+                                  em_node_name(n), j + 1, j == 0 ? "st" : j == 1 ? "nd" : j == 2 ? "rd" : "th",
+                                  n->anomaly_trace ? "; the node was made by " : "",
+                                  n->anomaly_trace ? n->anomaly_trace : "");
+                break;
+            }
+        }
+    } else if (st != EM_OK && n->anomaly_trace && !strstr(em_error_message(), n->anomaly_trace)) {
+        char msg[900];
+        snprintf(msg, sizeof msg, "%s", em_error_message());
+        em_set_error(st, "%s (the failing node was made by %s)", msg, n->anomaly_trace);
+    }
+    if (!t->keep_graph && n->vt->release_saved) {
+        n->vt->release_saved(n);
+        n->saved_released = true;
+    }
+    em_set_grad_enabled(prev_grad);
+    if (st != EM_OK) {
+        set_task_error(t, st, em_node_name(n));
+        goto done;
+    }
+    /* deliver along the edges: the in-degree countdown */
+    for (int j = 0; j < n->num_next; j++) {
+        em_node *next = n->next[j].fn;
+        if (!next) continue;
+        uint32_t nr = n->next[j].input_nr;
+        em_tensor **ready = NULL;
+        pthread_mutex_lock(&t->lock);
+        node_info *ni = info_get(t, next, false);
+        if (!ni) { /* not reachable from the roots: cannot happen */
+            pthread_mutex_unlock(&t->lock);
+            continue;
+        }
+        if (out[j] && (int)nr < next->num_inputs) {
+            if (!ni->buffer) ni->buffer = calloc((size_t)next->num_inputs, sizeof(em_tensor *));
+            if (!ni->buffer) {
+                pthread_mutex_unlock(&t->lock);
+                em_set_error(EM_ENOMEM, "backward: out of memory");
+                set_task_error(t, EM_ENOMEM, NULL);
+                goto done;
+            }
+            em_tensor **slot = &ni->buffer[nr];
+            if (!*slot) {
+                *slot = out[j];
+                out[j] = NULL;
+            } else {
+                bool prev = em_set_grad_enabled(t->create_graph);
+                em_tensor *sum = em_add(*slot, out[j], em_scalar_int(1));
+                em_set_grad_enabled(prev);
+                if (!sum) {
+                    pthread_mutex_unlock(&t->lock);
+                    set_task_error(t, em_error_kind(), em_node_name(next));
+                    goto done;
+                }
+                em_tensor_release(*slot);
+                *slot = sum;
+            }
+        }
+        if (--ni->deps == 0) {
+            ready = ni->buffer ? ni->buffer : calloc((size_t)(next->num_inputs ? next->num_inputs : 1), sizeof(em_tensor *));
+            ni->buffer = NULL;
+        }
+        pthread_mutex_unlock(&t->lock);
+        if (ready) push_item(t, next, ready);
+    }
+done:
+    if (out) {
+        for (int j = 0; j < n->num_next; j++) em_tensor_release(out[j]);
+        free(out);
+    }
+    free_buffer(buf, n->num_inputs);
+    em_node_release(n);
+    finish_item(t);
+}
+
+/* ---- the graph root ---- */
+
+typedef struct {
+    em_node base;
+    em_tensor **grads;
+    int n;
+} graph_root;
+
+static em_status root_apply(em_node *self, em_tensor **grads, em_tensor **out) {
+    graph_root *r = (graph_root *)self;
+    for (int i = 0; i < r->n; i++) out[i] = em_tensor_retain(r->grads[i]);
+    return EM_OK;
+}
+static void root_destroy(em_node *self) {
+    graph_root *r = (graph_root *)self;
+    for (int i = 0; i < r->n; i++) em_tensor_release(r->grads[i]);
+    free(r->grads);
+}
+static const em_node_vtable root_vt = { "GraphRoot", root_apply, NULL, root_destroy };
+
+/* ---- dependencies and exec info (iterative: no recursion on depth) ---- */
+
+static em_status compute_dependencies(graph_task *t, em_node *root) {
+    size_t cap = 256, sp = 0;
+    em_node **stack = malloc(cap * sizeof *stack);
+    if (!stack || !info_get(t, root, true)) {
+        free(stack);
+        return em_set_error(EM_ENOMEM, "backward: out of memory");
+    }
+    stack[sp++] = root;
+    while (sp > 0) {
+        em_node *n = stack[--sp];
+        for (int j = 0; j < n->num_next; j++) {
+            em_node *next = n->next[j].fn;
+            if (!next) continue;
+            bool seen = info_get(t, next, false) != NULL;
+            node_info *ni = info_get(t, next, true);
+            if (!ni) { free(stack); return em_set_error(EM_ENOMEM, "backward: out of memory"); }
+            ni->deps++;
+            if (!seen) {
+                if (sp == cap) {
+                    cap *= 2;
+                    em_node **s = realloc(stack, cap * sizeof *s);
+                    if (!s) { free(stack); return em_set_error(EM_ENOMEM, "backward: out of memory"); }
+                    stack = s;
+                }
+                stack[sp++] = next;
+            }
+        }
+    }
+    free(stack);
+    return EM_OK;
+}
+
+/* needed(n) = n is a target, or some edge of n leads to a needed node.
+ * Post-order DFS with an explicit stack of (node, next edge index). */
+static em_status compute_exec_info(graph_task *t, em_node *root) {
+    typedef struct { em_node *n; int j; } frame;
+    size_t cap = 256, sp = 0;
+    frame *st = malloc(cap * sizeof *st);
+    if (!st) return em_set_error(EM_ENOMEM, "backward: out of memory");
+    st[sp++] = (frame){ root, 0 };
+    info_get(t, root, false)->needed = 2; /* 2: on the stack */
+    while (sp > 0) {
+        frame *f = &st[sp - 1];
+        if (f->j < f->n->num_next) {
+            em_node *next = f->n->next[f->j++].fn;
+            if (!next) continue;
+            node_info *ni = info_get(t, next, false);
+            if (!ni || ni->needed != -1) continue;
+            ni->needed = 2;
+            if (sp == cap) {
+                cap *= 2;
+                frame *s = realloc(st, cap * sizeof *s);
+                if (!s) { free(st); return em_set_error(EM_ENOMEM, "backward: out of memory"); }
+                st = s;
+            }
+            st[sp++] = (frame){ next, 0 };
+            continue;
+        }
+        node_info *me = info_get(t, f->n, false);
+        bool need = me->is_target;
+        for (int j = 0; j < f->n->num_next && !need; j++) {
+            node_info *ni = f->n->next[j].fn ? info_get(t, f->n->next[j].fn, false) : NULL;
+            if (ni && ni->needed == 1) need = true;
+        }
+        me->needed = need ? 1 : 0;
+        sp--;
+    }
+    free(st);
+    return EM_OK;
+}
+
+/* ---- backward ---- */
+
+static bool same_shape(const em_tensor *a, const em_tensor *b) {
+    return a->ndim == b->ndim && memcmp(a->sizes, b->sizes, sizeof(int64_t) * (size_t)a->ndim) == 0;
+}
+
+static _Thread_local ready_queue cpu_queue_storage;
+static _Thread_local bool cpu_queue_ready;
+
+em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_roots, em_tensor **inputs,
+                      int n_inputs, em_tensor **out_grads, const em_backward_opts *opts) {
+    em_backward_opts o = opts ? *opts : (em_backward_opts){ false, false, true, false };
+    const char *who = o.accumulate ? "backward" : "autograd.grad";
+    if (n_roots <= 0) return em_set_error(EM_EVALUE, "%s: no outputs to differentiate", who);
+    if (current_depth >= MAX_REENTRANT_DEPTH)
+        return em_set_error(EM_EVALUE, "%s: reentrant backward nested deeper than %d levels",
+                            who, MAX_REENTRANT_DEPTH);
+    em_autograd_init();
+
+    /* seed gradients */
+    graph_root *root = (graph_root *)em_node_new(sizeof(graph_root), &root_vt, 0, n_roots);
+    if (!root) return em_error_kind();
+    root->base.sequence_nr = UINT64_MAX;
+    root->grads = calloc((size_t)n_roots, sizeof(em_tensor *));
+    root->n = n_roots;
+    if (!root->grads) {
+        em_node_release(&root->base);
+        return em_set_error(EM_ENOMEM, "%s: out of memory", who);
+    }
+    em_status st = EM_OK;
+    for (int i = 0; i < n_roots && st == EM_OK; i++) {
+        em_tensor *r = roots[i];
+        char a[EM_SHAPE_STR_MAX], b[EM_SHAPE_STR_MAX];
+        if (!r || !em_requires_grad(r)) {
+            st = em_set_error(EM_EVALUE, "%s: element %d of the outputs does not require grad and has "
+                                         "no grad_fn", who, i + 1);
+            break;
+        }
+        em_tensor *g = grad_roots ? grad_roots[i] : NULL;
+        if (!g) {
+            if (r->numel != 1) {
+                st = em_set_error(EM_ESHAPE, "%s: grad can be implicitly created only for single-element "
+                                             "outputs (this one has shape %s); pass a gradient",
+                                  who, em_shape_str(r->ndim, r->sizes, a, sizeof a));
+                break;
+            }
+            bool prev = em_set_grad_enabled(false);
+            g = em_ones((em_intlist){ r->sizes, r->ndim }, r->dtype);
+            em_set_grad_enabled(prev);
+            if (!g) { st = em_error_kind(); break; }
+        } else {
+            if (!same_shape(g, r)) {
+                st = em_set_error(EM_ESHAPE, "%s: the gradient has shape %s but the output has shape %s",
+                                  who, em_shape_str(g->ndim, g->sizes, a, sizeof a),
+                                  em_shape_str(r->ndim, r->sizes, b, sizeof b));
+                break;
+            }
+            em_tensor_retain(g);
+        }
+        root->grads[i] = g;
+        root->base.next[i] = em_gradient_edge(r);
+    }
+    if (st != EM_OK) {
+        em_node_release(&root->base);
+        return st;
+    }
+
+    graph_task *t = calloc(1, sizeof *t);
+    em_edge *in_edges = n_inputs > 0 ? calloc((size_t)n_inputs, sizeof *in_edges) : NULL;
+    if (!t || (n_inputs > 0 && !in_edges)) {
+        free(t); free(in_edges);
+        em_node_release(&root->base);
+        return em_set_error(EM_ENOMEM, "%s: out of memory", who);
+    }
+    pthread_mutex_init(&t->lock, NULL);
+    t->keep_graph = o.retain_graph || o.create_graph;
+    t->create_graph = o.create_graph;
+    t->depth = current_depth + 1;
+    if (!local_queue) {
+        if (!cpu_queue_ready) { queue_init(&cpu_queue_storage); cpu_queue_ready = true; }
+        local_queue = &cpu_queue_storage;
+    }
+    t->owner_queue = local_queue;
+
+    st = compute_dependencies(t, &root->base);
+    if (st == EM_OK && n_inputs > 0) {
+        t->has_exec_info = true;
+        if (!o.accumulate) {
+            t->captures = calloc((size_t)n_inputs, sizeof *t->captures);
+            t->captured = calloc((size_t)n_inputs, sizeof *t->captured);
+            if (!t->captures || !t->captured) st = em_set_error(EM_ENOMEM, "%s: out of memory", who);
+        }
+        for (int i = 0; i < n_inputs && st == EM_OK; i++) {
+            if (!inputs[i] || !em_requires_grad(inputs[i])) {
+                st = em_set_error(EM_EVALUE, "%s: input %d does not require grad", who, i + 1);
+                break;
+            }
+            in_edges[i] = em_gradient_edge(inputs[i]);
+            node_info *ni = in_edges[i].fn ? info_get(t, in_edges[i].fn, false) : NULL;
+            if (o.accumulate) {
+                if (ni) ni->is_target = 1;
+            } else {
+                t->captures[t->n_captures++] = (capture){ in_edges[i].fn, in_edges[i].input_nr, i };
+            }
+        }
+        if (st == EM_OK && !o.accumulate) {
+            /* a node that feeds a captured slot must run up to the capture */
+            for (int c = 0; c < t->n_captures; c++) {
+                node_info *ni = t->captures[c].node ? info_get(t, t->captures[c].node, false) : NULL;
+                if (ni) ni->is_target = 2; /* captured: do not execute the node itself */
+            }
+        }
+        if (st == EM_OK) st = compute_exec_info(t, &root->base);
+        if (st == EM_OK && !o.accumulate) {
+            /* captured nodes only run when something beyond them is needed */
+            for (int c = 0; c < t->n_captures; c++) {
+                em_node *cn = t->captures[c].node;
+                node_info *ni = cn ? info_get(t, cn, false) : NULL;
+                if (!ni) continue;
+                bool beyond = false;
+                for (int j = 0; j < cn->num_next && !beyond; j++) {
+                    node_info *nx = cn->next[j].fn ? info_get(t, cn->next[j].fn, false) : NULL;
+                    beyond = nx && nx->needed == 1;
+                }
+                ni->needed = beyond ? 1 : 0;
+            }
+            /* a node upstream of a capture is needed; compute_exec_info marked
+             * targets needed, so the roots' paths to captures are kept */
+        }
+    }
+
+    if (st == EM_OK) {
+        current_depth++;
+        em_tensor **rootbuf = calloc(1, sizeof(em_tensor *));
+        push_item(t, &root->base, rootbuf);
+        /* run CPU work until the task is done (Note [Engine threads]) */
+        ready_queue *q = t->owner_queue;
+        for (;;) {
+            pthread_mutex_lock(&q->lock);
+            while (q->n == 0 && atomic_load(&t->outstanding) > 0) pthread_cond_wait(&q->cond, &q->lock);
+            if (atomic_load(&t->outstanding) == 0) {
+                pthread_mutex_unlock(&q->lock);
+                break;
+            }
+            ready_item it = heap_pop(q);
+            pthread_mutex_unlock(&q->lock);
+            evaluate(it);
+        }
+        current_depth--;
+        if (atomic_load(&t->has_error)) st = em_set_error(t->err, "%s", t->errmsg);
+    }
+
+    /* results of grad() */
+    if (st == EM_OK && !o.accumulate && out_grads) {
+        for (int i = 0; i < n_inputs; i++) {
+            em_tensor *g = t->captured[i];
+            t->captured[i] = NULL;
+            if (!g && !o.allow_unused) {
+                for (int k = 0; k < i; k++) { em_tensor_release(out_grads[k]); out_grads[k] = NULL; }
+                st = em_set_error(EM_EVALUE, "%s: input %d was not used in the graph (pass "
+                                             "allow_unused=true if that is intended)", who, i + 1);
+                break;
+            }
+            if (g) {
+                em_input_meta m;
+                em_input_meta_from(&m, inputs[i]);
+                bool prev = em_set_grad_enabled(o.create_graph);
+                g = em_ag_reduce_to(g, &m);
+                em_set_grad_enabled(prev);
+            }
+            out_grads[i] = g;
+        }
+    }
+
+    /* cleanup: leftover not-ready buffers (nodes that never became ready) */
+    for (size_t i = 0; i < t->info_cap; i++)
+        if (t->info[i].key) free_buffer(t->info[i].buffer, t->info[i].key->num_inputs);
+    if (t->captured)
+        for (int i = 0; i < n_inputs; i++) em_tensor_release(t->captured[i]);
+    for (int i = 0; i < n_inputs; i++) em_node_release(in_edges[i].fn);
+    free(in_edges);
+    free(t->captured);
+    free(t->captures);
+    free(t->info);
+    pthread_mutex_destroy(&t->lock);
+    free(t);
+    em_node_release(&root->base);
+    return st;
+}

@@ -1,0 +1,251 @@
+/* formulas.c -- helpers called by the backward formulas of
+ * schema/derivatives.yaml (see em_formulas.h for the contract). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "em_formulas.h"
+#include "em_ops.h"
+
+#define NOLIST ((em_intlist){ NULL, -1 })
+
+em_tensor *em_ag_scalar(double v) {
+    em_tensor *t = em_full((em_intlist){ NULL, 0 }, em_scalar_float(v), EM_FLOAT64);
+    if (t) t->wrapped_number = true;
+    return t;
+}
+
+em_tensor *em_ag_scalar_s(em_scalar s) {
+    em_tensor *t = em_full((em_intlist){ NULL, 0 }, s, em_scalar_dtype(s) == EM_FLOAT32 ? EM_FLOAT64 : em_scalar_dtype(s));
+    if (t) t->wrapped_number = true;
+    return t;
+}
+
+static em_intlist meta_sizes(const em_input_meta *m) { return (em_intlist){ m->sizes, m->ndim }; }
+
+em_tensor *em_ag_fn_zeros_like(em_tensor *t) {
+    return em_zeros((em_intlist){ t->sizes, t->ndim }, t->dtype);
+}
+
+/* grad has the reduced shape; unsqueeze the reduced dims (when keepdim was
+ * false) and expand back to the input's shape. */
+em_tensor *em_ag_fn_sum_backward(em_tensor *grad, const em_input_meta *self_meta, em_intlist dim, bool keepdim) {
+    em_tensor *g = em_tensor_retain(grad);
+    if (!keepdim && dim.n > 0 && self_meta->ndim > 0) {
+        bool reduced[EM_MAX_DIMS] = { false };
+        for (int i = 0; i < dim.n; i++) {
+            int d = em_wrap_dim(dim.data[i], self_meta->ndim, "sum_backward");
+            if (d < 0) { em_tensor_release(g); return NULL; }
+            reduced[d] = true;
+        }
+        for (int d = 0; d < self_meta->ndim && g; d++) {
+            if (!reduced[d]) continue;
+            em_tensor *u = em_unsqueeze(g, d);
+            em_tensor_release(g);
+            g = u;
+        }
+    } else if (!keepdim && dim.n < 0 && self_meta->ndim > 0 && g && g->ndim == 0) {
+        int64_t ones[EM_MAX_DIMS];
+        for (int d = 0; d < self_meta->ndim; d++) ones[d] = 1;
+        em_tensor *r = em_reshape(g, (em_intlist){ ones, self_meta->ndim });
+        em_tensor_release(g);
+        g = r;
+    }
+    if (!g) return NULL;
+    em_tensor *e = em_expand(g, meta_sizes(self_meta));
+    em_tensor_release(g);
+    return e;
+}
+
+em_tensor *em_ag_fn_mean_backward(em_tensor *grad, const em_input_meta *self_meta, em_intlist dim, bool keepdim) {
+    int64_t count = 1;
+    if (dim.n < 0) {
+        for (int d = 0; d < self_meta->ndim; d++) count *= self_meta->sizes[d];
+    } else {
+        for (int i = 0; i < dim.n; i++) {
+            int d = em_wrap_dim(dim.data[i], self_meta->ndim, "mean_backward");
+            if (d < 0) return NULL;
+            count *= self_meta->ndim ? self_meta->sizes[d] : 1;
+        }
+    }
+    em_tensor *s = em_ag_fn_sum_backward(grad, self_meta, dim, keepdim);
+    em_tensor *c = em_ag_scalar((double)count);
+    em_tensor *r = s && c ? em_div(s, c) : NULL;
+    em_tensor_release(s);
+    em_tensor_release(c);
+    return r;
+}
+
+em_tensor *em_ag_fn_reshape_as(em_tensor *grad, const em_input_meta *self_meta) {
+    return em_reshape(grad, meta_sizes(self_meta));
+}
+
+em_tensor *em_ag_fn_squeeze_backward(em_tensor *grad, const em_input_meta *self_meta) {
+    return em_reshape(grad, meta_sizes(self_meta));
+}
+
+em_tensor *em_ag_fn_permute_backward(em_tensor *grad, em_intlist dims) {
+    int64_t inv[EM_MAX_DIMS];
+    int n = dims.n;
+    for (int i = 0; i < n; i++) {
+        int d = em_wrap_dim(dims.data[i], n, "permute_backward");
+        if (d < 0) return NULL;
+        inv[d] = i;
+    }
+    return em_permute(grad, (em_intlist){ inv, n });
+}
+
+/* zeros of the input's shape with grad copied into the region the forward
+ * view selected (view_fn makes that region of the zeros). */
+static em_tensor *scatter_into_zeros(em_tensor *grad, const em_input_meta *m, em_tensor *(*view_fn)(em_tensor *, void *),
+                                     void *arg, const char *op) {
+    if (em_requires_grad(grad)) {
+        /* an in-place copy into a view of zeros would not be recorded, so a
+         * second derivative through it would silently be zero: refuse */
+        em_set_error(EM_EVALUE, "%s_backward: create_graph through %s (a double backward of a view "
+                                "that selects part of a tensor) is not supported yet", op, op);
+        return NULL;
+    }
+    em_tensor *z = em_zeros(meta_sizes(m), grad->dtype);
+    if (!z) return NULL;
+    em_tensor *region = view_fn(z, arg);
+    em_tensor *c = region ? em_copy_(region, grad) : NULL;
+    em_tensor *r = c ? em_tensor_retain(z) : NULL;
+    em_tensor_release(c);
+    em_tensor_release(region);
+    em_tensor_release(z);
+    return r;
+}
+
+typedef struct { int64_t dim, a, b, step; const int64_t *pa, *pb; } view_args;
+
+static em_tensor *narrow_view(em_tensor *z, void *p) {
+    view_args *v = p;
+    return em_narrow(z, v->dim, v->a, v->b);
+}
+static em_tensor *select_view(em_tensor *z, void *p) {
+    view_args *v = p;
+    return em_select(z, v->dim, v->a);
+}
+static em_tensor *slice_view(em_tensor *z, void *p) {
+    view_args *v = p;
+    return em_slice(z, v->dim, v->pa, v->pb, v->step);
+}
+
+em_tensor *em_ag_fn_narrow_backward(em_tensor *grad, const em_input_meta *self_meta, int64_t dim, int64_t start,
+                                    int64_t length) {
+    view_args v = { dim, start, length, 1, NULL, NULL };
+    return scatter_into_zeros(grad, self_meta, narrow_view, &v, "narrow");
+}
+
+em_tensor *em_ag_fn_select_backward(em_tensor *grad, const em_input_meta *self_meta, int64_t dim, int64_t index) {
+    view_args v = { dim, index, 0, 1, NULL, NULL };
+    return scatter_into_zeros(grad, self_meta, select_view, &v, "select");
+}
+
+em_tensor *em_ag_fn_slice_backward(em_tensor *grad, const em_input_meta *self_meta, int64_t dim, const int64_t *start,
+                                   const int64_t *end, int64_t step) {
+    view_args v = { dim, 0, 0, step, start, end };
+    return scatter_into_zeros(grad, self_meta, slice_view, &v, "slice");
+}
+
+/* sign(x) as x's dtype: (x > 0) - (x < 0), computed without bool arithmetic. */
+em_tensor *em_ag_fn_sign(em_tensor *self) {
+    em_tensor *zero = em_ag_scalar(0);
+    em_tensor *gt = zero ? em_gt(self, zero) : NULL;
+    em_tensor *lt = zero ? em_lt(self, zero) : NULL;
+    em_tensor *gtf = gt ? em_to(gt, self->dtype) : NULL;
+    em_tensor *ltf = lt ? em_to(lt, self->dtype) : NULL;
+    em_tensor *r = gtf && ltf ? em_sub(gtf, ltf, em_scalar_int(1)) : NULL;
+    em_tensor_release(zero); em_tensor_release(gt); em_tensor_release(lt);
+    em_tensor_release(gtf); em_tensor_release(ltf);
+    return r;
+}
+
+/* floor(self / other) exactly, as (self - remainder(self, other)) / other. */
+em_tensor *em_ag_fn_floor_divide(em_tensor *self, em_tensor *other) {
+    em_tensor *rem = em_remainder(self, other);
+    em_tensor *d = rem ? em_sub(self, rem, em_scalar_int(1)) : NULL;
+    em_tensor *q = d ? em_div(d, other) : NULL;
+    em_tensor_release(rem);
+    em_tensor_release(d);
+    return q;
+}
+
+/* grad where the output was positive (relu's output > 0), else 0. */
+em_tensor *em_ag_fn_relu_backward(em_tensor *grad, em_tensor *result) {
+    em_tensor *zero = em_ag_scalar(0);
+    em_tensor *mask = zero ? em_gt(result, zero) : NULL;
+    em_tensor *r = mask ? em_mul(grad, mask) : NULL;
+    em_tensor_release(zero);
+    em_tensor_release(mask);
+    return r;
+}
+
+/* d(self^e)/de = self^e * log(self), taken as 0 where self == 0 (the
+ * limit PyTorch uses for non-negative exponents). */
+em_tensor *em_ag_fn_pow_exponent_backward(em_tensor *grad, em_tensor *self, em_tensor *result) {
+    em_tensor *zero = em_ag_scalar(0);
+    em_tensor *nz = zero ? em_ne(self, zero) : NULL;
+    em_tensor *one = em_ag_scalar(1);
+    /* log(self) where self != 0, log(1) = 0 elsewhere: self + (self == 0) */
+    em_tensor *isz = zero ? em_eq(self, zero) : NULL;
+    em_tensor *safe = isz ? em_add(self, isz, em_scalar_int(1)) : NULL;
+    em_tensor *lg = safe ? em_log(safe) : NULL;
+    em_tensor *a = lg ? em_mul(grad, result) : NULL;
+    em_tensor *r = a ? em_mul(a, lg) : NULL;
+    em_tensor_release(zero); em_tensor_release(nz); em_tensor_release(one);
+    em_tensor_release(isz); em_tensor_release(safe); em_tensor_release(lg); em_tensor_release(a);
+    return r;
+}
+
+/* ---- matmul: NumPy rules for 1-d operands, batched otherwise ---- */
+
+/* grad_self = grad @ other^T with the 1-d cases made 2-d and undone. */
+em_tensor *em_ag_fn_matmul_backward_self(em_tensor *grad, em_tensor *self, em_tensor *other) {
+    em_tensor *r = NULL;
+    if (self->ndim == 1 && other->ndim == 1) {          /* dot: grad is 0-d */
+        r = em_mul(grad, other);
+    } else if (self->ndim == 1) {                        /* (k) @ (..., k, m) -> (..., m) */
+        em_tensor *g = em_unsqueeze(grad, -2);           /* (..., 1, m) */
+        em_tensor *ot = g ? em_transpose(other, -1, -2) : NULL;
+        em_tensor *p = ot ? em_matmul(g, ot) : NULL;     /* (..., 1, k) */
+        em_tensor *s = p ? em_squeeze(p, (int64_t[]){ -2 }) : NULL;
+        r = s;
+        em_tensor_release(g); em_tensor_release(ot); em_tensor_release(p);
+    } else if (other->ndim == 1) {                       /* (..., n, k) @ (k) -> (..., n) */
+        em_tensor *g = em_unsqueeze(grad, -1);           /* (..., n, 1) */
+        em_tensor *o = g ? em_unsqueeze(other, 0) : NULL;/* (1, k) */
+        r = o ? em_matmul(g, o) : NULL;                  /* (..., n, k) */
+        em_tensor_release(g); em_tensor_release(o);
+    } else {
+        em_tensor *ot = em_transpose(other, -1, -2);
+        r = ot ? em_matmul(grad, ot) : NULL;
+        em_tensor_release(ot);
+    }
+    return r; /* the engine sums broadcast batch dims (em_ag_reduce_to) */
+}
+
+/* grad_other = self^T @ grad with the same 1-d handling. */
+em_tensor *em_ag_fn_matmul_backward_other(em_tensor *grad, em_tensor *self, em_tensor *other) {
+    em_tensor *r = NULL;
+    if (self->ndim == 1 && other->ndim == 1) {
+        r = em_mul(grad, self);
+    } else if (self->ndim == 1) {                        /* grad (..., m): other (..., k, m) */
+        em_tensor *s = em_unsqueeze(self, -1);           /* (k, 1) */
+        em_tensor *g = s ? em_unsqueeze(grad, -2) : NULL;/* (..., 1, m) */
+        r = g ? em_matmul(s, g) : NULL;                  /* (..., k, m) */
+        em_tensor_release(s); em_tensor_release(g);
+    } else if (other->ndim == 1) {                       /* grad (..., n): other (k) */
+        em_tensor *st = em_transpose(self, -1, -2);      /* (..., k, n) */
+        em_tensor *g = st ? em_unsqueeze(grad, -1) : NULL;/* (..., n, 1) */
+        em_tensor *p = g ? em_matmul(st, g) : NULL;      /* (..., k, 1) */
+        em_tensor *s = p ? em_squeeze(p, (int64_t[]){ -1 }) : NULL;
+        r = s;
+        em_tensor_release(st); em_tensor_release(g); em_tensor_release(p);
+    } else {
+        em_tensor *st = em_transpose(self, -1, -2);
+        r = st ? em_matmul(st, grad) : NULL;
+        em_tensor_release(st);
+    }
+    return r;
+}

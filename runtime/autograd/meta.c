@@ -1,0 +1,386 @@
+/* meta.c -- per-tensor autograd state: requires_grad, leaves, .grad,
+ * grad_fn, history, detach, tensor hooks and AccumulateGrad. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "em_autograd.h"
+#include "em_ops.h"
+
+/* Note [AccumulateGrad is weak]
+ * A leaf's meta points at its AccumulateGrad node without owning it, and
+ * the node points back at the meta without owning the leaf: the graph
+ * (edges of later nodes) keeps the node alive, the user keeps the leaf
+ * alive, and neither keeps the other, so no cycle forms. Both pointers are
+ * cleared under weak_lock by whichever side dies first. */
+static pthread_mutex_t weak_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void free_hook_list(em_hook *h) {
+    while (h) {
+        em_hook *next = h->next;
+        if (h->free_ud) h->free_ud(h->ud);
+        free(h);
+        h = next;
+    }
+}
+
+static void meta_free(void *p) {
+    em_ag_meta *m = p;
+    if (!m) return;
+    if (m->retains_grad && m->grad_fn) { /* drop the retain_grad hook pointing at m */
+        for (em_hook **h = &m->grad_fn->pre_hooks; *h;) {
+            if ((*h)->ud == m && !(*h)->free_ud) {
+                em_hook *dead = *h;
+                *h = dead->next;
+                free(dead);
+            } else {
+                h = &(*h)->next;
+            }
+        }
+    }
+    pthread_mutex_lock(&weak_lock);
+    if (m->grad_accumulator) m->grad_accumulator->weak_var = NULL;
+    m->grad_accumulator = NULL;
+    pthread_mutex_unlock(&weak_lock);
+    em_tensor_release(m->grad);
+    em_node_release(m->grad_fn);
+    free_hook_list(m->hooks);
+    free(m);
+}
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static void do_init(void) { em_core_set_autograd_meta_free(meta_free); }
+void em_autograd_init(void) { pthread_once(&init_once, do_init); }
+
+static em_ag_meta *get_meta(em_tensor *t, bool create) {
+    if (t->autograd_meta || !create) return t->autograd_meta;
+    em_autograd_init();
+    em_ag_meta *m = calloc(1, sizeof *m);
+    if (!m) {
+        em_set_error(EM_ENOMEM, "autograd: out of memory");
+        return NULL;
+    }
+    m->owner = t;
+    t->autograd_meta = m;
+    return m;
+}
+
+static void refresh_key(em_tensor *t) {
+    em_ag_meta *m = t->autograd_meta;
+    if (m && (m->requires_grad || m->grad_fn)) t->keyset |= EM_KS(EM_KEY_AUTOGRAD);
+    else t->keyset &= ~EM_KS(EM_KEY_AUTOGRAD);
+}
+
+/* ---- tensor-level API ---- */
+
+bool em_requires_grad(const em_tensor *t) {
+    const em_ag_meta *m = t ? t->autograd_meta : NULL;
+    return m && (m->requires_grad || m->grad_fn);
+}
+
+bool em_is_leaf(const em_tensor *t) {
+    const em_ag_meta *m = t ? t->autograd_meta : NULL;
+    return !m || !m->grad_fn;
+}
+
+em_status em_set_requires_grad(em_tensor *t, bool on) {
+    if (!t) return em_set_error(EM_EVALUE, "requires_grad_: tensor is NULL");
+    if (!em_is_leaf(t)) {
+        if (on) return EM_OK;
+        return em_set_error(EM_EVALUE,
+                            "requires_grad_: you can only change requires_grad of leaf tensors; "
+                            "use detach() to get a tensor without history");
+    }
+    if (on && !em_dtype_is_floating(t->dtype))
+        return em_set_error(EM_ETYPE, "requires_grad_: only floating point tensors can require "
+                                      "gradients (got %s)", em_dtype_name(t->dtype));
+    em_ag_meta *m = get_meta(t, on);
+    if (!m) return on ? EM_ENOMEM : EM_OK;
+    m->requires_grad = on;
+    refresh_key(t);
+    return EM_OK;
+}
+
+em_tensor *em_grad(const em_tensor *t) {
+    const em_ag_meta *m = t ? t->autograd_meta : NULL;
+    return m && m->grad ? em_tensor_retain(m->grad) : NULL;
+}
+
+em_status em_set_grad(em_tensor *t, em_tensor *g) {
+    if (!t) return em_set_error(EM_EVALUE, "grad: tensor is NULL");
+    if (g && (g->ndim != t->ndim || memcmp(g->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim))) {
+        char a[EM_SHAPE_STR_MAX], b[EM_SHAPE_STR_MAX];
+        return em_set_error(EM_ESHAPE, "grad: assigned grad has shape %s but the tensor has shape %s",
+                            em_shape_str(g->ndim, g->sizes, a, sizeof a),
+                            em_shape_str(t->ndim, t->sizes, b, sizeof b));
+    }
+    em_ag_meta *m = get_meta(t, g != NULL);
+    if (!m) return g ? EM_ENOMEM : EM_OK;
+    em_tensor *old = m->grad;
+    m->grad = em_tensor_retain(g);
+    em_tensor_release(old);
+    return EM_OK;
+}
+
+em_node *em_grad_fn(const em_tensor *t) {
+    const em_ag_meta *m = t ? t->autograd_meta : NULL;
+    return m ? m->grad_fn : NULL;
+}
+
+static em_hook *new_hook(void *fn, void *ud, void (*free_ud)(void *), int slot);
+static void append_hook(em_hook **list, em_hook *h);
+
+/* The pre-hook behind retain_grad(): stores the gradient flowing into the
+ * tensor's slot of its grad_fn as its .grad (ud is the tensor's meta, which
+ * removes this hook when it dies). */
+static em_tensor *retain_grad_hook(void *ud, em_tensor *grad) {
+    em_ag_meta *m = ud;
+    if (!m->grad) {
+        m->grad = em_is_grad_enabled() ? em_tensor_retain(grad) : em_clone(grad);
+    } else {
+        em_tensor *sum = em_add(m->grad, grad, em_scalar_int(1));
+        if (!sum) return NULL;
+        em_tensor_release(m->grad);
+        m->grad = sum;
+    }
+    if (!m->grad) return NULL;
+    em_clear_error();
+    return NULL; /* the gradient itself is unchanged */
+}
+
+em_status em_retain_grad(em_tensor *t) {
+    if (!em_requires_grad(t))
+        return em_set_error(EM_EVALUE, "retain_grad: can't retain the grad of a tensor that does not require grad");
+    if (em_is_leaf(t)) return EM_OK; /* leaves keep their grad anyway */
+    em_ag_meta *m = t->autograd_meta;
+    if (m->retains_grad) return EM_OK;
+    em_hook *h = new_hook((void *)retain_grad_hook, m, NULL, (int)m->output_nr);
+    if (!h) return EM_ENOMEM;
+    append_hook(&m->grad_fn->pre_hooks, h);
+    m->retains_grad = true;
+    return EM_OK;
+}
+
+em_tensor *em_detach(const em_tensor *t) {
+    em_tensor *d = em_core_alias(t);
+    if (!d) return NULL;
+    d->autograd_meta = NULL;
+    d->keyset = EM_KS(em_backend_key(d->device));
+    return d;
+}
+
+/* ---- hooks ---- */
+
+static int next_hook_id = 1;
+
+static em_hook *new_hook(void *fn, void *ud, void (*free_ud)(void *), int slot) {
+    em_hook *h = calloc(1, sizeof *h);
+    if (!h) {
+        em_set_error(EM_ENOMEM, "register_hook: out of memory");
+        return NULL;
+    }
+    h->fn = fn;
+    h->ud = ud;
+    h->free_ud = free_ud;
+    h->slot = slot;
+    h->id = __atomic_fetch_add(&next_hook_id, 1, __ATOMIC_RELAXED);
+    return h;
+}
+
+static void append_hook(em_hook **list, em_hook *h) {
+    while (*list) list = &(*list)->next;
+    *list = h;
+}
+
+static bool remove_hook(em_hook **list, int id) {
+    for (; *list; list = &(*list)->next) {
+        if ((*list)->id == id) {
+            em_hook *h = *list;
+            *list = h->next;
+            if (h->free_ud) h->free_ud(h->ud);
+            free(h);
+            return true;
+        }
+    }
+    return false;
+}
+
+int em_register_hook(em_tensor *t, em_grad_hook_fn fn, void *ud, void (*free_ud)(void *)) {
+    if (!em_requires_grad(t)) {
+        em_set_error(EM_EVALUE, "register_hook: cannot register a hook on a tensor that doesn't require gradient");
+        return -1;
+    }
+    em_ag_meta *m = t->autograd_meta;
+    em_hook *h = new_hook((void *)fn, ud, free_ud, (int)m->output_nr);
+    if (!h) return -1;
+    if (m->grad_fn) {
+        append_hook(&m->grad_fn->pre_hooks, h);
+        if (free_ud) m->grad_fn->owner_thread = true; /* Lua hooks run on the Lua thread */
+    } else {
+        h->slot = 0;
+        append_hook(&m->hooks, h);
+    }
+    return h->id;
+}
+
+em_status em_remove_hook(em_tensor *t, int id) {
+    em_ag_meta *m = t ? t->autograd_meta : NULL;
+    if (m && (remove_hook(&m->hooks, id) || (m->grad_fn && remove_hook(&m->grad_fn->pre_hooks, id))))
+        return EM_OK;
+    return em_set_error(EM_EVALUE, "remove: no hook with handle %d on this tensor", id);
+}
+
+int em_node_register_hook(em_node *n, em_node_hook_fn fn, void *ud, void (*free_ud)(void *)) {
+    em_hook *h = new_hook((void *)fn, ud, free_ud, 0);
+    if (!h) return -1;
+    append_hook(&n->post_hooks, h);
+    if (free_ud) n->owner_thread = true;
+    return h->id;
+}
+
+em_status em_node_remove_hook(em_node *n, int id) {
+    if (n && remove_hook(&n->post_hooks, id)) return EM_OK;
+    return em_set_error(EM_EVALUE, "remove: no hook with handle %d on this node", id);
+}
+
+/* ---- AccumulateGrad ---- */
+
+/* Takes the leaf (strong) if it is still alive, under weak_lock. */
+static em_tensor *lock_leaf(em_node *self) {
+    em_tensor *leaf = NULL;
+    pthread_mutex_lock(&weak_lock);
+    em_ag_meta *m = self->weak_var;
+    if (m) {
+        long c = atomic_load(&m->owner->refcount);
+        while (c > 0 && !atomic_compare_exchange_weak(&m->owner->refcount, &c, c + 1)) {}
+        if (c > 0) leaf = m->owner;
+    }
+    pthread_mutex_unlock(&weak_lock);
+    return leaf;
+}
+
+static em_tensor *run_grad_hooks(em_hook *h, em_tensor *grad) {
+    for (; h && grad; h = h->next) {
+        em_clear_error();
+        em_tensor *r = ((em_grad_hook_fn)h->fn)(h->ud, grad);
+        if (r) {
+            em_tensor_release(grad);
+            grad = r;
+        } else if (em_error_kind() != EM_OK) {
+            em_tensor_release(grad);
+            return NULL;
+        }
+    }
+    return grad;
+}
+
+static em_status accumulate_apply(em_node *self, em_tensor **grads, em_tensor **out) {
+    (void)out;
+    em_tensor *leaf = lock_leaf(self);
+    if (!leaf || !grads[0]) {
+        em_tensor_release(leaf);
+        return EM_OK;
+    }
+    em_ag_meta *m = leaf->autograd_meta;
+    em_tensor *grad = em_tensor_retain(grads[0]);
+    if (m->hooks) {
+        grad = run_grad_hooks(m->hooks, grad);
+        if (!grad) {
+            em_tensor_release(leaf);
+            return em_error_kind() ? em_error_kind() : EM_EINTERNAL;
+        }
+    }
+    em_status st = EM_OK;
+    if (!m->grad) {
+        if (!em_is_grad_enabled() && atomic_load(&grad->refcount) <= 2 && grad->is_contiguous &&
+            atomic_load(&grad->storage->refcount) == 1 &&
+            !grad->autograd_meta && grad->storage->allocator) {
+            /* steal: the input buffer (and our retain) are the only owners */
+            m->grad = em_tensor_retain(grad);
+        } else if (em_is_grad_enabled()) {
+            m->grad = em_tensor_retain(grad); /* create_graph: keep its history */
+        } else {
+            m->grad = em_clone(grad);
+            if (!m->grad) st = em_error_kind();
+        }
+    } else if (!em_is_grad_enabled() && !em_requires_grad(m->grad)) {
+        em_tensor *r = em_add_(m->grad, grad, em_scalar_int(1));
+        if (!r) st = em_error_kind();
+        em_tensor_release(r);
+    } else {
+        em_tensor *sum = em_add(m->grad, grad, em_scalar_int(1));
+        if (!sum) st = em_error_kind();
+        else {
+            em_tensor_release(m->grad);
+            m->grad = sum;
+        }
+    }
+    em_tensor_release(grad);
+    em_tensor_release(leaf);
+    return st;
+}
+
+static void accumulate_destroy(em_node *self) {
+    pthread_mutex_lock(&weak_lock);
+    em_ag_meta *m = self->weak_var;
+    if (m && m->grad_accumulator == self) m->grad_accumulator = NULL;
+    self->weak_var = NULL;
+    pthread_mutex_unlock(&weak_lock);
+}
+
+static const em_node_vtable accumulate_vt = { "AccumulateGrad", accumulate_apply, NULL, accumulate_destroy };
+
+em_edge em_gradient_edge(em_tensor *t) {
+    em_edge e = { NULL, 0 };
+    em_ag_meta *m = t ? t->autograd_meta : NULL;
+    if (!m) return e;
+    if (m->grad_fn) {
+        em_node_retain(m->grad_fn);
+        e.fn = m->grad_fn;
+        e.input_nr = m->output_nr;
+        return e;
+    }
+    if (!m->requires_grad) return e;
+    pthread_mutex_lock(&weak_lock);
+    em_node *acc = m->grad_accumulator;
+    if (acc && atomic_load(&acc->refcount) > 0) {
+        em_node_retain(acc);
+    } else {
+        acc = em_node_new(sizeof(em_node), &accumulate_vt, 1, 0);
+        if (acc) {
+            acc->is_accumulate_grad = true;
+            acc->weak_var = m;
+            acc->sequence_nr = UINT64_MAX; /* leaves run as soon as they are ready */
+            em_input_meta_from(&acc->input_meta[0], t);
+            m->grad_accumulator = acc;
+            if (m->hooks) acc->owner_thread = true;
+        }
+    }
+    pthread_mutex_unlock(&weak_lock);
+    e.fn = acc;
+    return e;
+}
+
+/* ---- history ---- */
+
+em_status em_set_history(em_tensor *t, em_node *node, uint32_t nr) {
+    em_ag_meta *m = get_meta(t, true);
+    if (!m) return EM_ENOMEM;
+    em_node_retain(node);
+    em_node *old = m->grad_fn;
+    m->grad_fn = node;
+    m->output_nr = nr;
+    m->requires_grad = false;
+    if ((int)nr < node->num_inputs) em_input_meta_from(&node->input_meta[nr], t);
+    refresh_key(t);
+    em_node_release(old);
+    return EM_OK;
+}
+
+em_status em_rebase_history(em_tensor *t, em_node *node) {
+    em_ag_meta *m = t->autograd_meta;
+    if (m && !m->grad_fn && m->requires_grad)
+        return em_set_error(EM_EVALUE, "%s: a leaf tensor that requires grad is being used in an "
+                                       "in-place operation (do it under ember.no_grad())", em_node_name(node));
+    return em_set_history(t, node, 0);
+}

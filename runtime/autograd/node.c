@@ -1,0 +1,330 @@
+/* node.c -- graph nodes: allocation, iterative deletion, saved variables,
+ * formula scopes, broadcasting reduction, custom (Lua) nodes, grad modes.
+ * See em_autograd.h for the notes on the invariants kept here. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "em_autograd.h"
+#include "em_ops.h"
+
+static atomic_uint_fast64_t next_sequence_nr;
+
+/* ---- grad mode, inference mode, anomaly mode (thread-local) ---- */
+
+static _Thread_local bool inference_mode;
+static _Thread_local bool anomaly_mode;
+
+bool em_is_grad_enabled(void) { return !(em_disp_tls_keys.exclude & EM_KS(EM_KEY_AUTOGRAD)); }
+
+bool em_set_grad_enabled(bool on) {
+    bool prev = em_is_grad_enabled();
+    if (on) em_disp_tls_keys.exclude &= ~EM_KS(EM_KEY_AUTOGRAD);
+    else em_disp_tls_keys.exclude |= EM_KS(EM_KEY_AUTOGRAD);
+    return prev;
+}
+
+bool em_is_inference_mode(void) { return inference_mode; }
+
+/* Inference mode is no-grad that cannot be re-enabled by enable_grad
+ * inside it: it also records itself so that guards can tell. */
+bool em_set_inference_mode(bool on) {
+    bool prev = inference_mode;
+    inference_mode = on;
+    return prev;
+}
+
+bool em_is_anomaly_enabled(void) { return anomaly_mode; }
+bool em_set_anomaly_enabled(bool on) {
+    bool prev = anomaly_mode;
+    anomaly_mode = on;
+    return prev;
+}
+
+static char *(*trace_provider)(void *ud);
+static void *trace_provider_ud;
+void em_ag_set_trace_provider(char *(*fn)(void *ud), void *ud) {
+    trace_provider = fn;
+    trace_provider_ud = ud;
+}
+
+/* ---- nodes ---- */
+
+em_node *em_node_new(size_t size, const em_node_vtable *vt, int num_inputs, int num_next) {
+    if (size < sizeof(em_node)) size = sizeof(em_node);
+    em_node *n = calloc(1, size);
+    em_edge *next = num_next ? calloc((size_t)num_next, sizeof(em_edge)) : NULL;
+    em_input_meta *im = num_inputs ? calloc((size_t)num_inputs, sizeof(em_input_meta)) : NULL;
+    if (!n || (num_next && !next) || (num_inputs && !im)) {
+        free(n); free(next); free(im);
+        em_set_error(EM_ENOMEM, "autograd: out of memory making a %s node", vt ? vt->name : "graph");
+        return NULL;
+    }
+    atomic_init(&n->refcount, 1);
+    n->vt = vt;
+    n->sequence_nr = atomic_fetch_add_explicit(&next_sequence_nr, 1, memory_order_relaxed);
+    n->num_inputs = num_inputs;
+    n->num_next = num_next;
+    n->next = next;
+    n->input_meta = im;
+    if (anomaly_mode) {
+        char *tb = trace_provider ? trace_provider(trace_provider_ud) : NULL;
+        const char *name = vt ? vt->name : "?";
+        size_t len = strlen(name) + (tb ? strlen(tb) : 0) + 64;
+        n->anomaly_trace = malloc(len);
+        if (n->anomaly_trace) {
+            size_t op_len = strlen(name);
+            if (op_len > 8 && strcmp(name + op_len - 8, "Backward") == 0) op_len -= 8;
+            snprintf(n->anomaly_trace, len, "forward op '%.*s'%s%s", (int)op_len, name,
+                     tb ? ", called at:\n" : "", tb ? tb : "");
+        }
+        free(tb);
+    }
+    return n;
+}
+
+void em_node_retain(em_node *n) {
+    if (n) atomic_fetch_add_explicit(&n->refcount, 1, memory_order_relaxed);
+}
+
+const char *em_node_name(const em_node *n) { return n && n->vt ? n->vt->name : "(none)"; }
+
+static void free_hooks(em_hook *h) {
+    while (h) {
+        em_hook *next = h->next;
+        if (h->free_ud) h->free_ud(h->ud);
+        free(h);
+        h = next;
+    }
+}
+
+/* Note [Iterative node deletion]
+ * Dropping the last reference to the head of a chain of a million nodes
+ * must not recurse a million times. Nodes whose count reaches zero go on
+ * a thread-local list; the outermost release drains it, and destroying a
+ * node (its saved tensors, its edges) only appends more nodes. */
+static _Thread_local em_node **graveyard;
+static _Thread_local size_t graveyard_n, graveyard_cap;
+static _Thread_local bool draining;
+
+static void destroy_node(em_node *n) {
+    if (n->vt && n->vt->destroy) n->vt->destroy(n);
+    for (int i = 0; i < n->num_next; i++) em_node_release(n->next[i].fn);
+    free_hooks(n->pre_hooks);
+    free_hooks(n->post_hooks);
+    free(n->anomaly_trace);
+    free(n->next);
+    free(n->input_meta);
+    free(n);
+}
+
+void em_node_release(em_node *n) {
+    if (!n) return;
+    if (atomic_fetch_sub_explicit(&n->refcount, 1, memory_order_acq_rel) != 1) return;
+    if (graveyard_n == graveyard_cap) {
+        size_t cap = graveyard_cap ? graveyard_cap * 2 : 256;
+        em_node **g = realloc(graveyard, cap * sizeof *g);
+        if (!g) { /* no memory for the list: destroy in place (recursion is bounded by memory) */
+            destroy_node(n);
+            return;
+        }
+        graveyard = g;
+        graveyard_cap = cap;
+    }
+    graveyard[graveyard_n++] = n;
+    if (draining) return;
+    draining = true;
+    while (graveyard_n > 0) destroy_node(graveyard[--graveyard_n]);
+    draining = false;
+    if (graveyard_cap > 4096) { /* do not keep a huge list around */
+        free(graveyard);
+        graveyard = NULL;
+        graveyard_cap = 0;
+    }
+}
+
+/* ---- saved variables ---- */
+
+void em_saved_save(em_saved_var *sv, em_tensor *t, bool is_output) {
+    memset(sv, 0, sizeof *sv);
+    if (!t) return;
+    sv->was_saved = true;
+    sv->version = em_tensor_version(t);
+    sv->is_output = is_output;
+    if (is_output) {
+        /* See Note [Saved variables]: keep the data, not the history. */
+        em_tensor *alias = em_core_alias(t);
+        if (alias) {
+            if (alias->autograd_meta) alias->autograd_meta = NULL; /* core never copies meta */
+            alias->keyset = EM_KS(em_backend_key(alias->device));
+        }
+        sv->data = alias;
+        em_ag_meta *m = t->autograd_meta;
+        sv->output_nr = m ? m->output_nr : 0;
+    } else {
+        sv->data = em_tensor_retain(t);
+    }
+}
+
+em_tensor *em_saved_unpack(em_saved_var *sv, em_node *owner) {
+    if (!sv->was_saved) return NULL;
+    if (!sv->data) {
+        em_set_error(EM_EVALUE,
+                     "%s: trying to backward through the graph a second time (or to read saved tensors "
+                     "after they were freed): saved values are freed by backward() and "
+                     "autograd.grad(); pass retain_graph=true to the first call if you need to "
+                     "backward through the graph again", em_node_name(owner));
+        return NULL;
+    }
+    uint32_t now = em_tensor_version(sv->data);
+    if (now != sv->version) {
+        char shape[EM_SHAPE_STR_MAX];
+        em_shape_str(sv->data->ndim, sv->data->sizes, shape, sizeof shape);
+        em_set_error(EM_EVALUE,
+                     "%s: a tensor needed for gradient computation was modified by an in-place "
+                     "operation: the %s tensor of shape %s was saved at version %u and is now at "
+                     "version %u. Hint: run the forward pass under ember.autograd.detect_anomaly() "
+                     "to find the op that created this node%s%s",
+                     em_node_name(owner), em_dtype_name(sv->data->dtype), shape, sv->version, now,
+                     owner && owner->anomaly_trace ? "; it was " : "",
+                     owner && owner->anomaly_trace ? owner->anomaly_trace : "");
+        return NULL;
+    }
+    if (!sv->is_output || !em_is_grad_enabled() || !owner) return em_tensor_retain(sv->data);
+    /* create_graph: rebuild the output with its history (grad_fn = owner). */
+    em_tensor *t = em_core_alias(sv->data);
+    if (!t) return NULL;
+    t->autograd_meta = NULL;
+    t->keyset = EM_KS(em_backend_key(t->device));
+    if (em_set_history(t, owner, sv->output_nr) != EM_OK) {
+        em_tensor_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+void em_saved_release(em_saved_var *sv) {
+    em_tensor *d = sv->data;
+    sv->data = NULL;
+    em_tensor_release(d);
+}
+
+/* ---- formula scopes (Note [Formula scopes]) ---- */
+
+static _Thread_local em_tensor **scope_stack;
+static _Thread_local int scope_n, scope_cap;
+
+int em_ag_scope_begin(void) { return scope_n; }
+
+em_tensor *em_ag_tmp(em_tensor *t) {
+    if (!t) return NULL;
+    if (scope_n == scope_cap) {
+        int cap = scope_cap ? scope_cap * 2 : 64;
+        em_tensor **s = realloc(scope_stack, (size_t)cap * sizeof *s);
+        if (!s) {
+            /* cannot track it: keep it alive rather than free it early */
+            return t;
+        }
+        scope_stack = s;
+        scope_cap = cap;
+    }
+    scope_stack[scope_n++] = t;
+    return t;
+}
+
+void em_ag_scope_end(int mark) {
+    while (scope_n > mark) em_tensor_release(scope_stack[--scope_n]);
+}
+
+/* ---- reducing a gradient to its input's shape ---- */
+
+void em_input_meta_from(em_input_meta *m, const em_tensor *t) {
+    m->ndim = t->ndim;
+    m->dtype = t->dtype;
+    m->device = t->device;
+    memcpy(m->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+}
+
+em_tensor *em_ag_reduce_to(em_tensor *grad, const em_input_meta *meta) {
+    if (!grad) return NULL;
+    bool same = grad->ndim == meta->ndim &&
+                memcmp(grad->sizes, meta->sizes, sizeof(int64_t) * (size_t)meta->ndim) == 0;
+    if (!same) {
+        int lead = grad->ndim - meta->ndim;
+        if (lead < 0) {
+            /* a gradient with fewer dims than its input: broadcast it up */
+            em_tensor *z = em_zeros((em_intlist){ meta->sizes, meta->ndim }, grad->dtype);
+            em_tensor *r = z ? em_add(z, grad, em_scalar_int(1)) : NULL;
+            em_tensor_release(z);
+            em_tensor_release(grad);
+            grad = r;
+            if (!grad) return NULL;
+        } else {
+            int64_t dims[EM_MAX_DIMS];
+            int nd = 0;
+            for (int i = 0; i < grad->ndim; i++) {
+                if (i < lead) dims[nd++] = i;
+                else if (meta->sizes[i - lead] == 1 && grad->sizes[i] != 1) dims[nd++] = i;
+            }
+            em_tensor *r = grad;
+            if (nd > 0) {
+                r = em_sum(grad, (em_intlist){ dims, nd }, false, EM_DTYPE_NONE);
+                em_tensor_release(grad);
+                if (!r) return NULL;
+            }
+            if (r->ndim != meta->ndim ||
+                memcmp(r->sizes, meta->sizes, sizeof(int64_t) * (size_t)meta->ndim) != 0) {
+                em_tensor *v = em_reshape(r, (em_intlist){ meta->sizes, meta->ndim });
+                em_tensor_release(r);
+                if (!v) return NULL;
+                r = v;
+            }
+            grad = r;
+        }
+    }
+    if (grad->dtype != meta->dtype && em_dtype_is_floating(meta->dtype)) {
+        em_tensor *c = em_to(grad, meta->dtype);
+        em_tensor_release(grad);
+        grad = c;
+    }
+    return grad;
+}
+
+/* ---- custom nodes (Lua Functions) ---- */
+
+typedef struct {
+    em_node base;
+    em_custom_apply_fn apply;
+    void *ud;
+    void (*free_ud)(void *);
+    char name[48];
+    em_node_vtable vt;
+} custom_node;
+
+static em_status custom_apply(em_node *self, em_tensor **grads, em_tensor **out) {
+    custom_node *c = (custom_node *)self;
+    return c->apply(c->ud, self, grads, out);
+}
+
+static void custom_destroy(em_node *self) {
+    custom_node *c = (custom_node *)self;
+    if (c->free_ud) c->free_ud(c->ud);
+    c->ud = NULL;
+}
+
+em_node *em_custom_node_new(const char *name, int num_inputs, int num_next, em_custom_apply_fn apply,
+                            void *ud, void (*free_ud)(void *)) {
+    custom_node *c = (custom_node *)em_node_new(sizeof(custom_node), NULL, num_inputs, num_next);
+    if (!c) return NULL;
+    snprintf(c->name, sizeof c->name, "%s", name ? name : "CustomBackward");
+    c->vt.name = c->name;
+    c->vt.apply = custom_apply;
+    c->vt.release_saved = NULL;
+    c->vt.destroy = custom_destroy;
+    c->base.vt = &c->vt;
+    c->base.owner_thread = true; /* Lua code runs on the thread that owns the state */
+    c->apply = apply;
+    c->ud = ud;
+    c->free_ud = free_ud;
+    return &c->base;
+}

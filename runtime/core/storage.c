@@ -1,0 +1,69 @@
+/* storage.c -- refcounted storages: a block of device memory and the
+ * allocator that frees it (or none, for borrowed memory). */
+#include "em_core_int.h"
+
+static const em_allocator *device_allocator(em_device device)
+{
+    return device.type == EM_CPU ? em_cpu_allocator() : NULL;
+}
+
+/* New storage of nbytes (refcount 1) from the device's allocator, or NULL
+ * with EM_EDEVICE (no allocator for the device) or EM_ENOMEM set. A zero
+ * byte storage has data == NULL. */
+em_storage *em_storage_new(size_t nbytes, em_device device)
+{
+    const em_allocator *a = device_allocator(device);
+    if (!a) {
+        em_set_error(EM_EDEVICE, "storage: device %s is not available", em_device_name(device));
+        return NULL;
+    }
+    em_storage *s = em_core_hdr_alloc(EM_HDR_STORAGE);
+    if (!s) {
+        em_set_error(EM_ENOMEM, "out of memory allocating a storage header");
+        return NULL;
+    }
+    s->data = NULL;
+    if (nbytes > 0) {
+        s->data = a->alloc(a, nbytes);
+        if (!s->data) {
+            em_core_hdr_free(EM_HDR_STORAGE, s);
+            em_set_error(EM_ENOMEM, "out of memory allocating %zu bytes on %s", nbytes,
+                         em_device_name(device));
+            return NULL;
+        }
+    }
+    atomic_init(&s->refcount, 1);
+    s->nbytes = nbytes;
+    s->allocator = a;
+    s->device = device;
+    return s;
+}
+
+/* Borrowed memory: the storage never frees data. */
+em_storage *em_storage_wrap(void *data, size_t nbytes, em_device device)
+{
+    em_storage *s = em_core_hdr_alloc(EM_HDR_STORAGE);
+    if (!s) {
+        em_set_error(EM_ENOMEM, "out of memory allocating a storage header");
+        return NULL;
+    }
+    atomic_init(&s->refcount, 1);
+    s->data = data;
+    s->nbytes = nbytes;
+    s->allocator = NULL;
+    s->device = device;
+    return s;
+}
+
+void em_storage_retain(em_storage *s)
+{
+    if (s) atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed);
+}
+
+void em_storage_release(em_storage *s)
+{
+    if (!s || atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_release) != 1) return;
+    atomic_thread_fence(memory_order_acquire);
+    if (s->allocator && s->data) s->allocator->free(s->allocator, s->data, s->nbytes);
+    em_core_hdr_free(EM_HDR_STORAGE, s);
+}

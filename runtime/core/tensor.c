@@ -1,0 +1,329 @@
+/* tensor.c -- tensor headers: creation, refcounting, version counters,
+ * shapes (printing, dim wrapping, broadcasting). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "em_core_int.h"
+
+/* Invariants kept here (see Note [Version counter sharing]):
+ *   - t->storage and t->version are never NULL and each holds one
+ *     reference per tensor header pointing at it;
+ *   - numel == product(sizes[0..ndim)), is_contiguous matches the strides;
+ *   - every element the sizes/strides/offset address lies inside the
+ *     storage (checked by em_tensor_new_view);
+ *   - keyset starts as the backend key of the device; autograd adds its key.
+ * sizes[i] and strides[i] for i >= ndim are not initialised. */
+
+static void (*autograd_meta_free)(void *meta);
+
+void em_core_set_autograd_meta_free(void (*fn)(void *meta)) { autograd_meta_free = fn; }
+
+/* ---- shapes ---- */
+
+char *em_shape_str(int ndim, const int64_t *sizes, char *buf, size_t n)
+{
+    size_t at = 0;
+    if (!buf || n == 0) return buf;
+    if (ndim > EM_MAX_DIMS) ndim = EM_MAX_DIMS;
+    buf[0] = '\0';
+    int w = snprintf(buf, n, "{");
+    at = w > 0 ? (size_t)w : 0;
+    for (int i = 0; i < ndim && at < n; i++) {
+        w = snprintf(buf + at, n - at, i ? ",%lld" : "%lld", (long long)sizes[i]);
+        if (w < 0) break;
+        at += (size_t)w;
+    }
+    if (at < n) snprintf(buf + at, n - at, "}");
+    return buf;
+}
+
+bool em_core_compute_contiguous(int ndim, const int64_t *sizes, const int64_t *strides)
+{
+    int64_t expected = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        if (sizes[i] == 0) return true;
+        if (sizes[i] == 1) continue;
+        if (strides[i] != expected) {
+            /* keep scanning: a later zero size still makes it contiguous */
+            for (int j = i - 1; j >= 0; j--)
+                if (sizes[j] == 0) return true;
+            return false;
+        }
+        expected *= sizes[i];
+    }
+    return true;
+}
+
+void em_tensor_refresh(em_tensor *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++) n *= t->sizes[i];
+    t->numel = n;
+    t->is_contiguous = em_core_compute_contiguous(t->ndim, t->sizes, t->strides);
+}
+
+/* Messages speak 1-based for dims >= 0 (C's 0 is the user's 1) and quote
+ * negative dims as given. */
+int em_core_wrap_dim_range(int64_t dim, int64_t range, int ndim, const char *op)
+{
+    if (dim < -range || dim >= range) {
+        em_set_error(EM_EINDEX,
+                     "%s: dim %lld out of range for a tensor of %d dims (expected %lld..%lld, not 0)",
+                     op ? op : "dim", (long long)(dim >= 0 ? dim + 1 : dim), ndim,
+                     (long long)-range, (long long)range);
+        return -1;
+    }
+    return (int)(dim < 0 ? dim + range : dim);
+}
+
+int em_wrap_dim(int64_t dim, int ndim, const char *op)
+{
+    return em_core_wrap_dim_range(dim, ndim > 0 ? ndim : 1, ndim, op);
+}
+
+int em_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b, int64_t *out,
+                        const char *op)
+{
+    int n = na > nb ? na : nb;
+    int64_t res[EM_MAX_DIMS];
+    if (n > EM_MAX_DIMS) {
+        em_set_error(EM_ESHAPE, "%s: too many dims (%d > %d)", op ? op : "broadcast", n,
+                     EM_MAX_DIMS);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        int ia = na - n + i, ib = nb - n + i;
+        int64_t sa = ia >= 0 ? a[ia] : 1, sb = ib >= 0 ? b[ib] : 1;
+        if (sa == sb || sb == 1) {
+            res[i] = sa;
+        } else if (sa == 1) {
+            res[i] = sb;
+        } else {
+            char s1[EM_SHAPE_STR_MAX], s2[EM_SHAPE_STR_MAX];
+            em_set_error(EM_ESHAPE, "%s: shapes %s and %s cannot broadcast", op ? op : "broadcast",
+                         em_shape_str(na, a, s1, sizeof s1), em_shape_str(nb, b, s2, sizeof s2));
+            return -1;
+        }
+    }
+    memcpy(out, res, (size_t)n * sizeof(int64_t));
+    return n;
+}
+
+/* ---- creation ---- */
+
+static em_version *version_new(void)
+{
+    em_version *v = em_core_hdr_alloc(EM_HDR_VERSION);
+    if (!v) return NULL;
+    atomic_init(&v->refcount, 1);
+    atomic_init(&v->value, 0);
+    return v;
+}
+
+static void version_release(em_version *v)
+{
+    if (atomic_fetch_sub_explicit(&v->refcount, 1, memory_order_acq_rel) == 1)
+        em_core_hdr_free(EM_HDR_VERSION, v);
+}
+
+static em_tensor *header_new(void)
+{
+    em_tensor *t = em_core_hdr_alloc(EM_HDR_TENSOR);
+    if (!t) em_set_error(EM_ENOMEM, "out of memory allocating a tensor header");
+    return t;
+}
+
+/* Checks ndim, dtype and sizes; returns numel or -1 with the error set. */
+static int64_t check_shape(int ndim, const int64_t *sizes, em_dtype dtype, const char *op)
+{
+    if (ndim < 0 || ndim > EM_MAX_DIMS) {
+        em_set_error(EM_EVALUE, "%s: %d dims is out of range (at most %d)", op, ndim, EM_MAX_DIMS);
+        return -1;
+    }
+    if ((unsigned)dtype >= EM_DTYPE_COUNT) {
+        em_set_error(EM_ETYPE, "%s: invalid dtype %d", op, (int)dtype);
+        return -1;
+    }
+    int64_t numel = 1;
+    bool overflow = false, zero = false;
+    for (int i = 0; i < ndim; i++) {
+        if (sizes[i] < 0) {
+            char s[EM_SHAPE_STR_MAX];
+            em_set_error(EM_EVALUE, "%s: negative size %lld in shape %s", op, (long long)sizes[i],
+                         em_shape_str(ndim, sizes, s, sizeof s));
+            return -1;
+        }
+        if (sizes[i] == 0) zero = true;
+        if (!overflow) overflow = __builtin_mul_overflow(numel, sizes[i], &numel);
+    }
+    if (zero) return 0;
+    int64_t nbytes;
+    if (overflow || __builtin_mul_overflow(numel, (int64_t)em_dtype_size(dtype), &nbytes)) {
+        char s[EM_SHAPE_STR_MAX];
+        em_set_error(EM_EVALUE, "%s: shape %s has too many elements", op,
+                     em_shape_str(ndim, sizes, s, sizeof s));
+        return -1;
+    }
+    return numel;
+}
+
+em_tensor *em_tensor_new(int ndim, const int64_t *sizes, em_dtype dtype, em_device device)
+{
+    int64_t numel = check_shape(ndim, sizes, dtype, "tensor");
+    if (numel < 0) return NULL;
+    em_tensor *t = header_new();
+    if (!t) return NULL;
+    t->version = version_new();
+    if (!t->version) {
+        em_core_hdr_free(EM_HDR_TENSOR, t);
+        em_set_error(EM_ENOMEM, "out of memory allocating a version counter");
+        return NULL;
+    }
+    t->storage = em_storage_new((size_t)numel * em_dtype_size(dtype), device);
+    if (!t->storage) {
+        em_core_hdr_free(EM_HDR_VERSION, t->version);
+        em_core_hdr_free(EM_HDR_TENSOR, t);
+        return NULL;
+    }
+    atomic_init(&t->refcount, 1);
+    t->offset = 0;
+    t->ndim = ndim;
+    t->dtype = dtype;
+    t->device = device;
+    t->keyset = EM_KS(em_backend_key(device));
+    t->numel = numel;
+    int64_t stride = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        t->sizes[i] = sizes[i];
+        t->strides[i] = stride;
+        /* wraps only for empty tensors with huge sizes, whose strides are never used */
+        stride = (int64_t)((uint64_t)stride * (uint64_t)(sizes[i] > 1 ? sizes[i] : 1));
+    }
+    t->autograd_meta = NULL;
+    t->is_contiguous = true;
+    t->wrapped_number = false;
+    return t;
+}
+
+/* Validates the view against the storage: strides >= 0, offset >= 0 and
+ * the last addressed element inside the storage (when numel > 0). */
+em_tensor *em_tensor_new_view(em_storage *st, int64_t offset, int ndim, const int64_t *sizes,
+                              const int64_t *strides, em_dtype dtype, em_version *version)
+{
+    if (!st) {
+        em_set_error(EM_EINTERNAL, "as_strided: no storage given");
+        return NULL;
+    }
+    int64_t numel = check_shape(ndim, sizes, dtype, "as_strided");
+    if (numel < 0) return NULL;
+    if (offset < 0) {
+        em_set_error(EM_EVALUE, "as_strided: negative storage offset %lld", (long long)offset);
+        return NULL;
+    }
+    int64_t last = offset;
+    for (int i = 0; i < ndim; i++) {
+        if (strides[i] < 0) {
+            em_set_error(EM_EVALUE, "as_strided: negative stride %lld at dim %d", (long long)strides[i],
+                         i + 1);
+            return NULL;
+        }
+        if (numel > 0 && sizes[i] > 1 &&
+            (__builtin_mul_overflow(sizes[i] - 1, strides[i], &(int64_t){0}) ||
+             __builtin_add_overflow(last, (sizes[i] - 1) * strides[i], &last))) {
+            em_set_error(EM_EVALUE, "as_strided: strides overflow");
+            return NULL;
+        }
+    }
+    if (numel > 0) {
+        int64_t esz = (int64_t)em_dtype_size(dtype), end;
+        if (__builtin_mul_overflow(last + 1, esz, &end) || (uint64_t)end > st->nbytes) {
+            char s[EM_SHAPE_STR_MAX];
+            em_set_error(EM_EVALUE,
+                         "as_strided: shape %s at offset %lld needs %lld bytes, storage has %zu",
+                         em_shape_str(ndim, sizes, s, sizeof s), (long long)offset,
+                         (long long)((last + 1) * esz), st->nbytes);
+            return NULL;
+        }
+    }
+    em_tensor *t = header_new();
+    if (!t) return NULL;
+    if (version) {
+        atomic_fetch_add_explicit(&version->refcount, 1, memory_order_relaxed);
+    } else if (!(version = version_new())) {
+        em_core_hdr_free(EM_HDR_TENSOR, t);
+        em_set_error(EM_ENOMEM, "out of memory allocating a version counter");
+        return NULL;
+    }
+    em_storage_retain(st);
+    atomic_init(&t->refcount, 1);
+    t->storage = st;
+    t->offset = offset;
+    t->ndim = ndim;
+    t->dtype = dtype;
+    t->device = st->device;
+    t->keyset = EM_KS(em_backend_key(st->device));
+    t->numel = numel;
+    memcpy(t->sizes, sizes, (size_t)ndim * sizeof(int64_t));
+    memcpy(t->strides, strides, (size_t)ndim * sizeof(int64_t));
+    t->version = version;
+    t->autograd_meta = NULL;
+    t->is_contiguous = em_core_compute_contiguous(ndim, sizes, strides);
+    t->wrapped_number = false;
+    return t;
+}
+
+/* strides == NULL means row-major contiguous. The storage borrows data
+ * (its allocator is NULL): the caller keeps it alive and frees it. */
+em_tensor *em_tensor_from_blob(void *data, int ndim, const int64_t *sizes, const int64_t *strides,
+                               em_dtype dtype)
+{
+    int64_t numel = check_shape(ndim, sizes, dtype, "from_blob");
+    if (numel < 0) return NULL;
+    int64_t contig[EM_MAX_DIMS];
+    if (!strides) {
+        int64_t s = 1;
+        for (int i = ndim - 1; i >= 0; i--) {
+            contig[i] = s;
+            s = (int64_t)((uint64_t)s * (uint64_t)(sizes[i] > 1 ? sizes[i] : 1));
+        }
+        strides = contig;
+    }
+    int64_t last = 0;
+    for (int i = 0; i < ndim; i++) {
+        if (strides[i] < 0) {
+            em_set_error(EM_EVALUE, "from_blob: negative stride %lld at dim %d",
+                         (long long)strides[i], i + 1);
+            return NULL;
+        }
+        if (numel > 0 && sizes[i] > 1 &&
+            (__builtin_mul_overflow(sizes[i] - 1, strides[i], &(int64_t){0}) ||
+             __builtin_add_overflow(last, (sizes[i] - 1) * strides[i], &last))) {
+            em_set_error(EM_EVALUE, "from_blob: strides overflow");
+            return NULL;
+        }
+    }
+    size_t nbytes = numel > 0 ? (size_t)(last + 1) * em_dtype_size(dtype) : 0;
+    if (numel > 0 && !data) {
+        em_set_error(EM_EVALUE, "from_blob: NULL data for a tensor of %lld elements",
+                     (long long)numel);
+        return NULL;
+    }
+    em_storage *st = em_storage_wrap(data, nbytes, em_cpu_device());
+    if (!st) return NULL;
+    em_tensor *t = em_tensor_new_view(st, 0, ndim, sizes, strides, dtype, NULL);
+    em_storage_release(st);
+    return t;
+}
+
+/* ---- release ---- */
+
+void em_tensor_release(em_tensor *t)
+{
+    if (!t || atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_release) != 1) return;
+    atomic_thread_fence(memory_order_acquire);
+    if (t->autograd_meta && autograd_meta_free) autograd_meta_free(t->autograd_meta);
+    em_storage_release(t->storage);
+    version_release(t->version);
+    em_core_hdr_free(EM_HDR_TENSOR, t);
+}

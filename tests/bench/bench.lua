@@ -1,0 +1,50 @@
+-- bench.lua -- ember's own figures (run by bench_host, which provides now()).
+-- Prints `name median unit best=X n=R`, like ../shared/bench.
+local ember = require "ember"
+local REPS = 7
+
+local function measure(name, work, unit, inner, fn, lower_is_better)
+  local t = {}
+  fn() -- warm up
+  for r = 1, REPS do
+    local t0 = now()
+    for _ = 1, inner do fn() end
+    t[r] = (now() - t0) / inner
+  end
+  table.sort(t)
+  local med, best = work(t[(REPS + 1) // 2]), work(t[1])
+  print(string.format("%-28s %10.2f %s best=%.2f n=%d", name, med, unit, best, REPS))
+  return med
+end
+
+local results = {}
+-- 1-element a + b from Lua: ns per op (including the collector's share)
+do
+  local a, b = ember.ones(1), ember.ones(1)
+  local N = 200000
+  results.add1 = measure("ember_add_1elem", function(t) return t / N * 1e9 end, "ns/op", 1,
+    function() local c; for _ = 1, N do c = a + b end end)
+end
+-- 1e7-element add (out of place) and sum: GB/s, counted like torch_ref.py
+do
+  local n = 10000000
+  local a, b = ember.randn(n), ember.randn(n)
+  for _, th in ipairs({1, 2}) do
+    ember.set_num_threads(th)
+    results["add_t" .. th] = measure("ember_add_1e7_f32_t" .. th, function(t) return 12 * n / t / 1e9 end, "GB/s", 10,
+      function() local c = a + b end)
+    results["sum_t" .. th] = measure("ember_sum_1e7_f32_t" .. th, function(t) return 4 * n / t / 1e9 end, "GB/s", 10,
+      function() local s = a:sum() end)
+  end
+end
+-- 1024x1024 float32 matmul: GFLOP/s
+do
+  local n = 1024
+  local a, b = ember.randn(n, n), ember.randn(n, n)
+  for _, th in ipairs({1, 2}) do
+    ember.set_num_threads(th)
+    results["mm_t" .. th] = measure("ember_matmul_f32_n1024_t" .. th, function(t) return 2 * n ^ 3 / t / 1e9 end, "GFLOP/s", 5,
+      function() local c = a:matmul(b) end)
+  end
+end
+return results
