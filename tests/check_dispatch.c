@@ -1,6 +1,7 @@
 /* check_dispatch.c -- Check suite for runtime/dispatch: key selection,
  * registration from outside runtime/, fallthrough, boxed fallbacks, TLS sets. */
 #include <check.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "dispatch/em_dispatch.h"

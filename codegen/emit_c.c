@@ -1,0 +1,546 @@
+/* emit_c.c -- writes the C side of the schema: em_ops.h (op ids, public
+ * entry points), em_kernels_decl.h (kernel prototypes) and em_ops.c (the
+ * static op table, the dispatching entry points and the boxing adapters).
+ *
+ * Generated code shape (see Note [How a call is dispatched] in em_dispatch.h):
+ *   em_NAME            NULL checks, key set of the tensor args, em_disp_compute
+ *   em_redispatch_NAME highest key -> unboxed kernel (fast path, a few
+ *                      instructions), else boxed_NAME (cold): em_disp_resolve,
+ *                      box the args on an em_stack, call the fallback
+ *   unboxed_from_boxed_NAME  the reverse: unbox st->args, call the kernel
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen.h"
+
+/* ---- shared pieces ---- */
+
+void cg_emit_params(cg_buf *b, const cg_op *op, bool with_ks) {
+    if (with_ks) cg_puts(b, op->nargs ? "em_keyset ks, " : "em_keyset ks");
+    if (!with_ks && !op->nargs) cg_puts(b, "void");
+    for (int i = 0; i < op->nargs; i++)
+        cg_printf(b, "%s%s%s", i ? ", " : "", cg_types[op->args[i].type].ctype, op->args[i].name);
+}
+
+void cg_emit_arg_names(cg_buf *b, const cg_op *op) {
+    for (int i = 0; i < op->nargs; i++) cg_printf(b, "%s%s", i ? ", " : "", op->args[i].name);
+}
+
+/* Appends text as comment lines " * " + prefix, wrapped at about 90 columns. */
+static void wrap_comment(cg_buf *b, const char *indent, const char *text) {
+    const int width = 88;
+    int col = 0;
+    const char *p = text;
+    while (*p) {
+        while (*p == ' ') p++;
+        if (!*p) break;
+        const char *e = p;
+        while (*e && *e != ' ') e++;
+        int wl = (int)(e - p);
+        if (col == 0) {
+            cg_printf(b, "%s", indent);
+            col = (int)strlen(indent);
+        } else if (col + 1 + wl > width) {
+            cg_printf(b, "\n%s", indent);
+            col = (int)strlen(indent);
+        } else {
+            cg_puts(b, " ");
+            col++;
+        }
+        char *w = cg_xstrndup(p, (size_t)wl);
+        cg_comment_escape(b, w);
+        free(w);
+        col += wl;
+        p = e;
+    }
+    cg_puts(b, "\n");
+}
+
+static void op_comment(cg_buf *b, const cg_op *op, const char *indent) {
+    cg_printf(b, "%s/* ", indent);
+    cg_comment_escape(b, op->schema);
+    cg_puts(b, "\n");
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s *   ", indent);
+    wrap_comment(b, prefix, op->doc);
+    cg_printf(b, "%s */\n", indent);
+}
+
+static void group_banner(cg_buf *b, const cg_op *op, const char **last) {
+    if (op->group && op->group != *last) {
+        cg_printf(b, "/* ---- ");
+        cg_comment_escape(b, op->group);
+        cg_printf(b, " ---- */\n\n");
+    }
+    *last = op->group;
+}
+
+/* ---- em_ops.h ---- */
+
+void cg_emit_ops_h(cg_buf *b, const cg_schema *s) {
+    cg_generated_banner(b, s->ops_path);
+    cg_puts(b,
+            "/* em_ops.h -- op ids, the op table and the public C entry point of every op.\n"
+            " * em_NAME(args) enters the dispatcher; em_redispatch_NAME(ks, args) calls the\n"
+            " * kernel for an explicit key set (kernels use it to redispatch below their key).\n"
+            " * Returned tensors are new references the caller owns; NULL means the thread's\n"
+            " * error slot says why (see Note [Error state] in em_core.h). */\n"
+            "#ifndef EM_OPS_H\n#define EM_OPS_H\n\n"
+            "#include \"dispatch/em_dispatch.h\"\n\n"
+            "/* Op ids: the index of each op in em_op_table. */\nenum {\n");
+    for (int i = 0; i < s->nops; i++) cg_printf(b, "    EM_OP_%s,\n", s->ops[i].name);
+    cg_puts(b, "    EM_OP_COUNT\n};\n\n");
+    cg_puts(b, "/* Every op's dispatch entry, indexed by EM_OP_NAME (defined in em_ops.c). */\n"
+               "EM_API extern em_op em_op_table[];\n\n");
+    cg_puts(b, "/* Kernel types: em_kfn_NAME is the C type of NAME's unboxed kernels, for\n"
+               " * em_disp_register_kernel(op, key, (void *)(em_kfn_NAME)my_kernel). */\n");
+    for (int i = 0; i < s->nops; i++) {
+        const cg_op *op = &s->ops[i];
+        cg_printf(b, "typedef em_tensor *(*em_kfn_%s)(", op->name);
+        cg_emit_params(b, op, true);
+        cg_puts(b, ");\n");
+    }
+    cg_puts(b, "\n");
+    const char *last = NULL;
+    for (int i = 0; i < s->nops; i++) {
+        const cg_op *op = &s->ops[i];
+        group_banner(b, op, &last);
+        op_comment(b, op, "");
+        cg_printf(b, "EM_API em_tensor *em_%s(", op->name);
+        cg_emit_params(b, op, false);
+        cg_printf(b, ");\nEM_API em_tensor *em_redispatch_%s(", op->name);
+        cg_emit_params(b, op, true);
+        cg_puts(b, ");\n\n");
+    }
+    cg_puts(b, "#endif\n");
+}
+
+/* ---- em_kernels_decl.h ---- */
+
+void cg_emit_kernels_decl_h(cg_buf *b, const cg_schema *s) {
+    cg_generated_banner(b, s->ops_path);
+    cg_puts(b,
+            "/* em_kernels_decl.h -- the prototype of every kernel named in ops.yaml.\n"
+            " * Kernel files include this header so that a kernel whose signature drifts\n"
+            " * from its schema fails to compile. Kernels return a new reference (in-place\n"
+            " * ops return self retained), or NULL with the thread's error set. */\n"
+            "#ifndef EM_KERNELS_DECL_H\n#define EM_KERNELS_DECL_H\n\n"
+            "#include \"dispatch/em_dispatch.h\"\n\n");
+    for (int i = 0; i < s->nops; i++) {
+        const cg_op *op = &s->ops[i];
+        for (int k = 0; k < CG_KEY_COUNT; k++) {
+            const char *fn = op->kernel[k];
+            if (!fn) continue;
+            /* once per kernel name: skip if an earlier key or op declared it */
+            bool dup = false;
+            for (int j = 0; j <= i && !dup; j++)
+                for (int kk = 0; kk < (j == i ? k : CG_KEY_COUNT); kk++)
+                    if (s->ops[j].kernel[kk] && strcmp(s->ops[j].kernel[kk], fn) == 0) dup = true;
+            if (dup) continue;
+            cg_printf(b, "/* %s:", op->name);
+            for (int kk = k; kk < CG_KEY_COUNT; kk++)
+                if (op->kernel[kk] && strcmp(op->kernel[kk], fn) == 0)
+                    cg_printf(b, " %s", cg_key_names[kk]);
+            cg_puts(b, " */\nEM_HIDDEN em_tensor *");
+            cg_printf(b, "%s(", fn);
+            cg_emit_params(b, op, true);
+            cg_puts(b, ");\n");
+        }
+    }
+    cg_puts(b, "\n#endif\n");
+}
+
+/* ---- em_ops.c: fixed helpers ---- */
+
+static const char ops_c_helpers[] =
+    "/* ---- boxing: C arguments <-> em_ivalue (fallbacks see arguments boxed) ---- */\n"
+    "\n"
+    "static inline em_ivalue iv_none(void) {\n"
+    "    em_ivalue v;\n"
+    "    v.tag = EM_IV_NONE;\n"
+    "    v.v.i = 0;\n"
+    "    return v;\n"
+    "}\n"
+    "static inline em_ivalue iv_tensor(em_tensor *t) {\n"
+    "    em_ivalue v = iv_none();\n"
+    "    if (t) { v.tag = EM_IV_TENSOR; v.v.t = t; }\n"
+    "    return v;\n"
+    "}\n"
+    "static inline em_ivalue iv_scalar(em_scalar s) {\n"
+    "    em_ivalue v;\n"
+    "    v.tag = EM_IV_SCALAR;\n"
+    "    v.v.s = s;\n"
+    "    return v;\n"
+    "}\n"
+    "static inline em_ivalue iv_opt_scalar(const em_scalar *s) { return s ? iv_scalar(*s) : iv_none(); }\n"
+    "static inline em_ivalue iv_int(int64_t i) {\n"
+    "    em_ivalue v;\n"
+    "    v.tag = EM_IV_INT;\n"
+    "    v.v.i = i;\n"
+    "    return v;\n"
+    "}\n"
+    "static inline em_ivalue iv_opt_int(const int64_t *i) { return i ? iv_int(*i) : iv_none(); }\n"
+    "static inline em_ivalue iv_list(em_intlist l) {\n"
+    "    em_ivalue v = iv_none();\n"
+    "    if (l.n >= 0) { v.tag = EM_IV_INTLIST; v.v.l = l; }\n"
+    "    return v;\n"
+    "}\n"
+    "static inline em_ivalue iv_double(double d) {\n"
+    "    em_ivalue v;\n"
+    "    v.tag = EM_IV_DOUBLE;\n"
+    "    v.v.d = d;\n"
+    "    return v;\n"
+    "}\n"
+    "static inline em_ivalue iv_bool(bool b) {\n"
+    "    em_ivalue v;\n"
+    "    v.tag = EM_IV_BOOL;\n"
+    "    v.v.b = b;\n"
+    "    return v;\n"
+    "}\n"
+    "static inline em_ivalue iv_dtype(em_dtype dt) {\n"
+    "    em_ivalue v = iv_none();\n"
+    "    if (dt != EM_DTYPE_NONE) { v.tag = EM_IV_DTYPE; v.v.dt = dt; }\n"
+    "    return v;\n"
+    "}\n"
+    "\n"
+    "/* Unboxing: each reads st->args[i] into *out, or sets an EM_EINTERNAL error\n"
+    " * (a fallback built a stack that does not match the schema) and returns it. */\n"
+    "static inline em_status bad_arg(const em_stack *st, int i, const char *op, const char *name) {\n"
+    "    return em_set_error(EM_EINTERNAL, \"%s: boxed argument %d ('%s') has the wrong type (tag %d)\",\n"
+    "                        op, i + 1, name, (int)st->args[i].tag);\n"
+    "}\n"
+    "static inline em_status un_tensor(const em_stack *st, int i, const char *op, const char *name,\n"
+    "                                  bool optional, em_tensor **out) {\n"
+    "    const em_ivalue *v = &st->args[i];\n"
+    "    if (v->tag == EM_IV_TENSOR && v->v.t) { *out = v->v.t; return EM_OK; }\n"
+    "    if (v->tag == EM_IV_NONE && optional) { *out = NULL; return EM_OK; }\n"
+    "    return bad_arg(st, i, op, name);\n"
+    "}\n"
+    "static inline em_status un_scalar(const em_stack *st, int i, const char *op, const char *name,\n"
+    "                                  em_scalar *out) {\n"
+    "    const em_ivalue *v = &st->args[i];\n"
+    "    switch (v->tag) {\n"
+    "    case EM_IV_SCALAR: *out = v->v.s; return EM_OK;\n"
+    "    case EM_IV_INT: *out = em_scalar_int(v->v.i); return EM_OK;\n"
+    "    case EM_IV_DOUBLE: *out = em_scalar_float(v->v.d); return EM_OK;\n"
+    "    case EM_IV_BOOL: *out = em_scalar_bool(v->v.b); return EM_OK;\n"
+    "    default: return bad_arg(st, i, op, name);\n"
+    "    }\n"
+    "}\n"
+    "static inline em_status un_opt_scalar(const em_stack *st, int i, const char *op, const char *name,\n"
+    "                                      em_scalar *buf, const em_scalar **out) {\n"
+    "    *out = NULL;\n"
+    "    if (st->args[i].tag == EM_IV_NONE) return EM_OK;\n"
+    "    if (un_scalar(st, i, op, name, buf) != EM_OK) return EM_EINTERNAL;\n"
+    "    *out = buf;\n"
+    "    return EM_OK;\n"
+    "}\n"
+    "static inline em_status un_int(const em_stack *st, int i, const char *op, const char *name,\n"
+    "                               int64_t *out) {\n"
+    "    if (st->args[i].tag != EM_IV_INT) return bad_arg(st, i, op, name);\n"
+    "    *out = st->args[i].v.i;\n"
+    "    return EM_OK;\n"
+    "}\n"
+    "static inline em_status un_opt_int(const em_stack *st, int i, const char *op, const char *name,\n"
+    "                                   int64_t *buf, const int64_t **out) {\n"
+    "    *out = NULL;\n"
+    "    if (st->args[i].tag == EM_IV_NONE) return EM_OK;\n"
+    "    if (un_int(st, i, op, name, buf) != EM_OK) return EM_EINTERNAL;\n"
+    "    *out = buf;\n"
+    "    return EM_OK;\n"
+    "}\n"
+    "static inline em_status un_list(const em_stack *st, int i, const char *op, const char *name,\n"
+    "                                bool optional, em_intlist *out) {\n"
+    "    const em_ivalue *v = &st->args[i];\n"
+    "    if (v->tag == EM_IV_INTLIST) { *out = v->v.l; return EM_OK; }\n"
+    "    if (v->tag == EM_IV_NONE && optional) { out->data = NULL; out->n = -1; return EM_OK; }\n"
+    "    return bad_arg(st, i, op, name);\n"
+    "}\n"
+    "static inline em_status un_double(const em_stack *st, int i, const char *op, const char *name,\n"
+    "                                  double *out) {\n"
+    "    const em_ivalue *v = &st->args[i];\n"
+    "    if (v->tag == EM_IV_DOUBLE) { *out = v->v.d; return EM_OK; }\n"
+    "    if (v->tag == EM_IV_INT) { *out = (double)v->v.i; return EM_OK; }\n"
+    "    return bad_arg(st, i, op, name);\n"
+    "}\n"
+    "static inline em_status un_bool(const em_stack *st, int i, const char *op, const char *name,\n"
+    "                                bool *out) {\n"
+    "    if (st->args[i].tag != EM_IV_BOOL) return bad_arg(st, i, op, name);\n"
+    "    *out = st->args[i].v.b;\n"
+    "    return EM_OK;\n"
+    "}\n"
+    "static inline em_status un_dtype(const em_stack *st, int i, const char *op, const char *name,\n"
+    "                                 bool optional, em_dtype *out) {\n"
+    "    const em_ivalue *v = &st->args[i];\n"
+    "    if (v->tag == EM_IV_DTYPE) { *out = v->v.dt; return EM_OK; }\n"
+    "    if (v->tag == EM_IV_NONE && optional) { *out = EM_DTYPE_NONE; return EM_OK; }\n"
+    "    return bad_arg(st, i, op, name);\n"
+    "}\n"
+    "\n"
+    "/* ---- boxed call plumbing ---- */\n"
+    "\n"
+    "/* The adapters' checks before unboxing: a kernel at the highest key and the\n"
+    " * schema's argument count. Returns the kernel, or NULL with the error set. */\n"
+    "static void *adapter_kernel(const em_op *op, em_keyset ks, const em_stack *st, int nargs) {\n"
+    "    int k = em_keyset_highest(ks);\n"
+    "    void *fn = (unsigned)k < EM_KEY_COUNT ? op->kernel[k] : NULL;\n"
+    "    if (!fn) {\n"
+    "        em_set_error(EM_EINTERNAL, \"%s: no unboxed kernel for dispatch key %s\", op->name,\n"
+    "                     k >= 0 && k < EM_KEY_COUNT ? em_key_name((em_dispatch_key)k) : \"(none)\");\n"
+    "        return NULL;\n"
+    "    }\n"
+    "    if (st->nargs != nargs) {\n"
+    "        em_set_error(EM_EINTERNAL, \"%s: boxed call with %d arguments, the schema has %d\",\n"
+    "                     op->name, st->nargs, nargs);\n"
+    "        return NULL;\n"
+    "    }\n"
+    "    return fn;\n"
+    "}\n"
+    "\n"
+    "/* Stores a kernel's result as the stack's one owned return value. */\n"
+    "static em_status put_result(const em_op *op, em_stack *st, em_tensor *r) {\n"
+    "    if (!r) {\n"
+    "        if (em_error_kind() != EM_OK) return em_error_kind();\n"
+    "        return em_set_error(EM_EINTERNAL, \"%s: kernel failed without setting an error\", op->name);\n"
+    "    }\n"
+    "    st->rets[0] = iv_tensor(r);\n"
+    "    st->nrets = 1;\n"
+    "    return EM_OK;\n"
+    "}\n"
+    "\n"
+    "/* Runs a boxed call that resolve chose (fallback, or an unboxed kernel that\n"
+    " * was registered after the fast path looked) and takes the result tensor\n"
+    " * off the stack: a new reference, or NULL with the error set. */\n"
+    "static em_tensor *run_boxed(const em_op *op, em_keyset ks, em_stack *st, void *fn,\n"
+    "                            em_boxed_fn boxed, void *ud) {\n"
+    "    em_status s;\n"
+    "    em_tensor *r;\n"
+    "    st->nrets = 0;\n"
+    "    s = fn ? op->call_unboxed_from_boxed(op, ks, st) : boxed(op, ks, st, ud);\n"
+    "    if (s != EM_OK) {\n"
+    "        em_stack_clear_rets(st);\n"
+    "        if (em_error_kind() == EM_OK)\n"
+    "            em_set_error(EM_EINTERNAL, \"%s: boxed kernel failed without setting an error\", op->name);\n"
+    "        return NULL;\n"
+    "    }\n"
+    "    if (st->nrets < 1 || st->rets[0].tag != EM_IV_TENSOR || !st->rets[0].v.t) {\n"
+    "        em_stack_clear_rets(st);\n"
+    "        em_set_error(EM_EINTERNAL, \"%s: boxed kernel returned no tensor\", op->name);\n"
+    "        return NULL;\n"
+    "    }\n"
+    "    r = st->rets[0].v.t;\n"
+    "    st->rets[0].tag = EM_IV_NONE;\n"
+    "    em_stack_clear_rets(st);\n"
+    "    return r;\n"
+    "}\n"
+    "\n";
+
+/* ---- em_ops.c: per op ---- */
+
+static const char *box_fn(cg_type t) {
+    switch (t) {
+    case CG_TENSOR: case CG_TENSOR_OPT: return "iv_tensor";
+    case CG_SCALAR: return "iv_scalar";
+    case CG_SCALAR_OPT: return "iv_opt_scalar";
+    case CG_INT: case CG_DIM: case CG_INDEX: return "iv_int";
+    case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT: return "iv_opt_int";
+    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: return "iv_list";
+    case CG_FLOAT: return "iv_double";
+    case CG_BOOL: return "iv_bool";
+    case CG_DTYPE: case CG_DTYPE_OPT: return "iv_dtype";
+    default: return NULL;
+    }
+}
+
+/* The public entry: NULL checks, key set, compute, redispatch. */
+static void emit_entry(cg_buf *b, const cg_op *op) {
+    int ntensor = 0, nrequired = 0;
+    for (int i = 0; i < op->nargs; i++)
+        if (cg_type_is_tensor(op->args[i].type)) {
+            ntensor++;
+            if (op->args[i].type == CG_TENSOR) nrequired++;
+        }
+    op_comment(b, op, "");
+    cg_printf(b, "em_tensor *em_%s(", op->name);
+    cg_emit_params(b, op, false);
+    cg_puts(b, ")\n{\n    em_keyset ks = 0;\n\n");
+    for (int i = 0; i < op->nargs; i++) {
+        const cg_arg *a = &op->args[i];
+        if (a->type != CG_TENSOR) continue;
+        cg_printf(b, "    if (!%s) {\n"
+                     "        em_set_error(EM_EVALUE, \"%s: argument '%s' is NULL\");\n"
+                     "        return NULL;\n    }\n", a->name, op->name, a->name);
+    }
+    if (ntensor == 0) {
+        cg_puts(b, "    ks = EM_KS(EM_KEY_CPU); /* no tensor arguments: the default backend */\n");
+    } else {
+        for (int i = 0; i < op->nargs; i++) {
+            const cg_arg *a = &op->args[i];
+            if (a->type == CG_TENSOR) cg_printf(b, "    ks |= %s->keyset;\n", a->name);
+            else if (a->type == CG_TENSOR_OPT)
+                cg_printf(b, "    if (%s)\n        ks |= %s->keyset;\n", a->name, a->name);
+        }
+        if (nrequired == 0)
+            cg_puts(b, "    if (!ks)\n        ks = EM_KS(EM_KEY_CPU); /* every tensor absent */\n");
+    }
+    cg_printf(b, "    ks = em_disp_compute(&em_op_table[EM_OP_%s], ks);\n", op->name);
+    cg_printf(b, "    return em_redispatch_%s(ks%s", op->name, op->nargs ? ", " : "");
+    cg_emit_arg_names(b, op);
+    cg_puts(b, ");\n}\n\n");
+}
+
+/* The slow path: resolve, box, call. */
+static void emit_boxed(cg_buf *b, const cg_op *op) {
+    cg_printf(b, "/* Slow path of em_redispatch_%s: no unboxed kernel at the highest key. */\n"
+                 "static __attribute__((noinline, cold)) em_tensor *boxed_%s(", op->name, op->name);
+    cg_emit_params(b, op, true);
+    cg_printf(b, ")\n{\n"
+                 "    const em_op *op = &em_op_table[EM_OP_%s];\n"
+                 "    em_boxed_fn boxed;\n"
+                 "    void *ud;\n"
+                 "    void *fn = em_disp_resolve(op, ks, NULL, &boxed, &ud);\n"
+                 "    em_stack st;\n\n"
+                 "    if (!fn && !boxed)\n"
+                 "        return NULL; /* em_disp_resolve set the error */\n",
+              op->name);
+    for (int i = 0; i < op->nargs; i++)
+        cg_printf(b, "    st.args[%d] = %s(%s);\n", i, box_fn(op->args[i].type), op->args[i].name);
+    cg_printf(b, "    st.nargs = %d;\n", op->nargs);
+    cg_puts(b, "    return run_boxed(op, ks, &st, fn, boxed, ud);\n}\n\n");
+}
+
+static void emit_redispatch(cg_buf *b, const cg_op *op) {
+    cg_printf(b, "em_tensor *em_redispatch_%s(", op->name);
+    cg_emit_params(b, op, true);
+    cg_printf(b, ")\n{\n"
+                 "    int k = em_keyset_highest(ks);\n"
+                 "    void *fn = (unsigned)k < EM_KEY_COUNT ? em_op_table[EM_OP_%s].kernel[k] : NULL;\n\n"
+                 "    if (fn)\n"
+                 "        return ((em_kfn_%s)fn)(ks%s",
+              op->name, op->name, op->nargs ? ", " : "");
+    cg_emit_arg_names(b, op);
+    cg_printf(b, ");\n    return boxed_%s(ks%s", op->name, op->nargs ? ", " : "");
+    cg_emit_arg_names(b, op);
+    cg_puts(b, ");\n}\n\n");
+}
+
+/* A C initialiser for a local of type t (the adapters initialise every
+ * local so that -O2's maybe-uninitialized analysis stays quiet). */
+static const char *zero_value(cg_type t) {
+    switch (t) {
+    case CG_TENSOR: case CG_TENSOR_OPT: case CG_SCALAR_OPT: case CG_DIM_OPT: case CG_INDEX_OPT:
+    case CG_ENDINDEX_OPT: return "NULL";
+    case CG_SCALAR: return "em_scalar_int(0)";
+    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: return "{ NULL, -1 }";
+    case CG_FLOAT: return "0.0";
+    case CG_BOOL: return "false";
+    case CG_DTYPE: case CG_DTYPE_OPT: return "EM_DTYPE_NONE";
+    default: return "0";
+    }
+}
+
+/* The unboxing adapter: op->call_unboxed_from_boxed. */
+static void emit_adapter(cg_buf *b, const cg_op *op) {
+    cg_printf(b, "/* call_unboxed_from_boxed of %s: unboxes st->args, calls the kernel at the\n"
+                 " * highest key in ks, stores the owned result in st->rets[0]. */\n"
+                 "static em_status unboxed_from_boxed_%s(const em_op *op, em_keyset ks, em_stack *st)\n"
+                 "{\n    void *fn = adapter_kernel(op, ks, st, %d);\n",
+              op->name, op->name, op->nargs);
+    for (int i = 0; i < op->nargs; i++) {
+        const cg_arg *a = &op->args[i];
+        cg_printf(b, "    %s%s = %s;\n", cg_types[a->type].ctype, a->name, zero_value(a->type));
+        if (a->type == CG_SCALAR_OPT) cg_printf(b, "    em_scalar buf_%d = em_scalar_int(0);\n", i);
+        else if (cg_type_is_ptr_opt(a->type)) cg_printf(b, "    int64_t buf_%d = 0;\n", i);
+    }
+    cg_puts(b, "\n    if (!fn)\n        return em_error_kind();\n");
+    for (int i = 0; i < op->nargs; i++) {
+        const cg_arg *a = &op->args[i];
+        const char *opt = cg_types[a->type].optional ? "true" : "false";
+        cg_printf(b, "    %s", i == 0 ? "if (" : "    ");
+        switch (a->type) {
+        case CG_TENSOR: case CG_TENSOR_OPT:
+            cg_printf(b, "un_tensor(st, %d, op->name, \"%s\", %s, &%s)", i, a->name, opt, a->name);
+            break;
+        case CG_SCALAR:
+            cg_printf(b, "un_scalar(st, %d, op->name, \"%s\", &%s)", i, a->name, a->name);
+            break;
+        case CG_SCALAR_OPT:
+            cg_printf(b, "un_opt_scalar(st, %d, op->name, \"%s\", &buf_%d, &%s)", i, a->name, i,
+                      a->name);
+            break;
+        case CG_INT: case CG_DIM: case CG_INDEX:
+            cg_printf(b, "un_int(st, %d, op->name, \"%s\", &%s)", i, a->name, a->name);
+            break;
+        case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT:
+            cg_printf(b, "un_opt_int(st, %d, op->name, \"%s\", &buf_%d, &%s)", i, a->name, i,
+                      a->name);
+            break;
+        case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT:
+            cg_printf(b, "un_list(st, %d, op->name, \"%s\", %s, &%s)", i, a->name, opt, a->name);
+            break;
+        case CG_FLOAT:
+            cg_printf(b, "un_double(st, %d, op->name, \"%s\", &%s)", i, a->name, a->name);
+            break;
+        case CG_BOOL:
+            cg_printf(b, "un_bool(st, %d, op->name, \"%s\", &%s)", i, a->name, a->name);
+            break;
+        case CG_DTYPE: case CG_DTYPE_OPT:
+            cg_printf(b, "un_dtype(st, %d, op->name, \"%s\", %s, &%s)", i, a->name, opt, a->name);
+            break;
+        default:
+            break;
+        }
+        cg_puts(b, i == op->nargs - 1 ? " != EM_OK)\n        return EM_EINTERNAL;\n"
+                                      : " != EM_OK ||\n");
+    }
+    cg_printf(b, "    return put_result(op, st, ((em_kfn_%s)fn)(ks%s", op->name,
+              op->nargs ? ", " : "");
+    cg_emit_arg_names(b, op);
+    cg_puts(b, "));\n}\n\n");
+}
+
+static void emit_table_entry(cg_buf *b, const cg_op *op) {
+    cg_printf(b, "    [EM_OP_%s] = {\n        .name = \"%s\",\n        .schema = \"", op->name,
+              op->name);
+    cg_c_escape(b, op->schema);
+    cg_printf(b, "\",\n        .id = EM_OP_%s,\n        .kernel = {", op->name);
+    bool any = false;
+    cg_buf mask = { 0 };
+    for (int k = 0; k < CG_KEY_COUNT; k++) {
+        if (!op->kernel[k]) continue;
+        cg_printf(b, "%s[%s] = (void *)%s", any ? ", " : " ", cg_key_enums[k], op->kernel[k]);
+        cg_printf(&mask, "%sEM_KS(%s)", any ? " | " : "", cg_key_enums[k]);
+        any = true;
+    }
+    cg_printf(b, " },\n        .has_kernel = %s,\n        .fallthrough = 0,\n"
+                 "        .active = %s,\n        .call_unboxed_from_boxed = unboxed_from_boxed_%s,\n"
+                 "    },\n",
+              mask.data, mask.data, op->name);
+    free(mask.data);
+}
+
+void cg_emit_ops_c(cg_buf *b, const cg_schema *s) {
+    cg_generated_banner(b, s->ops_path);
+    cg_puts(b, "/* em_ops.c -- the op table and every op's dispatching entry points and boxing\n"
+               " * adapters. See Note [How a call is dispatched] in em_dispatch.h. */\n"
+               "#include \"em_ops.h\"\n#include \"em_kernels_decl.h\"\n\n");
+    cg_puts(b, ops_c_helpers);
+    const char *last = NULL;
+    for (int i = 0; i < s->nops; i++) {
+        const cg_op *op = &s->ops[i];
+        group_banner(b, op, &last);
+        emit_entry(b, op);
+        emit_boxed(b, op);
+        emit_redispatch(b, op);
+        emit_adapter(b, op);
+    }
+    cg_puts(b, "/* ---- the op table ---- */\n\n"
+               "/* Kernels from ops.yaml; active starts as has_kernel and is kept up to date by\n"
+               " * runtime/dispatch as kernels, fallbacks and fallthroughs are registered. */\n"
+               "em_op em_op_table[] = {\n");
+    for (int i = 0; i < s->nops; i++) emit_table_entry(b, &s->ops[i]);
+    cg_puts(b, "};\n\n_Static_assert(sizeof em_op_table / sizeof em_op_table[0] == EM_OP_COUNT,\n"
+               "               \"em_op_table must have one entry per op id\");\n");
+}

@@ -1,0 +1,334 @@
+/* emit_lua.c -- writes em_lua_ops.c: one `static int l_NAME(lua_State *L)` per
+ * op, em_lua_register_ops() and em_lua_op_docs, using only the em_lua.h helpers.
+ *
+ * Note [Lua argument binding]
+ * A call is ember.NAME(positional..., {options}) or x:NAME(positional...,
+ * {options}) (self is Lua argument 1 either way). Each argument comes from
+ * the next positional slot when one is left, else from the options table
+ * under its name (keyword-only arguments only from there); giving one both
+ * ways is an error. nil or absent means the default, or "absent" for an
+ * optional type. An int[]/dim[] argument takes varargs integers
+ * (ember.zeros(2, 3), x:sum(1)) when no later positional argument could take
+ * an integer; a table works everywhere.
+ * Conversions that make temporaries (numbers given for Tensor arguments) run
+ * last, after every other argument was checked and after each Tensor
+ * argument's Lua type was checked, so a Lua error raised by a conversion
+ * cannot leak a temporary; em_lua_argtmp_release runs before the result is
+ * pushed (em_lua_push_tensor raises the op's error on NULL).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen.h"
+
+static const char lua_helpers[] =
+    "/* ---- helpers shared by the bindings (see Note [Lua argument binding]) ---- */\n"
+    "\n"
+    "/* The stack index of argument name: the next positional slot when one is\n"
+    " * left (positional arguments only; advances *pos), else the options-table\n"
+    " * field pushed onto the stack, else 0. Raises when given both ways. */\n"
+    "static inline int arg_slot(lua_State *L, int *pos, int top, int opt, const char *op,\n"
+    "                           const char *name, bool positional) {\n"
+    "    int idx = 0;\n"
+    "    if (positional && *pos <= top) idx = (*pos)++;\n"
+    "    if (opt) {\n"
+    "        if (lua_getfield(L, opt, name) != LUA_TNIL) {\n"
+    "            if (idx)\n"
+    "                return luaL_error(L, \"%s: argument '%s' given both by position and in the options table\",\n"
+    "                                  op, name);\n"
+    "            return lua_gettop(L);\n"
+    "        }\n"
+    "        lua_pop(L, 1);\n"
+    "    }\n"
+    "    return idx;\n"
+    "}\n"
+    "\n"
+    "/* Whether slot idx holds a value (0 and nil mean absent). */\n"
+    "static inline bool arg_given(lua_State *L, int idx) { return idx && !lua_isnil(L, idx); }\n"
+    "\n"
+    "static inline int missing(lua_State *L, const char *op, const char *name) {\n"
+    "    return luaL_error(L, \"%s: missing argument '%s'\", op, name);\n"
+    "}\n"
+    "\n"
+    "static inline int too_many(lua_State *L, const char *op, int most, int got) {\n"
+    "    return luaL_error(L, \"%s: expected at most %d arguments, got %d\", op, most, got);\n"
+    "}\n"
+    "\n"
+    "/* Raises the conversion's own error for a value that cannot become a tensor,\n"
+    " * before any temporary exists; values that can pass untouched. */\n"
+    "static inline void precheck_tensor(lua_State *L, int idx, const char *op, const char *name,\n"
+    "                                   bool optional, em_lua_argtmp *tmp) {\n"
+    "    int t = lua_type(L, idx);\n"
+    "    if (t == LUA_TNUMBER || t == LUA_TBOOLEAN || (optional && t <= LUA_TNIL) ||\n"
+    "        em_lua_totensor(L, idx))\n"
+    "        return;\n"
+    "    (void)em_lua_check_tensor(L, idx, op, name, tmp); /* raises */\n"
+    "}\n"
+    "\n";
+
+/* An argument's local: a_NAME holds the C value, v_NAME the pointee of the
+ * pointer-typed optionals, i_NAME its stack slot. */
+static void emit_locals(cg_buf *b, const cg_op *op) {
+    for (int i = 0; i < op->nargs; i++) {
+        const cg_arg *a = &op->args[i];
+        const cg_default *d = &a->def;
+        bool has = d->kind != CG_DEF_NONE_GIVEN && d->kind != CG_DEF_NULL;
+        switch (a->type) {
+        case CG_TENSOR: case CG_TENSOR_OPT:
+            cg_printf(b, "    em_tensor *a_%s = NULL;\n", a->name);
+            break;
+        case CG_SCALAR: case CG_SCALAR_OPT: {
+            const char *lhs = a->type == CG_SCALAR ? "em_scalar a_" : "em_scalar v_";
+            if (!has) cg_printf(b, "    %s%s = em_scalar_int(0);\n", lhs, a->name);
+            else if (d->kind == CG_DEF_BOOL)
+                cg_printf(b, "    %s%s = em_scalar_bool(%s);\n", lhs, a->name, d->b ? "true" : "false");
+            else if (d->kind == CG_DEF_INT)
+                cg_printf(b, "    %s%s = em_scalar_int(%" PRId64 ");\n", lhs, a->name, d->i);
+            else
+                cg_printf(b, "    %s%s = em_scalar_float(%.17g);\n", lhs, a->name, d->d);
+            if (a->type == CG_SCALAR_OPT)
+                cg_printf(b, "    const em_scalar *a_%s = NULL;\n", a->name);
+            break;
+        }
+        case CG_INT:
+            cg_printf(b, "    int64_t a_%s = %" PRId64 ";\n", a->name, has ? d->i : 0);
+            break;
+        case CG_DIM: case CG_INDEX:
+            cg_printf(b, "    int64_t a_%s = %" PRId64 "; /* 0-based */\n", a->name,
+                      has ? (d->i > 0 ? d->i - 1 : d->i) : 0);
+            break;
+        case CG_DIM_OPT: case CG_INDEX_OPT:
+            cg_printf(b, "    int64_t v_%s = %" PRId64 ";\n", a->name,
+                      has ? (d->i > 0 ? d->i - 1 : d->i) : 0);
+            cg_printf(b, "    const int64_t *a_%s = NULL;\n", a->name);
+            break;
+        case CG_ENDINDEX_OPT:
+            if (has && d->i == -1) cg_printf(b, "    int64_t v_%s = INT64_MAX;\n", a->name);
+            else
+                cg_printf(b, "    int64_t v_%s = %" PRId64 ";\n", a->name,
+                          has ? (d->i > 0 ? d->i : d->i + 1) : 0);
+            cg_printf(b, "    const int64_t *a_%s = NULL;\n", a->name);
+            break;
+        case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT:
+            if (d->kind == CG_DEF_LIST && d->nlist > 0) {
+                cg_printf(b, "    static const int64_t def_%s[] = {", a->name);
+                for (int j = 0; j < d->nlist; j++) {
+                    int64_t v = d->list[j];
+                    if (a->type != CG_INTLIST && v > 0) v--; /* dims: 1-based -> 0-based */
+                    cg_printf(b, "%s%" PRId64, j ? ", " : " ", v);
+                }
+                cg_puts(b, " };\n");
+                cg_printf(b, "    em_intlist a_%s = { def_%s, %d };\n", a->name, a->name, d->nlist);
+            } else if (d->kind == CG_DEF_LIST) {
+                cg_printf(b, "    em_intlist a_%s = { NULL, 0 };\n", a->name);
+            } else {
+                cg_printf(b, "    em_intlist a_%s = { NULL, -1 };\n", a->name);
+            }
+            break;
+        case CG_FLOAT:
+            cg_printf(b, "    double a_%s = %.17g;\n", a->name, has ? d->d : 0.0);
+            break;
+        case CG_BOOL:
+            cg_printf(b, "    bool a_%s = %s;\n", a->name, has && d->b ? "true" : "false");
+            break;
+        case CG_DTYPE: case CG_DTYPE_OPT:
+            cg_printf(b, "    em_dtype a_%s = %s;\n", a->name,
+                      has ? cg_dtype_enums[d->dtype] : "EM_DTYPE_NONE");
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+/* Whether a positional int[]/dim[] argument at index i may take varargs:
+ * no later positional argument may take an integer. */
+static bool list_varargs(const cg_op *op, int i) {
+    for (int j = i + 1; j < op->npositional; j++) {
+        cg_type t = op->args[j].type;
+        if (t != CG_BOOL && t != CG_DTYPE && t != CG_DTYPE_OPT) return false;
+    }
+    return true;
+}
+
+/* Converts one located non-Tensor argument (slot i_NAME) into a_NAME. */
+static void emit_convert(cg_buf *b, const cg_op *op, int i) {
+    const cg_arg *a = &op->args[i];
+    const char *n = a->name, *o = op->name;
+    bool required = a->def.kind == CG_DEF_NONE_GIVEN && !cg_types[a->type].optional;
+    if (required) {
+        /* nil in a positional slot reaches the check, which says "got nil" */
+        cg_printf(b, "    if (!i_%s)\n        return missing(L, \"%s\", \"%s\");\n", n, o, n);
+        cg_printf(b, "    {\n");
+    } else {
+        cg_printf(b, "    if (arg_given(L, i_%s)) {\n", n);
+    }
+    switch (a->type) {
+    case CG_SCALAR:
+        cg_printf(b, "        a_%s = em_lua_check_scalar(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
+        break;
+    case CG_SCALAR_OPT:
+        cg_printf(b, "        v_%s = em_lua_check_scalar(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
+        break;
+    case CG_INT:
+        cg_printf(b, "        a_%s = em_lua_check_int(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
+        break;
+    case CG_DIM: case CG_INDEX:
+        cg_printf(b, "        a_%s = em_lua_check_dim(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
+        break;
+    case CG_DIM_OPT: case CG_INDEX_OPT:
+        cg_printf(b, "        v_%s = em_lua_check_dim(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
+        break;
+    case CG_ENDINDEX_OPT:
+        cg_printf(b, "        v_%s = em_lua_check_endindex(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
+        break;
+    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: {
+        bool is_dim = a->type != CG_INTLIST;
+        cg_printf(b, "        int used = 1;\n");
+        const char *dimarg = is_dim ? "true" : "false";
+        bool va = !a->kwonly && list_varargs(op, i);
+        char varargs[64];
+        if (va || a->kwonly) snprintf(varargs, sizeof varargs, "true"); /* kw-only: the pushed top */
+        else snprintf(varargs, sizeof varargs, "i_%s > top", n); /* options table: one value */
+        cg_printf(b, "        a_%s = em_lua_check_intlist(L, i_%s, \"%s\", \"%s\", %s, %s, "
+                     "&used, &tmp);\n", n, n, o, n, varargs, dimarg);
+        /* used == 0: varargs found no integer at the slot (x:sum(true)) */
+        if (va && !required) {
+            char def[128];
+            if (a->def.kind == CG_DEF_LIST && a->def.nlist > 0)
+                snprintf(def, sizeof def, "(em_intlist){ def_%s, %d }", n, a->def.nlist);
+            else
+                snprintf(def, sizeof def, "(em_intlist){ NULL, %d }",
+                         a->def.kind == CG_DEF_LIST ? 0 : -1);
+            cg_printf(b, "        if (used == 0 && i_%s <= top) {\n"
+                         "            a_%s = %s; /* not a list: the next argument's value */\n"
+                         "            pos = i_%s;\n"
+                         "        } else if (used == 0) {\n", n, n, def, n);
+        } else {
+            cg_puts(b, "        if (used == 0) {\n");
+        }
+        cg_printf(b, "            (void)em_lua_check_intlist(L, i_%s, \"%s\", \"%s\", false, %s, &used, "
+                     "&tmp); /* raises */\n"
+                     "        } else if (i_%s <= top) {\n"
+                     "            pos = i_%s + used;\n"
+                     "        }\n", n, o, n, dimarg, n, n);
+        break;
+    }
+    case CG_FLOAT:
+        cg_printf(b, "        a_%s = em_lua_check_float(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
+        break;
+    case CG_BOOL:
+        cg_printf(b, "        a_%s = em_lua_check_bool(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
+        break;
+    case CG_DTYPE: case CG_DTYPE_OPT:
+        cg_printf(b, "        a_%s = em_lua_check_dtype(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
+        break;
+    default:
+        break;
+    }
+    if (cg_type_is_ptr_opt(a->type)) cg_printf(b, "        a_%s = &v_%s;\n", n, n);
+    /* a pointer optional with a non-None default points at its default */
+    if (cg_type_is_ptr_opt(a->type) && a->def.kind != CG_DEF_NONE_GIVEN && a->def.kind != CG_DEF_NULL)
+        cg_printf(b, "    } else {\n        a_%s = &v_%s; /* the default */\n", n, n);
+    cg_puts(b, "    }\n");
+}
+
+static void emit_binding(cg_buf *b, const cg_op *op) {
+    const char *o = op->name;
+    cg_puts(b, "/* ");
+    cg_comment_escape(b, op->schema);
+    cg_printf(b, " */\nstatic int l_%s(lua_State *L)\n{\n    static const char *const names[] = { ", o);
+    for (int i = 0; i < op->nargs; i++) cg_printf(b, "\"%s\", ", op->args[i].name);
+    cg_puts(b, "NULL };\n"
+               "    int opt = em_lua_options_index(L);\n"
+               "    int top = opt ? opt - 1 : lua_gettop(L);\n"
+               "    int pos = 1;\n"
+               "    em_lua_argtmp tmp;\n");
+    for (int i = 0; i < op->nargs; i++) cg_printf(b, "    int i_%s;\n", op->args[i].name);
+    emit_locals(b, op);
+    cg_puts(b, "    em_tensor *r;\n\n    tmp.n = 0;\n    tmp.nlists = 0;\n");
+    cg_printf(b, "    if (opt)\n        em_lua_check_option_names(L, opt, \"%s\", names);\n", o);
+    for (int i = 0; i < op->nargs; i++) {
+        const cg_arg *a = &op->args[i];
+        cg_printf(b, "    i_%s = arg_slot(L, &pos, top, opt, \"%s\", \"%s\", %s);\n", a->name, o,
+                  a->name, a->kwonly ? "false" : "true");
+        if (!cg_type_is_tensor(a->type)) emit_convert(b, op, i);
+    }
+    cg_printf(b, "    if (pos <= top)\n        return too_many(L, \"%s\", %d, top);\n", o,
+              op->npositional);
+    /* tensors last (see Note [Lua argument binding]) */
+    for (int i = 0; i < op->nargs; i++) {
+        const cg_arg *a = &op->args[i];
+        if (a->type == CG_TENSOR)
+            cg_printf(b, "    if (!i_%s)\n        return missing(L, \"%s\", \"%s\");\n"
+                         "    precheck_tensor(L, i_%s, \"%s\", \"%s\", false, &tmp);\n",
+                      a->name, o, a->name, a->name, o, a->name);
+        else if (a->type == CG_TENSOR_OPT)
+            cg_printf(b, "    if (i_%s)\n        precheck_tensor(L, i_%s, \"%s\", \"%s\", true, &tmp);\n",
+                      a->name, a->name, o, a->name);
+    }
+    for (int i = 0; i < op->nargs; i++) {
+        const cg_arg *a = &op->args[i];
+        if (a->type == CG_TENSOR)
+            cg_printf(b, "    a_%s = em_lua_check_tensor(L, i_%s, \"%s\", \"%s\", &tmp);\n", a->name,
+                      a->name, o, a->name);
+        else if (a->type == CG_TENSOR_OPT)
+            cg_printf(b, "    if (i_%s)\n        a_%s = em_lua_opt_tensor(L, i_%s, \"%s\", \"%s\", &tmp);\n",
+                      a->name, a->name, a->name, o, a->name);
+    }
+    cg_printf(b, "    r = em_%s(", o);
+    for (int i = 0; i < op->nargs; i++) cg_printf(b, "%sa_%s", i ? ", " : "", op->args[i].name);
+    cg_printf(b, ");\n    em_lua_argtmp_release(&tmp);\n    em_lua_push_tensor(L, r, \"%s\");\n"
+                 "    return 1;\n}\n\n", o);
+}
+
+void cg_emit_lua(cg_buf *b, const cg_schema *s) {
+    cg_generated_banner(b, s->ops_path);
+    cg_puts(b, "/* em_lua_ops.c -- the Lua bindings of every op: ember.NAME and x:NAME.\n"
+               " * See Note [Lua argument binding] in codegen/emit_lua.c. */\n"
+               "#include <stdint.h>\n\n"
+               "#include \"em_ops.h\"\n#include \"lua/em_lua.h\"\n\n");
+    cg_puts(b, lua_helpers);
+    const char *last = NULL;
+    for (int i = 0; i < s->nops; i++) {
+        const cg_op *op = &s->ops[i];
+        if (op->group && op->group != last) {
+            cg_puts(b, "/* ---- ");
+            cg_comment_escape(b, op->group);
+            cg_puts(b, " ---- */\n\n");
+        }
+        last = op->group;
+        emit_binding(b, op);
+    }
+    cg_puts(b, "/* ---- registration ---- */\n\nstatic const luaL_Reg functions[] = {\n");
+    for (int i = 0; i < s->nops; i++)
+        if (s->ops[i].v_function) cg_printf(b, "    { \"%s\", l_%s },\n", s->ops[i].name, s->ops[i].name);
+    cg_puts(b, "    { NULL, NULL }\n};\n\nstatic const luaL_Reg methods[] = {\n");
+    for (int i = 0; i < s->nops; i++)
+        if (s->ops[i].v_method) cg_printf(b, "    { \"%s\", l_%s },\n", s->ops[i].name, s->ops[i].name);
+    cg_puts(b, "    { NULL, NULL }\n};\n\n"
+               "/* Sets module[NAME] for function variants and methods[NAME] for method\n"
+               " * variants (the same C function: self is Lua argument 1). */\n"
+               "void em_lua_register_ops(lua_State *L, int module_idx, int methods_idx)\n{\n"
+               "    module_idx = lua_absindex(L, module_idx);\n"
+               "    methods_idx = lua_absindex(L, methods_idx);\n"
+               "    for (const luaL_Reg *f = functions; f->name; f++) {\n"
+               "        lua_pushcfunction(L, f->func);\n"
+               "        lua_setfield(L, module_idx, f->name);\n"
+               "    }\n"
+               "    for (const luaL_Reg *f = methods; f->name; f++) {\n"
+               "        lua_pushcfunction(L, f->func);\n"
+               "        lua_setfield(L, methods_idx, f->name);\n"
+               "    }\n}\n\n"
+               "/* {name, schema, doc} for help(), NULL-terminated. */\n"
+               "const char *const em_lua_op_docs[][3] = {\n");
+    for (int i = 0; i < s->nops; i++) {
+        cg_printf(b, "    { \"%s\", \"", s->ops[i].name);
+        cg_c_escape(b, s->ops[i].schema);
+        cg_puts(b, "\",\n      \"");
+        cg_c_escape(b, s->ops[i].doc);
+        cg_puts(b, "\" },\n");
+    }
+    cg_puts(b, "    { NULL, NULL, NULL }\n};\n");
+}

@@ -1,0 +1,714 @@
+/* parse.c -- reads schema/ops.yaml (libyaml) and the func signatures in it
+ * into a cg_schema, validates everything, and checks derivatives.yaml.
+ *
+ * Every error names the file and the 1-based line of the offending node
+ * ("schema/ops.yaml:42: unknown type 'Tensr' ...") and exits with status 1:
+ * the codegen is a build tool, and a bad schema must stop the build.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "codegen.h"
+
+/* ---- tables (see Note [Schema types] in codegen.h) ---- */
+
+const cg_type_info cg_types[CG_TYPE_COUNT] = {
+    [CG_TENSOR]       = { "Tensor",    "em_tensor *",       false },
+    [CG_TENSOR_OPT]   = { "Tensor?",   "em_tensor *",       true },
+    [CG_SCALAR]       = { "Scalar",    "em_scalar ",        false },
+    [CG_SCALAR_OPT]   = { "Scalar?",   "const em_scalar *", true },
+    [CG_INT]          = { "int",       "int64_t ",          false },
+    [CG_INTLIST]      = { "int[]",     "em_intlist ",       false },
+    [CG_DIM]          = { "dim",       "int64_t ",          false },
+    [CG_DIM_OPT]      = { "dim?",      "const int64_t *",   true },
+    [CG_DIMLIST]      = { "dim[]",     "em_intlist ",       false },
+    [CG_DIMLIST_OPT]  = { "dim[]?",    "em_intlist ",       true },
+    [CG_INDEX]        = { "index",     "int64_t ",          false },
+    [CG_INDEX_OPT]    = { "index?",    "const int64_t *",   true },
+    [CG_ENDINDEX_OPT] = { "endindex?", "const int64_t *",   true },
+    [CG_FLOAT]        = { "float",     "double ",           false },
+    [CG_BOOL]         = { "bool",      "bool ",             false },
+    [CG_DTYPE]        = { "dtype",     "em_dtype ",         false },
+    [CG_DTYPE_OPT]    = { "dtype?",    "em_dtype ",         true },
+};
+
+const char *const cg_key_names[CG_KEY_COUNT] = { "CPU", "CUDA", "PrivateUse1", "Autograd" };
+const char *const cg_key_enums[CG_KEY_COUNT] = {
+    "EM_KEY_CPU", "EM_KEY_CUDA", "EM_KEY_PRIVATEUSE1", "EM_KEY_AUTOGRAD"
+};
+
+const char *const cg_dtype_names[CG_DTYPE_COUNT] = {
+    "bool", "uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32", "float64"
+};
+const char *const cg_dtype_enums[CG_DTYPE_COUNT] = {
+    "EM_BOOL", "EM_UINT8", "EM_INT8", "EM_INT32", "EM_INT64", "EM_FLOAT16", "EM_BFLOAT16",
+    "EM_FLOAT32", "EM_FLOAT64"
+};
+
+bool cg_type_is_ptr_opt(cg_type t) {
+    return t == CG_SCALAR_OPT || t == CG_DIM_OPT || t == CG_INDEX_OPT || t == CG_ENDINDEX_OPT;
+}
+bool cg_type_is_tensor(cg_type t) { return t == CG_TENSOR || t == CG_TENSOR_OPT; }
+bool cg_type_is_list(cg_type t) {
+    return t == CG_INTLIST || t == CG_DIMLIST || t == CG_DIMLIST_OPT;
+}
+
+/* Names the generated C uses for its own locals and parameters; an
+ * argument may not take them (nor a C keyword). */
+static const char *const reserved_names[] = {
+    "ks", "op", "k", "fn", "st", "r", "L", "tmp", "opt", "top", "pos", "names",
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double",
+    "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long",
+    "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct",
+    "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool",
+    "true", "false", "NULL", NULL
+};
+
+/* ---- small helpers ---- */
+
+static int mark_line(const yaml_node_t *n) { return (int)n->start_mark.line + 1; }
+
+static bool is_ident_start(int c) { return isalpha(c) || c == '_'; }
+static bool is_ident_char(int c) { return isalnum(c) || c == '_'; }
+
+static bool is_ident(const char *s) {
+    if (!is_ident_start((unsigned char)*s)) return false;
+    for (s++; *s; s++)
+        if (!is_ident_char((unsigned char)*s)) return false;
+    return true;
+}
+
+static char *trim_dup(const char *s, size_t n) {
+    while (n && isspace((unsigned char)*s)) { s++; n--; }
+    while (n && isspace((unsigned char)s[n - 1])) n--;
+    return cg_xstrndup(s, n);
+}
+
+static const char *scalar_of(const yaml_node_t *n) { return (const char *)n->data.scalar.value; }
+
+static const char *node_kind(const yaml_node_t *n) {
+    switch (n->type) {
+    case YAML_SCALAR_NODE: return "a scalar";
+    case YAML_SEQUENCE_NODE: return "a list";
+    case YAML_MAPPING_NODE: return "a mapping";
+    default: return "nothing";
+    }
+}
+
+/* Loads path into doc. Malformed YAML exits with the parser's mark. */
+static void load_yaml(const char *path, yaml_document_t *doc) {
+    FILE *f = fopen(path, "rb");
+    if (!f) cg_die("cannot open %s: %s", path, strerror(errno));
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p)) cg_die("cannot initialise libyaml");
+    yaml_parser_set_input_file(&p, f);
+    if (!yaml_parser_load(&p, doc)) {
+        const yaml_mark_t *m = p.problem_mark.line || p.problem_mark.column ? &p.problem_mark
+                                                                            : &p.context_mark;
+        int line = (int)m->line + 1;
+        if (p.context)
+            cg_error_at(path, line, "malformed YAML: %s %s (started at line %d)",
+                        p.problem ? p.problem : "error", p.context, (int)p.context_mark.line + 1);
+        cg_error_at(path, line, "malformed YAML: %s", p.problem ? p.problem : "error");
+    }
+    yaml_parser_delete(&p);
+    fclose(f);
+}
+
+/* The root sequence's items, or none for an empty document / `[]`. */
+static void root_items(const char *path, yaml_document_t *doc, yaml_node_item_t **start,
+                       yaml_node_item_t **end) {
+    yaml_node_t *root = yaml_document_get_root_node(doc);
+    *start = *end = NULL;
+    if (!root) return;
+    if (root->type == YAML_SCALAR_NODE && scalar_of(root)[0] == '\0') return;
+    if (root->type != YAML_SEQUENCE_NODE)
+        cg_error_at(path, mark_line(root), "expected a list of entries at the top level, found %s",
+                    node_kind(root));
+    *start = root->data.sequence.items.start;
+    *end = root->data.sequence.items.top;
+}
+
+static void expect_scalar(const char *path, const yaml_node_t *n, const char *what) {
+    if (n->type != YAML_SCALAR_NODE)
+        cg_error_at(path, mark_line(n), "%s must be a scalar, found %s", what, node_kind(n));
+}
+
+/* ---- group banners: "# ---- name ----" comments (libyaml drops comments) ---- */
+
+typedef struct { int line; char *name; } banner;
+
+static banner *read_banners(const char *path, int *count) {
+    FILE *f = fopen(path, "r");
+    if (!f) cg_die("cannot open %s: %s", path, strerror(errno));
+    banner *v = NULL;
+    int n = 0, cap = 0, line = 0;
+    char buf[1024];
+    while (fgets(buf, sizeof buf, f)) {
+        line++;
+        const char *s = buf;
+        if (strncmp(s, "# ----", 6) != 0) continue;
+        s += 6;
+        const char *e = strstr(s, "----");
+        if (!e) continue;
+        char *name = trim_dup(s, (size_t)(e - s));
+        if (!*name) { free(name); continue; }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            v = realloc(v, (size_t)cap * sizeof *v);
+            if (!v) cg_die("out of memory");
+        }
+        v[n].line = line;
+        v[n].name = name;
+        n++;
+    }
+    fclose(f);
+    *count = n;
+    return v;
+}
+
+/* ---- func signatures ---- */
+
+typedef struct {
+    const char *path;
+    int line;
+    const char *src; /* the whole signature, for messages */
+    const char *p;
+} sig_lexer;
+
+static void skip_ws(sig_lexer *x) {
+    while (isspace((unsigned char)*x->p)) x->p++;
+}
+
+__attribute__((noreturn)) static void sig_error(sig_lexer *x, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cg_error_at(x->path, x->line, "%s in func '%s'", msg, x->src);
+}
+
+static char *lex_ident(sig_lexer *x, const char *what) {
+    skip_ws(x);
+    if (!is_ident_start((unsigned char)*x->p))
+        sig_error(x, "expected %s at '%.20s'", what, *x->p ? x->p : "end");
+    const char *s = x->p;
+    while (is_ident_char((unsigned char)*x->p)) x->p++;
+    return cg_xstrndup(s, (size_t)(x->p - s));
+}
+
+static bool lex_accept(sig_lexer *x, const char *tok) {
+    skip_ws(x);
+    size_t n = strlen(tok);
+    if (strncmp(x->p, tok, n) != 0) return false;
+    x->p += n;
+    return true;
+}
+
+static void lex_expect(sig_lexer *x, const char *tok) {
+    if (!lex_accept(x, tok)) sig_error(x, "expected '%s' at '%.20s'", tok, *x->p ? x->p : "end");
+}
+
+static __attribute__((noreturn)) void unknown_type(sig_lexer *x, const char *spelled) {
+    char known[512] = "";
+    for (int t = 0; t < CG_TYPE_COUNT; t++) {
+        if (t) strcat(known, ", ");
+        strcat(known, cg_types[t].spelling);
+    }
+    sig_error(x, "unknown type '%s' (known types: %s)", spelled, known);
+}
+
+/* Parses "Tensor(a!)?" style types: base, optional [], optional alias
+ * annotation (Tensor only), optional ?. */
+static cg_type lex_type(sig_lexer *x, char **alias, bool *alias_write) {
+    char *base = lex_ident(x, "a type");
+    char spelled[128];
+    bool list = false, opt = false;
+    *alias = NULL;
+    *alias_write = false;
+    if (strncmp(x->p, "[]", 2) == 0) {
+        list = true;
+        x->p += 2;
+    } else if (*x->p == '[') {
+        sig_error(x, "fixed-size lists like '%s[N]' are not supported; use '%s[]'", base, base);
+    }
+    if (*x->p == '(') {
+        x->p++;
+        *alias = lex_ident(x, "an alias name");
+        if (lex_accept(x, "!")) *alias_write = true;
+        lex_expect(x, ")");
+    }
+    if (*x->p == '?') {
+        opt = true;
+        x->p++;
+    }
+    snprintf(spelled, sizeof spelled, "%s%s%s", base, list ? "[]" : "", opt ? "?" : "");
+    free(base);
+    for (int t = 0; t < CG_TYPE_COUNT; t++) {
+        if (strcmp(cg_types[t].spelling, spelled) == 0) {
+            if (*alias && !cg_type_is_tensor((cg_type)t))
+                sig_error(x, "alias annotation on non-Tensor type '%s'", spelled);
+            return (cg_type)t;
+        }
+    }
+    unknown_type(x, spelled);
+}
+
+static int dtype_index(const char *s) {
+    for (int i = 0; i < CG_DTYPE_COUNT; i++)
+        if (strcmp(cg_dtype_names[i], s) == 0) return i;
+    return -1;
+}
+
+static bool parse_int(const char *s, int64_t *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end || errno) return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_float(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(v)) return false;
+    *out = v;
+    return true;
+}
+
+/* Classifies a default's text, then checks that it fits the type. */
+static void parse_default(sig_lexer *x, cg_arg *a, char *text) {
+    cg_default *d = &a->def;
+    d->text = text;
+    if (strcmp(text, "None") == 0) {
+        d->kind = CG_DEF_NULL;
+    } else if (strcmp(text, "True") == 0 || strcmp(text, "False") == 0) {
+        d->kind = CG_DEF_BOOL;
+        d->b = text[0] == 'T';
+    } else if (parse_int(text, &d->i)) {
+        d->kind = CG_DEF_INT;
+        d->d = (double)d->i;
+    } else if (parse_float(text, &d->d)) {
+        d->kind = CG_DEF_FLOAT;
+    } else if (text[0] == '[') {
+        size_t n = strlen(text);
+        if (text[n - 1] != ']') sig_error(x, "bad list default '%s' for argument '%s'", text, a->name);
+        d->kind = CG_DEF_LIST;
+        d->list = cg_xmalloc(CG_MAX_ARGS * sizeof *d->list);
+        char *inner = trim_dup(text + 1, n - 2);
+        char *save = NULL;
+        for (char *tok = *inner ? strtok_r(inner, ",", &save) : NULL; tok;
+             tok = strtok_r(NULL, ",", &save)) {
+            char *item = trim_dup(tok, strlen(tok));
+            if (d->nlist == CG_MAX_ARGS || !parse_int(item, &d->list[d->nlist]))
+                sig_error(x, "bad list default '%s' for argument '%s' (integers expected)", text,
+                          a->name);
+            d->nlist++;
+            free(item);
+        }
+        free(inner);
+    } else if (dtype_index(text) >= 0) {
+        d->kind = CG_DEF_DTYPE;
+        d->dtype = dtype_index(text);
+    } else {
+        sig_error(x, "cannot read default '%s' of argument '%s'", text, a->name);
+    }
+
+    /* does it fit the type? */
+    bool ok;
+    const char *want;
+    switch (a->type) {
+    case CG_TENSOR:
+        ok = false; want = "no default (a Tensor argument is required; use Tensor? for None)"; break;
+    case CG_TENSOR_OPT:
+        ok = d->kind == CG_DEF_NULL; want = "None"; break;
+    case CG_SCALAR:
+        ok = d->kind == CG_DEF_INT || d->kind == CG_DEF_FLOAT || d->kind == CG_DEF_BOOL;
+        want = "a number, True or False"; break;
+    case CG_SCALAR_OPT:
+        ok = d->kind == CG_DEF_NULL || d->kind == CG_DEF_INT || d->kind == CG_DEF_FLOAT ||
+             d->kind == CG_DEF_BOOL;
+        want = "None, a number, True or False"; break;
+    case CG_INT:
+        ok = d->kind == CG_DEF_INT; want = "an integer"; break;
+    case CG_INTLIST: case CG_DIMLIST:
+        ok = d->kind == CG_DEF_LIST; want = "a list of integers like [1, 2]"; break;
+    case CG_DIMLIST_OPT:
+        ok = d->kind == CG_DEF_NULL || d->kind == CG_DEF_LIST;
+        want = "None or a list of integers"; break;
+    case CG_DIM: case CG_INDEX:
+        ok = d->kind == CG_DEF_INT && d->i != 0;
+        want = "a non-zero integer (1-based as in Lua, negative from the end)"; break;
+    case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT:
+        ok = d->kind == CG_DEF_NULL || (d->kind == CG_DEF_INT && d->i != 0);
+        want = "None or a non-zero integer (1-based as in Lua)"; break;
+    case CG_FLOAT:
+        ok = d->kind == CG_DEF_INT || d->kind == CG_DEF_FLOAT; want = "a number"; break;
+    case CG_BOOL:
+        ok = d->kind == CG_DEF_BOOL; want = "True or False"; break;
+    case CG_DTYPE:
+        ok = d->kind == CG_DEF_DTYPE; want = "a dtype name like float32"; break;
+    case CG_DTYPE_OPT:
+        ok = d->kind == CG_DEF_NULL || d->kind == CG_DEF_DTYPE;
+        want = "None or a dtype name like float32"; break;
+    default:
+        ok = false; want = "?"; break;
+    }
+    if (!ok)
+        sig_error(x, "bad default '%s' for argument '%s' of type %s: expected %s", text, a->name,
+                  cg_types[a->type].spelling, want);
+    if (d->kind == CG_DEF_LIST && a->type == CG_DIMLIST)
+        for (int i = 0; i < d->nlist; i++)
+            if (d->list[i] == 0)
+                sig_error(x, "bad default '%s' for argument '%s': dims are 1-based, 0 is not a dim",
+                          text, a->name);
+}
+
+/* The default's text: up to the next ',' or ')' outside brackets. */
+static char *lex_default(sig_lexer *x) {
+    skip_ws(x);
+    const char *s = x->p;
+    int depth = 0;
+    for (; *x->p; x->p++) {
+        char c = *x->p;
+        if (c == '[') depth++;
+        else if (c == ']') depth--;
+        else if ((c == ',' || c == ')') && depth <= 0) break;
+    }
+    char *t = trim_dup(s, (size_t)(x->p - s));
+    if (!*t) sig_error(x, "empty default");
+    return t;
+}
+
+static bool is_reserved(const char *name) {
+    for (int i = 0; reserved_names[i]; i++)
+        if (strcmp(reserved_names[i], name) == 0) return true;
+    return false;
+}
+
+/* Parses a func string into op (name, args, return alias). */
+static void parse_signature(const char *path, int line, const char *func, cg_op *op) {
+    sig_lexer x = { path, line, func, func };
+    op->name = lex_ident(&x, "the op name");
+    if (is_reserved(op->name)) sig_error(&x, "op name '%s' is reserved", op->name);
+    lex_expect(&x, "(");
+    bool kwonly = false, seen_default = false;
+    skip_ws(&x);
+    if (!lex_accept(&x, ")")) {
+        for (;;) {
+            if (lex_accept(&x, "*")) {
+                if (kwonly) sig_error(&x, "'*' given twice");
+                kwonly = true;
+                lex_expect(&x, ",");
+                continue;
+            }
+            if (op->nargs == CG_MAX_ARGS)
+                sig_error(&x, "more than %d arguments (the boxed stack's size)", CG_MAX_ARGS);
+            cg_arg *a = &op->args[op->nargs];
+            a->type = lex_type(&x, &a->alias, &a->alias_write);
+            a->name = lex_ident(&x, "an argument name");
+            a->kwonly = kwonly;
+            if (is_reserved(a->name))
+                sig_error(&x, "argument name '%s' is reserved (a C keyword or a name the generated "
+                          "code uses)", a->name);
+            for (int i = 0; i < op->nargs; i++)
+                if (strcmp(op->args[i].name, a->name) == 0)
+                    sig_error(&x, "argument '%s' given twice", a->name);
+            a->def.kind = CG_DEF_NONE_GIVEN;
+            if (lex_accept(&x, "=")) {
+                parse_default(&x, a, lex_default(&x));
+                if (!kwonly) seen_default = true;
+            } else if (!kwonly && seen_default) {
+                sig_error(&x, "argument '%s' without a default follows one with a default", a->name);
+            }
+            op->nargs++;
+            if (!kwonly) op->npositional++;
+            if (lex_accept(&x, ")")) break;
+            lex_expect(&x, ",");
+        }
+    }
+    if (kwonly && op->npositional == op->nargs) sig_error(&x, "'*' must be followed by an argument");
+    lex_expect(&x, "->");
+    char *alias;
+    bool write;
+    skip_ws(&x);
+    const char *ret_at = x.p;
+    cg_type rt = lex_type(&x, &alias, &write);
+    if (rt != CG_TENSOR) {
+        skip_ws(&x);
+        sig_error(&x, "unsupported return type '%.*s' (only Tensor is supported)",
+                  (int)(x.p - ret_at), ret_at);
+    }
+    skip_ws(&x);
+    if (*x.p) sig_error(&x, "unexpected '%s' after the return type", x.p);
+    op->ret_alias = alias;
+    op->ret_alias_write = write;
+    if (alias) {
+        bool found = false;
+        for (int i = 0; i < op->nargs; i++)
+            if (op->args[i].alias && strcmp(op->args[i].alias, alias) == 0) {
+                found = true;
+                if (op->args[i].alias_write != write)
+                    sig_error(&x, "return alias '%s%s' does not match argument '%s'", alias,
+                              write ? "!" : "", op->args[i].name);
+            }
+        if (!found) sig_error(&x, "return alias '%s' names no argument", alias);
+    }
+}
+
+/* ---- op entries ---- */
+
+static void parse_variants(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_op *op) {
+    char *items[8];
+    int nitems = 0;
+    int line = mark_line(n);
+    if (n->type == YAML_SCALAR_NODE) {
+        char *s = cg_xstrdup(scalar_of(n)), *save = NULL;
+        for (char *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            if (nitems == 8) cg_error_at(path, line, "too many variants");
+            items[nitems++] = trim_dup(tok, strlen(tok));
+        }
+        free(s);
+    } else if (n->type == YAML_SEQUENCE_NODE) {
+        for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+             it++) {
+            yaml_node_t *v = yaml_document_get_node(doc, *it);
+            expect_scalar(path, v, "a variant");
+            if (nitems == 8) cg_error_at(path, line, "too many variants");
+            items[nitems++] = cg_xstrdup(scalar_of(v));
+        }
+    } else {
+        cg_error_at(path, line, "variants must be 'function', 'method' or both, found %s",
+                    node_kind(n));
+    }
+    if (!nitems) cg_error_at(path, line, "variants is empty (expected function, method or both)");
+    for (int i = 0; i < nitems; i++) {
+        if (strcmp(items[i], "function") == 0) op->v_function = true;
+        else if (strcmp(items[i], "method") == 0) op->v_method = true;
+        else
+            cg_error_at(path, line, "unknown variant '%s' (known variants: function, method)",
+                        items[i]);
+        free(items[i]);
+    }
+}
+
+/* kernels: {KEY: fn, ...}. Default sets every backend key; an explicit
+ * backend key overrides Default for that key. */
+static void parse_kernels(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_op *op) {
+    if (n->type != YAML_MAPPING_NODE)
+        cg_error_at(path, mark_line(n), "kernels must be a mapping like {CPU: em_cpu_%s}, found %s",
+                    op->name, node_kind(n));
+    bool explicit_key[CG_KEY_COUNT] = { false };
+    bool seen_default = false;
+    int count = 0;
+    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
+        yaml_node_t *k = yaml_document_get_node(doc, pr->key);
+        yaml_node_t *v = yaml_document_get_node(doc, pr->value);
+        expect_scalar(path, k, "a dispatch key");
+        expect_scalar(path, v, "a kernel name");
+        const char *key = scalar_of(k), *fn = scalar_of(v);
+        if (!is_ident(fn))
+            cg_error_at(path, mark_line(v), "kernel '%s' for key %s is not a C identifier", fn, key);
+        count++;
+        if (strcmp(key, "Default") == 0) {
+            if (seen_default) cg_error_at(path, mark_line(k), "dispatch key Default given twice");
+            seen_default = true;
+            for (int i = 0; i <= CG_KEY_PRIVATEUSE1; i++)
+                if (!explicit_key[i]) op->kernel[i] = cg_xstrdup(fn);
+            continue;
+        }
+        int idx = -1;
+        for (int i = 0; i < CG_KEY_COUNT; i++)
+            if (strcmp(cg_key_names[i], key) == 0) idx = i;
+        if (idx < 0)
+            cg_error_at(path, mark_line(k),
+                        "unknown dispatch key '%s' (known keys: CPU, CUDA, PrivateUse1, Autograd, "
+                        "Default)", key);
+        if (explicit_key[idx]) cg_error_at(path, mark_line(k), "dispatch key %s given twice", key);
+        explicit_key[idx] = true;
+        free(op->kernel[idx]);
+        op->kernel[idx] = cg_xstrdup(fn);
+    }
+    if (!count) cg_error_at(path, mark_line(n), "op '%s': kernels is empty", op->name);
+}
+
+static void parse_op(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_op *op) {
+    op->line = mark_line(n);
+    if (n->type != YAML_MAPPING_NODE)
+        cg_error_at(path, op->line, "an op entry must be a mapping with func, variants, kernels "
+                    "and doc, found %s", node_kind(n));
+    yaml_node_t *func = NULL, *variants = NULL, *kernels = NULL, *docn = NULL;
+    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
+        yaml_node_t *k = yaml_document_get_node(doc, pr->key);
+        yaml_node_t *v = yaml_document_get_node(doc, pr->value);
+        expect_scalar(path, k, "a key");
+        const char *key = scalar_of(k);
+        yaml_node_t **slot = strcmp(key, "func") == 0       ? &func
+                             : strcmp(key, "variants") == 0 ? &variants
+                             : strcmp(key, "kernels") == 0  ? &kernels
+                             : strcmp(key, "doc") == 0      ? &docn
+                                                            : NULL;
+        if (!slot)
+            cg_error_at(path, mark_line(k), "unknown key '%s' (known keys: func, variants, kernels, "
+                        "doc)", key);
+        if (*slot) cg_error_at(path, mark_line(k), "key '%s' given twice", key);
+        *slot = v;
+    }
+    if (!func) cg_error_at(path, op->line, "op entry without 'func'");
+    expect_scalar(path, func, "func");
+    op->schema = trim_dup(scalar_of(func), strlen(scalar_of(func)));
+    parse_signature(path, mark_line(func), op->schema, op);
+    if (!kernels) cg_error_at(path, op->line, "op '%s' has no 'kernels'", op->name);
+    if (!docn) cg_error_at(path, op->line, "op '%s' has no 'doc'", op->name);
+    expect_scalar(path, docn, "doc");
+    op->doc = trim_dup(scalar_of(docn), strlen(scalar_of(docn)));
+    if (!*op->doc) cg_error_at(path, mark_line(docn), "op '%s' has an empty 'doc'", op->name);
+    if (variants) parse_variants(path, doc, variants, op);
+    else op->v_function = true;
+    parse_kernels(path, doc, kernels, op);
+    if (op->v_method && (op->nargs == 0 || op->args[0].type != CG_TENSOR || op->args[0].kwonly))
+        cg_error_at(path, mark_line(func), "op '%s' has a method variant but its first argument "
+                    "is not a positional Tensor", op->name);
+}
+
+/* Two ops naming one kernel must give it the same C signature. */
+static void check_kernel_signatures(const cg_schema *s) {
+    for (int a = 0; a < s->nops; a++)
+        for (int ka = 0; ka < CG_KEY_COUNT; ka++) {
+            const char *fn = s->ops[a].kernel[ka];
+            if (!fn) continue;
+            for (int b = 0; b < a; b++)
+                for (int kb = 0; kb < CG_KEY_COUNT; kb++) {
+                    if (!s->ops[b].kernel[kb] || strcmp(s->ops[b].kernel[kb], fn) != 0) continue;
+                    cg_buf pa = { 0 }, pb = { 0 };
+                    cg_emit_params(&pa, &s->ops[a], true);
+                    cg_emit_params(&pb, &s->ops[b], true);
+                    if (strcmp(pa.data, pb.data) != 0)
+                        cg_error_at(s->ops_path, s->ops[a].line,
+                                    "kernel '%s' is used by ops '%s' and '%s' with different "
+                                    "signatures", fn, s->ops[b].name, s->ops[a].name);
+                    free(pa.data);
+                    free(pb.data);
+                }
+        }
+}
+
+void cg_parse_ops(const char *path, cg_schema *s) {
+    yaml_document_t doc;
+    yaml_node_item_t *it, *end;
+    load_yaml(path, &doc);
+    root_items(path, &doc, &it, &end);
+    s->ops_path = path;
+    s->nops = (int)(end - it);
+    if (!s->nops) cg_error_at(path, 1, "no ops defined");
+    s->ops = cg_xmalloc((size_t)s->nops * sizeof *s->ops);
+    int nb;
+    banner *banners = read_banners(path, &nb);
+    for (int i = 0; it < end; it++, i++) {
+        cg_op *op = &s->ops[i];
+        parse_op(path, &doc, yaml_document_get_node(&doc, *it), op);
+        for (int j = 0; j < i; j++)
+            if (strcmp(s->ops[j].name, op->name) == 0)
+                cg_error_at(path, op->line, "duplicate op '%s' (first defined at line %d)", op->name,
+                            s->ops[j].line);
+        for (int b = 0; b < nb; b++)
+            if (banners[b].line < op->line) op->group = banners[b].name;
+    }
+    yaml_document_delete(&doc);
+    check_kernel_signatures(s);
+}
+
+/* ---- derivatives.yaml ---- */
+
+static const cg_arg *find_arg(const cg_op *op, const char *name) {
+    for (int i = 0; i < op->nargs; i++)
+        if (strcmp(op->args[i].name, name) == 0) return &op->args[i];
+    return NULL;
+}
+
+void cg_check_derivatives(const char *path, const cg_schema *s) {
+    yaml_document_t doc;
+    yaml_node_item_t *it, *end;
+    load_yaml(path, &doc);
+    root_items(path, &doc, &it, &end);
+    const cg_op **seen = cg_xmalloc((size_t)(end - it + 1) * sizeof *seen);
+    int nseen = 0;
+    for (; it < end; it++) {
+        yaml_node_t *n = yaml_document_get_node(&doc, *it);
+        if (n->type != YAML_MAPPING_NODE)
+            cg_error_at(path, mark_line(n), "a derivatives entry must be a mapping with 'name' and "
+                        "formulas, found %s", node_kind(n));
+        /* find name first: formula keys are checked against its op */
+        const cg_op *op = NULL;
+        for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
+             pr++) {
+            yaml_node_t *k = yaml_document_get_node(&doc, pr->key);
+            yaml_node_t *v = yaml_document_get_node(&doc, pr->value);
+            expect_scalar(path, k, "a key");
+            if (strcmp(scalar_of(k), "name") != 0) continue;
+            if (op) cg_error_at(path, mark_line(k), "key 'name' given twice");
+            expect_scalar(path, v, "name");
+            char *name = trim_dup(scalar_of(v), strlen(scalar_of(v)));
+            const cg_op *same_name = NULL;
+            for (int i = 0; i < s->nops; i++) {
+                if (strcmp(s->ops[i].schema, name) == 0) op = &s->ops[i];
+                size_t ln = strlen(s->ops[i].name);
+                if (strncmp(s->ops[i].name, name, ln) == 0 && name[ln] == '(')
+                    same_name = &s->ops[i];
+            }
+            if (!op && same_name)
+                cg_error_at(path, mark_line(v), "name '%s' does not match ops.yaml exactly: the op "
+                            "is '%s'", name, same_name->schema);
+            if (!op)
+                cg_error_at(path, mark_line(v), "name '%s' matches no op in %s", name, s->ops_path);
+            free(name);
+        }
+        if (!op) cg_error_at(path, mark_line(n), "derivatives entry without 'name'");
+        for (int i = 0; i < nseen; i++)
+            if (seen[i] == op)
+                cg_error_at(path, mark_line(n), "duplicate derivatives entry for '%s'", op->name);
+        seen[nseen++] = op;
+        for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
+             pr++) {
+            yaml_node_t *k = yaml_document_get_node(&doc, pr->key);
+            yaml_node_t *v = yaml_document_get_node(&doc, pr->value);
+            const char *key = scalar_of(k);
+            if (strcmp(key, "name") == 0) continue;
+            if (strcmp(key, "save") == 0) {
+                if (v->type != YAML_SEQUENCE_NODE)
+                    cg_error_at(path, mark_line(v), "save must be a list of names, found %s",
+                                node_kind(v));
+                for (yaml_node_item_t *si = v->data.sequence.items.start;
+                     si < v->data.sequence.items.top; si++) {
+                    yaml_node_t *sv = yaml_document_get_node(&doc, *si);
+                    expect_scalar(path, sv, "a saved name");
+                    if (strcmp(scalar_of(sv), "result") != 0 && !find_arg(op, scalar_of(sv)))
+                        cg_error_at(path, mark_line(sv), "save: '%s' is not an argument of %s "
+                                    "(nor 'result')", scalar_of(sv), op->name);
+                }
+                continue;
+            }
+            const cg_arg *a = find_arg(op, key);
+            if (!a)
+                cg_error_at(path, mark_line(k), "'%s' is not an argument of %s (formula keys are "
+                            "argument names; other keys: name, save)", key, op->schema);
+            if (!cg_type_is_tensor(a->type))
+                cg_error_at(path, mark_line(k), "'%s' of %s is a %s, not a Tensor: only Tensor "
+                            "arguments are differentiable", key, op->name,
+                            cg_types[a->type].spelling);
+            expect_scalar(path, v, "a formula");
+            if (!*scalar_of(v))
+                cg_error_at(path, mark_line(v), "empty formula for '%s' of %s", key, op->name);
+        }
+    }
+    free(seen);
+    yaml_document_delete(&doc);
+}

@@ -1,0 +1,148 @@
+/* util.c -- growable text buffers, escaping, file output and error exits
+ * for the codegen tool (a build-time program: it may exit on error). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "codegen.h"
+
+/* ---- memory ---- */
+
+void *cg_xmalloc(size_t n) {
+    void *p = calloc(1, n ? n : 1);
+    if (!p) cg_die("out of memory");
+    return p;
+}
+
+char *cg_xstrndup(const char *s, size_t n) {
+    char *p = cg_xmalloc(n + 1);
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+char *cg_xstrdup(const char *s) { return cg_xstrndup(s, strlen(s)); }
+
+/* ---- errors ---- */
+
+void cg_die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("codegen: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+void cg_error_at(const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s:%d: ", file, line);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+/* ---- buffers ---- */
+
+static void reserve(cg_buf *b, size_t extra) {
+    if (b->len + extra + 1 <= b->cap) return;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + extra + 1) cap *= 2;
+    char *p = realloc(b->data, cap);
+    if (!p) cg_die("out of memory");
+    b->data = p;
+    b->cap = cap;
+}
+
+void cg_printf(cg_buf *b, const char *fmt, ...) {
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) cg_die("formatting failed");
+    reserve(b, (size_t)n);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    b->len += (size_t)n;
+}
+
+void cg_puts(cg_buf *b, const char *s) {
+    size_t n = strlen(s);
+    reserve(b, n);
+    memcpy(b->data + b->len, s, n + 1);
+    b->len += n;
+}
+
+void cg_c_escape(cg_buf *b, const char *s) {
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') cg_printf(b, "\\%c", c);
+        else if (c == '\n') cg_puts(b, "\\n");
+        else if (c == '\t') cg_puts(b, "\\t");
+        else if (c < 0x20 || c == 0x7f) cg_printf(b, "\\%03o", c);
+        else if (c == '?' && s[1] == '?') cg_puts(b, "?\\"); /* no trigraphs */
+        else cg_printf(b, "%c", c);
+    }
+}
+
+void cg_comment_escape(cg_buf *b, const char *s) {
+    for (; *s; s++) {
+        if (s[0] == '*' && s[1] == '/') cg_puts(b, "* ");
+        else if (s[0] == '/' && s[1] == '*') cg_puts(b, "/ ");
+        else cg_printf(b, "%c", *s);
+    }
+}
+
+void cg_generated_banner(cg_buf *b, const char *ops_path) {
+    cg_puts(b, "/* @generated from ");
+    cg_comment_escape(b, ops_path);
+    cg_puts(b, " by codegen -- do not edit */\n");
+}
+
+/* ---- files ---- */
+
+void cg_mkdirs(const char *path) {
+    char *p = cg_xstrdup(path);
+    for (char *q = p + 1; ; q++) {
+        if (*q == '/' || *q == '\0') {
+            char c = *q;
+            *q = '\0';
+            if (mkdir(p, 0777) != 0 && errno != EEXIST)
+                cg_die("cannot create directory %s: %s", p, strerror(errno));
+            *q = c;
+            if (!c) break;
+        }
+    }
+    struct stat st;
+    if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) cg_die("%s is not a directory", p);
+    free(p);
+}
+
+void cg_write_file(const char *path, const cg_buf *b) {
+    size_t n = strlen(path) + 16;
+    char *tmp = cg_xmalloc(n);
+    snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) cg_die("cannot write %s: %s", tmp, strerror(errno));
+    if (b->len && fwrite(b->data, 1, b->len, f) != b->len) {
+        fclose(f);
+        remove(tmp);
+        cg_die("cannot write %s: %s", tmp, strerror(errno));
+    }
+    if (fclose(f) != 0) {
+        remove(tmp);
+        cg_die("cannot write %s: %s", tmp, strerror(errno));
+    }
+    if (rename(tmp, path) != 0) {
+        remove(tmp);
+        cg_die("cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    }
+    free(tmp);
+}

@@ -1,0 +1,427 @@
+/* check_autograd.c -- Check suite for the backward engine: dependencies,
+ * ordering, accumulation, errors, reentrancy, a fake second device,
+ * concurrent backward calls, saved-variable checks, deep graphs. Graphs are
+ * built from hand-made nodes so the engine is tested on its own. */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autograd/em_autograd.h"
+#include "em_ops.h"
+
+static em_tensor *filled(int n, float v) {
+    em_tensor *t = em_full((em_intlist){ (int64_t[]){ n }, 1 }, em_scalar_float(v), EM_FLOAT32);
+    ck_assert_ptr_nonnull(t);
+    return t;
+}
+
+static float at(em_tensor *t, int i) { return (float)em_load_as_double((float *)em_tensor_data(t) + i, EM_FLOAT32); }
+
+static em_tensor *leaf(int n, float v) {
+    em_tensor *t = filled(n, v);
+    ck_assert_int_eq(em_set_requires_grad(t, true), EM_OK);
+    return t;
+}
+
+/* ---- a scaling node: out[j] = grads[0] * factor for every edge ---- */
+
+typedef struct {
+    double factor;
+    int *order;      /* where to log the run order */
+    int id;
+    pthread_t *ran_on;
+    int fail;        /* apply fails */
+} scale_ud;
+
+static _Thread_local int order_pos;
+static int order_log[64];
+
+static em_status scale_apply(void *ud_, em_node *node, em_tensor **grads, em_tensor **out) {
+    scale_ud *ud = ud_;
+    if (ud->order && order_pos < 64) ud->order[order_pos++] = ud->id;
+    if (ud->ran_on) *ud->ran_on = pthread_self();
+    if (ud->fail) return em_set_error(EM_EVALUE, "deliberate failure");
+    if (!grads[0]) return EM_OK;
+    for (int j = 0; j < node->num_next; j++) {
+        em_tensor *f = em_full((em_intlist){ NULL, 0 }, em_scalar_float(ud->factor), EM_FLOAT32);
+        out[j] = em_mul(grads[0], f);
+        em_tensor_release(f);
+        if (!out[j]) return em_error_kind();
+    }
+    return EM_OK;
+}
+
+static scale_ud *mk_ud(double factor, int id) {
+    scale_ud *u = calloc(1, sizeof *u);
+    u->factor = factor;
+    u->id = id;
+    u->order = order_log;
+    return u;
+}
+
+/* Makes a node over the given inputs and a fresh result tensor y (n elems)
+ * whose grad_fn it is. Returns y (owned). */
+static em_tensor *apply_node(scale_ud *ud, em_tensor **inputs, int n_in, int n) {
+    em_node *node = em_custom_node_new("ScaleBackward", 1, n_in, scale_apply, ud, free);
+    ck_assert_ptr_nonnull(node);
+    node->owner_thread = false;
+    for (int i = 0; i < n_in; i++) node->next[i] = em_gradient_edge(inputs[i]);
+    em_tensor *y = filled(n, 0.0f);
+    ck_assert_int_eq(em_set_history(y, node, 0), EM_OK);
+    em_node_release(node);
+    return y;
+}
+
+static em_status run_backward(em_tensor *y) {
+    em_tensor *g = filled((int)y->numel, 1.0f);
+    em_status st = em_backward(&y, &g, 1, NULL, 0, NULL, NULL);
+    em_tensor_release(g);
+    return st;
+}
+
+START_TEST(test_autograd_chain_accumulates) {
+    em_tensor *x = leaf(3, 1.0f);
+    em_tensor *a = apply_node(mk_ud(2.0, 1), &x, 1, 3);
+    em_tensor *b = apply_node(mk_ud(3.0, 2), &a, 1, 3);
+    ck_assert_int_eq(run_backward(b), EM_OK);
+    em_tensor *g = em_grad(x);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_float_eq(at(g, 0), 6.0f);
+    em_tensor_release(g);
+    /* a second backward (no saved values here) accumulates into .grad */
+    ck_assert_int_eq(run_backward(b), EM_OK);
+    g = em_grad(x);
+    ck_assert_float_eq(at(g, 2), 12.0f);
+    em_tensor_release(g);
+    ck_assert(em_is_leaf(x));
+    ck_assert(!em_is_leaf(b));
+    ck_assert_str_eq(em_node_name(em_grad_fn(b)), "ScaleBackward");
+    em_tensor_release(b); em_tensor_release(a); em_tensor_release(x);
+}
+END_TEST
+
+/* x feeds a (x2) and b (x3); c = node(a, b) with factor 1: dx = 5; the
+ * AccumulateGrad of x receives two gradients summed in its InputBuffer,
+ * and c runs before a and b (dependencies). */
+START_TEST(test_autograd_diamond_and_order) {
+    order_pos = 0;
+    em_tensor *x = leaf(2, 1.0f);
+    em_tensor *a = apply_node(mk_ud(2.0, 1), &x, 1, 2);
+    em_tensor *b = apply_node(mk_ud(3.0, 2), &x, 1, 2);
+    em_tensor *ab[2] = { a, b };
+    em_tensor *c = apply_node(mk_ud(1.0, 3), ab, 2, 2);
+    ck_assert_int_eq(run_backward(c), EM_OK);
+    em_tensor *g = em_grad(x);
+    ck_assert_float_eq(at(g, 1), 5.0f);
+    ck_assert_int_eq(order_pos, 3);
+    ck_assert_int_eq(order_log[0], 3);
+    /* later-created nodes run first among the ready ones: b before a */
+    ck_assert_int_eq(order_log[1], 2);
+    ck_assert_int_eq(order_log[2], 1);
+    em_tensor_release(g);
+    em_tensor_release(c); em_tensor_release(b); em_tensor_release(a); em_tensor_release(x);
+}
+END_TEST
+
+START_TEST(test_autograd_error_poisons_task) {
+    order_pos = 0;
+    em_tensor *x = leaf(2, 1.0f);
+    scale_ud *bad = mk_ud(2.0, 1);
+    bad->fail = 1;
+    em_tensor *a = apply_node(mk_ud(2.0, 9), &x, 1, 2);
+    em_tensor *b = apply_node(bad, &a, 1, 2);
+    em_status st = run_backward(b);
+    ck_assert_int_ne(st, EM_OK);
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "ScaleBackward"));
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "deliberate failure"));
+    ck_assert_int_eq(order_pos, 1); /* the node after the failing one never ran */
+    em_tensor *g = em_grad(x);
+    ck_assert_ptr_null(g);
+    em_tensor_release(b); em_tensor_release(a); em_tensor_release(x);
+}
+END_TEST
+
+START_TEST(test_autograd_implicit_grad_rules) {
+    em_tensor *x = leaf(3, 1.0f);
+    em_tensor *y = apply_node(mk_ud(2.0, 1), &x, 1, 3);
+    /* implicit gradient only for single-element outputs */
+    ck_assert_int_ne(em_backward(&y, NULL, 1, NULL, 0, NULL, NULL), EM_OK);
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "{3}"));
+    /* a gradient of the wrong shape names both shapes */
+    em_tensor *g = filled(2, 1.0f);
+    ck_assert_int_ne(em_backward(&y, &g, 1, NULL, 0, NULL, NULL), EM_OK);
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "{2}"));
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "{3}"));
+    /* a tensor without history */
+    em_tensor *plain = filled(1, 1.0f);
+    ck_assert_int_ne(em_backward(&plain, NULL, 1, NULL, 0, NULL, NULL), EM_OK);
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "does not require grad"));
+    em_tensor_release(plain); em_tensor_release(g); em_tensor_release(y); em_tensor_release(x);
+}
+END_TEST
+
+/* ---- grad(): captures without touching .grad ---- */
+
+START_TEST(test_autograd_grad_captures) {
+    em_tensor *x = leaf(2, 1.0f), *w = leaf(2, 1.0f);
+    em_tensor *a = apply_node(mk_ud(2.0, 1), &x, 1, 2);
+    em_tensor *aw[2] = { a, w };
+    em_tensor *y = apply_node(mk_ud(5.0, 2), aw, 2, 2);
+    em_tensor *g = filled(2, 1.0f), *out[2] = { NULL, NULL };
+    em_backward_opts o = { .retain_graph = true, .accumulate = false };
+    em_tensor *inputs[2] = { x, w };
+    ck_assert_int_eq(em_backward(&y, &g, 1, inputs, 2, out, &o), EM_OK);
+    ck_assert_float_eq(at(out[0], 0), 10.0f);
+    ck_assert_float_eq(at(out[1], 0), 5.0f);
+    ck_assert_ptr_null(em_grad(x)); /* grad() does not accumulate */
+    em_tensor_release(out[0]); em_tensor_release(out[1]);
+    /* an input not in the graph: error unless allow_unused */
+    em_tensor *z = leaf(2, 1.0f);
+    em_tensor *inz[1] = { z };
+    ck_assert_int_ne(em_backward(&y, &g, 1, inz, 1, out, &o), EM_OK);
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "allow_unused"));
+    o.allow_unused = true;
+    ck_assert_int_eq(em_backward(&y, &g, 1, inz, 1, out, &o), EM_OK);
+    ck_assert_ptr_null(out[0]);
+    em_tensor_release(z); em_tensor_release(g); em_tensor_release(y); em_tensor_release(a);
+    em_tensor_release(w); em_tensor_release(x);
+}
+END_TEST
+
+/* ---- saved variables ---- */
+
+typedef struct {
+    em_node base;
+    em_saved_var saved;
+} saving_node;
+
+static em_status saving_apply(em_node *self, em_tensor **grads, em_tensor **out) {
+    saving_node *n = (saving_node *)self;
+    em_tensor *s = em_saved_unpack(&n->saved, self);
+    if (!s) return em_error_kind();
+    out[0] = em_mul(grads[0], s);
+    em_tensor_release(s);
+    return out[0] ? EM_OK : em_error_kind();
+}
+static void saving_release(em_node *self) { em_saved_release(&((saving_node *)self)->saved); }
+static const em_node_vtable saving_vt = { "SavingBackward", saving_apply, saving_release, saving_release };
+
+static em_tensor *saving_op(em_tensor *x, em_tensor *to_save) {
+    saving_node *n = (saving_node *)em_node_new(sizeof(saving_node), &saving_vt, 1, 1);
+    n->base.next[0] = em_gradient_edge(x);
+    em_saved_save(&n->saved, to_save, false);
+    em_tensor *y = filled((int)x->numel, 0.0f);
+    em_set_history(y, &n->base, 0);
+    em_node_release(&n->base);
+    return y;
+}
+
+START_TEST(test_autograd_retain_graph) {
+    em_tensor *x = leaf(2, 1.0f), *s = filled(2, 3.0f);
+    em_tensor *y = saving_op(x, s);
+    em_tensor *g = filled(2, 1.0f);
+    em_backward_opts keep = { .retain_graph = true, .accumulate = true };
+    ck_assert_int_eq(em_backward(&y, &g, 1, NULL, 0, NULL, &keep), EM_OK);
+    ck_assert_int_eq(em_backward(&y, &g, 1, NULL, 0, NULL, NULL), EM_OK); /* frees */
+    em_tensor *gx = em_grad(x);
+    ck_assert_float_eq(at(gx, 0), 6.0f);
+    em_tensor_release(gx);
+    ck_assert_int_ne(em_backward(&y, &g, 1, NULL, 0, NULL, NULL), EM_OK);
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "retain_graph=true"));
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "SavingBackward"));
+    em_tensor_release(g); em_tensor_release(y); em_tensor_release(s); em_tensor_release(x);
+}
+END_TEST
+
+START_TEST(test_autograd_version_check) {
+    em_tensor *x = leaf(2, 1.0f), *s = filled(2, 3.0f);
+    em_tensor *y = saving_op(x, s);
+    uint32_t v0 = em_tensor_version(s);
+    em_tensor *r = em_add_(s, s, em_scalar_int(1)); /* modifies the saved tensor */
+    em_tensor_release(r);
+    ck_assert_uint_eq(em_tensor_version(s), v0 + 1);
+    ck_assert_int_ne(run_backward(y), EM_OK);
+    const char *m = em_error_message();
+    char want0[32], want1[32];
+    snprintf(want0, sizeof want0, "version %u", v0);
+    snprintf(want1, sizeof want1, "version %u", v0 + 1);
+    ck_assert_ptr_nonnull(strstr(m, "modified by an in-place operation"));
+    ck_assert_ptr_nonnull(strstr(m, "SavingBackward"));
+    ck_assert_ptr_nonnull(strstr(m, "{2}"));
+    ck_assert_ptr_nonnull(strstr(m, want0));
+    ck_assert_ptr_nonnull(strstr(m, want1));
+    ck_assert_ptr_nonnull(strstr(m, "detect_anomaly"));
+    em_tensor_release(y); em_tensor_release(s); em_tensor_release(x);
+}
+END_TEST
+
+/* ---- reentrant backward ---- */
+
+static int reentrant_levels;
+
+static em_status reentrant_apply(void *ud, em_node *node, em_tensor **grads, em_tensor **out) {
+    int *depth_left = ud;
+    reentrant_levels++;
+    if (*depth_left > 0) {
+        (*depth_left)--;
+        /* a nested backward on a fresh little graph from inside a node */
+        em_tensor *x = leaf(1, 1.0f);
+        em_node *n = em_custom_node_new("Reentrant", 1, 1, reentrant_apply, depth_left, NULL);
+        n->next[0] = em_gradient_edge(x);
+        em_tensor *y = filled(1, 0.0f);
+        em_set_history(y, n, 0);
+        em_node_release(n);
+        em_status st = em_backward(&y, NULL, 1, NULL, 0, NULL, NULL);
+        em_tensor_release(y);
+        em_tensor_release(x);
+        if (st != EM_OK) return st;
+    }
+    out[0] = grads[0] ? em_tensor_retain(grads[0]) : NULL;
+    return EM_OK;
+}
+
+START_TEST(test_autograd_reentrant) {
+    int depth_left = 10;
+    reentrant_levels = 0;
+    em_tensor *x = leaf(1, 1.0f);
+    em_node *n = em_custom_node_new("Reentrant", 1, 1, reentrant_apply, &depth_left, NULL);
+    n->next[0] = em_gradient_edge(x);
+    em_tensor *y = filled(1, 0.0f);
+    em_set_history(y, n, 0);
+    em_node_release(n);
+    ck_assert_int_eq(em_backward(&y, NULL, 1, NULL, 0, NULL, NULL), EM_OK);
+    ck_assert_int_eq(reentrant_levels, 11);
+    /* beyond the bound: a clear error, not a stack overflow */
+    depth_left = 1000;
+    ck_assert_int_ne(em_backward(&y, NULL, 1, NULL, 0, NULL, NULL), EM_OK);
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "reentrant"));
+    em_tensor_release(y); em_tensor_release(x);
+}
+END_TEST
+
+/* ---- a fake second device: its nodes run on the device's worker ---- */
+
+START_TEST(test_autograd_device_worker_thread) {
+    em_tensor *x = leaf(2, 1.0f);
+    scale_ud *dev = mk_ud(2.0, 1);
+    pthread_t ran_on = pthread_self(), cpu_ran_on = 0;
+    dev->ran_on = &ran_on;
+    dev->order = NULL;
+    em_tensor *a = apply_node(dev, &x, 1, 2);
+    /* pretend a's node consumes a tensor on the second device type */
+    em_grad_fn(a)->input_meta[0].device.type = EM_CUDA;
+    scale_ud *cpu = mk_ud(3.0, 2);
+    cpu->ran_on = &cpu_ran_on;
+    cpu->order = NULL;
+    em_tensor *b = apply_node(cpu, &a, 1, 2);
+    ck_assert_int_eq(run_backward(b), EM_OK);
+    ck_assert(!pthread_equal(ran_on, pthread_self()));
+    ck_assert(pthread_equal(cpu_ran_on, pthread_self()));
+    em_tensor *g = em_grad(x);
+    ck_assert_float_eq(at(g, 0), 6.0f);
+    /* owner_thread nodes (Lua) stay on the calling thread even then */
+    em_grad_fn(a)->owner_thread = true;
+    ck_assert_int_eq(run_backward(b), EM_OK);
+    ck_assert(pthread_equal(ran_on, pthread_self()));
+    em_tensor_release(g); em_tensor_release(b); em_tensor_release(a); em_tensor_release(x);
+}
+END_TEST
+
+/* ---- two C threads running backward on separate graphs ---- */
+
+static void *backward_worker(void *arg) {
+    long k = (long)arg;
+    for (int it = 0; it < 300; it++) {
+        em_tensor *x = filled(4, 1.0f);
+        em_set_requires_grad(x, true);
+        scale_ud *u1 = calloc(1, sizeof *u1), *u2 = calloc(1, sizeof *u2);
+        u1->factor = (double)k;
+        u2->factor = 2.0;
+        em_node *n1 = em_custom_node_new("A", 1, 1, scale_apply, u1, free);
+        n1->owner_thread = false;
+        n1->next[0] = em_gradient_edge(x);
+        em_tensor *a = filled(4, 0.0f);
+        em_set_history(a, n1, 0);
+        em_node_release(n1);
+        if (it % 3 == 0) em_grad_fn(a)->input_meta[0].device.type = EM_CUDA; /* share the worker */
+        em_node *n2 = em_custom_node_new("B", 1, 1, scale_apply, u2, free);
+        n2->owner_thread = false;
+        n2->next[0] = em_gradient_edge(a);
+        em_tensor *b = filled(4, 0.0f);
+        em_set_history(b, n2, 0);
+        em_node_release(n2);
+        em_tensor *g = filled(4, 1.0f);
+        if (em_backward(&b, &g, 1, NULL, 0, NULL, NULL) != EM_OK) return (void *)1;
+        em_tensor *gx = em_grad(x);
+        bool ok = gx && at(gx, 3) == (float)(2 * k);
+        em_tensor_release(gx); em_tensor_release(g); em_tensor_release(b); em_tensor_release(a);
+        em_tensor_release(x);
+        if (!ok) return (void *)2;
+    }
+    return NULL;
+}
+
+START_TEST(test_autograd_concurrent_backward) {
+    pthread_t t1, t2;
+    pthread_create(&t1, NULL, backward_worker, (void *)3L);
+    pthread_create(&t2, NULL, backward_worker, (void *)5L);
+    void *r1, *r2;
+    pthread_join(t1, &r1);
+    pthread_join(t2, &r2);
+    ck_assert_ptr_null(r1);
+    ck_assert_ptr_null(r2);
+}
+END_TEST
+
+/* ---- a chain of a million nodes: no recursion on depth ---- */
+
+START_TEST(test_autograd_deep_chain) {
+    const int N = 1000000;
+    em_tensor *x = leaf(1, 1.0f);
+    em_tensor *cur = em_tensor_retain(x);
+    for (int i = 0; i < N; i++) {
+        scale_ud *u = mk_ud(1.0, 0);
+        u->order = NULL;
+        em_node *n = em_custom_node_new("Step", 1, 1, scale_apply, u, free);
+        n->owner_thread = false;
+        n->next[0] = em_gradient_edge(cur);
+        em_tensor *y = filled(1, 0.0f);
+        em_set_history(y, n, 0);
+        em_node_release(n);
+        em_tensor_release(cur);
+        cur = y;
+    }
+    ck_assert_int_eq(run_backward(cur), EM_OK);
+    em_tensor *g = em_grad(x);
+    ck_assert_float_eq(at(g, 0), 1.0f);
+    em_tensor_release(g);
+    em_memory_stats before;
+    em_memory_get_stats(&before);
+    em_tensor_release(cur); /* frees a million nodes and tensors iteratively */
+    em_memory_stats after;
+    em_memory_get_stats(&after);
+    ck_assert(after.allocated < before.allocated);
+    em_tensor_release(x);
+}
+END_TEST
+
+Suite *make_autograd_suite(void) {
+    Suite *s = suite_create("autograd");
+    TCase *tc = tcase_create("engine");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_autograd_chain_accumulates);
+    tcase_add_test(tc, test_autograd_diamond_and_order);
+    tcase_add_test(tc, test_autograd_error_poisons_task);
+    tcase_add_test(tc, test_autograd_implicit_grad_rules);
+    tcase_add_test(tc, test_autograd_grad_captures);
+    tcase_add_test(tc, test_autograd_retain_graph);
+    tcase_add_test(tc, test_autograd_version_check);
+    tcase_add_test(tc, test_autograd_reentrant);
+    tcase_add_test(tc, test_autograd_device_worker_thread);
+    tcase_add_test(tc, test_autograd_concurrent_backward);
+    tcase_add_test(tc, test_autograd_deep_chain);
+    suite_add_tcase(s, tc);
+    return s;
+}

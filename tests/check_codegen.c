@@ -1,0 +1,270 @@
+/* check_codegen.c -- Check suite for the codegen tool: runs the codegen
+ * binary (env EM_CODEGEN, default build/codegen) on the fixtures in
+ * tests/codegen/ (env EM_CODEGEN_FIXTURES) and checks outputs and errors. */
+#include <check.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- running the tool ---- */
+
+static const char *codegen_bin(void) {
+    const char *p = getenv("EM_CODEGEN");
+    return p && *p ? p : "build/codegen";
+}
+
+static const char *fixtures(void) {
+    const char *p = getenv("EM_CODEGEN_FIXTURES");
+    return p && *p ? p : "tests/codegen";
+}
+
+typedef struct {
+    char dir[64];     /* temp dir: gen/ and man/ go under it */
+    int status;       /* exit status, or -1 when it did not exit normally */
+    char err[8192];   /* its stderr */
+} run_result;
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st; (void)flag; (void)ftw;
+    return remove(path);
+}
+
+static void cleanup(run_result *r) {
+    if (r->dir[0]) nftw(r->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void fixture_path(char *buf, size_t n, const char *file) {
+    if (strchr(file, '/')) snprintf(buf, n, "%s", file);
+    else snprintf(buf, n, "%s/%s", fixtures(), file);
+}
+
+/* Runs codegen --ops OPS [--derivatives DERIVS] --out DIR/gen --man DIR/man.
+ * ops and derivs name files (relative to the fixture dir unless they hold a
+ * '/'); derivs may be NULL. */
+static void run_codegen(run_result *r, const char *ops, const char *derivs) {
+    char ops_path[512], der_path[512], gen[128], man[128], errfile[128];
+    memset(r, 0, sizeof *r);
+    strcpy(r->dir, "/tmp/em_check_codegen_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(r->dir));
+    fixture_path(ops_path, sizeof ops_path, ops);
+    if (derivs) fixture_path(der_path, sizeof der_path, derivs);
+    snprintf(gen, sizeof gen, "%s/gen", r->dir);
+    snprintf(man, sizeof man, "%s/man", r->dir);
+    snprintf(errfile, sizeof errfile, "%s/stderr.txt", r->dir);
+
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int fd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0) _exit(126);
+        dup2(fd, 2);
+        close(fd);
+        const char *argv[12] = { codegen_bin(), "--ops", ops_path, "--out", gen, "--man", man };
+        int n = 7;
+        if (derivs) {
+            argv[n++] = "--derivatives";
+            argv[n++] = der_path;
+        }
+        argv[n] = NULL;
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    ck_assert_msg(r->status != 127, "cannot run %s (set EM_CODEGEN)", codegen_bin());
+    FILE *f = fopen(errfile, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(r->err, 1, sizeof r->err - 1, f);
+    r->err[n] = '\0';
+    fclose(f);
+}
+
+/* The whole of DIR/rel, or NULL when it does not exist (caller frees). */
+static char *slurp(const run_result *r, const char *rel) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", r->dir, rel);
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(s);
+    size_t got = fread(s, 1, (size_t)n, f);
+    s[got] = '\0';
+    fclose(f);
+    return s;
+}
+
+static bool exists(const run_result *r, const char *rel) {
+    char path[256];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", r->dir, rel);
+    return stat(path, &st) == 0;
+}
+
+static const char *const outputs[] = {
+    "gen/em_ops.h", "gen/em_kernels_decl.h", "gen/em_ops.c", "gen/em_lua_ops.c", "man/ember-ops.7"
+};
+
+/* ---- good schemas ---- */
+
+START_TEST(test_codegen_good_min_writes_all_files) {
+    run_result r;
+    run_codegen(&r, "good_min.yaml", "deriv_empty.yaml");
+    ck_assert_msg(r.status == 0, "codegen failed: %s", r.err);
+    ck_assert_str_eq(r.err, "");
+    for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++) {
+        char *s = slurp(&r, outputs[i]);
+        ck_assert_msg(s != NULL, "%s not written", outputs[i]);
+        const char *first = strstr(outputs[i], ".7") ? ".\\\" @generated from " : "/* @generated from ";
+        ck_assert_msg(strncmp(s, first, strlen(first)) == 0, "%s: first line is not @generated",
+                      outputs[i]);
+        ck_assert_msg(strstr(s, "by codegen -- do not edit") != NULL, "%s: banner", outputs[i]);
+        free(s);
+    }
+    char *h = slurp(&r, "gen/em_ops.h");
+    ck_assert_ptr_nonnull(strstr(h, "#include \"dispatch/em_dispatch.h\""));
+    ck_assert_ptr_nonnull(strstr(h, "EM_OP_twice_,"));
+    ck_assert_ptr_nonnull(strstr(h, "EM_OP_COUNT"));
+    ck_assert_ptr_nonnull(strstr(h, "EM_API em_tensor *em_twice_(em_tensor *self, double f, bool flag);"));
+    ck_assert_ptr_nonnull(strstr(h, "EM_API em_tensor *em_redispatch_pick(em_keyset ks, em_tensor *self, "
+                                    "int64_t dim, const int64_t *d2, em_intlist dims, em_intlist maybe, "
+                                    "int64_t idx, const int64_t *i2, const int64_t *e, em_dtype to);"));
+    ck_assert_ptr_nonnull(strstr(h, "EM_API em_tensor *em_noargs(void);"));
+    free(h);
+    char *k = slurp(&r, "gen/em_kernels_decl.h");
+    ck_assert_ptr_nonnull(strstr(k, "EM_HIDDEN em_tensor *test_cpu_twice(em_keyset ks, em_tensor *self, "
+                                    "em_tensor *weight, em_scalar alpha, const em_scalar *beta);"));
+    ck_assert_ptr_nonnull(strstr(k, "test_ag_twice("));
+    ck_assert_ptr_null(strstr(strstr(k, "test_pick(") + 1, "test_pick(")); /* once, for 3 keys */
+    free(k);
+    char *c = slurp(&r, "gen/em_ops.c");
+    ck_assert_ptr_nonnull(strstr(c, "[EM_KEY_CPU] = (void *)test_make, [EM_KEY_CUDA] = (void *)test_cuda_make"));
+    ck_assert_ptr_nonnull(strstr(c, "ks = EM_KS(EM_KEY_CPU);")); /* make has no tensor args */
+    ck_assert_ptr_nonnull(strstr(c, "\"twice: argument 'self' is NULL\""));
+    ck_assert_ptr_nonnull(strstr(c, "_Static_assert"));
+    free(c);
+    char *l = slurp(&r, "gen/em_lua_ops.c");
+    ck_assert_ptr_nonnull(strstr(l, "static int l_twice(lua_State *L)"));
+    ck_assert_ptr_nonnull(strstr(l, "void em_lua_register_ops(lua_State *L, int module_idx, int methods_idx)"));
+    ck_assert_ptr_nonnull(strstr(l, "const char *const em_lua_op_docs[][3] = {"));
+    /* a doc with quotes and backslashes is escaped in C strings */
+    ck_assert_ptr_nonnull(strstr(l, "with */ and \\\"quotes\\\" and a \\\\ backslash"));
+    free(l);
+    char *m = slurp(&r, "man/ember-ops.7");
+    ck_assert_ptr_nonnull(strstr(m, "ember.make(size, {dtype=\"float32\", n=3})"));
+    ck_assert_ptr_nonnull(strstr(m, "x:twice_(f=0.5, flag=true)"));
+    ck_assert_ptr_nonnull(strstr(m, ".SS lists, dims, dtypes"));
+    free(m);
+    cleanup(&r);
+}
+END_TEST
+
+/* The generated C for every argument type compiles warning-free at -O2
+ * (maybe-uninitialized only shows with optimisation). */
+START_TEST(test_codegen_good_min_compiles) {
+    run_result r;
+    run_codegen(&r, "good_min.yaml", NULL);
+    ck_assert_msg(r.status == 0, "codegen failed: %s", r.err);
+    const char *cc = getenv("EM_CODEGEN_CC");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "for f in %s/gen/em_ops.c %s/gen/em_lua_ops.c; do %s -std=c11 -D_GNU_SOURCE -O2 "
+             "-Wall -Wextra -Werror -fPIC -fvisibility=hidden -I runtime -I %s/gen "
+             "$(pkg-config --cflags lua5.4) -c -o /dev/null $f || exit 1; done 2>%s/cc.txt",
+             r.dir, r.dir, cc && *cc ? cc : "cc", r.dir, r.dir);
+    int st = system(cmd);
+    char *log = slurp(&r, "cc.txt");
+    ck_assert_msg(st == 0, "generated C does not compile: %s", log ? log : "");
+    free(log);
+    cleanup(&r);
+}
+END_TEST
+
+START_TEST(test_codegen_real_schema) {
+    run_result r;
+    run_codegen(&r, "schema/ops.yaml", "schema/derivatives.yaml");
+    ck_assert_msg(r.status == 0, "codegen failed on the real schema: %s", r.err);
+    char *h = slurp(&r, "gen/em_ops.h");
+    ck_assert_ptr_nonnull(h);
+    ck_assert_ptr_nonnull(strstr(h, "EM_API em_tensor *em_add(em_tensor *self, em_tensor *other, em_scalar alpha);"));
+    ck_assert_ptr_nonnull(strstr(h, "em_redispatch_add_("));
+    free(h);
+    char *m = slurp(&r, "man/ember-ops.7");
+    ck_assert_ptr_nonnull(m);
+    ck_assert_ptr_nonnull(strstr(m, "x:permute(dims)"));
+    free(m);
+    cleanup(&r);
+}
+END_TEST
+
+START_TEST(test_codegen_derivatives_good) {
+    run_result r;
+    run_codegen(&r, "deriv_ops.yaml", "deriv_good.yaml");
+    ck_assert_msg(r.status == 0, "codegen failed: %s", r.err);
+    cleanup(&r);
+}
+END_TEST
+
+/* ---- errors: FILE:LINE: message, non-zero exit, nothing written ---- */
+
+typedef struct {
+    const char *ops, *derivs; /* fixture files */
+    const char *where;        /* "FILE:LINE:" expected in stderr */
+    const char *message;      /* expected in stderr */
+} bad_case;
+
+static const bad_case bad_cases[] = {
+    { "bad_yaml.yaml", NULL, "bad_yaml.yaml:4:", "malformed YAML" },
+    { "unknown_type.yaml", NULL, "unknown_type.yaml:2:",
+      "unknown type 'Tensr' (known types: Tensor, Tensor?, Scalar" },
+    { "missing_doc.yaml", NULL, "missing_doc.yaml:7:", "op 'abs' has no 'doc'" },
+    { "bad_default.yaml", NULL, "bad_default.yaml:2:",
+      "bad default '3' for argument 'keepdim' of type bool" },
+    { "dup_op.yaml", NULL, "dup_op.yaml:6:", "duplicate op 'neg'" },
+    { "unknown_key.yaml", NULL, "unknown_key.yaml:3:", "unknown key 'kernal'" },
+    { "unknown_dispatch_key.yaml", NULL, "unknown_dispatch_key.yaml:3:", "unknown dispatch key 'CPUU'" },
+    { "missing_func.yaml", NULL, "missing_func.yaml:2:", "without 'func'" },
+    { "missing_kernels.yaml", NULL, "missing_kernels.yaml:2:", "op 'neg' has no 'kernels'" },
+    { "bad_signature.yaml", NULL, "bad_signature.yaml:2:", "expected ','" },
+    { "deriv_ops.yaml", "deriv_bad_name.yaml", "deriv_bad_name.yaml:2:", "does not match ops.yaml exactly" },
+    { "deriv_ops.yaml", "deriv_bad_arg.yaml", "deriv_bad_arg.yaml:4:", "'othr' is not an argument of mul" },
+    { "deriv_ops.yaml", "deriv_not_tensor.yaml", "deriv_not_tensor.yaml:4:", "not a Tensor" },
+};
+
+START_TEST(test_codegen_errors) {
+    const bad_case *c = &bad_cases[_i];
+    run_result r;
+    run_codegen(&r, c->ops, c->derivs);
+    ck_assert_msg(r.status == 1, "%s: exit status %d, expected 1", c->ops, r.status);
+    ck_assert_msg(strstr(r.err, c->where) != NULL, "%s: stderr lacks '%s': %s", c->ops, c->where, r.err);
+    ck_assert_msg(strstr(r.err, c->message) != NULL, "%s: stderr lacks '%s': %s", c->ops, c->message,
+                  r.err);
+    for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++)
+        ck_assert_msg(!exists(&r, outputs[i]), "%s written despite the error", outputs[i]);
+    cleanup(&r);
+}
+END_TEST
+
+Suite *make_codegen_suite(void) {
+    Suite *s = suite_create("codegen");
+    TCase *core = tcase_create("core");
+    tcase_set_timeout(core, 60); /* one test runs the C compiler */
+    tcase_add_test(core, test_codegen_good_min_writes_all_files);
+    tcase_add_test(core, test_codegen_good_min_compiles);
+    tcase_add_test(core, test_codegen_real_schema);
+    tcase_add_test(core, test_codegen_derivatives_good);
+    suite_add_tcase(s, core);
+    TCase *errors = tcase_create("errors");
+    tcase_add_loop_test(errors, test_codegen_errors, 0, (int)(sizeof bad_cases / sizeof bad_cases[0]));
+    suite_add_tcase(s, errors);
+    return s;
+}
