@@ -53,7 +53,8 @@ LDLIBS  := $(BLAS_LIBS) -lm -pthread
 HOSTCFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -MMD -MP
 
 GEN      := $(BUILD)/gen
-GEN_C    := $(GEN)/em_ops.c $(GEN)/em_lua_ops.c
+GEN_C    := $(GEN)/em_ops.c $(GEN)/em_lua_ops.c $(GEN)/em_stdlib.c
+LUA_STDLIB := $(sort $(wildcard lua/stdlib/*.lua))
 GEN_STAMP := $(GEN)/.stamp
 RT_SRC   := $(sort $(wildcard runtime/core/*.c runtime/dispatch/*.c runtime/autograd/*.c \
               runtime/kernels/*.c runtime/kernels/cpu/*.c runtime/lua/*.c))
@@ -106,9 +107,14 @@ $(GEN_STAMP): $(BUILD)/codegen schema/ops.yaml schema/derivatives.yaml
 	@mkdir -p $(GEN) $(BUILD)/man
 	$(BUILD)/codegen --ops schema/ops.yaml --derivatives schema/derivatives.yaml --out $(GEN) --man $(BUILD)/man
 	@touch $@
-$(GEN_C) $(BUILD)/man/ember-ops.7: $(GEN_STAMP)
+$(GEN)/em_ops.c $(GEN)/em_lua_ops.c $(BUILD)/man/ember-ops.7: $(GEN_STAMP)
 	@:
 gen: $(GEN_STAMP)
+
+# lua/stdlib/*.lua embedded into the library (em_lua_stdlib[]).
+$(GEN)/em_stdlib.c: $(LUA_STDLIB) codegen/embed_lua.sh
+	@mkdir -p $(GEN)
+	sh codegen/embed_lua.sh $@ $(LUA_STDLIB)
 
 # ---- the runtime library ----
 $(BUILD)/obj/%.o: %.c $(GEN_STAMP)

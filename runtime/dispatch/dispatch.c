@@ -108,6 +108,10 @@ void *em_disp_resolve(const em_op *op, em_keyset ks, int *key_out, em_boxed_fn *
         em_set_error(EM_EDEVICE, "%s: no kernel for these arguments (empty dispatch key set)", op->name);
         return NULL;
     }
+    if (k >= EM_KEY_COUNT) {
+        em_set_error(EM_EINTERNAL, "%s: dispatch key bit %d is not a known key", op->name, k);
+        return NULL;
+    }
     if (op->kernel[k]) return op->kernel[k];
     if (fallback_fn[k]) {
         *boxed = fallback_fn[k];
