@@ -93,7 +93,7 @@ EM_API void em_lua_register_ops(lua_State *L, int module_idx, int methods_idx);
 /* Generated: for help(): op name -> "signature\n  doc" pairs, NULL-ended. */
 EM_API extern const char *const em_lua_op_docs[][3]; /* {name, schema, doc} */
 
-/* Generated from lua/stdlib/*.lua (codegen/embed_lua.sh): Lua chunks that
+/* Generated from the files in lua/stdlib (codegen/embed_lua.sh): Lua chunks that
  * luaopen_ember runs with the module as their argument. NULL-terminated. */
 typedef struct { const char *name; const char *src; size_t len; } em_lua_chunk;
 EM_API extern const em_lua_chunk em_lua_stdlib[];

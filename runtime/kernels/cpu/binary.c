@@ -1,0 +1,421 @@
+/* binary.c -- elementwise binary kernels: add sub mul div pow remainder,
+ * the comparisons, and the in-place add_ sub_ mul_ div_.
+ *
+ * Every op computes in the common dtype (em_result_type2; div of integers
+ * in float32). Integers and bool compute in uint64_t for add/sub/mul (so
+ * overflow wraps without undefined behaviour) and in int64_t elsewhere;
+ * float16/bfloat16 compute in float and round on store.
+ */
+/* O3 vectorizes the loops; no-trapping-math lets selects (clamps, relu,
+ * comparisons) be if-converted; no-math-errno lets sqrt vectorize. None
+ * changes a computed value (only errno and FP exception flags). */
+#pragma GCC optimize("O3", "no-trapping-math", "no-math-errno")
+#include "em_cpu.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- element functions ---- */
+
+typedef struct {
+    double ad;        /* alpha for floating compute */
+    int64_t ai;       /* alpha for integral compute */
+    atomic_int err;   /* set by a loop that met a bad value (int % 0) */
+} bin_ctx;
+
+static inline int64_t ipow(int64_t b, int64_t e) {
+    if (e < 0) return b == 1 ? 1 : b == -1 ? ((e & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, x = (uint64_t)b;
+    while (e) {
+        if (e & 1) r *= x;
+        x *= x;
+        e >>= 1;
+    }
+    return (int64_t)r;
+}
+static inline uint64_t ipow_u(uint64_t b, uint64_t e) { return (uint64_t)ipow((int64_t)b, (int64_t)e); }
+static inline float remf_py(float a, float b) {
+    float r = fmodf(a, b);
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+}
+static inline double rem_py(double a, double b) {
+    double r = fmod(a, b);
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+}
+static inline uint64_t rem_i(uint64_t ua, uint64_t ub, bin_ctx *c) {
+    int64_t a = (int64_t)ua, b = (int64_t)ub;
+    if (b == 0) { atomic_store_explicit(&c->err, 1, memory_order_relaxed); return 0; }
+    if (b == -1) return 0; /* avoids INT64_MIN % -1 */
+    int64_t r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return (uint64_t)r;
+}
+
+#define E_add(x, y) ((x) + alpha * (y))
+#define E_sub(x, y) ((x) - alpha * (y))
+#define E_mul(x, y) ((x) * (y))
+#define E_div(x, y) ((x) / (y))
+#define E_pow(x, y) _Generic((x), float: powf, double: pow, default: ipow_u)((x), (y))
+#define E_rem(x, y) _Generic((x), float: remf_py(x, y), double: rem_py(x, y), default: rem_i(x, y, ctx))
+#define E_eq(x, y) ((x) == (y))
+#define E_ne(x, y) ((x) != (y))
+#define E_lt(x, y) ((x) < (y))
+#define E_le(x, y) ((x) <= (y))
+#define E_gt(x, y) ((x) > (y))
+#define E_ge(x, y) ((x) >= (y))
+
+/* arithmetic loads (compute type CA_x) */
+#define LA_b(x) ((uint64_t)(int64_t)(x))
+#define LA_u8(x) ((uint64_t)(int64_t)(x))
+#define LA_i8(x) ((uint64_t)(int64_t)(x))
+#define LA_i32(x) ((uint64_t)(int64_t)(x))
+#define LA_i64(x) ((uint64_t)(x))
+#define LA_f16(x) em_half_to_float(x)
+#define LA_bf16(x) em_bf16_to_float(x)
+#define LA_f32(x) (x)
+#define LA_f64(x) (x)
+/* comparison loads: signed */
+#define LC_b(x) ((int64_t)(x))
+#define LC_u8(x) ((int64_t)(x))
+#define LC_i8(x) ((int64_t)(x))
+#define LC_i32(x) ((int64_t)(x))
+#define LC_i64(x) ((int64_t)(x))
+#define LC_f16(x) em_half_to_float(x)
+#define LC_bf16(x) em_bf16_to_float(x)
+#define LC_f32(x) (x)
+#define LC_f64(x) (x)
+#define SB(v) ((bool)(v))
+
+#define CLONE_b
+#define CLONE_u8
+#define CLONE_i8
+#define CLONE_i32
+#define CLONE_i64
+#define CLONE_f16
+#define CLONE_bf16
+#define CLONE_f32 EM_CPU_CLONES
+#define CLONE_f64 EM_CPU_CLONES
+
+/* One loop: operand types T (inputs) and OT (output), compute type CT. */
+#define BIN_FN(FN, T, OT, CT, LD, ST, EXPR, ATTR)                                           \
+    ATTR static void FN(char **d, const int64_t *s, int64_t n, void *ctx_) {                \
+        bin_ctx *ctx = ctx_;                                                                \
+        const CT alpha = _Generic((CT)0, float: (CT)ctx->ad, double: (CT)ctx->ad,           \
+                                  default: (CT)ctx->ai);                                    \
+        (void)alpha;                                                                        \
+        char *o = d[0];                                                                     \
+        const char *a = d[1], *b = d[2];                                                    \
+        if (s[0] == (int64_t)sizeof(OT) && s[1] == (int64_t)sizeof(T) && s[2] == (int64_t)sizeof(T)) { \
+            OT *restrict op = (OT *)o;                                                      \
+            const T *restrict ap = (const T *)a, *restrict bp = (const T *)b;               \
+            for (int64_t i = 0; i < n; i++) {                                               \
+                CT x = LD(ap[i]), y = LD(bp[i]);                                            \
+                op[i] = ST(EXPR(x, y));                                                     \
+            }                                                                               \
+        } else if (s[0] == (int64_t)sizeof(OT) && s[1] == (int64_t)sizeof(T) && s[2] == 0) { \
+            OT *restrict op = (OT *)o;                                                      \
+            const T *restrict ap = (const T *)a;                                            \
+            const CT y = LD(*(const T *)b);                                                 \
+            for (int64_t i = 0; i < n; i++) {                                               \
+                CT x = LD(ap[i]);                                                           \
+                op[i] = ST(EXPR(x, y));                                                     \
+            }                                                                               \
+        } else if (s[0] == (int64_t)sizeof(OT) && s[1] == 0 && s[2] == (int64_t)sizeof(T)) { \
+            OT *restrict op = (OT *)o;                                                      \
+            const T *restrict bp = (const T *)b;                                            \
+            const CT x = LD(*(const T *)a);                                                 \
+            for (int64_t i = 0; i < n; i++) {                                               \
+                CT y = LD(bp[i]);                                                           \
+                op[i] = ST(EXPR(x, y));                                                     \
+            }                                                                               \
+        } else {                                                                            \
+            for (int64_t i = 0; i < n; i++) {                                               \
+                CT x = LD(*(const T *)(a + i * s[1])), y = LD(*(const T *)(b + i * s[2]));  \
+                *(OT *)(o + i * s[0]) = ST(EXPR(x, y));                                     \
+            }                                                                               \
+        }                                                                                   \
+    }
+
+/* arithmetic: every dtype */
+#define ARITH_FN(OP, N, T, CT) BIN_FN(OP##_##N, T, T, CT, LA_##N, EM_ST_##N, E_##OP, CLONE_##N)
+#define ARITH_ALL(OP)                                                                          \
+    ARITH_FN(OP, b, bool, uint64_t) ARITH_FN(OP, u8, uint8_t, uint64_t)                        \
+    ARITH_FN(OP, i8, int8_t, uint64_t) ARITH_FN(OP, i32, int32_t, uint64_t)                    \
+    ARITH_FN(OP, i64, int64_t, uint64_t) ARITH_FN(OP, f16, em_half, float)                     \
+    ARITH_FN(OP, bf16, em_bfloat16, float) ARITH_FN(OP, f32, float, float)                     \
+    ARITH_FN(OP, f64, double, double)
+#define ARITH_TABLE(OP) {OP##_b, OP##_u8, OP##_i8, OP##_i32, OP##_i64, OP##_f16, OP##_bf16, OP##_f32, OP##_f64}
+/* floating only */
+#define FLOAT_ALL(OP)                                                                          \
+    ARITH_FN(OP, f16, em_half, float) ARITH_FN(OP, bf16, em_bfloat16, float)                   \
+    ARITH_FN(OP, f32, float, float) ARITH_FN(OP, f64, double, double)
+#define FLOAT_TABLE(OP) {NULL, NULL, NULL, NULL, NULL, OP##_f16, OP##_bf16, OP##_f32, OP##_f64}
+/* comparisons: bool output */
+#define CMP_FN(OP, N, T, CT) BIN_FN(OP##_##N, T, bool, CT, LC_##N, SB, E_##OP, CLONE_##N)
+#define CMP_ALL(OP)                                                                            \
+    CMP_FN(OP, b, bool, int64_t) CMP_FN(OP, u8, uint8_t, int64_t)                              \
+    CMP_FN(OP, i8, int8_t, int64_t) CMP_FN(OP, i32, int32_t, int64_t)                          \
+    CMP_FN(OP, i64, int64_t, int64_t) CMP_FN(OP, f16, em_half, float)                          \
+    CMP_FN(OP, bf16, em_bfloat16, float) CMP_FN(OP, f32, float, float)                         \
+    CMP_FN(OP, f64, double, double)
+
+ARITH_ALL(add)
+ARITH_ALL(sub)
+ARITH_ALL(mul)
+ARITH_ALL(pow)
+ARITH_ALL(rem)
+FLOAT_ALL(div)
+CMP_ALL(eq)
+CMP_ALL(ne)
+CMP_ALL(lt)
+CMP_ALL(le)
+CMP_ALL(gt)
+CMP_ALL(ge)
+
+typedef enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_REM, B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE, B_COUNT } binop;
+
+static const em_cpu_loop tables[B_COUNT][EM_DTYPE_COUNT] = {
+    ARITH_TABLE(add), ARITH_TABLE(sub), ARITH_TABLE(mul), FLOAT_TABLE(div),
+    ARITH_TABLE(pow), ARITH_TABLE(rem), ARITH_TABLE(eq), ARITH_TABLE(ne),
+    ARITH_TABLE(lt), ARITH_TABLE(le), ARITH_TABLE(gt), ARITH_TABLE(ge),
+};
+
+/* ---- driver ---- */
+
+typedef struct {
+    em_cpu_loop fn;
+    void *ctx;
+    char *p[3];
+    int64_t s[3];
+} flat_ctx;
+
+static void flat_range(int64_t b, int64_t e, void *arg) {
+    const flat_ctx *c = arg;
+    char *p[3];
+    for (int k = 0; k < 3; k++) p[k] = c->p[k] + b * c->s[k];
+    c->fn(p, c->s, e - b, c->ctx);
+}
+
+static bool same_sizes(const em_tensor *a, const em_tensor *b) {
+    if (a->ndim != b->ndim) return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->sizes[d] != b->sizes[d]) return false;
+    return true;
+}
+
+/* The common fast case: both operands contiguous with one shape, or one
+ * of them a single element with no more dims than the other. Returns the
+ * output, or NULL with *handled false when the general path must run. */
+static em_tensor *binary_fast(em_cpu_loop fn, bin_ctx *ctx, em_tensor *a, em_tensor *b,
+                              em_dtype compute, em_dtype out_dtype, bool *handled) {
+    *handled = false;
+    if (!a->is_contiguous || !b->is_contiguous) return NULL;
+    const em_tensor *big;
+    int64_t sa, sb;
+    size_t es = em_dtype_size(compute);
+    _Alignas(16) char buf[2][16];
+    char *pa = em_tensor_data(a), *pb = em_tensor_data(b);
+    if (a->dtype == compute && b->dtype == compute && same_sizes(a, b)) {
+        big = a; sa = sb = (int64_t)es;
+    } else if (b->numel == 1 && b->ndim <= a->ndim && a->dtype == compute) {
+        big = a; sa = (int64_t)es; sb = 0;
+        if (b->dtype != compute) {
+            int64_t z[2] = {0, 0};
+            char *dd[2] = {buf[1], pb};
+            em_cpu_cast_loop(compute, b->dtype)(dd, z, 1, NULL);
+            pb = buf[1];
+        }
+    } else if (a->numel == 1 && a->ndim <= b->ndim && b->dtype == compute) {
+        big = b; sa = 0; sb = (int64_t)es;
+        if (a->dtype != compute) {
+            int64_t z[2] = {0, 0};
+            char *dd[2] = {buf[0], pa};
+            em_cpu_cast_loop(compute, a->dtype)(dd, z, 1, NULL);
+            pa = buf[0];
+        }
+    } else {
+        return NULL;
+    }
+    *handled = true;
+    em_tensor *out = em_tensor_new(big->ndim, big->sizes, out_dtype, em_cpu_dev());
+    if (!out) return NULL;
+    flat_ctx fc = { fn, ctx, { em_tensor_data(out), pa, pb },
+                    { (int64_t)em_dtype_size(out_dtype), sa, sb } };
+    int64_t n = out->numel;
+    if (n < 2 * EM_CPU_GRAIN) {
+        if (n > 0) fn(fc.p, fc.s, n, ctx);
+    } else {
+        em_cpu_parallel_for(n, EM_CPU_GRAIN, flat_range, &fc);
+    }
+    return out;
+}
+
+static const char *const op_names[B_COUNT] = {
+    "add", "sub", "mul", "div", "pow", "remainder", "eq", "ne", "lt", "le", "gt", "ge",
+};
+
+/* PyTorch's can_cast: no cast into a lower category (float -> int -> bool). */
+static bool can_cast(em_dtype from, em_dtype to) {
+    int cf = from == EM_BOOL ? 0 : em_dtype_is_floating(from) ? 2 : 1;
+    int ct = to == EM_BOOL ? 0 : em_dtype_is_floating(to) ? 2 : 1;
+    return cf <= ct;
+}
+
+/* Out-of-place binary op: a new tensor, or NULL with the error set. */
+static em_tensor *binary(binop op, em_tensor *a, em_tensor *b, em_scalar alpha, const char *name) {
+    em_dtype compute = em_result_type2(a, b);
+    if (op == B_DIV && !em_dtype_is_floating(compute)) compute = EM_FLOAT32;
+    if (compute == EM_BOOL && op == B_SUB) {
+        em_set_error(EM_ETYPE, "%s: subtraction with two bool tensors is not supported; use logical_xor", name);
+        return NULL;
+    }
+    if (compute == EM_BOOL && op == B_REM) {
+        em_set_error(EM_ETYPE, "%s: not supported for bool tensors", name);
+        return NULL;
+    }
+    if ((op == B_ADD || op == B_SUB) && alpha.kind == EM_SCALAR_FLOAT && !em_dtype_is_floating(compute)) {
+        em_set_error(EM_ETYPE, "%s: for integral input tensors, argument alpha must not be a floating point number",
+                     name);
+        return NULL;
+    }
+    em_cpu_loop fn = tables[op][compute];
+    if (!fn) {
+        em_set_error(EM_ETYPE, "%s: not supported for dtype %s", name, em_dtype_name(compute));
+        return NULL;
+    }
+    em_dtype out_dtype = op >= B_EQ ? EM_BOOL : compute;
+    bin_ctx ctx = { em_scalar_to_double(alpha), em_scalar_to_int(alpha), 0 };
+    bool handled;
+    em_tensor *out = binary_fast(fn, &ctx, a, b, compute, out_dtype, &handled);
+    if (!handled) {
+        em_cpu_iter it;
+        em_tensor *in[2] = { a, b };
+        out = em_cpu_iter_build(&it, NULL, out_dtype, 2, in, compute, name);
+        if (out) em_cpu_iter_run(&it, fn, &ctx, EM_CPU_GRAIN);
+        em_cpu_iter_done(&it);
+    }
+    if (out && atomic_load(&ctx.err)) {
+        em_tensor_release(out);
+        em_set_error(EM_EVALUE, "%s: integer division by zero", name);
+        return NULL;
+    }
+    return out;
+}
+
+/* In-place: self = self OP other, other broadcast to self's shape. */
+static em_tensor *binary_(binop op, em_tensor *self, em_tensor *other, em_scalar alpha, const char *name) {
+    em_dtype rt = em_result_type2(self, other);
+    if (op == B_DIV && !em_dtype_is_floating(rt)) rt = EM_FLOAT32;
+    if (!can_cast(rt, self->dtype)) {
+        em_set_error(EM_ETYPE, "%s: result type %s can't be cast to the desired output type %s", name,
+                     em_dtype_name(rt), em_dtype_name(self->dtype));
+        return NULL;
+    }
+    int64_t shape[EM_MAX_DIMS];
+    int nd = em_broadcast_shapes(self->ndim, self->sizes, other->ndim, other->sizes, shape, name);
+    if (nd < 0) return NULL;
+    if (nd != self->ndim || memcmp(shape, self->sizes, sizeof(int64_t) * (size_t)nd) != 0) {
+        char b1[EM_SHAPE_STR_MAX], b2[EM_SHAPE_STR_MAX];
+        em_set_error(EM_ESHAPE, "%s: other's shape %s cannot broadcast to self's shape %s", name,
+                     em_shape_str(other->ndim, other->sizes, b1, sizeof b1),
+                     em_shape_str(self->ndim, self->sizes, b2, sizeof b2));
+        return NULL;
+    }
+    if ((op == B_ADD || op == B_SUB) && alpha.kind == EM_SCALAR_FLOAT && !em_dtype_is_floating(rt)) {
+        em_set_error(EM_ETYPE, "%s: for integral input tensors, argument alpha must not be a floating point number",
+                     name);
+        return NULL;
+    }
+    if (rt == EM_BOOL && op == B_SUB) {
+        em_set_error(EM_ETYPE, "%s: subtraction with two bool tensors is not supported; use logical_xor", name);
+        return NULL;
+    }
+    if (rt == self->dtype) {
+        /* compute straight into self; a partly overlapping other is copied first */
+        em_tensor *hold = NULL;
+        if (other->storage == self->storage && !(other->offset == self->offset && other->ndim == self->ndim &&
+              memcmp(other->strides, self->strides, sizeof(int64_t) * (size_t)self->ndim) == 0)) {
+            hold = em_cpu_to_dtype(other, other->dtype, name);
+            if (!hold) return NULL;
+            other = hold;
+        }
+        em_cpu_loop fn = tables[op][rt];
+        bin_ctx ctx = { em_scalar_to_double(alpha), em_scalar_to_int(alpha), 0 };
+        em_cpu_iter it;
+        em_tensor *in[2] = { self, other };
+        em_tensor *out = em_cpu_iter_build(&it, self, rt, 2, in, rt, name);
+        if (out) em_cpu_iter_run(&it, fn, &ctx, EM_CPU_GRAIN);
+        em_cpu_iter_done(&it);
+        em_tensor_release(hold);
+        if (!out) return NULL;
+        em_tensor_bump_version(self);
+        return out;
+    }
+    /* compute in the wider dtype, then cast into self */
+    em_tensor *tmp = binary(op, self, other, alpha, name);
+    if (!tmp) return NULL;
+    em_status st = em_cpu_copy_into(self, tmp, name);
+    em_tensor_release(tmp);
+    if (st != EM_OK) return NULL;
+    em_tensor_bump_version(self);
+    return em_tensor_retain(self);
+}
+
+/* ---- kernels ---- */
+
+static const em_scalar one = { EM_SCALAR_INT, { .i = 1 } };
+
+em_tensor *em_cpu_add(em_keyset ks, em_tensor *self, em_tensor *other, em_scalar alpha) {
+    (void)ks;
+    return binary(B_ADD, self, other, alpha, "add");
+}
+em_tensor *em_cpu_sub(em_keyset ks, em_tensor *self, em_tensor *other, em_scalar alpha) {
+    (void)ks;
+    return binary(B_SUB, self, other, alpha, "sub");
+}
+em_tensor *em_cpu_mul(em_keyset ks, em_tensor *self, em_tensor *other) {
+    (void)ks;
+    return binary(B_MUL, self, other, one, "mul");
+}
+em_tensor *em_cpu_div(em_keyset ks, em_tensor *self, em_tensor *other) {
+    (void)ks;
+    return binary(B_DIV, self, other, one, "div");
+}
+em_tensor *em_cpu_pow(em_keyset ks, em_tensor *self, em_tensor *exponent) {
+    (void)ks;
+    return binary(B_POW, self, exponent, one, "pow");
+}
+em_tensor *em_cpu_remainder(em_keyset ks, em_tensor *self, em_tensor *other) {
+    (void)ks;
+    return binary(B_REM, self, other, one, "remainder");
+}
+#define CMP_KERNEL(OP, E)                                                  \
+    em_tensor *em_cpu_##OP(em_keyset ks, em_tensor *self, em_tensor *other) { \
+        (void)ks;                                                          \
+        return binary(E, self, other, one, op_names[E]);                   \
+    }
+CMP_KERNEL(eq, B_EQ)
+CMP_KERNEL(ne, B_NE)
+CMP_KERNEL(lt, B_LT)
+CMP_KERNEL(le, B_LE)
+CMP_KERNEL(gt, B_GT)
+CMP_KERNEL(ge, B_GE)
+
+em_tensor *em_cpu_add_(em_keyset ks, em_tensor *self, em_tensor *other, em_scalar alpha) {
+    (void)ks;
+    return binary_(B_ADD, self, other, alpha, "add_");
+}
+em_tensor *em_cpu_sub_(em_keyset ks, em_tensor *self, em_tensor *other, em_scalar alpha) {
+    (void)ks;
+    return binary_(B_SUB, self, other, alpha, "sub_");
+}
+em_tensor *em_cpu_mul_(em_keyset ks, em_tensor *self, em_tensor *other) {
+    (void)ks;
+    return binary_(B_MUL, self, other, one, "mul_");
+}
+em_tensor *em_cpu_div_(em_keyset ks, em_tensor *self, em_tensor *other) {
+    (void)ks;
+    return binary_(B_DIV, self, other, one, "div_");
+}

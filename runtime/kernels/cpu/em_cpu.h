@@ -1,0 +1,137 @@
+/* em_cpu.h -- the CPU kernel module: thread pool, tensor iterator, loops.
+ * Public: seeding and thread count. Hidden: what the kernel files share.
+ *
+ * Note [Tensor iterator]
+ * An elementwise kernel hands em_cpu_iter_build() its output (or NULL to
+ * allocate one) and its inputs. The builder broadcasts the shapes, casts
+ * inputs whose dtype differs from the compute dtype (a 1-element input
+ * into a small buffer inside the iterator, a larger one into a temporary),
+ * converts every operand's strides to byte strides over the broadcast
+ * shape (0 for broadcast dims), orders dims innermost first and merges
+ * dims that are contiguous for every operand. A fully mergeable problem
+ * has ndim <= 1 and runs as one flat loop. em_cpu_iter_run() calls the
+ * 1-d loop `fn(data, strides, n, ctx)` (data[k] and strides[k] for
+ * operand k, outputs first, strides in bytes) over chunks of the index
+ * space, in parallel through the pool when the work is large.
+ */
+#ifndef EM_CPU_H
+#define EM_CPU_H
+
+#include "../../core/em_core.h"
+#include "../../dispatch/em_dispatch.h"
+#include "em_kernels_decl.h" /* generated: every kernel's prototype */
+
+/* ---- public API ---- */
+
+/* Seed the global random generator (rand, randn): same seed, same values. */
+EM_API void em_manual_seed(uint64_t seed);
+/* Set the number of threads of ember's pool AND of OpenBLAS (n >= 1). */
+EM_API void em_set_num_threads(int n);
+EM_API int em_get_num_threads(void);
+
+/* ---- thread pool (pool.c) ---- */
+
+/* Runs fn(begin, end, ctx) over a partition of [0, n). Serial when
+ * n < grain, with one thread, from inside a parallel region (nesting) or
+ * when another thread holds the pool; otherwise the caller runs the first
+ * chunk and sleeping workers the others. Returns when all chunks are done.
+ * Never call BLAS from fn (Note: DESIGN decision 9). */
+typedef void (*em_cpu_range_fn)(int64_t begin, int64_t end, void *ctx);
+EM_HIDDEN void em_cpu_parallel_for(int64_t n, int64_t grain, em_cpu_range_fn fn, void *ctx);
+EM_HIDDEN bool em_cpu_in_parallel(void);
+
+#define EM_CPU_GRAIN 32768
+
+/* ---- tensor iterator (iter.c) ---- */
+
+#define EM_CPU_ITER_MAX 4
+
+/* The 1-d inner loop: n elements; data[k] points at operand k's first
+ * element, strides[k] is its step in bytes (0 = broadcast scalar). */
+typedef void (*em_cpu_loop)(char **data, const int64_t *strides, int64_t n, void *ctx);
+
+typedef struct em_cpu_iter {
+    int ntensors;                 /* operands, outputs first */
+    int ndim;                     /* after coalescing; innermost first */
+    int64_t numel;                /* elements in the iteration space */
+    int64_t shape[EM_MAX_DIMS];   /* sizes, innermost first */
+    int64_t strides[EM_MAX_DIMS][EM_CPU_ITER_MAX]; /* bytes, [dim][operand] */
+    char *data[EM_CPU_ITER_MAX];  /* first element of each operand */
+    em_tensor *tmp[EM_CPU_ITER_MAX]; /* cast temporaries (owned) or NULL */
+    _Alignas(16) char scalar[EM_CPU_ITER_MAX][16]; /* cast 1-element inputs */
+} em_cpu_iter;
+
+/* Builds the iterator for one output and nin inputs (see the Note).
+ * out == NULL: allocate an output of out_dtype over the broadcast shape;
+ * otherwise write into out, whose shape must equal the broadcast shape.
+ * compute: inputs of another dtype are cast to it; EM_DTYPE_NONE: never
+ * cast (the loop converts). Returns the output as a new reference (out
+ * retained when given), or NULL with the error set (op names the op).
+ * Call em_cpu_iter_done() after running it, also when it failed. */
+EM_HIDDEN em_tensor *em_cpu_iter_build(em_cpu_iter *it, em_tensor *out, em_dtype out_dtype,
+                                       int nin, em_tensor *const *in, em_dtype compute,
+                                       const char *op);
+EM_HIDDEN void em_cpu_iter_run(em_cpu_iter *it, em_cpu_loop fn, void *ctx, int64_t grain);
+EM_HIDDEN void em_cpu_iter_done(em_cpu_iter *it);
+
+/* ---- copying and casting (copy.c) ---- */
+
+/* The loop converting operand 1 (src dtype) into operand 0 (dst dtype). */
+EM_HIDDEN em_cpu_loop em_cpu_cast_loop(em_dtype dst, em_dtype src);
+/* dst[...] = src broadcast to dst's shape, any dtypes, parallel. Does not
+ * bump dst's version. Safe when src overlaps dst. */
+EM_HIDDEN em_status em_cpu_copy_into(em_tensor *dst, const em_tensor *src, const char *op);
+/* A new contiguous tensor holding t converted to dtype. */
+EM_HIDDEN em_tensor *em_cpu_to_dtype(const em_tensor *t, em_dtype dtype, const char *op);
+
+/* Kernels other kernel files call (also in the generated em_kernels_decl.h). */
+em_tensor *em_cpu_fill_(em_keyset ks, em_tensor *self, em_scalar value);
+em_tensor *em_cpu_zero_(em_keyset ks, em_tensor *self);
+
+/* ---- per-dtype macros shared by the loop files ---- */
+
+/* X(short name, C type, enum) in em_dtype order. */
+#define EM_CPU_TYPES(X) \
+    X(b, bool, EM_BOOL) X(u8, uint8_t, EM_UINT8) X(i8, int8_t, EM_INT8) \
+    X(i32, int32_t, EM_INT32) X(i64, int64_t, EM_INT64) X(f16, em_half, EM_FLOAT16) \
+    X(bf16, em_bfloat16, EM_BFLOAT16) X(f32, float, EM_FLOAT32) X(f64, double, EM_FLOAT64)
+/* M(a, b, short name, C type) for every dtype, passing a and b through. */
+#define EM_CPU_FOR_SRC(M, A, B) \
+    M(A, B, b, bool) M(A, B, u8, uint8_t) M(A, B, i8, int8_t) M(A, B, i32, int32_t) \
+    M(A, B, i64, int64_t) M(A, B, f16, em_half) M(A, B, bf16, em_bfloat16) \
+    M(A, B, f32, float) M(A, B, f64, double)
+
+/* Load as the wide type: int64_t for bool and integers, double for floats. */
+#define EM_LDW_b(x) ((int64_t)(x))
+#define EM_LDW_u8(x) ((int64_t)(x))
+#define EM_LDW_i8(x) ((int64_t)(x))
+#define EM_LDW_i32(x) ((int64_t)(x))
+#define EM_LDW_i64(x) ((int64_t)(x))
+#define EM_LDW_f16(x) ((double)em_half_to_float(x))
+#define EM_LDW_bf16(x) ((double)em_bf16_to_float(x))
+#define EM_LDW_f32(x) ((double)(x))
+#define EM_LDW_f64(x) ((double)(x))
+/* Store any arithmetic value (integers wrap, floats round). */
+#define EM_ST_b(v) ((v) != 0)
+#define EM_ST_u8(v) ((uint8_t)(int64_t)(v))
+#define EM_ST_i8(v) ((int8_t)(int64_t)(v))
+#define EM_ST_i32(v) ((int32_t)(int64_t)(v))
+#define EM_ST_i64(v) ((int64_t)(v))
+#define EM_ST_f16(v) em_float_to_half((float)(v))
+#define EM_ST_bf16(v) em_float_to_bf16((float)(v))
+#define EM_ST_f32(v) ((float)(v))
+#define EM_ST_f64(v) ((double)(v))
+
+/* Hot contiguous loops get a clone per ISA, chosen at load time. */
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(EM_NO_CLONES)
+#define EM_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define EM_CPU_CLONES
+#endif
+
+/* ---- small helpers ---- */
+
+static inline em_device em_cpu_dev(void) { return em_cpu_device(); }
+static inline bool em_cpu_is_float(em_dtype t) { return t >= EM_FLOAT16 && t <= EM_FLOAT64; }
+
+#endif

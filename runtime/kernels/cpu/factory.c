@@ -1,0 +1,222 @@
+/* factory.c -- tensor factories: empty zeros ones full arange rand randn,
+ * and the global random generator (xoshiro256**, seeded by splitmix64).
+ *
+ * The generator is one global state behind a mutex; rand/randn draw their
+ * values serially so that a seed fixes every value regardless of the
+ * thread count. randn uses the Box-Muller transform on pairs.
+ */
+#include "em_cpu.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+/* ---- generator ---- */
+
+#define DEFAULT_SEED 67280421310721ULL
+
+static struct {
+    pthread_mutex_t mu;
+    uint64_t s[4];
+    bool seeded;
+} gen = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static void seed_locked(uint64_t seed) {
+    uint64_t x = seed;
+    for (int i = 0; i < 4; i++) gen.s[i] = splitmix64(&x);
+    gen.seeded = true;
+}
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static inline uint64_t next_u64(void) {
+    uint64_t *s = gen.s;
+    uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return r;
+}
+
+void em_manual_seed(uint64_t seed) {
+    pthread_mutex_lock(&gen.mu);
+    seed_locked(seed);
+    pthread_mutex_unlock(&gen.mu);
+}
+
+/* ---- helpers ---- */
+
+/* Validates sizes and makes an uninitialised tensor. */
+static em_tensor *new_sized(em_intlist size, em_dtype dtype, const char *op) {
+    if (dtype < 0 || dtype >= EM_DTYPE_COUNT) {
+        em_set_error(EM_ETYPE, "%s: bad dtype %d", op, (int)dtype);
+        return NULL;
+    }
+    int n = size.n < 0 ? 0 : size.n;
+    if (n > EM_MAX_DIMS) {
+        em_set_error(EM_EVALUE, "%s: too many dims (%d, at most %d)", op, n, EM_MAX_DIMS);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        if (size.data[i] < 0) {
+            char b[EM_SHAPE_STR_MAX];
+            em_set_error(EM_EVALUE, "%s: negative size %lld in %s", op, (long long)size.data[i],
+                         em_shape_str(n, size.data, b, sizeof b));
+            return NULL;
+        }
+    }
+    return em_tensor_new(n, size.data, dtype, em_cpu_dev());
+}
+
+static em_tensor *filled(em_intlist size, em_dtype dtype, em_scalar v, const char *op) {
+    em_tensor *t = new_sized(size, dtype, op);
+    if (!t) return NULL;
+    em_tensor *r = em_cpu_fill_(EM_KS(EM_KEY_CPU), t, v);
+    em_tensor_release(t);
+    return r;
+}
+
+/* ---- kernels ---- */
+
+em_tensor *em_cpu_empty(em_keyset ks, em_intlist size, em_dtype dtype) {
+    (void)ks;
+    return new_sized(size, dtype == EM_DTYPE_NONE ? EM_FLOAT32 : dtype, "empty");
+}
+
+em_tensor *em_cpu_zeros(em_keyset ks, em_intlist size, em_dtype dtype) {
+    (void)ks;
+    em_tensor *t = new_sized(size, dtype == EM_DTYPE_NONE ? EM_FLOAT32 : dtype, "zeros");
+    if (!t) return NULL;
+    em_tensor *r = em_cpu_zero_(EM_KS(EM_KEY_CPU), t);
+    em_tensor_release(t);
+    return r;
+}
+
+em_tensor *em_cpu_ones(em_keyset ks, em_intlist size, em_dtype dtype) {
+    (void)ks;
+    return filled(size, dtype == EM_DTYPE_NONE ? EM_FLOAT32 : dtype, em_scalar_int(1), "ones");
+}
+
+em_tensor *em_cpu_full(em_keyset ks, em_intlist size, em_scalar fill_value, em_dtype dtype) {
+    (void)ks;
+    return filled(size, dtype == EM_DTYPE_NONE ? em_scalar_dtype(fill_value) : dtype, fill_value, "full");
+}
+
+em_tensor *em_cpu_arange(em_keyset ks, em_scalar start, const em_scalar *end, em_scalar step, em_dtype dtype) {
+    (void)ks;
+    em_scalar s0 = start, s1;
+    if (end) s1 = *end;
+    else { s1 = start; s0 = em_scalar_int(0); }
+    bool all_int = s0.kind != EM_SCALAR_FLOAT && s1.kind != EM_SCALAR_FLOAT && step.kind != EM_SCALAR_FLOAT;
+    if (dtype == EM_DTYPE_NONE) dtype = all_int ? EM_INT64 : EM_FLOAT32;
+    if (dtype < 0 || dtype >= EM_DTYPE_COUNT) {
+        em_set_error(EM_ETYPE, "arange: bad dtype %d", (int)dtype);
+        return NULL;
+    }
+    double a = em_scalar_to_double(s0), b = em_scalar_to_double(s1), st = em_scalar_to_double(step);
+    if (st == 0) {
+        em_set_error(EM_EVALUE, "arange: step must be nonzero");
+        return NULL;
+    }
+    if (!isfinite(a) || !isfinite(b)) {
+        em_set_error(EM_EVALUE, "arange: unsupported range %g to %g", a, b);
+        return NULL;
+    }
+    if ((st > 0 && b < a) || (st < 0 && b > a)) {
+        em_set_error(EM_EVALUE, "arange: upper bound and lower bound inconsistent with step sign");
+        return NULL;
+    }
+    int64_t n;
+    if (all_int) {
+        int64_t ia = em_scalar_to_int(s0), ib = em_scalar_to_int(s1), is = em_scalar_to_int(step);
+        n = is > 0 ? (ib - ia + is - 1) / is : (ia - ib + (-is) - 1) / (-is);
+    } else {
+        double len = ceil((b - a) / st);
+        if (len > 9.0e15) {
+            em_set_error(EM_EVALUE, "arange: too many elements");
+            return NULL;
+        }
+        n = (int64_t)len;
+    }
+    if (n < 0) n = 0;
+    em_tensor *t = em_tensor_new(1, &n, dtype, em_cpu_dev());
+    if (!t) return NULL;
+    char *p = em_tensor_data(t);
+    size_t es = em_dtype_size(dtype);
+    if (all_int && !em_dtype_is_floating(dtype)) {
+        int64_t ia = em_scalar_to_int(s0), is = em_scalar_to_int(step);
+        for (int64_t i = 0; i < n; i++) em_store_from_int64(p + (size_t)i * es, dtype, ia + i * is);
+    } else if (dtype == EM_FLOAT32) {
+        float *f = (float *)p;
+        for (int64_t i = 0; i < n; i++) f[i] = (float)(a + (double)i * st);
+    } else {
+        for (int64_t i = 0; i < n; i++) em_store_from_double(p + (size_t)i * es, dtype, a + (double)i * st);
+    }
+    return t;
+}
+
+/* Fills t (contiguous, floating) with uniform [0,1) or standard normal values. */
+static em_tensor *random_tensor(em_intlist size, em_dtype dtype, bool normal, const char *op) {
+    if (dtype == EM_DTYPE_NONE) dtype = EM_FLOAT32;
+    if (dtype >= 0 && dtype < EM_DTYPE_COUNT && !em_dtype_is_floating(dtype)) {
+        em_set_error(EM_ETYPE, "%s: expected a floating dtype, got %s", op, em_dtype_name(dtype));
+        return NULL;
+    }
+    em_tensor *t = new_sized(size, dtype, op);
+    if (!t) return NULL;
+    char *p = em_tensor_data(t);
+    size_t es = em_dtype_size(dtype);
+    int64_t n = t->numel;
+    pthread_mutex_lock(&gen.mu);
+    if (!gen.seeded) seed_locked(DEFAULT_SEED);
+    if (!normal) {
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t x = next_u64();
+            if (dtype == EM_FLOAT64) ((double *)p)[i] = (double)(x >> 11) * 0x1.0p-53;
+            else {
+                float f = (float)(x >> 40) * 0x1.0p-24f;
+                if (dtype == EM_FLOAT32) ((float *)p)[i] = f;
+                else {
+                    em_store_from_double(p + (size_t)i * es, dtype, f);
+                    /* rounding can reach 1.0 in half types: keep [0, 1) */
+                    if (em_load_as_double(p + (size_t)i * es, dtype) >= 1.0)
+                        em_store_from_double(p + (size_t)i * es, dtype, 0.0);
+                }
+            }
+        }
+    } else {
+        for (int64_t i = 0; i < n; i += 2) {
+            double u1 = 1.0 - (double)(next_u64() >> 11) * 0x1.0p-53; /* (0, 1] */
+            double u2 = (double)(next_u64() >> 11) * 0x1.0p-53;
+            double r = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
+            double z[2] = { r * cos(th), r * sin(th) };
+            for (int k = 0; k < 2 && i + k < n; k++) {
+                if (dtype == EM_FLOAT32) ((float *)p)[i + k] = (float)z[k];
+                else if (dtype == EM_FLOAT64) ((double *)p)[i + k] = z[k];
+                else em_store_from_double(p + (size_t)(i + k) * es, dtype, z[k]);
+            }
+        }
+    }
+    pthread_mutex_unlock(&gen.mu);
+    return t;
+}
+
+em_tensor *em_cpu_rand(em_keyset ks, em_intlist size, em_dtype dtype) {
+    (void)ks;
+    return random_tensor(size, dtype, false, "rand");
+}
+
+em_tensor *em_cpu_randn(em_keyset ks, em_intlist size, em_dtype dtype) {
+    (void)ks;
+    return random_tensor(size, dtype, true, "randn");
+}

@@ -1,0 +1,257 @@
+/* linalg.c -- mm and matmul: OpenBLAS for float32/float64, float32 for
+ * half types, a plain loop for integers.
+ *
+ * Operands are described as matrices (data, rows, cols, element strides).
+ * A matrix that is row-major with unit column stride goes to BLAS as is;
+ * one that is column-major (a transpose) goes as CblasTrans; anything else
+ * is copied to a contiguous buffer first. The output is always a new
+ * contiguous tensor written by gemm with beta = 0 (no zero-fill).
+ */
+#include "em_cpu.h"
+
+#include <cblas.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- matrices ---- */
+
+typedef struct {
+    const char *data; /* first element */
+    int64_t r, c;     /* rows, cols */
+    int64_t s0, s1;   /* element strides of rows and cols */
+} mat_t;
+
+static mat_t mat_of(const em_tensor *t) {
+    mat_t m = { em_tensor_data(t), t->sizes[0], t->sizes[1], t->strides[0], t->strides[1] };
+    return m;
+}
+
+/* Can m go to BLAS directly? Sets *trans and *ld. */
+static bool blas_layout(const mat_t *m, bool *trans, int64_t *ld) {
+    int64_t c1 = m->c > 1 ? m->c : 1, r1 = m->r > 1 ? m->r : 1;
+    if ((m->c == 1 || m->s1 == 1) && (m->r == 1 || m->s0 >= c1)) {
+        *trans = false;
+        *ld = m->r == 1 ? c1 : m->s0;
+        return *ld <= INT_MAX;
+    }
+    if ((m->r == 1 || m->s0 == 1) && (m->c == 1 || m->s1 >= r1)) {
+        *trans = true;
+        *ld = m->c == 1 ? r1 : m->s1;
+        return *ld <= INT_MAX;
+    }
+    return false;
+}
+
+/* A contiguous float32/float64 copy of m (malloc'd), converting from dt;
+ * to: EM_FLOAT32 or EM_FLOAT64. */
+static void *dense_copy(const mat_t *m, em_dtype dt, em_dtype to) {
+    size_t es = em_dtype_size(dt), os = em_dtype_size(to);
+    char *buf = malloc((size_t)(m->r * m->c) * os + 1);
+    if (!buf) return NULL;
+    for (int64_t i = 0; i < m->r; i++)
+        for (int64_t j = 0; j < m->c; j++) {
+            const char *src = m->data + (size_t)((i * m->s0 + j * m->s1) * (int64_t)es);
+            char *dst = buf + (size_t)(i * m->c + j) * os;
+            if (dt == to) memcpy(dst, src, es);
+            else em_store_from_double(dst, to, em_load_as_double(src, dt));
+        }
+    return buf;
+}
+
+/* C (r x c, contiguous, ldc = c) = A x B in float32/float64 via BLAS. */
+static em_status gemm_float(em_dtype dt, mat_t a, mat_t b, char *c) {
+    int64_t M = a.r, K = a.c, N = b.c;
+    size_t es = em_dtype_size(dt);
+    if (M == 0 || N == 0) return EM_OK;
+    if (K == 0) { memset(c, 0, (size_t)(M * N) * es); return EM_OK; }
+    if (M > INT_MAX || N > INT_MAX || K > INT_MAX) {
+        em_set_error(EM_EVALUE, "mm: sizes too large for BLAS");
+        return EM_EVALUE;
+    }
+    bool ta, tb;
+    int64_t lda, ldb;
+    void *fa = NULL, *fb = NULL;
+    if (!blas_layout(&a, &ta, &lda)) {
+        if (!(fa = dense_copy(&a, dt, dt))) goto oom;
+        a.data = fa; a.s0 = K; a.s1 = 1;
+        ta = false; lda = K;
+    }
+    if (!blas_layout(&b, &tb, &ldb)) {
+        if (!(fb = dense_copy(&b, dt, dt))) goto oom;
+        b.data = fb; b.s0 = N; b.s1 = 1;
+        tb = false; ldb = N;
+    }
+    if (dt == EM_FLOAT32)
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    (int)M, (int)N, (int)K, 1.0f, (const float *)a.data, (int)lda,
+                    (const float *)b.data, (int)ldb, 0.0f, (float *)c, (int)N);
+    else
+        cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    (int)M, (int)N, (int)K, 1.0, (const double *)a.data, (int)lda,
+                    (const double *)b.data, (int)ldb, 0.0, (double *)c, (int)N);
+    free(fa);
+    free(fb);
+    return EM_OK;
+oom:
+    free(fa);
+    free(fb);
+    return em_set_error(EM_ENOMEM, "mm: out of memory");
+}
+
+/* C = A x B for any supported dtype; c is contiguous M x N of dtype dt. */
+static em_status gemm(em_dtype dt, mat_t a, mat_t b, char *c) {
+    int64_t M = a.r, K = a.c, N = b.c;
+    if (dt == EM_FLOAT32 || dt == EM_FLOAT64) return gemm_float(dt, a, b, c);
+    if (dt == EM_FLOAT16 || dt == EM_BFLOAT16) {
+        float *fa = dense_copy(&a, dt, EM_FLOAT32), *fb = dense_copy(&b, dt, EM_FLOAT32);
+        float *fc = malloc((size_t)(M * N) * sizeof(float) + 1);
+        em_status st = EM_OK;
+        if (!fa || !fb || !fc) {
+            st = em_set_error(EM_ENOMEM, "mm: out of memory");
+        } else {
+            mat_t a2 = { (const char *)fa, M, K, K, 1 }, b2 = { (const char *)fb, K, N, N, 1 };
+            st = gemm_float(EM_FLOAT32, a2, b2, (char *)fc);
+            for (int64_t i = 0; st == EM_OK && i < M * N; i++)
+                em_store_from_double(c + (size_t)i * 2, dt, fc[i]);
+        }
+        free(fa);
+        free(fb);
+        free(fc);
+        return st;
+    }
+    /* integers: wrap-around arithmetic in uint64 */
+    size_t es = em_dtype_size(dt);
+    uint64_t *row = malloc((size_t)N * sizeof(uint64_t) + 1);
+    if (!row) return em_set_error(EM_ENOMEM, "mm: out of memory");
+    for (int64_t i = 0; i < M; i++) {
+        memset(row, 0, (size_t)N * sizeof(uint64_t));
+        for (int64_t k = 0; k < K; k++) {
+            uint64_t av = (uint64_t)em_load_as_int64(a.data + (size_t)((i * a.s0 + k * a.s1) * (int64_t)es), dt);
+            if (av == 0) continue;
+            for (int64_t j = 0; j < N; j++)
+                row[j] += av * (uint64_t)em_load_as_int64(b.data + (size_t)((k * b.s0 + j * b.s1) * (int64_t)es), dt);
+        }
+        for (int64_t j = 0; j < N; j++) em_store_from_int64(c + (size_t)(i * N + j) * es, dt, (int64_t)row[j]);
+    }
+    free(row);
+    return EM_OK;
+}
+
+/* ---- checks ---- */
+
+static bool check_dtypes(const em_tensor *a, const em_tensor *b, const char *op) {
+    if (a->dtype != b->dtype) {
+        em_set_error(EM_ETYPE, "%s: expected both tensors to have the same dtype, got %s and %s", op,
+                     em_dtype_name(a->dtype), em_dtype_name(b->dtype));
+        return false;
+    }
+    if (a->dtype == EM_BOOL) {
+        em_set_error(EM_ETYPE, "%s: not supported for dtype bool", op);
+        return false;
+    }
+    return true;
+}
+
+static void shape_error(const em_tensor *a, const em_tensor *b, int64_t k1, int64_t k2, const char *op) {
+    char b1[EM_SHAPE_STR_MAX], b2[EM_SHAPE_STR_MAX];
+    em_set_error(EM_ESHAPE, "%s: shapes %s and %s cannot be multiplied (%lld != %lld)", op,
+                 em_shape_str(a->ndim, a->sizes, b1, sizeof b1), em_shape_str(b->ndim, b->sizes, b2, sizeof b2),
+                 (long long)k1, (long long)k2);
+}
+
+/* ---- kernels ---- */
+
+em_tensor *em_cpu_mm(em_keyset ks, em_tensor *self, em_tensor *mat2) {
+    (void)ks;
+    if (self->ndim != 2 || mat2->ndim != 2) {
+        em_set_error(EM_ESHAPE, "mm: expected 2-d tensors, got %d-d and %d-d", self->ndim, mat2->ndim);
+        return NULL;
+    }
+    if (!check_dtypes(self, mat2, "mm")) return NULL;
+    if (self->sizes[1] != mat2->sizes[0]) {
+        shape_error(self, mat2, self->sizes[1], mat2->sizes[0], "mm");
+        return NULL;
+    }
+    int64_t sz[2] = { self->sizes[0], mat2->sizes[1] };
+    em_tensor *out = em_tensor_new(2, sz, self->dtype, em_cpu_dev());
+    if (!out) return NULL;
+    if (gemm(self->dtype, mat_of(self), mat_of(mat2), em_tensor_data(out)) != EM_OK) {
+        em_tensor_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+em_tensor *em_cpu_matmul(em_keyset ks, em_tensor *self, em_tensor *other) {
+    (void)ks;
+    const em_tensor *a = self, *b = other;
+    int da = a->ndim, db = b->ndim;
+    if (da == 0 || db == 0) {
+        em_set_error(EM_ESHAPE, "matmul: both arguments need at least 1 dim, got %d-d and %d-d", da, db);
+        return NULL;
+    }
+    if (!check_dtypes(a, b, "matmul")) return NULL;
+    /* a as [batch..., M, K], b as [batch..., K, N] */
+    int64_t M = da >= 2 ? a->sizes[da - 2] : 1, K = a->sizes[da - 1];
+    int64_t K2 = db >= 2 ? b->sizes[db - 2] : b->sizes[0], N = db >= 2 ? b->sizes[db - 1] : 1;
+    if (K != K2) {
+        shape_error(a, b, K, K2, "matmul");
+        return NULL;
+    }
+    int64_t a_s0 = da >= 2 ? a->strides[da - 2] : K, a_s1 = a->strides[da - 1];
+    int64_t b_s0 = db >= 2 ? b->strides[db - 2] : b->strides[0], b_s1 = db >= 2 ? b->strides[db - 1] : 1;
+    int nba = da > 2 ? da - 2 : 0, nbb = db > 2 ? db - 2 : 0;
+    int64_t bshape[EM_MAX_DIMS];
+    int nb = em_broadcast_shapes(nba, a->sizes, nbb, b->sizes, bshape, "matmul");
+    if (nb < 0) return NULL;
+    int64_t osz[EM_MAX_DIMS];
+    int ond = 0;
+    for (int d = 0; d < nb; d++) osz[ond++] = bshape[d];
+    if (da >= 2) osz[ond++] = M;
+    if (db >= 2) osz[ond++] = N;
+    if (ond > EM_MAX_DIMS) {
+        em_set_error(EM_ESHAPE, "matmul: too many dims");
+        return NULL;
+    }
+    em_tensor *out = em_tensor_new(ond, osz, a->dtype, em_cpu_dev());
+    if (!out) return NULL;
+    size_t es = em_dtype_size(a->dtype);
+    char *c = em_tensor_data(out);
+    em_status st = EM_OK;
+    if (nb == 0 || (nbb == 0 && a->is_contiguous)) {
+        /* one gemm: a's batch dims fold into its rows */
+        int64_t rows = nb == 0 ? M : a->numel / (K ? K : 1);
+        if (K == 0) rows = out->numel / (N ? N : 1);
+        mat_t ma = { em_tensor_data(a), rows, K, nb == 0 ? a_s0 : K, nb == 0 ? a_s1 : 1 };
+        mat_t mb = { em_tensor_data(b), K, N, b_s0, b_s1 };
+        st = gemm(a->dtype, ma, mb, c);
+    } else {
+        /* per batch: strides of a and b over the broadcast batch shape */
+        int64_t ast[EM_MAX_DIMS], bst[EM_MAX_DIMS];
+        for (int d = 0; d < nb; d++) {
+            int ia = d - (nb - nba), ib = d - (nb - nbb);
+            ast[d] = ia >= 0 && a->sizes[ia] != 1 ? a->strides[ia] : 0;
+            bst[d] = ib >= 0 && b->sizes[ib] != 1 ? b->strides[ib] : 0;
+        }
+        int64_t nbatch = 1;
+        for (int d = 0; d < nb; d++) nbatch *= bshape[d];
+        for (int64_t i = 0; i < nbatch && st == EM_OK; i++) {
+            int64_t lin = i, oa = 0, ob = 0;
+            for (int d = nb - 1; d >= 0; d--) {
+                int64_t ix = lin % bshape[d];
+                lin /= bshape[d];
+                oa += ix * ast[d];
+                ob += ix * bst[d];
+            }
+            mat_t ma = { (const char *)em_tensor_data(a) + oa * (int64_t)es, M, K, a_s0, a_s1 };
+            mat_t mb = { (const char *)em_tensor_data(b) + ob * (int64_t)es, K, N, b_s0, b_s1 };
+            st = gemm(a->dtype, ma, mb, c + (size_t)(i * M * N) * es);
+        }
+    }
+    if (st != EM_OK) {
+        em_tensor_release(out);
+        return NULL;
+    }
+    return out;
+}

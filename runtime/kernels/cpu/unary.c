@@ -1,0 +1,193 @@
+/* unary.c -- elementwise unary kernels: neg abs exp log sqrt tanh sigmoid relu.
+ * Floating functions of integer or bool input compute in float32.
+ */
+/* O3 vectorizes the loops; no-trapping-math lets selects (clamps, relu,
+ * comparisons) be if-converted; no-math-errno lets sqrt vectorize. None
+ * changes a computed value (only errno and FP exception flags). */
+#pragma GCC optimize("O3", "no-trapping-math", "no-math-errno")
+#include "em_cpu.h"
+
+#include <math.h>
+
+/* ---- element functions ---- */
+
+/* Vectorizable expf: range reduction x = k ln2 + r, |r| <= ln2/2, a
+ * degree-6 polynomial for e^r, then scaling by 2^k through the exponent
+ * bits. Relative error about 1 ulp; overflows to inf, underflows to 0. */
+static inline float fast_expf(float x) {
+    float xc = x >= -104.0f ? x : -104.0f; /* NaN -> -104; fixed up below */
+    xc = xc <= 89.0f ? xc : 89.0f;
+    float k = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
+    float r = xc - k * 0.693359375f;
+    r = r - k * -2.12194440e-4f;
+    float p = 1.9875691500E-4f;
+    p = p * r + 1.3981999507E-3f;
+    p = p * r + 8.3334519073E-3f;
+    p = p * r + 4.1665795894E-2f;
+    p = p * r + 1.6666665459E-1f;
+    p = p * r + 5.0000001201E-1f;
+    p = p * r * r + r + 1.0f;
+    /* 2^k as two factors so that k in [-150, 128] stays representable */
+    int32_t ki = (int32_t)k, k1 = ki >> 1, k2 = ki - k1;
+    union { uint32_t u; float f; } s1, s2;
+    s1.u = (uint32_t)(k1 + 127) << 23;
+    s2.u = (uint32_t)(k2 + 127) << 23;
+    float res = p * s1.f * s2.f;
+    return x != x ? x : res;
+}
+static inline float sigmoidf_(float x) { return 1.0f / (1.0f + fast_expf(-x)); }
+static inline double sigmoid_(double x) { return 1.0 / (1.0 + exp(-x)); }
+/* tanh(x) = sign(x) (1 - e) / (1 + e) with e = exp(-2|x|); for small |x|
+ * a series avoids cancellation. */
+static inline float fast_tanhf(float x) {
+    float ax = __builtin_fabsf(x);
+    float e = fast_expf(-2.0f * ax);
+    float t = (1.0f - e) / (1.0f + e);
+    float x2 = x * x;
+    float s = ax * (1.0f + x2 * (-0.333333333f + x2 * (0.133333333f + x2 * (-0.0539682540f + x2 * 0.0218694885f))));
+    t = ax < 0.125f ? s : t;
+    return __builtin_copysignf(t, x);
+}
+
+#define U_neg(x) (-(x))
+static inline float absf_(float x) { return __builtin_fabsf(x); }
+static inline double absd_(double x) { return __builtin_fabs(x); }
+static inline uint64_t absu_(uint64_t x) { return (int64_t)x < 0 ? -x : x; }
+static inline float reluf_(float x) { return x < 0 ? 0.0f : x; }
+static inline double relud_(double x) { return x < 0 ? 0.0 : x; }
+static inline uint64_t reluu_(uint64_t x) { return (int64_t)x < 0 ? 0 : x; }
+#define U_abs(x) _Generic((x), float: absf_, double: absd_, default: absu_)(x)
+#define U_relu(x) _Generic((x), float: reluf_, double: relud_, default: reluu_)(x)
+#define U_exp(x) _Generic((x), float: fast_expf(x), default: exp(x))
+#define U_log(x) _Generic((x), float: logf(x), default: log(x))
+#define U_sqrt(x) _Generic((x), float: sqrtf(x), default: sqrt(x))
+#define U_tanh(x) _Generic((x), float: fast_tanhf(x), default: tanh(x))
+#define U_sigmoid(x) _Generic((x), float: sigmoidf_(x), default: sigmoid_(x))
+
+#define LA_b(x) ((uint64_t)(int64_t)(x))
+#define LA_u8(x) ((uint64_t)(int64_t)(x))
+#define LA_i8(x) ((uint64_t)(int64_t)(x))
+#define LA_i32(x) ((uint64_t)(int64_t)(x))
+#define LA_i64(x) ((uint64_t)(x))
+#define LA_f16(x) em_half_to_float(x)
+#define LA_bf16(x) em_bf16_to_float(x)
+#define LA_f32(x) (x)
+#define LA_f64(x) (x)
+
+#define CLONE_b
+#define CLONE_u8
+#define CLONE_i8
+#define CLONE_i32
+#define CLONE_i64
+#define CLONE_f16
+#define CLONE_bf16
+#define CLONE_f32 EM_CPU_CLONES
+#define CLONE_f64 EM_CPU_CLONES
+
+#define UN_FN(FN, T, CT, LD, ST, EXPR, ATTR)                                            \
+    ATTR static void FN(char **d, const int64_t *s, int64_t n, void *ctx) {             \
+        (void)ctx;                                                                      \
+        if (s[0] == (int64_t)sizeof(T) && s[1] == (int64_t)sizeof(T)) {                 \
+            T *restrict op = (T *)d[0];                                                 \
+            const T *restrict ap = (const T *)d[1];                                     \
+            for (int64_t i = 0; i < n; i++) {                                           \
+                CT x = LD(ap[i]);                                                       \
+                op[i] = ST(EXPR(x));                                                    \
+            }                                                                           \
+        } else {                                                                        \
+            for (int64_t i = 0; i < n; i++) {                                           \
+                CT x = LD(*(const T *)(d[1] + i * s[1]));                               \
+                *(T *)(d[0] + i * s[0]) = ST(EXPR(x));                                  \
+            }                                                                           \
+        }                                                                               \
+    }
+
+#define UFN(OP, N, T, CT) UN_FN(OP##_##N, T, CT, LA_##N, EM_ST_##N, U_##OP, CLONE_##N)
+#define INT_ALL(OP)                                                                   \
+    UFN(OP, u8, uint8_t, uint64_t) UFN(OP, i8, int8_t, uint64_t)                      \
+    UFN(OP, i32, int32_t, uint64_t) UFN(OP, i64, int64_t, uint64_t)
+#define FLT_ALL(OP)                                                                   \
+    UFN(OP, f16, em_half, float) UFN(OP, bf16, em_bfloat16, float)                    \
+    UFN(OP, f32, float, float) UFN(OP, f64, double, double)
+#define NUM_TABLE(OP) {NULL, OP##_u8, OP##_i8, OP##_i32, OP##_i64, OP##_f16, OP##_bf16, OP##_f32, OP##_f64}
+#define FLT_TABLE(OP) {NULL, NULL, NULL, NULL, NULL, OP##_f16, OP##_bf16, OP##_f32, OP##_f64}
+
+INT_ALL(neg) FLT_ALL(neg)
+INT_ALL(abs) FLT_ALL(abs)
+INT_ALL(relu) FLT_ALL(relu)
+FLT_ALL(exp)
+FLT_ALL(log)
+FLT_ALL(sqrt)
+FLT_ALL(tanh)
+FLT_ALL(sigmoid)
+
+static void copy_b(char **d, const int64_t *s, int64_t n, void *ctx) {
+    (void)ctx;
+    for (int64_t i = 0; i < n; i++) *(bool *)(d[0] + i * s[0]) = *(const bool *)(d[1] + i * s[1]);
+}
+
+typedef enum { U_NEG, U_ABS, U_RELU, U_EXP, U_LOG, U_SQRT, U_TANH, U_SIGMOID, U_COUNT } unop;
+static em_cpu_loop tables[U_COUNT][EM_DTYPE_COUNT] = {
+    NUM_TABLE(neg), NUM_TABLE(abs), NUM_TABLE(relu), FLT_TABLE(exp),
+    FLT_TABLE(log), FLT_TABLE(sqrt), FLT_TABLE(tanh), FLT_TABLE(sigmoid),
+};
+
+/* ---- driver ---- */
+
+typedef struct {
+    em_cpu_loop fn;
+    char *p[2];
+    int64_t s[2];
+} flat_ctx;
+
+static void flat_range(int64_t b, int64_t e, void *arg) {
+    const flat_ctx *c = arg;
+    char *p[2] = { c->p[0] + b * c->s[0], c->p[1] + b * c->s[1] };
+    c->fn(p, c->s, e - b, NULL);
+}
+
+static em_tensor *unary(unop op, em_tensor *self, const char *name) {
+    em_dtype compute = self->dtype;
+    if (op >= U_EXP && !em_dtype_is_floating(compute)) compute = EM_FLOAT32;
+    em_cpu_loop fn = tables[op][compute];
+    if (op == U_ABS && compute == EM_BOOL) fn = copy_b;
+    if (!fn) {
+        em_set_error(EM_ETYPE, "%s: not supported for dtype %s", name, em_dtype_name(compute));
+        return NULL;
+    }
+    if (self->is_contiguous && self->dtype == compute) {
+        em_tensor *out = em_tensor_new(self->ndim, self->sizes, compute, em_cpu_dev());
+        if (!out) return NULL;
+        int64_t es = (int64_t)em_dtype_size(compute);
+        flat_ctx fc = { fn, { em_tensor_data(out), em_tensor_data(self) }, { es, es } };
+        /* transcendental loops are costlier per element: smaller grain */
+        int64_t grain = op >= U_EXP ? EM_CPU_GRAIN / 4 : EM_CPU_GRAIN;
+        if (out->numel < 2 * grain) {
+            if (out->numel > 0) fn(fc.p, fc.s, out->numel, NULL);
+        } else {
+            em_cpu_parallel_for(out->numel, grain, flat_range, &fc);
+        }
+        return out;
+    }
+    em_cpu_iter it;
+    em_tensor *out = em_cpu_iter_build(&it, NULL, compute, 1, &self, compute, name);
+    if (out) em_cpu_iter_run(&it, fn, NULL, op >= U_EXP ? EM_CPU_GRAIN / 4 : EM_CPU_GRAIN);
+    em_cpu_iter_done(&it);
+    return out;
+}
+
+/* ---- kernels ---- */
+
+#define UN_KERNEL(NAME, E)                                   \
+    em_tensor *em_cpu_##NAME(em_keyset ks, em_tensor *self) { \
+        (void)ks;                                            \
+        return unary(E, self, #NAME);                        \
+    }
+UN_KERNEL(neg, U_NEG)
+UN_KERNEL(abs, U_ABS)
+UN_KERNEL(relu, U_RELU)
+UN_KERNEL(exp, U_EXP)
+UN_KERNEL(log, U_LOG)
+UN_KERNEL(sqrt, U_SQRT)
+UN_KERNEL(tanh, U_TANH)
+UN_KERNEL(sigmoid, U_SIGMOID)
