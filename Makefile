@@ -53,7 +53,7 @@ LDLIBS  := $(BLAS_LIBS) -lm -pthread
 HOSTCFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -MMD -MP
 
 GEN      := $(BUILD)/gen
-GEN_C    := $(GEN)/em_ops.c $(GEN)/em_lua_ops.c $(GEN)/em_stdlib.c
+GEN_C    := $(GEN)/em_ops.c $(GEN)/em_autograd_gen.c $(GEN)/em_lua_ops.c $(GEN)/em_stdlib.c
 LUA_STDLIB := $(sort $(wildcard lua/stdlib/*.lua))
 GEN_STAMP := $(GEN)/.stamp
 RT_SRC   := $(sort $(wildcard runtime/core/*.c runtime/dispatch/*.c runtime/autograd/*.c \

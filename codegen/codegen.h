@@ -73,6 +73,53 @@ typedef struct {
     cg_default def;
 } cg_arg;
 
+/* ---- derivatives (see the format header of schema/derivatives.yaml) ---- */
+
+/* A formula's syntax tree (derivs.c parses and checks it). */
+typedef enum {
+    CG_EX_NUM,    /* a number literal: text */
+    CG_EX_GRAD,   /* grad: the incoming gradient */
+    CG_EX_RESULT, /* result: the forward output */
+    CG_EX_ARG,    /* an argument of the op: arg (Tensor or not) */
+    CG_EX_META,   /* X_meta: arg is the Tensor argument X */
+    CG_EX_CALL,   /* text(kids...): an op (op_index >= 0) or a helper */
+    CG_EX_BIN,    /* kids[0] text[0] kids[1], text is "+", "-", "*" or "/" */
+    CG_EX_NEG     /* -kids[0] */
+} cg_ex_kind;
+
+typedef struct cg_expr {
+    cg_ex_kind kind;
+    char *text;            /* NUM: the literal; CALL: the name; BIN: the operator */
+    int arg;               /* ARG, META: index into op->args */
+    int op_index;          /* CALL: index into schema ops, -1 for a helper */
+    int helper;            /* CALL: index into cg_helpers when op_index < 0 */
+    struct cg_expr **kids;
+    int nkids;
+} cg_expr;
+
+/* A helper of runtime/autograd/em_formulas.h that formulas may call:
+ * params spells its parameters, one letter each: t = a tensor (em_tensor *),
+ * m = an input meta (X_meta), v = a non-tensor argument's C value. */
+typedef struct {
+    const char *name;   /* "sum_backward" -> em_ag_fn_sum_backward */
+    const char *params; /* "tmvv" */
+} cg_helper;
+extern const cg_helper cg_helpers[];
+
+typedef struct {
+    int arg;          /* the Tensor argument it is the gradient of */
+    char *text;       /* as written */
+    cg_expr *expr;
+    int line;
+} cg_formula;
+
+typedef struct {
+    int line;                        /* of the entry in derivatives.yaml */
+    bool output_nondiff;             /* output_differentiability: [false] */
+    cg_formula formulas[CG_MAX_ARGS];
+    int nformulas;
+} cg_deriv;
+
 typedef struct {
     char *name;       /* "add_" */
     char *schema;     /* the func string, trimmed */
@@ -86,10 +133,12 @@ typedef struct {
     char *doc;
     const char *group; /* the "# ---- x ----" banner above it, or NULL */
     int line;          /* 1-based line of the entry in ops.yaml */
+    cg_deriv *deriv;   /* its derivatives.yaml entry, NULL when it has none */
 } cg_op;
 
 typedef struct {
     const char *ops_path;
+    const char *derivs_path; /* NULL when no derivatives.yaml was given */
     cg_op *ops;
     int nops;
 } cg_schema;
@@ -99,10 +148,29 @@ typedef struct {
 /* Parses and validates ops.yaml into s. On any error prints
  * "FILE:LINE: message" to stderr and exits with status 1. */
 void cg_parse_ops(const char *path, cg_schema *s);
-/* Parses derivatives.yaml and checks it against s (names match an op's
- * func exactly, formula keys are Tensor arguments); emits nothing. Exits
- * like cg_parse_ops on error. */
-void cg_check_derivatives(const char *path, const cg_schema *s);
+/* Parses derivatives.yaml into the ops' deriv entries, checking it against
+ * s (names match an op's func exactly, formula keys are Tensor arguments,
+ * formulas parse and name known identifiers and functions). Exits like
+ * cg_parse_ops on error. */
+void cg_parse_derivatives(const char *path, cg_schema *s);
+
+/* ---- derivs.c ---- */
+
+/* Parses formula text (the gradient of Tensor argument key_arg of op) into
+ * a checked tree; on error prints "FILE:LINE: ..." and exits. */
+cg_expr *cg_parse_formula(const char *path, int line, const cg_schema *s, const cg_op *op,
+                          int key_arg, const char *text);
+/* Checks the names of an op that gets generated autograd code (they become
+ * C locals and node fields); exits with "FILE:LINE: ..." on a clash. */
+void cg_check_autograd_names(const char *path, int line, const cg_op *op);
+/* Whether e mentions argument arg (as a value, not as X_meta) / result / meta of arg. */
+bool cg_expr_uses_arg(const cg_expr *e, int arg);
+bool cg_expr_uses_result(const cg_expr *e);
+bool cg_expr_uses_meta(const cg_expr *e, int arg);
+/* The op's index among its Tensor arguments (its next-edge slot), or -1. */
+int cg_tensor_slot(const cg_op *op, int arg);
+/* Whether the op has a formula (a differentiable op: em_lua_differentiable_ops). */
+bool cg_op_has_formulas(const cg_op *op);
 
 /* Whether the C-side of a type is a pointer to a local (Scalar?, dim?, ...). */
 bool cg_type_is_ptr_opt(cg_type t);
@@ -142,6 +210,10 @@ void cg_generated_banner(cg_buf *b, const char *ops_path);
 void cg_emit_ops_h(cg_buf *b, const cg_schema *s);
 void cg_emit_kernels_decl_h(cg_buf *b, const cg_schema *s);
 void cg_emit_ops_c(cg_buf *b, const cg_schema *s);
+void cg_emit_autograd(cg_buf *b, const cg_schema *s);
+/* Whether codegen generates op's Autograd kernel (em_ag_k_NAME): the op has
+ * a Tensor argument and ops.yaml names no Autograd kernel for it. */
+bool cg_op_gets_autograd(const cg_op *op);
 void cg_emit_lua(cg_buf *b, const cg_schema *s);
 void cg_emit_man(cg_buf *b, const cg_schema *s);
 

@@ -8,6 +8,8 @@
  *                      instructions), else boxed_NAME (cold): em_disp_resolve,
  *                      box the args on an em_stack, call the fallback
  *   unboxed_from_boxed_NAME  the reverse: unbox st->args, call the kernel
+ * The table entry of an op with a Tensor argument also names its generated
+ * Autograd kernel em_ag_k_NAME (emit_autograd.c), declared in em_kernels_decl.h.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +150,14 @@ void cg_emit_kernels_decl_h(cg_buf *b, const cg_schema *s) {
             cg_emit_params(b, op, true);
             cg_puts(b, ");\n");
         }
+    }
+    cg_puts(b, "\n/* Autograd kernels generated from derivatives.yaml (em_autograd_gen.c). */\n");
+    for (int i = 0; i < s->nops; i++) {
+        const cg_op *op = &s->ops[i];
+        if (!cg_op_gets_autograd(op)) continue;
+        cg_printf(b, "EM_HIDDEN em_tensor *em_ag_k_%s(", op->name);
+        cg_emit_params(b, op, true);
+        cg_puts(b, ");\n");
     }
     cg_puts(b, "\n#endif\n");
 }
@@ -509,8 +519,10 @@ static void emit_table_entry(cg_buf *b, const cg_op *op) {
     bool any = false;
     cg_buf mask = { 0 };
     for (int k = 0; k < CG_KEY_COUNT; k++) {
-        if (!op->kernel[k]) continue;
-        cg_printf(b, "%s[%s] = (void *)%s", any ? ", " : " ", cg_key_enums[k], op->kernel[k]);
+        bool gen = k == CG_KEY_AUTOGRAD && cg_op_gets_autograd(op);
+        if (!op->kernel[k] && !gen) continue;
+        if (gen) cg_printf(b, "%s[%s] = (void *)em_ag_k_%s", any ? ", " : " ", cg_key_enums[k], op->name);
+        else cg_printf(b, "%s[%s] = (void *)%s", any ? ", " : " ", cg_key_enums[k], op->kernel[k]);
         cg_printf(&mask, "%sEM_KS(%s)", any ? " | " : "", cg_key_enums[k]);
         any = true;
     }

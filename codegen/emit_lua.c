@@ -330,5 +330,11 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
         cg_c_escape(b, s->ops[i].doc);
         cg_puts(b, "\" },\n");
     }
-    cg_puts(b, "    { NULL, NULL, NULL }\n};\n");
+    cg_puts(b, "    { NULL, NULL, NULL }\n};\n\n"
+               "/* Ops with backward formulas in derivatives.yaml (gradcheck needs samples\n"
+               " * for each), NULL-terminated; declared in em_lua.h. */\n"
+               "const char *const em_lua_differentiable_ops[] = {\n");
+    for (int i = 0; i < s->nops; i++)
+        if (cg_op_has_formulas(&s->ops[i])) cg_printf(b, "    \"%s\",\n", s->ops[i].name);
+    cg_puts(b, "    NULL\n};\n");
 }

@@ -63,12 +63,13 @@ int main(int argc, char **argv) {
 
     cg_schema s = { 0 };
     cg_parse_ops(ops, &s);
-    if (derivs) cg_check_derivatives(derivs, &s);
+    if (derivs) cg_parse_derivatives(derivs, &s);
 
     cg_mkdirs(out);
     emit_to(out, "em_ops.h", cg_emit_ops_h, &s);
     emit_to(out, "em_kernels_decl.h", cg_emit_kernels_decl_h, &s);
     emit_to(out, "em_ops.c", cg_emit_ops_c, &s);
+    emit_to(out, "em_autograd_gen.c", cg_emit_autograd, &s);
     emit_to(out, "em_lua_ops.c", cg_emit_lua, &s);
     if (man) {
         cg_mkdirs(man);

@@ -634,20 +634,75 @@ static const cg_arg *find_arg(const cg_op *op, const char *name) {
     return NULL;
 }
 
-void cg_check_derivatives(const char *path, const cg_schema *s) {
+/* output_differentiability: [false] (or [true], the default): one flag per
+ * output, and every op has one output. */
+static bool parse_output_diff(const char *path, yaml_document_t *doc, yaml_node_t *v,
+                              const cg_op *op) {
+    if (v->type != YAML_SEQUENCE_NODE || v->data.sequence.items.top - v->data.sequence.items.start != 1)
+        cg_error_at(path, mark_line(v), "output_differentiability of %s must be a list with one "
+                    "flag per output, [true] or [false] (ops have one output)", op->name);
+    yaml_node_t *f = yaml_document_get_node(doc, *v->data.sequence.items.start);
+    expect_scalar(path, f, "an output_differentiability flag");
+    const char *t = scalar_of(f);
+    if (strcmp(t, "false") == 0 || strcmp(t, "False") == 0) return false;
+    if (strcmp(t, "true") == 0 || strcmp(t, "True") == 0) return true;
+    cg_error_at(path, mark_line(f), "output_differentiability flag '%s' of %s must be true or false",
+                t, op->name);
+}
+
+/* save: [names] documents what the node keeps; it must list exactly the
+ * tensors (arguments and result) that the formulas use. */
+static void check_save_list(const char *path, yaml_document_t *doc, yaml_node_t *v, const cg_op *op) {
+    const cg_deriv *d = op->deriv;
+    bool listed[CG_MAX_ARGS + 1] = { false }; /* [nargs] = result */
+    for (yaml_node_item_t *si = v->data.sequence.items.start; si < v->data.sequence.items.top; si++) {
+        yaml_node_t *sv = yaml_document_get_node(doc, *si);
+        const char *name = scalar_of(sv);
+        bool used = false;
+        if (strcmp(name, "result") == 0) {
+            listed[op->nargs] = true;
+            for (int f = 0; f < d->nformulas; f++) used |= cg_expr_uses_result(d->formulas[f].expr);
+        } else {
+            const cg_arg *a = find_arg(op, name);
+            int ai = (int)(a - op->args);
+            if (!cg_type_is_tensor(a->type))
+                cg_error_at(path, mark_line(sv), "save: '%s' of %s is a %s, not a Tensor (non-tensor "
+                            "arguments the formulas use are kept by value)", name, op->name,
+                            cg_types[a->type].spelling);
+            listed[ai] = true;
+            for (int f = 0; f < d->nformulas; f++) used |= cg_expr_uses_arg(d->formulas[f].expr, ai);
+        }
+        if (!used)
+            cg_error_at(path, mark_line(sv), "save: '%s' is not used by any formula of %s", name,
+                        op->name);
+    }
+    for (int i = 0; i <= op->nargs; i++) {
+        if (listed[i]) continue;
+        bool used = false;
+        for (int f = 0; f < d->nformulas; f++)
+            used |= i == op->nargs ? cg_expr_uses_result(d->formulas[f].expr)
+                                   : cg_type_is_tensor(op->args[i].type) &&
+                                         cg_expr_uses_arg(d->formulas[f].expr, i);
+        if (used)
+            cg_error_at(path, mark_line(v), "save: the formulas of %s use '%s' but save does not "
+                        "list it (leave save out to infer it)", op->name,
+                        i == op->nargs ? "result" : op->args[i].name);
+    }
+}
+
+void cg_parse_derivatives(const char *path, cg_schema *s) {
     yaml_document_t doc;
     yaml_node_item_t *it, *end;
     load_yaml(path, &doc);
     root_items(path, &doc, &it, &end);
-    const cg_op **seen = cg_xmalloc((size_t)(end - it + 1) * sizeof *seen);
-    int nseen = 0;
+    s->derivs_path = path;
     for (; it < end; it++) {
         yaml_node_t *n = yaml_document_get_node(&doc, *it);
         if (n->type != YAML_MAPPING_NODE)
             cg_error_at(path, mark_line(n), "a derivatives entry must be a mapping with 'name' and "
                         "formulas, found %s", node_kind(n));
         /* find name first: formula keys are checked against its op */
-        const cg_op *op = NULL;
+        cg_op *op = NULL;
         for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
              pr++) {
             yaml_node_t *k = yaml_document_get_node(&doc, pr->key);
@@ -672,10 +727,14 @@ void cg_check_derivatives(const char *path, const cg_schema *s) {
             free(name);
         }
         if (!op) cg_error_at(path, mark_line(n), "derivatives entry without 'name'");
-        for (int i = 0; i < nseen; i++)
-            if (seen[i] == op)
-                cg_error_at(path, mark_line(n), "duplicate derivatives entry for '%s'", op->name);
-        seen[nseen++] = op;
+        if (op->deriv)
+            cg_error_at(path, mark_line(n), "duplicate derivatives entry for '%s' (first at line %d)",
+                        op->name, op->deriv->line);
+        cg_deriv *d = cg_xmalloc(sizeof *d);
+        d->line = mark_line(n);
+        op->deriv = d;
+        yaml_node_t *save = NULL;
+        bool have_outdiff = false;
         for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
              pr++) {
             yaml_node_t *k = yaml_document_get_node(&doc, pr->key);
@@ -683,6 +742,7 @@ void cg_check_derivatives(const char *path, const cg_schema *s) {
             const char *key = scalar_of(k);
             if (strcmp(key, "name") == 0) continue;
             if (strcmp(key, "save") == 0) {
+                if (save) cg_error_at(path, mark_line(k), "key 'save' given twice");
                 if (v->type != YAML_SEQUENCE_NODE)
                     cg_error_at(path, mark_line(v), "save must be a list of names, found %s",
                                 node_kind(v));
@@ -694,12 +754,20 @@ void cg_check_derivatives(const char *path, const cg_schema *s) {
                         cg_error_at(path, mark_line(sv), "save: '%s' is not an argument of %s "
                                     "(nor 'result')", scalar_of(sv), op->name);
                 }
+                save = v;
+                continue;
+            }
+            if (strcmp(key, "output_differentiability") == 0) {
+                if (have_outdiff) cg_error_at(path, mark_line(k), "key '%s' given twice", key);
+                have_outdiff = true;
+                d->output_nondiff = !parse_output_diff(path, &doc, v, op);
                 continue;
             }
             const cg_arg *a = find_arg(op, key);
             if (!a)
                 cg_error_at(path, mark_line(k), "'%s' is not an argument of %s (formula keys are "
-                            "argument names; other keys: name, save)", key, op->schema);
+                            "argument names; other keys: name, save, output_differentiability)",
+                            key, op->schema);
             if (!cg_type_is_tensor(a->type))
                 cg_error_at(path, mark_line(k), "'%s' of %s is a %s, not a Tensor: only Tensor "
                             "arguments are differentiable", key, op->name,
@@ -707,8 +775,43 @@ void cg_check_derivatives(const char *path, const cg_schema *s) {
             expect_scalar(path, v, "a formula");
             if (!*scalar_of(v))
                 cg_error_at(path, mark_line(v), "empty formula for '%s' of %s", key, op->name);
+            for (int f = 0; f < d->nformulas; f++)
+                if (d->formulas[f].arg == (int)(a - op->args))
+                    cg_error_at(path, mark_line(k), "formula for '%s' of %s given twice", key,
+                                op->name);
+            cg_formula *f = &d->formulas[d->nformulas++];
+            f->arg = (int)(a - op->args);
+            f->text = trim_dup(scalar_of(v), strlen(scalar_of(v)));
+            f->line = mark_line(v);
+        }
+        if (d->output_nondiff && d->nformulas)
+            cg_error_at(path, d->line, "%s has output_differentiability: [false] and formulas; "
+                        "a non-differentiable output takes no formulas", op->name);
+        if (op->kernel[CG_KEY_AUTOGRAD] && (d->nformulas || d->output_nondiff))
+            cg_error_at(path, d->line, "%s has an Autograd kernel in %s (%s) and an entry with "
+                        "formulas here; keep one", op->name, s->ops_path,
+                        op->kernel[CG_KEY_AUTOGRAD]);
+        if (d->nformulas || (cg_op_gets_autograd(op) && op->ret_alias_write))
+            cg_check_autograd_names(path, d->line, op);
+        /* formulas are parsed after every key was read, in schema order */
+        for (int f = 0; f < d->nformulas; f++)
+            d->formulas[f].expr = cg_parse_formula(path, d->formulas[f].line, s, op,
+                                                   d->formulas[f].arg, d->formulas[f].text);
+        if (save) check_save_list(path, &doc, save, op);
+        /* an in-place op whose formulas read self needs clone() to keep its old value */
+        for (int i = 0; i < op->nargs && op->ret_alias_write; i++) {
+            if (!op->args[i].alias_write) continue;
+            bool used = false;
+            for (int f = 0; f < d->nformulas; f++) used |= cg_expr_uses_arg(d->formulas[f].expr, i);
+            bool have_clone = false;
+            for (int k = 0; k < s->nops; k++)
+                have_clone |= strcmp(s->ops[k].name, "clone") == 0 && s->ops[k].nargs == 1 &&
+                              s->ops[k].args[0].type == CG_TENSOR;
+            if (used && !have_clone)
+                cg_error_at(path, d->line, "the formulas of in-place %s read '%s' (its value before "
+                            "the op), which needs op clone(Tensor self) in %s", op->name,
+                            op->args[i].name, s->ops_path);
         }
     }
-    free(seen);
     yaml_document_delete(&doc);
 }

@@ -111,7 +111,8 @@ static bool exists(const run_result *r, const char *rel) {
 }
 
 static const char *const outputs[] = {
-    "gen/em_ops.h", "gen/em_kernels_decl.h", "gen/em_ops.c", "gen/em_lua_ops.c", "man/ember-ops.7"
+    "gen/em_ops.h", "gen/em_kernels_decl.h", "gen/em_ops.c", "gen/em_autograd_gen.c", "gen/em_lua_ops.c",
+    "man/ember-ops.7"
 };
 
 /* ---- good schemas ---- */
@@ -168,23 +169,95 @@ START_TEST(test_codegen_good_min_writes_all_files) {
 }
 END_TEST
 
-/* The generated C for every argument type compiles warning-free at -O2
+/* Compiles the generated C files of r at -O2 with every warning an error
  * (maybe-uninitialized only shows with optimisation). */
+static void assert_compiles(run_result *r) {
+    const char *cc = getenv("EM_CODEGEN_CC");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "for f in %s/gen/em_ops.c %s/gen/em_autograd_gen.c %s/gen/em_lua_ops.c; do %s "
+             "-std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -fPIC -fvisibility=hidden -I runtime "
+             "-I %s/gen $(pkg-config --cflags lua5.4) -c -o /dev/null $f || exit 1; done 2>%s/cc.txt",
+             r->dir, r->dir, r->dir, cc && *cc ? cc : "cc", r->dir, r->dir);
+    int st = system(cmd);
+    char *log = slurp(r, "cc.txt");
+    ck_assert_msg(st == 0, "generated C does not compile: %s", log ? log : "");
+    free(log);
+}
+
+/* The generated C for every argument type compiles warning-free. */
 START_TEST(test_codegen_good_min_compiles) {
     run_result r;
     run_codegen(&r, "good_min.yaml", NULL);
     ck_assert_msg(r.status == 0, "codegen failed: %s", r.err);
-    const char *cc = getenv("EM_CODEGEN_CC");
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd,
-             "for f in %s/gen/em_ops.c %s/gen/em_lua_ops.c; do %s -std=c11 -D_GNU_SOURCE -O2 "
-             "-Wall -Wextra -Werror -fPIC -fvisibility=hidden -I runtime -I %s/gen "
-             "$(pkg-config --cflags lua5.4) -c -o /dev/null $f || exit 1; done 2>%s/cc.txt",
-             r.dir, r.dir, cc && *cc ? cc : "cc", r.dir, r.dir);
-    int st = system(cmd);
-    char *log = slurp(&r, "cc.txt");
-    ck_assert_msg(st == 0, "generated C does not compile: %s", log ? log : "");
-    free(log);
+    assert_compiles(&r);
+    cleanup(&r);
+}
+END_TEST
+
+/* Autograd kernels and nodes for every argument type, kind of kernel and
+ * formula form (ag_ops.yaml, ag_derivs.yaml) compile, and each op gets the
+ * kind of kernel its entry asks for. */
+START_TEST(test_codegen_autograd_fixture) {
+    run_result r;
+    run_codegen(&r, "ag_ops.yaml", "ag_derivs.yaml");
+    ck_assert_msg(r.status == 0, "codegen failed: %s", r.err);
+    ck_assert_str_eq(r.err, "");
+    assert_compiles(&r);
+    char *a = slurp(&r, "gen/em_autograd_gen.c");
+    ck_assert_ptr_nonnull(a);
+    ck_assert_msg(strncmp(a, "/* @generated from ", 19) == 0, "em_autograd_gen.c: banner");
+    /* formulas: a node type, apply, and a kernel recording it */
+    ck_assert_ptr_nonnull(strstr(a, "} ScaleBackward;"));
+    ck_assert_ptr_nonnull(strstr(a, "{ \"ScaleBackward\", apply_scale, release_scale, release_scale }"));
+    ck_assert_ptr_nonnull(strstr(a, "/* self: scale(grad, weight, alpha, beta) * -2.5e-1 + zeros_like(result) */"));
+    ck_assert_ptr_nonnull(strstr(a, "em_ag_fn_zeros_like(result)"));
+    ck_assert_ptr_nonnull(strstr(a, "em_scale(grad, NULL, em_scalar_int(2), NULL)")); /* defaults */
+    ck_assert_ptr_nonnull(strstr(a, "(n->has_beta ? &n->beta : NULL)"));
+    ck_assert_ptr_nonnull(strstr(a, "em_set_history(result, node, 0)"));
+    /* in-place: leaf check, self cloned before the op, history rebased */
+    ck_assert_ptr_nonnull(strstr(a, "} ScaleBackward_;"));
+    ck_assert_ptr_nonnull(strstr(a, "\"scale_: a leaf tensor that requires grad is being used in an "
+                                    "in-place operation (do it under ember.no_grad())\""));
+    ck_assert_ptr_nonnull(strstr(a, "em_tensor *orig = em_clone(self);"));
+    ck_assert_ptr_nonnull(strstr(a, "em_rebase_history(self, node)"));
+    /* every non-tensor type is saved and read back */
+    ck_assert_ptr_nonnull(strstr(a, "em_pick(grad, n->dim, (n->has_d2 ? &n->d2 : NULL), "
+                                    "((em_intlist){ n->dims, n->dims_n }), ((em_intlist){ n->maybe, "
+                                    "n->maybe_n }), n->idx, (n->has_i2 ? &n->i2 : NULL), "
+                                    "(n->has_e ? &n->e : NULL), n->to)"));
+    /* an entry without formulas on an in-place op: a node without edges */
+    ck_assert_ptr_nonnull(strstr(a, "{ \"FillBackward\", apply_fill_, NULL, NULL }"));
+    /* output_differentiability: [false]: redispatch only */
+    char *cmp = strstr(a, "em_ag_k_cmp(");
+    ck_assert_ptr_nonnull(cmp);
+    ck_assert_ptr_nonnull(strstr(cmp, "return em_redispatch_cmp(ks & em_keys_below(EM_KEY_AUTOGRAD), self, other);"));
+    ck_assert_ptr_null(strstr(a, "CmpBackward"));
+    /* no entry: refuses inputs that require grad */
+    ck_assert_ptr_nonnull(strstr(a, "\"nodiff: op nodiff is not differentiable (it has no entry in "));
+    ck_assert_ptr_nonnull(strstr(a, "em_requires_grad(self) || em_requires_grad(other)"));
+    /* hand-written Autograd kernels and tensor-less ops get none */
+    ck_assert_ptr_null(strstr(a, "em_ag_k_own("));
+    ck_assert_ptr_null(strstr(a, "em_ag_k_make("));
+    free(a);
+    char *c = slurp(&r, "gen/em_ops.c");
+    ck_assert_ptr_nonnull(strstr(c, "[EM_KEY_CPU] = (void *)test_scale, [EM_KEY_AUTOGRAD] = (void *)em_ag_k_scale }"));
+    ck_assert_ptr_nonnull(strstr(c, ".has_kernel = EM_KS(EM_KEY_CPU) | EM_KS(EM_KEY_AUTOGRAD),"));
+    ck_assert_ptr_nonnull(strstr(c, "[EM_KEY_AUTOGRAD] = (void *)test_ag_own }"));
+    free(c);
+    char *k = slurp(&r, "gen/em_kernels_decl.h");
+    ck_assert_ptr_nonnull(strstr(k, "EM_HIDDEN em_tensor *em_ag_k_scale_(em_keyset ks, em_tensor *self, double f, "
+                                    "bool flag, int64_t count);"));
+    free(k);
+    char *l = slurp(&r, "gen/em_lua_ops.c");
+    char *list = strstr(l, "const char *const em_lua_differentiable_ops[] = {");
+    ck_assert_ptr_nonnull(list);
+    ck_assert_ptr_nonnull(strstr(list, "\"scale_\","));
+    ck_assert_ptr_nonnull(strstr(list, "\"mul\","));
+    ck_assert_ptr_null(strstr(list, "\"cmp\""));
+    ck_assert_ptr_null(strstr(list, "\"fill_\""));
+    ck_assert_ptr_null(strstr(list, "\"nodiff\""));
+    free(l);
     cleanup(&r);
 }
 END_TEST
@@ -202,6 +275,21 @@ START_TEST(test_codegen_real_schema) {
     ck_assert_ptr_nonnull(m);
     ck_assert_ptr_nonnull(strstr(m, "x:permute(dims)"));
     free(m);
+    char *a = slurp(&r, "gen/em_autograd_gen.c");
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(strstr(a, "} MulBackward;"));
+    ck_assert_ptr_nonnull(strstr(a, "em_tensor *em_ag_k_mul(em_keyset ks, em_tensor *self, em_tensor *other)"));
+    ck_assert_ptr_nonnull(strstr(a, "/* other: grad * self */"));
+    free(a);
+    char *c = slurp(&r, "gen/em_ops.c");
+    ck_assert_ptr_nonnull(strstr(c, "[EM_KEY_AUTOGRAD] = (void *)em_ag_k_mul }"));
+    free(c);
+    char *l = slurp(&r, "gen/em_lua_ops.c");
+    char *list = strstr(l, "em_lua_differentiable_ops[] = {");
+    ck_assert_ptr_nonnull(list);
+    ck_assert_ptr_nonnull(strstr(list, "\"matmul\","));
+    ck_assert_ptr_null(strstr(list, "\"eq\""));
+    free(l);
     cleanup(&r);
 }
 END_TEST
@@ -238,6 +326,18 @@ static const bad_case bad_cases[] = {
     { "deriv_ops.yaml", "deriv_bad_name.yaml", "deriv_bad_name.yaml:2:", "does not match ops.yaml exactly" },
     { "deriv_ops.yaml", "deriv_bad_arg.yaml", "deriv_bad_arg.yaml:4:", "'othr' is not an argument of mul" },
     { "deriv_ops.yaml", "deriv_not_tensor.yaml", "deriv_not_tensor.yaml:4:", "not a Tensor" },
+    { "deriv_ops.yaml", "deriv_unknown_ident.yaml", "deriv_unknown_ident.yaml:4:",
+      "formula for 'other' of mul: unknown identifier 'othr' (known: grad, result, self, other" },
+    { "deriv_ops.yaml", "deriv_bad_syntax.yaml", "deriv_bad_syntax.yaml:3:",
+      "formula for 'self' of mul: expected a number, a name or '(' at 'the end'" },
+    { "deriv_ops.yaml", "deriv_unknown_fn.yaml", "deriv_unknown_fn.yaml:4:",
+      "unknown function 'frobnicate' (not an op of" },
+    { "deriv_ops.yaml", "deriv_bad_call.yaml", "deriv_bad_call.yaml:3:",
+      "argument 2 of pow ('exponent', a Scalar) cannot take a tensor expression" },
+    { "deriv_ops.yaml", "deriv_bad_save.yaml", "deriv_bad_save.yaml:5:",
+      "save: the formulas of mul use 'other' but save does not list it" },
+    { "deriv_ops.yaml", "deriv_no_op.yaml", "deriv_no_op.yaml:3:",
+      "the formula needs op 'sub' (for its arithmetic)" },
 };
 
 START_TEST(test_codegen_errors) {
@@ -262,6 +362,7 @@ Suite *make_codegen_suite(void) {
     tcase_add_test(core, test_codegen_good_min_compiles);
     tcase_add_test(core, test_codegen_real_schema);
     tcase_add_test(core, test_codegen_derivatives_good);
+    tcase_add_test(core, test_codegen_autograd_fixture);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("errors");
     tcase_add_loop_test(errors, test_codegen_errors, 0, (int)(sizeof bad_cases / sizeof bad_cases[0]));

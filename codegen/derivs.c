@@ -1,0 +1,451 @@
+/* derivs.c -- the formula language of schema/derivatives.yaml: a small
+ * recursive-descent parser that turns a formula into a checked cg_expr tree.
+ *
+ *   expr    := term (('+' | '-') term)*
+ *   term    := unary (('*' | '/') unary)*
+ *   unary   := '-' unary | primary
+ *   primary := NUMBER | IDENT | IDENT '(' [expr (',' expr)*] ')' | '(' expr ')'
+ *
+ * Identifiers: grad, result, an argument of the op, X_meta for a Tensor
+ * argument X. Calls: an op of ops.yaml (em_NAME, missing trailing arguments
+ * take their defaults) or a helper of runtime/autograd/em_formulas.h
+ * (em_ag_fn_NAME, listed in cg_helpers below). Every error is reported as
+ * "FILE:LINE: formula for 'X' of OP: ..." and exits.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen.h"
+
+/* The helpers formulas may call by name; keep in step with em_formulas.h
+ * (the C compiler checks the generated calls against it). */
+const cg_helper cg_helpers[] = {
+    { "sum_backward", "tmvv" },
+    { "mean_backward", "tmvv" },
+    { "reshape_as", "tm" },
+    { "permute_backward", "tv" },
+    { "narrow_backward", "tmvvv" },
+    { "select_backward", "tmvv" },
+    { "slice_backward", "tmvvvv" },
+    { "squeeze_backward", "tm" },
+    { "sign", "t" },
+    { "floor_divide", "tt" },
+    { "relu_backward", "tt" },
+    { "pow_exponent_backward", "ttt" },
+    { "matmul_backward_self", "ttt" },
+    { "matmul_backward_other", "ttt" },
+    { "zeros_like", "t" },
+    { NULL, NULL }
+};
+
+/* ---- small queries ---- */
+
+int cg_tensor_slot(const cg_op *op, int arg) {
+    if (arg < 0 || arg >= op->nargs || !cg_type_is_tensor(op->args[arg].type)) return -1;
+    int slot = 0;
+    for (int i = 0; i < arg; i++)
+        if (cg_type_is_tensor(op->args[i].type)) slot++;
+    return slot;
+}
+
+bool cg_op_has_formulas(const cg_op *op) { return op->deriv && op->deriv->nformulas > 0; }
+
+bool cg_expr_uses_arg(const cg_expr *e, int arg) {
+    if (e->kind == CG_EX_ARG && e->arg == arg) return true;
+    for (int i = 0; i < e->nkids; i++)
+        if (cg_expr_uses_arg(e->kids[i], arg)) return true;
+    return false;
+}
+
+bool cg_expr_uses_result(const cg_expr *e) {
+    if (e->kind == CG_EX_RESULT) return true;
+    for (int i = 0; i < e->nkids; i++)
+        if (cg_expr_uses_result(e->kids[i])) return true;
+    return false;
+}
+
+bool cg_expr_uses_meta(const cg_expr *e, int arg) {
+    if (e->kind == CG_EX_META && e->arg == arg) return true;
+    for (int i = 0; i < e->nkids; i++)
+        if (cg_expr_uses_meta(e->kids[i], arg)) return true;
+    return false;
+}
+
+/* ---- names the generated code takes for itself ---- */
+
+/* Locals of the generated apply functions and kernels, and node fields. */
+static const char *const ag_reserved[] = {
+    "grad", "result", "node", "n", "out", "grads", "mark", "below", "any", "base", "orig",
+    "prev", NULL
+};
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+void cg_check_autograd_names(const char *path, int line, const cg_op *op) {
+    for (int i = 0; i < op->nargs; i++) {
+        const char *name = op->args[i].name;
+        bool bad = strncmp(name, "has_", 4) == 0 || ends_with(name, "_") || ends_with(name, "_meta") ||
+                   ends_with(name, "_n");
+        if (name[0] == 'v' && name[1]) {
+            bad = true; /* v1, v2, ... are temporaries */
+            for (const char *p = name + 1; *p; p++)
+                if (!isdigit((unsigned char)*p)) bad = false;
+        }
+        for (int r = 0; ag_reserved[r]; r++)
+            if (strcmp(ag_reserved[r], name) == 0) bad = true;
+        if (bad)
+            cg_error_at(path, line, "argument '%s' of %s clashes with a name of the generated "
+                        "autograd code (reserved: grad, result, node, n, out, grads, mark, below, "
+                        "any, base, orig, prev, v<N>, has_*, *_, *_meta, *_n); rename it in %s",
+                        name, op->name, "ops.yaml");
+    }
+}
+
+/* ---- the parser ---- */
+
+typedef struct {
+    const char *path;
+    int line;
+    const cg_schema *s;
+    const cg_op *op;
+    const char *key;   /* the argument the formula is for */
+    const char *src;   /* the whole formula */
+    const char *p;
+} fparser;
+
+__attribute__((noreturn, format(printf, 2, 3))) static void ferror_at(fparser *x, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cg_error_at(x->path, x->line, "formula for '%s' of %s: %s (in '%s')", x->key, x->op->name, msg,
+                x->src);
+}
+
+static void skip(fparser *x) {
+    while (isspace((unsigned char)*x->p)) x->p++;
+}
+
+static const char *here(fparser *x) { return *x->p ? x->p : "the end"; }
+
+static cg_expr *new_expr(cg_ex_kind kind) {
+    cg_expr *e = cg_xmalloc(sizeof *e);
+    e->kind = kind;
+    e->arg = -1;
+    e->op_index = -1;
+    e->helper = -1;
+    return e;
+}
+
+static void add_kid(cg_expr *e, cg_expr *k) {
+    cg_expr **kids = realloc(e->kids, (size_t)(e->nkids + 1) * sizeof *kids);
+    if (!kids) cg_die("out of memory");
+    e->kids = kids;
+    e->kids[e->nkids++] = k;
+}
+
+static int find_arg_index(const cg_op *op, const char *name) {
+    for (int i = 0; i < op->nargs; i++)
+        if (strcmp(op->args[i].name, name) == 0) return i;
+    return -1;
+}
+
+static cg_expr *parse_expr(fparser *x);
+
+/* The known identifiers, for "unknown identifier" messages. */
+static void known_idents(const cg_op *op, char *buf, size_t n) {
+    snprintf(buf, n, "grad, result");
+    for (int i = 0; i < op->nargs; i++) {
+        size_t len = strlen(buf);
+        snprintf(buf + len, n - len, ", %s", op->args[i].name);
+    }
+    for (int i = 0; i < op->nargs; i++) {
+        if (!cg_type_is_tensor(op->args[i].type)) continue;
+        size_t len = strlen(buf);
+        snprintf(buf + len, n - len, ", %s_meta", op->args[i].name);
+    }
+}
+
+static cg_expr *parse_ident(fparser *x) {
+    const char *start = x->p;
+    while (isalnum((unsigned char)*x->p) || *x->p == '_') x->p++;
+    char *name = cg_xstrndup(start, (size_t)(x->p - start));
+    skip(x);
+    if (*x->p == '(') { /* a call */
+        x->p++;
+        cg_expr *e = new_expr(CG_EX_CALL);
+        e->text = name;
+        for (int i = 0; i < x->s->nops; i++)
+            if (strcmp(x->s->ops[i].name, name) == 0) e->op_index = i;
+        if (e->op_index < 0)
+            for (int h = 0; cg_helpers[h].name; h++)
+                if (strcmp(cg_helpers[h].name, name) == 0) e->helper = h;
+        if (e->op_index < 0 && e->helper < 0) {
+            char known[2048] = "";
+            for (int h = 0; cg_helpers[h].name; h++) {
+                size_t len = strlen(known);
+                snprintf(known + len, sizeof known - len, "%s%s", h ? ", " : "", cg_helpers[h].name);
+            }
+            ferror_at(x, "unknown function '%s' (not an op of %s nor a helper of "
+                      "runtime/autograd/em_formulas.h: %s)", name, x->s->ops_path, known);
+        }
+        skip(x);
+        if (*x->p == ')') {
+            x->p++;
+        } else {
+            for (;;) {
+                add_kid(e, parse_expr(x));
+                skip(x);
+                if (*x->p == ',') { x->p++; continue; }
+                if (*x->p == ')') { x->p++; break; }
+                ferror_at(x, "expected ',' or ')' in the arguments of %s at '%s'", name, here(x));
+            }
+        }
+        return e;
+    }
+    if (strcmp(name, "grad") == 0) { free(name); return new_expr(CG_EX_GRAD); }
+    if (strcmp(name, "result") == 0) { free(name); return new_expr(CG_EX_RESULT); }
+    int a = find_arg_index(x->op, name);
+    if (a >= 0) {
+        cg_expr *e = new_expr(CG_EX_ARG);
+        e->arg = a;
+        e->text = name;
+        return e;
+    }
+    if (ends_with(name, "_meta")) {
+        char *base = cg_xstrndup(name, strlen(name) - 5);
+        a = find_arg_index(x->op, base);
+        free(base);
+        if (a >= 0 && cg_type_is_tensor(x->op->args[a].type)) {
+            cg_expr *e = new_expr(CG_EX_META);
+            e->arg = a;
+            e->text = name;
+            return e;
+        }
+    }
+    char known[2048];
+    known_idents(x->op, known, sizeof known);
+    ferror_at(x, "unknown identifier '%s' (known: %s)", name, known);
+}
+
+static cg_expr *parse_primary(fparser *x) {
+    skip(x);
+    char c = *x->p;
+    if (isdigit((unsigned char)c) || (c == '.' && isdigit((unsigned char)x->p[1]))) {
+        char *end;
+        strtod(x->p, &end);
+        if (isalpha((unsigned char)*end) || *end == '_')
+            ferror_at(x, "bad number at '%s'", x->p);
+        cg_expr *e = new_expr(CG_EX_NUM);
+        e->text = cg_xstrndup(x->p, (size_t)(end - x->p));
+        x->p = end;
+        return e;
+    }
+    if (isalpha((unsigned char)c) || c == '_') return parse_ident(x);
+    if (c == '(') {
+        x->p++;
+        cg_expr *e = parse_expr(x);
+        skip(x);
+        if (*x->p != ')') ferror_at(x, "expected ')' at '%s'", here(x));
+        x->p++;
+        return e;
+    }
+    ferror_at(x, "expected a number, a name or '(' at '%s'", here(x));
+}
+
+static cg_expr *parse_unary(fparser *x) {
+    skip(x);
+    if (*x->p == '-') {
+        x->p++;
+        cg_expr *k = parse_unary(x);
+        if (k->kind == CG_EX_NUM) { /* fold -NUMBER into the literal */
+            size_t n = strlen(k->text);
+            char *t = cg_xmalloc(n + 2);
+            if (k->text[0] == '-') memcpy(t, k->text + 1, n);
+            else { t[0] = '-'; memcpy(t + 1, k->text, n + 1); }
+            free(k->text);
+            k->text = t;
+            return k;
+        }
+        cg_expr *e = new_expr(CG_EX_NEG);
+        add_kid(e, k);
+        return e;
+    }
+    return parse_primary(x);
+}
+
+static cg_expr *binary(const char *opch, cg_expr *l, cg_expr *r) {
+    cg_expr *e = new_expr(CG_EX_BIN);
+    e->text = cg_xstrdup(opch);
+    add_kid(e, l);
+    add_kid(e, r);
+    return e;
+}
+
+static cg_expr *parse_term(fparser *x) {
+    cg_expr *e = parse_unary(x);
+    for (;;) {
+        skip(x);
+        if (*x->p != '*' && *x->p != '/') return e;
+        char opch[2] = { *x->p++, 0 };
+        e = binary(opch, e, parse_unary(x));
+    }
+}
+
+static cg_expr *parse_expr(fparser *x) {
+    cg_expr *e = parse_term(x);
+    for (;;) {
+        skip(x);
+        if (*x->p != '+' && *x->p != '-') return e;
+        char opch[2] = { *x->p++, 0 };
+        e = binary(opch, e, parse_term(x));
+    }
+}
+
+/* ---- checking ---- */
+
+/* What a subexpression stands for in C. */
+typedef enum { V_TENSOR, V_NUMBER, V_WRAPPABLE, V_VALUE, V_META } vkind;
+
+static vkind kind_of(const cg_op *op, const cg_expr *e) {
+    switch (e->kind) {
+    case CG_EX_NUM: return V_NUMBER;
+    case CG_EX_META: return V_META;
+    case CG_EX_ARG: {
+        cg_type t = op->args[e->arg].type;
+        if (cg_type_is_tensor(t)) return V_TENSOR;
+        if (t == CG_SCALAR || t == CG_INT || t == CG_FLOAT) return V_WRAPPABLE;
+        return V_VALUE;
+    }
+    default: return V_TENSOR;
+    }
+}
+
+static const char *const arith_ops[4][2] = {
+    { "+", "add" }, { "-", "sub" }, { "*", "mul" }, { "/", "div" }
+};
+
+/* The op implementing an operator must exist with (Tensor, Tensor[, *, Scalar alpha]). */
+static void need_arith_op(fparser *x, const char *opname, bool with_alpha) {
+    for (int i = 0; i < x->s->nops; i++) {
+        const cg_op *o = &x->s->ops[i];
+        if (strcmp(o->name, opname) != 0) continue;
+        bool ok = o->nargs == (with_alpha ? 3 : 2) && o->args[0].type == CG_TENSOR &&
+                  (with_alpha || o->nargs < 2 || o->args[1].type == CG_TENSOR) &&
+                  (!with_alpha || (o->args[1].type == CG_TENSOR && o->args[2].type == CG_SCALAR));
+        if (strcmp(opname, "neg") == 0) ok = o->nargs == 1 && o->args[0].type == CG_TENSOR;
+        if (!ok)
+            ferror_at(x, "the formula needs op %s with signature %s, but %s has '%s'", opname,
+                      strcmp(opname, "neg") == 0 ? "(Tensor self)"
+                      : with_alpha               ? "(Tensor self, Tensor other, *, Scalar alpha)"
+                                                 : "(Tensor self, Tensor other)",
+                      x->s->ops_path, o->schema);
+        return;
+    }
+    ferror_at(x, "the formula needs op '%s' (for its arithmetic), which %s does not define", opname,
+              x->s->ops_path);
+}
+
+static void check_operand(fparser *x, const cg_expr *e, const char *what) {
+    vkind k = kind_of(x->op, e);
+    if (k == V_META)
+        ferror_at(x, "%s: '%s' is an input meta (pass it to a helper), not a value", what, e->text);
+    if (k == V_VALUE)
+        ferror_at(x, "%s: '%s' is a %s and cannot be used in arithmetic", what, e->text,
+                  cg_types[x->op->args[e->arg].type].spelling);
+}
+
+static void check_expr(fparser *x, const cg_expr *e);
+
+static void check_call(fparser *x, const cg_expr *e) {
+    for (int i = 0; i < e->nkids; i++) check_expr(x, e->kids[i]);
+    if (e->op_index >= 0) {
+        const cg_op *o = &x->s->ops[e->op_index];
+        if (e->nkids > o->nargs)
+            ferror_at(x, "%s takes %d argument%s, %d given", o->name, o->nargs, o->nargs == 1 ? "" : "s",
+                      e->nkids);
+        for (int i = e->nkids; i < o->nargs; i++)
+            if (o->args[i].def.kind == CG_DEF_NONE_GIVEN)
+                ferror_at(x, "%s: missing argument '%s' (it has no default)", o->name, o->args[i].name);
+            else if (o->args[i].type == CG_ENDINDEX_OPT && o->args[i].def.kind != CG_DEF_NULL)
+                ferror_at(x, "%s: give argument '%s' explicitly (its default %s has no C spelling)",
+                          o->name, o->args[i].name, o->args[i].def.text);
+        for (int i = 0; i < e->nkids; i++) {
+            const cg_expr *k = e->kids[i];
+            vkind vk = kind_of(x->op, k);
+            cg_type pt = o->args[i].type;
+            bool ok;
+            if (cg_type_is_tensor(pt)) ok = vk == V_TENSOR || vk == V_NUMBER || vk == V_WRAPPABLE;
+            else if (vk == V_NUMBER) ok = pt == CG_SCALAR || pt == CG_INT || pt == CG_FLOAT;
+            else ok = vk == V_VALUE || vk == V_WRAPPABLE;
+            if (!ok)
+                ferror_at(x, "argument %d of %s ('%s', a %s) cannot take %s", i + 1, o->name,
+                          o->args[i].name, cg_types[pt].spelling,
+                          vk == V_TENSOR   ? "a tensor expression"
+                          : vk == V_META   ? "an input meta"
+                          : vk == V_NUMBER ? "a number (numbers are allowed for Tensor, Scalar, int "
+                                             "and float arguments)"
+                                           : "that argument");
+        }
+        return;
+    }
+    const cg_helper *h = &cg_helpers[e->helper];
+    int np = (int)strlen(h->params);
+    if (e->nkids != np)
+        ferror_at(x, "helper %s takes %d argument%s, %d given", h->name, np, np == 1 ? "" : "s",
+                  e->nkids);
+    for (int i = 0; i < np; i++) {
+        vkind vk = kind_of(x->op, e->kids[i]);
+        bool ok = h->params[i] == 't'   ? vk == V_TENSOR || vk == V_NUMBER || vk == V_WRAPPABLE
+                  : h->params[i] == 'm' ? vk == V_META
+                                        : vk == V_VALUE || vk == V_WRAPPABLE || vk == V_NUMBER;
+        if (!ok)
+            ferror_at(x, "argument %d of %s must be %s", i + 1, h->name,
+                      h->params[i] == 't'   ? "a tensor"
+                      : h->params[i] == 'm' ? "an input meta X_meta"
+                                            : "a non-tensor argument of the op");
+    }
+}
+
+static void check_expr(fparser *x, const cg_expr *e) {
+    switch (e->kind) {
+    case CG_EX_BIN:
+        check_expr(x, e->kids[0]);
+        check_expr(x, e->kids[1]);
+        check_operand(x, e->kids[0], e->text);
+        check_operand(x, e->kids[1], e->text);
+        for (int i = 0; i < 4; i++)
+            if (strcmp(arith_ops[i][0], e->text) == 0)
+                need_arith_op(x, arith_ops[i][1], i < 2);
+        break;
+    case CG_EX_NEG:
+        check_expr(x, e->kids[0]);
+        check_operand(x, e->kids[0], "unary -");
+        need_arith_op(x, "neg", false);
+        break;
+    case CG_EX_CALL:
+        check_call(x, e);
+        break;
+    default:
+        break;
+    }
+}
+
+cg_expr *cg_parse_formula(const char *path, int line, const cg_schema *s, const cg_op *op,
+                          int key_arg, const char *text) {
+    fparser x = { path, line, s, op, op->args[key_arg].name, text, text };
+    cg_expr *e = parse_expr(&x);
+    skip(&x);
+    if (*x.p) ferror_at(&x, "unexpected '%s' after the expression", x.p);
+    check_expr(&x, e);
+    vkind k = kind_of(op, e);
+    if (k == V_META || k == V_VALUE)
+        ferror_at(&x, "a formula must compute a tensor, not '%s'", e->text);
+    return e;
+}

@@ -1,0 +1,611 @@
+/* emit_autograd.c -- writes em_autograd_gen.c: for every op with a Tensor
+ * argument (and no hand-written Autograd kernel in ops.yaml) the kernel
+ * registered at key Autograd, em_ag_k_NAME, and the Node type of its backward.
+ *
+ * Three kinds of kernel (see the format header of schema/derivatives.yaml):
+ *   formulas / in-place   record a NAMEBackward node whose apply evaluates the
+ *                         formulas, redispatch below Autograd, attach history
+ *   output not differentiable (output_differentiability: [false], or an entry
+ *                         without formulas)  redispatch below; the result has
+ *                         no history
+ *   no entry              fail when a Tensor argument requires grad, else
+ *                         redispatch below
+ * An in-place op always records a node when self requires grad (its old
+ * history must end even when nothing flows back, as for fill_ and zero_).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen.h"
+
+/* ---- helpers ---- */
+
+bool cg_op_gets_autograd(const cg_op *op) {
+    if (op->kernel[CG_KEY_AUTOGRAD]) return false;
+    for (int i = 0; i < op->nargs; i++)
+        if (cg_type_is_tensor(op->args[i].type)) return true;
+    return false;
+}
+
+/* The argument an in-place op writes (Tensor(a!) returned), or -1. */
+static int written_arg(const cg_op *op) {
+    if (!op->ret_alias_write) return -1;
+    for (int i = 0; i < op->nargs; i++)
+        if (op->args[i].alias_write && strcmp(op->args[i].alias, op->ret_alias) == 0) return i;
+    return -1;
+}
+
+static int tensor_count(const cg_op *op) {
+    int n = 0;
+    for (int i = 0; i < op->nargs; i++)
+        if (cg_type_is_tensor(op->args[i].type)) n++;
+    return n;
+}
+
+static const cg_formula *formula_for(const cg_op *op, int arg) {
+    if (!op->deriv) return NULL;
+    for (int f = 0; f < op->deriv->nformulas; f++)
+        if (op->deriv->formulas[f].arg == arg) return &op->deriv->formulas[f];
+    return NULL;
+}
+
+/* "add_" -> "AddBackward" (the node's name) and "AddBackward_" (its C type). */
+static void node_names(const cg_op *op, char *display, char *ctype, size_t n) {
+    size_t k = 0;
+    bool up = true;
+    for (const char *p = op->name; *p && k + 10 < n; p++) {
+        if (*p == '_') { up = true; continue; }
+        display[k++] = up && *p >= 'a' && *p <= 'z' ? (char)(*p - 'a' + 'A') : *p;
+        up = false;
+    }
+    display[k] = '\0';
+    strcat(display, "Backward");
+    snprintf(ctype, n, "%s%s", display, op->name[strlen(op->name) - 1] == '_' ? "_" : "");
+}
+
+/* The condition "some input whose formula uses X needs a gradient":
+ * node->next[i].fn || ... over those inputs (uses: arg index, or -1 for
+ * result). Empty when no formula uses it. */
+static void use_condition(cg_buf *b, const cg_op *op, int uses, const char *node) {
+    bool first = true;
+    for (int f = 0; f < op->deriv->nformulas; f++) {
+        const cg_formula *fm = &op->deriv->formulas[f];
+        bool used = uses < 0 ? cg_expr_uses_result(fm->expr) : cg_expr_uses_arg(fm->expr, uses);
+        if (!used) continue;
+        cg_printf(b, "%s%s->next[%d].fn", first ? "" : " || ", node, cg_tensor_slot(op, fm->arg));
+        first = false;
+    }
+}
+
+static bool formulas_use_arg(const cg_op *op, int arg) {
+    for (int f = 0; op->deriv && f < op->deriv->nformulas; f++)
+        if (cg_expr_uses_arg(op->deriv->formulas[f].expr, arg)) return true;
+    return false;
+}
+
+static bool formulas_use_result(const cg_op *op) {
+    for (int f = 0; op->deriv && f < op->deriv->nformulas; f++)
+        if (cg_expr_uses_result(op->deriv->formulas[f].expr)) return true;
+    return false;
+}
+
+static bool needs_meta(const cg_op *op, int arg) {
+    if (formula_for(op, arg)) return true;
+    for (int f = 0; op->deriv && f < op->deriv->nformulas; f++)
+        if (cg_expr_uses_meta(op->deriv->formulas[f].expr, arg)) return true;
+    return false;
+}
+
+/* The C value of non-tensor argument a, read back from node n. */
+static void arg_cvalue(cg_buf *b, const cg_arg *a) {
+    const char *x = a->name;
+    switch (a->type) {
+    case CG_SCALAR_OPT: case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT:
+        cg_printf(b, "(n->has_%s ? &n->%s : NULL)", x, x);
+        break;
+    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT:
+        cg_printf(b, "((em_intlist){ n->%s, n->%s_n })", x, x);
+        break;
+    default:
+        cg_printf(b, "n->%s", x);
+        break;
+    }
+}
+
+/* ---- the node type ---- */
+
+static void emit_node_struct(cg_buf *b, const cg_op *op, const char *ctype) {
+    int w = written_arg(op);
+    cg_puts(b, "typedef struct {\n    em_node base;\n");
+    for (int i = 0; i < op->nargs; i++) {
+        const cg_arg *a = &op->args[i];
+        if (!cg_type_is_tensor(a->type) || !formulas_use_arg(op, i)) continue;
+        cg_printf(b, "    em_saved_var %s_; /* %s */\n", a->name,
+                  i == w ? "self before the op (a clone)" : "the input, version-checked");
+    }
+    if (formulas_use_result(op))
+        cg_puts(b, "    em_saved_var result_; /* the output (data only, see Note [Saved variables]) */\n");
+    for (int i = 0; i < op->nargs; i++)
+        if (cg_type_is_tensor(op->args[i].type) && needs_meta(op, i))
+            cg_printf(b, "    em_input_meta %s_meta; /* shape and dtype of %s */\n", op->args[i].name,
+                      op->args[i].name);
+    for (int i = 0; i < op->nargs; i++) {
+        const cg_arg *a = &op->args[i];
+        if (cg_type_is_tensor(a->type) || !formulas_use_arg(op, i)) continue;
+        const char *x = a->name;
+        switch (a->type) {
+        case CG_SCALAR: cg_printf(b, "    em_scalar %s;\n", x); break;
+        case CG_SCALAR_OPT: cg_printf(b, "    em_scalar %s;\n    bool has_%s; /* given */\n", x, x); break;
+        case CG_INT: case CG_DIM: case CG_INDEX: cg_printf(b, "    int64_t %s;\n", x); break;
+        case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT:
+            cg_printf(b, "    int64_t %s;\n    bool has_%s; /* given */\n", x, x);
+            break;
+        case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT:
+            cg_printf(b, "    int64_t %s[EM_MAX_DIMS];\n    int %s_n; /* entries; -1: absent */\n", x, x);
+            break;
+        case CG_FLOAT: cg_printf(b, "    double %s;\n", x); break;
+        case CG_BOOL: cg_printf(b, "    bool %s;\n", x); break;
+        case CG_DTYPE: case CG_DTYPE_OPT: cg_printf(b, "    em_dtype %s;\n", x); break;
+        default: break;
+        }
+    }
+    cg_printf(b, "} %s;\n\n", ctype);
+}
+
+/* ---- formulas -> C ---- */
+
+typedef struct {
+    cg_buf *b;
+    const cg_schema *s;
+    const cg_op *op;
+    int ntmp;
+} emitter;
+
+static char *emit_tensor(emitter *m, const cg_expr *e);
+
+/* A new temporary holding call (a new reference or NULL): returns its name. */
+static char *tmp_of(emitter *m, const char *call) {
+    char name[16];
+    snprintf(name, sizeof name, "v%d", ++m->ntmp);
+    cg_printf(m->b, "        em_tensor *%s = em_ag_tmp(%s);\n        if (!%s)\n            goto fail;\n",
+              name, call, name);
+    return cg_xstrdup(name);
+}
+
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...) {
+    va_list ap;
+    va_start(ap, f);
+    char *p = NULL;
+    if (vasprintf(&p, f, ap) < 0) cg_die("out of memory");
+    va_end(ap);
+    return p;
+}
+
+static bool is_int_literal(const char *t) { return !strpbrk(t, ".eE"); }
+
+/* A non-tensor C value of e for a parameter of type pt (pt < 0: a helper's
+ * 'v' or 'm' parameter, passed as is). */
+static char *emit_value(emitter *m, const cg_expr *e, int pt) {
+    if (e->kind == CG_EX_META) return fmt("&n->%s_meta", m->op->args[e->arg].name);
+    if (e->kind == CG_EX_NUM) {
+        if (pt == CG_SCALAR)
+            return fmt(is_int_literal(e->text) ? "em_scalar_int(%s)" : "em_scalar_float(%s)", e->text);
+        if (pt == CG_FLOAT && is_int_literal(e->text)) return fmt("%s.0", e->text);
+        return cg_xstrdup(e->text);
+    }
+    const cg_arg *a = &m->op->args[e->arg];
+    cg_buf v = { 0 };
+    arg_cvalue(&v, a);
+    if (pt == CG_SCALAR && a->type == CG_INT) {
+        char *r = fmt("em_scalar_int(%s)", v.data);
+        free(v.data);
+        return r;
+    }
+    if (pt == CG_SCALAR && a->type == CG_FLOAT) {
+        char *r = fmt("em_scalar_float(%s)", v.data);
+        free(v.data);
+        return r;
+    }
+    return v.data;
+}
+
+/* The C default of op argument a (missing trailing arguments of a call). */
+static char *default_value(const cg_arg *a) {
+    const cg_default *d = &a->def;
+    cg_type t = a->type;
+    if (d->kind == CG_DEF_NULL) {
+        if (t == CG_DIMLIST_OPT) return cg_xstrdup("((em_intlist){ NULL, -1 })");
+        if (t == CG_DTYPE_OPT) return cg_xstrdup("EM_DTYPE_NONE");
+        return cg_xstrdup("NULL");
+    }
+    if (d->kind == CG_DEF_DTYPE) return cg_xstrdup(cg_dtype_enums[d->dtype]);
+    if (d->kind == CG_DEF_BOOL) {
+        if (t == CG_SCALAR) return fmt("em_scalar_bool(%s)", d->b ? "true" : "false");
+        if (t == CG_SCALAR_OPT) return fmt("(const em_scalar[]){ em_scalar_bool(%s) }", d->b ? "true" : "false");
+        return cg_xstrdup(d->b ? "true" : "false");
+    }
+    if (d->kind == CG_DEF_LIST) {
+        if (!d->nlist) return cg_xstrdup("((em_intlist){ NULL, 0 })");
+        cg_buf v = { 0 };
+        cg_puts(&v, "((em_intlist){ (const int64_t[]){ ");
+        for (int i = 0; i < d->nlist; i++) {
+            int64_t x = d->list[i];
+            if (t != CG_INTLIST && x > 0) x--; /* dims are 1-based in the schema */
+            cg_printf(&v, "%s%lld", i ? ", " : "", (long long)x);
+        }
+        cg_printf(&v, " }, %d })", d->nlist);
+        return v.data;
+    }
+    /* numbers */
+    if (t == CG_SCALAR)
+        return d->kind == CG_DEF_INT ? fmt("em_scalar_int(%lld)", (long long)d->i)
+                                     : fmt("em_scalar_float(%.17g)", d->d);
+    if (t == CG_SCALAR_OPT)
+        return d->kind == CG_DEF_INT ? fmt("(const em_scalar[]){ em_scalar_int(%lld) }", (long long)d->i)
+                                     : fmt("(const em_scalar[]){ em_scalar_float(%.17g) }", d->d);
+    if (t == CG_FLOAT) return fmt("%.17g", d->d);
+    if (t == CG_INT) return fmt("%lld", (long long)d->i);
+    int64_t c = d->i > 0 ? d->i - 1 : d->i; /* 1-based dim/index -> C */
+    if (t == CG_DIM || t == CG_INDEX) return fmt("%lld", (long long)c);
+    if (t == CG_DIM_OPT || t == CG_INDEX_OPT) return fmt("(const int64_t[]){ %lld }", (long long)c);
+    return NULL; /* endindex? with a number: no C spelling, see the caller */
+}
+
+/* A call of an op or helper; returns the temporary holding its result. */
+static char *emit_call(emitter *m, const cg_expr *e) {
+    cg_buf call = { 0 };
+    const cg_op *o = e->op_index >= 0 ? &m->s->ops[e->op_index] : NULL;
+    cg_printf(&call, "%s%s(", o ? "em_" : "em_ag_fn_", e->text);
+    int n = o ? o->nargs : e->nkids;
+    for (int i = 0; i < n; i++) {
+        char *v;
+        bool tensor_param = o ? cg_type_is_tensor(o->args[i].type)
+                              : cg_helpers[e->helper].params[i] == 't';
+        if (i >= e->nkids) {
+            v = default_value(&o->args[i]);
+            if (!v)
+                cg_die("formula calls %s without argument '%s', whose default has no C form; "
+                       "give it explicitly", o->name, o->args[i].name);
+        } else if (tensor_param) {
+            v = emit_tensor(m, e->kids[i]);
+        } else {
+            v = emit_value(m, e->kids[i], o ? (int)o->args[i].type : -1);
+        }
+        cg_printf(&call, "%s%s", i ? ", " : "", v);
+        free(v);
+    }
+    cg_puts(&call, ")");
+    char *r = tmp_of(m, call.data);
+    free(call.data);
+    return r;
+}
+
+/* Emits the statements computing e as a tensor; returns the C name of it. */
+static char *emit_tensor(emitter *m, const cg_expr *e) {
+    switch (e->kind) {
+    case CG_EX_GRAD: return cg_xstrdup("grad");
+    case CG_EX_RESULT: return cg_xstrdup("result");
+    case CG_EX_NUM: {
+        char *c = fmt("em_ag_scalar(%s)", e->text);
+        char *r = tmp_of(m, c);
+        free(c);
+        return r;
+    }
+    case CG_EX_ARG: {
+        const cg_arg *a = &m->op->args[e->arg];
+        if (cg_type_is_tensor(a->type)) return cg_xstrdup(a->name);
+        cg_buf v = { 0 };
+        arg_cvalue(&v, a);
+        char *c = a->type == CG_SCALAR ? fmt("em_ag_scalar_s(%s)", v.data)
+                                       : fmt("em_ag_scalar((double)%s)", v.data);
+        free(v.data);
+        char *r = tmp_of(m, c);
+        free(c);
+        return r;
+    }
+    case CG_EX_NEG: {
+        char *k = emit_tensor(m, e->kids[0]);
+        char *c = fmt("em_neg(%s)", k);
+        char *r = tmp_of(m, c);
+        free(k);
+        free(c);
+        return r;
+    }
+    case CG_EX_BIN: {
+        char *l = emit_tensor(m, e->kids[0]);
+        char *rr = emit_tensor(m, e->kids[1]);
+        const char *fn = e->text[0] == '+' ? "em_add" : e->text[0] == '-' ? "em_sub"
+                         : e->text[0] == '*' ? "em_mul" : "em_div";
+        bool alpha = e->text[0] == '+' || e->text[0] == '-';
+        char *c = fmt("%s(%s, %s%s)", fn, l, rr, alpha ? ", em_scalar_int(1)" : "");
+        char *r = tmp_of(m, c);
+        free(l);
+        free(rr);
+        free(c);
+        return r;
+    }
+    case CG_EX_CALL: return emit_call(m, e);
+    default: cg_die("internal: meta used as a tensor");
+    }
+}
+
+/* ---- apply, release, vtable ---- */
+
+static void emit_apply(cg_buf *b, const cg_schema *s, const cg_op *op, const char *display,
+                       const char *ctype) {
+    const cg_deriv *d = op->deriv;
+    int nt = tensor_count(op);
+    cg_printf(b, "/* %s: the gradients of ", display);
+    cg_comment_escape(b, op->schema);
+    cg_printf(b, ".\n * grads[0] is the gradient of the output; out[i] that of Tensor argument i. */\n"
+                 "static em_status apply_%s(em_node *node, em_tensor **grads, em_tensor **out)\n{\n",
+              op->name);
+    if (!d || !d->nformulas) {
+        cg_puts(b, "    /* no formulas: nothing flows back to the inputs */\n"
+                   "    (void)node;\n    (void)grads;\n    (void)out;\n    return EM_OK;\n}\n\n");
+        return;
+    }
+    cg_printf(b, "    %s *n = (%s *)node;\n    em_tensor *grad = grads[0];\n", ctype, ctype);
+    for (int i = 0; i < op->nargs; i++)
+        if (cg_type_is_tensor(op->args[i].type) && formulas_use_arg(op, i))
+            cg_printf(b, "    em_tensor *%s = NULL;\n", op->args[i].name);
+    if (formulas_use_result(op)) cg_puts(b, "    em_tensor *result = NULL;\n");
+    cg_puts(b, "    int mark;\n\n    if (!grad)\n        return EM_OK; /* no gradient flows */\n"
+               "    mark = em_ag_scope_begin();\n");
+    /* unpack what the needed formulas use */
+    for (int i = 0; i <= op->nargs; i++) {
+        bool is_result = i == op->nargs;
+        if (is_result ? !formulas_use_result(op)
+                      : !cg_type_is_tensor(op->args[i].type) || !formulas_use_arg(op, i))
+            continue;
+        const char *x = is_result ? "result" : op->args[i].name;
+        cg_puts(b, "    if (");
+        use_condition(b, op, is_result ? -1 : i, "node");
+        cg_printf(b, ") {\n        %s = em_ag_tmp(em_saved_unpack(&n->%s_, node));\n", x, x);
+        if (!is_result && op->args[i].type == CG_TENSOR_OPT)
+            cg_printf(b, "        if (!%s && n->%s_.was_saved)\n            goto fail;\n    }\n", x, x);
+        else
+            cg_printf(b, "        if (!%s)\n            goto fail;\n    }\n", x);
+    }
+    emitter m = { b, s, op, 0 };
+    for (int f = 0; f < d->nformulas; f++) {
+        const cg_formula *fm = &d->formulas[f];
+        int slot = cg_tensor_slot(op, fm->arg);
+        cg_printf(b, "    if (node->next[%d].fn) {\n        /* %s: ", slot, op->args[fm->arg].name);
+        cg_comment_escape(b, fm->text);
+        cg_puts(b, " */\n");
+        char *r = emit_tensor(&m, fm->expr);
+        cg_printf(b, "        out[%d] = em_ag_reduce_to(em_tensor_retain(%s), &n->%s_meta);\n"
+                     "        if (!out[%d])\n            goto fail;\n    }\n",
+                  slot, r, op->args[fm->arg].name, slot);
+        free(r);
+    }
+    cg_printf(b, "    em_ag_scope_end(mark);\n    return EM_OK;\n\nfail:\n    em_ag_scope_end(mark);\n"
+                 "    for (int i = 0; i < %d; i++) {\n        em_tensor_release(out[i]);\n"
+                 "        out[i] = NULL;\n    }\n"
+                 "    if (em_error_kind() != EM_OK)\n        return em_error_kind();\n"
+                 "    return em_set_error(EM_EINTERNAL, \"%s: backward failed without setting an error\");\n"
+                 "}\n\n",
+              nt, display);
+}
+
+static bool has_saved(const cg_op *op) {
+    if (formulas_use_result(op)) return true;
+    for (int i = 0; i < op->nargs; i++)
+        if (cg_type_is_tensor(op->args[i].type) && formulas_use_arg(op, i)) return true;
+    return false;
+}
+
+static void emit_release(cg_buf *b, const cg_op *op, const char *ctype) {
+    if (!has_saved(op)) return;
+    cg_printf(b, "/* release_saved and destroy: drops the saved tensors (safe twice). */\n"
+                 "static void release_%s(em_node *node)\n{\n    %s *n = (%s *)node;\n\n",
+              op->name, ctype, ctype);
+    for (int i = 0; i < op->nargs; i++)
+        if (cg_type_is_tensor(op->args[i].type) && formulas_use_arg(op, i))
+            cg_printf(b, "    em_saved_release(&n->%s_);\n", op->args[i].name);
+    if (formulas_use_result(op)) cg_puts(b, "    em_saved_release(&n->result_);\n");
+    cg_puts(b, "}\n\n");
+}
+
+static void emit_vtable(cg_buf *b, const cg_op *op, const char *display) {
+    bool saved = has_saved(op);
+    cg_printf(b, "static const em_node_vtable vt_%s = { \"%s\", apply_%s, ", op->name, display, op->name);
+    if (saved) cg_printf(b, "release_%s, release_%s };\n\n", op->name, op->name);
+    else cg_puts(b, "NULL, NULL };\n\n");
+}
+
+/* ---- kernels ---- */
+
+static void kernel_head(cg_buf *b, const cg_op *op, const char *what) {
+    cg_printf(b, "/* Autograd kernel of %s: %s. */\nem_tensor *em_ag_k_%s(", op->name, what, op->name);
+    cg_emit_params(b, op, true);
+    cg_puts(b, ")\n{\n");
+}
+
+static void redispatch_call(cg_buf *b, const cg_op *op, const char *ks) {
+    cg_printf(b, "em_redispatch_%s(%s%s", op->name, ks, op->nargs ? ", " : "");
+    cg_emit_arg_names(b, op);
+    cg_puts(b, ")");
+}
+
+/* "em_requires_grad(a) || em_requires_grad(b)" over the Tensor arguments
+ * that have a formula (all of them when all is set), plus arg extra. */
+static void requires_any(cg_buf *b, const cg_op *op, bool all, int extra) {
+    bool first = true;
+    for (int i = 0; i < op->nargs; i++) {
+        if (!cg_type_is_tensor(op->args[i].type)) continue;
+        if (!all && i != extra && !formula_for(op, i)) continue;
+        cg_printf(b, "%sem_requires_grad(%s)", first ? "" : " || ", op->args[i].name);
+        first = false;
+    }
+}
+
+static void emit_kernel_nondiff(cg_buf *b, const cg_op *op) {
+    kernel_head(b, op, "its output is not differentiable, so it records nothing");
+    cg_puts(b, "    return ");
+    redispatch_call(b, op, "ks & em_keys_below(EM_KEY_AUTOGRAD)");
+    cg_puts(b, ";\n}\n\n");
+}
+
+static void emit_kernel_undefined(cg_buf *b, const cg_op *op, const char *derivs_path) {
+    kernel_head(b, op, "no derivatives entry, so it refuses inputs that require grad");
+    cg_puts(b, "    if (");
+    requires_any(b, op, true, -1);
+    cg_printf(b, ") {\n        em_set_error(EM_ETYPE, \"%s: op %s is not differentiable (it has no "
+                 "entry in %s); call it under ember.no_grad() or on detach()ed tensors\");\n"
+                 "        return NULL;\n    }\n    return ",
+              op->name, op->name, derivs_path ? derivs_path : "schema/derivatives.yaml");
+    redispatch_call(b, op, "ks & em_keys_below(EM_KEY_AUTOGRAD)");
+    cg_puts(b, ";\n}\n\n");
+}
+
+static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, const char *ctype) {
+    int w = written_arg(op);
+    int nt = tensor_count(op);
+    char what[160];
+    snprintf(what, sizeof what, "records a %s node, then redispatches below Autograd", display);
+    kernel_head(b, op, what);
+    cg_printf(b, "    em_keyset below = ks & em_keys_below(EM_KEY_AUTOGRAD);\n    %s *n;\n"
+                 "    em_node *node;\n    em_tensor *result;\n\n    if (!(", ctype);
+    requires_any(b, op, false, w);
+    cg_puts(b, "))\n        return ");
+    redispatch_call(b, op, "below");
+    cg_puts(b, ";\n");
+    if (w >= 0) {
+        const char *x = op->args[w].name;
+        cg_printf(b, "    if (em_is_leaf(%s) && em_requires_grad(%s)) {\n"
+                     "        em_set_error(EM_EVALUE, \"%s: a leaf tensor that requires grad is being "
+                     "used in an in-place operation (do it under ember.no_grad())\");\n"
+                     "        return NULL;\n    }\n", x, x, op->name);
+    }
+    cg_printf(b, "    n = (%s *)em_node_new(sizeof *n, &vt_%s, 1, %d);\n    if (!n)\n"
+                 "        return NULL;\n    node = &n->base;\n", ctype, op->name, nt);
+    /* edges: taken before the kernel runs (an in-place op moves self's history) */
+    for (int i = 0; i < op->nargs; i++) {
+        if (!cg_type_is_tensor(op->args[i].type) || !formula_for(op, i)) continue;
+        const char *x = op->args[i].name;
+        int slot = cg_tensor_slot(op, i);
+        cg_printf(b, "    if (em_requires_grad(%s) && !(node->next[%d] = em_gradient_edge(%s)).fn)\n"
+                     "        goto fail;\n", x, slot, x);
+    }
+    for (int i = 0; i < op->nargs; i++) {
+        if (!cg_type_is_tensor(op->args[i].type) || !needs_meta(op, i)) continue;
+        const char *x = op->args[i].name;
+        if (op->args[i].type == CG_TENSOR_OPT) cg_printf(b, "    if (%s)\n    ", x);
+        cg_printf(b, "    em_input_meta_from(&n->%s_meta, %s);\n", x, x);
+    }
+    /* non-tensor arguments the formulas use, by value */
+    for (int i = 0; i < op->nargs; i++) {
+        const cg_arg *a = &op->args[i];
+        if (cg_type_is_tensor(a->type) || !formulas_use_arg(op, i)) continue;
+        const char *x = a->name;
+        switch (a->type) {
+        case CG_SCALAR_OPT: case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT:
+            cg_printf(b, "    if (%s) {\n        n->%s = *%s;\n        n->has_%s = true;\n    }\n", x, x, x, x);
+            break;
+        case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT:
+            cg_printf(b, "    if (%s.n > EM_MAX_DIMS) {\n"
+                         "        em_set_error(EM_EVALUE, \"%s: argument '%s' has %%d entries, more than %%d\", "
+                         "%s.n, EM_MAX_DIMS);\n        goto fail;\n    }\n"
+                         "    n->%s_n = %s.n;\n    if (%s.n > 0)\n"
+                         "        memcpy(n->%s, %s.data, sizeof(int64_t) * (size_t)%s.n);\n",
+                      x, op->name, x, x, x, x, x, x, x, x);
+            break;
+        default:
+            cg_printf(b, "    n->%s = %s;\n", x, x);
+            break;
+        }
+    }
+    /* tensor inputs, only when an input whose formula uses them needs grad */
+    for (int i = 0; i < op->nargs; i++) {
+        if (!cg_type_is_tensor(op->args[i].type) || !formulas_use_arg(op, i)) continue;
+        const char *x = op->args[i].name;
+        cg_puts(b, "    if (");
+        use_condition(b, op, i, "node");
+        if (i == w)
+            cg_printf(b, ") {\n        /* the formulas need %s before the op writes it */\n"
+                         "        bool prev = em_set_grad_enabled(false);\n"
+                         "        em_tensor *orig = em_clone(%s);\n\n"
+                         "        em_set_grad_enabled(prev);\n        if (!orig)\n            goto fail;\n"
+                         "        em_saved_save(&n->%s_, orig, false);\n        em_tensor_release(orig);\n    }\n",
+                      x, x, x);
+        else
+            cg_printf(b, ")\n        em_saved_save(&n->%s_, %s, false);\n", x, x);
+    }
+    cg_puts(b, "    result = ");
+    redispatch_call(b, op, "below");
+    cg_puts(b, ";\n    if (!result)\n        goto fail;\n");
+    if (w >= 0) {
+        cg_printf(b, "    if (em_rebase_history(%s, node) != EM_OK) {\n", op->args[w].name);
+    } else {
+        cg_puts(b, "    if (");
+        bool first = true;
+        for (int i = 0; i < op->nargs; i++) {
+            if (!cg_type_is_tensor(op->args[i].type)) continue;
+            cg_printf(b, "%sresult == %s", first ? "" : " || ", op->args[i].name);
+            first = false;
+        }
+        cg_printf(b, ") {\n        em_set_error(EM_EINTERNAL, \"%s: the kernel returned an input "
+                     "tensor itself; an out-of-place op must return a new tensor (an alias is "
+                     "fine)\");\n        em_tensor_release(result);\n        goto fail;\n    }\n",
+                  op->name);
+        cg_puts(b, "    if (em_set_history(result, node, 0) != EM_OK) {\n");
+    }
+    cg_puts(b, "        em_tensor_release(result);\n        goto fail;\n    }\n");
+    if (formulas_use_result(op)) {
+        cg_puts(b, "    if (");
+        use_condition(b, op, -1, "node");
+        cg_puts(b, ")\n        em_saved_save(&n->result_, result, true);\n");
+    }
+    cg_puts(b, "    em_node_release(node);\n    return result;\n\nfail:\n"
+               "    em_node_release(node);\n    return NULL;\n}\n\n");
+}
+
+/* ---- the file ---- */
+
+void cg_emit_autograd(cg_buf *b, const cg_schema *s) {
+    cg_puts(b, "/* @generated from ");
+    cg_comment_escape(b, s->ops_path);
+    if (s->derivs_path) {
+        cg_puts(b, " and ");
+        cg_comment_escape(b, s->derivs_path);
+    }
+    cg_puts(b, " by codegen -- do not edit */\n"
+               "/* em_autograd_gen.c -- the Autograd kernel of every op with a Tensor argument\n"
+               " * (em_ag_k_NAME, in em_op_table at EM_KEY_AUTOGRAD) and the backward node\n"
+               " * types whose apply evaluates the formulas of schema/derivatives.yaml. See\n"
+               " * Note [Autograd key] and Note [Formula scopes] in autograd/em_autograd.h. */\n"
+               "#include <string.h>\n\n"
+               "#include \"autograd/em_autograd.h\"\n#include \"autograd/em_formulas.h\"\n"
+               "#include \"em_ops.h\"\n#include \"em_kernels_decl.h\"\n\n");
+    const char *last = NULL;
+    for (int i = 0; i < s->nops; i++) {
+        const cg_op *op = &s->ops[i];
+        if (!cg_op_gets_autograd(op)) continue;
+        if (op->group && op->group != last) {
+            cg_puts(b, "/* ---- ");
+            cg_comment_escape(b, op->group);
+            cg_puts(b, " ---- */\n\n");
+            last = op->group;
+        }
+        const cg_deriv *d = op->deriv;
+        if (!d) {
+            emit_kernel_undefined(b, op, s->derivs_path);
+            continue;
+        }
+        if (!d->nformulas && written_arg(op) < 0) {
+            emit_kernel_nondiff(b, op);
+            continue;
+        }
+        char display[160], ctype[160];
+        node_names(op, display, ctype, sizeof display);
+        emit_node_struct(b, op, ctype);
+        emit_apply(b, s, op, display, ctype);
+        emit_release(b, op, ctype);
+        emit_vtable(b, op, display);
+        emit_kernel_node(b, op, display, ctype);
+    }
+}
