@@ -506,6 +506,19 @@ static bool same_shape(const em_tensor *a, const em_tensor *b) {
 
 static _Thread_local ready_queue cpu_queue_storage;
 static _Thread_local bool cpu_queue_ready;
+static pthread_key_t queue_key;
+static pthread_once_t queue_key_once = PTHREAD_ONCE_INIT;
+
+/* Frees a thread's CPU ready queue when the thread exits. */
+static void free_thread_queue(void *p) {
+    ready_queue *q = p;
+    free(q->heap);
+    q->heap = NULL;
+    q->n = q->cap = 0;
+    pthread_mutex_destroy(&q->lock);
+    pthread_cond_destroy(&q->cond);
+}
+static void make_queue_key(void) { pthread_key_create(&queue_key, free_thread_queue); }
 
 em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_roots, em_tensor **inputs,
                       int n_inputs, em_tensor **out_grads, const em_backward_opts *opts) {
@@ -577,7 +590,12 @@ em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_roots, em
     t->create_graph = o.create_graph;
     t->depth = current_depth + 1;
     if (!local_queue) {
-        if (!cpu_queue_ready) { queue_init(&cpu_queue_storage); cpu_queue_ready = true; }
+        if (!cpu_queue_ready) {
+            queue_init(&cpu_queue_storage);
+            cpu_queue_ready = true;
+            pthread_once(&queue_key_once, make_queue_key);
+            pthread_setspecific(queue_key, &cpu_queue_storage);
+        }
         local_queue = &cpu_queue_storage;
     }
     t->owner_queue = local_queue;

@@ -1,6 +1,7 @@
 /* node.c -- graph nodes: allocation, iterative deletion, saved variables,
  * formula scopes, broadcasting reduction, custom (Lua) nodes, grad modes.
  * See em_autograd.h for the notes on the invariants kept here. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,26 @@ static void free_hooks(em_hook *h) {
 static _Thread_local em_node **graveyard;
 static _Thread_local size_t graveyard_n, graveyard_cap;
 static _Thread_local bool draining;
+static _Thread_local em_tensor **scope_stack;
+static _Thread_local int scope_n, scope_cap;
+
+/* Thread-local lists are freed when their thread exits. */
+static pthread_key_t tls_key;
+static pthread_once_t tls_key_once = PTHREAD_ONCE_INIT;
+static void free_thread_lists(void *unused) {
+    (void)unused;
+    free(graveyard);
+    graveyard = NULL;
+    graveyard_cap = graveyard_n = 0;
+    free(scope_stack);
+    scope_stack = NULL;
+    scope_cap = scope_n = 0;
+}
+static void make_tls_key(void) { pthread_key_create(&tls_key, free_thread_lists); }
+static void note_thread_lists(void) {
+    pthread_once(&tls_key_once, make_tls_key);
+    pthread_setspecific(tls_key, (void *)1);
+}
 
 static void destroy_node(em_node *n) {
     if (n->vt && n->vt->destroy) n->vt->destroy(n);
@@ -128,6 +149,7 @@ void em_node_release(em_node *n) {
             destroy_node(n);
             return;
         }
+        if (!graveyard) note_thread_lists();
         graveyard = g;
         graveyard_cap = cap;
     }
@@ -211,9 +233,6 @@ void em_saved_release(em_saved_var *sv) {
 
 /* ---- formula scopes (Note [Formula scopes]) ---- */
 
-static _Thread_local em_tensor **scope_stack;
-static _Thread_local int scope_n, scope_cap;
-
 int em_ag_scope_begin(void) { return scope_n; }
 
 em_tensor *em_ag_tmp(em_tensor *t) {
@@ -225,6 +244,7 @@ em_tensor *em_ag_tmp(em_tensor *t) {
             /* cannot track it: keep it alive rather than free it early */
             return t;
         }
+        if (!scope_stack) note_thread_lists();
         scope_stack = s;
         scope_cap = cap;
     }

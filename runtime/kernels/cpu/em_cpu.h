@@ -123,7 +123,7 @@ em_tensor *em_cpu_zero_(em_keyset ks, em_tensor *self);
 #define EM_ST_f64(v) ((double)(v))
 
 /* Hot contiguous loops get a clone per ISA, chosen at load time. */
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(EM_NO_CLONES)
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && !defined(EM_NO_CLONES)
 #define EM_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define EM_CPU_CLONES

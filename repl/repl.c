@@ -1,0 +1,341 @@
+/* repl.c -- ember's interactive loop: readline with prompts "> " and ">> ",
+ * history in ~/.ember_history, tab completion of globals, fields and methods.
+ *
+ * Each input is first tried as "return <line>" so expressions print their
+ * values (tab-separated, tensors through __tostring); otherwise it runs as
+ * a statement, reading continuation lines while the parser reports an
+ * incomplete chunk (its message ends in "<eof>"), as lua.c does.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <readline/history.h>
+#include <readline/readline.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "lua/em_lua.h"
+#include "repl.h"
+
+#define PROMPT1 "> "
+#define PROMPT2 ">> "
+#define EOFMARK "<eof>"
+#define HISTORY_MAX 1000
+
+static bool use_readline;
+static char history_path[4096];
+
+/* ---- reading lines ---- */
+
+/* Ctrl-C at a prompt drops the line being typed and shows a fresh prompt
+ * (Ctrl-C while code runs raises "interrupted!", see main.c). */
+static void prompt_sigint(int sig) {
+    (void)sig;
+    if (write(STDOUT_FILENO, "\n", 1) < 0) return;
+    rl_on_new_line();
+    rl_replace_line("", 0);
+    rl_redisplay();
+}
+
+/* Pushes the next line (without its newline); false at end of input. */
+static bool pushline(lua_State *L, bool firstline) {
+    char *line = NULL;
+    size_t len;
+    if (use_readline) {
+        struct sigaction sa, old;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = prompt_sigint;
+        sa.sa_flags = SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, &old);
+        line = readline(firstline ? PROMPT1 : PROMPT2);
+        sigaction(SIGINT, &old, NULL);
+        if (!line) return false;
+        len = strlen(line);
+    } else {
+        size_t cap = 0;
+        ssize_t n = getline(&line, &cap, stdin);
+        if (n < 0) {
+            free(line);
+            return false;
+        }
+        len = (size_t)n;
+        if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
+    }
+    if (firstline && line[0] == '=') /* "=expr", as in Lua 5.1..5.3 */
+        lua_pushfstring(L, "return %s", line + 1);
+    else
+        lua_pushlstring(L, line, len);
+    free(line);
+    return true;
+}
+
+static void saveline(const char *line) {
+    if (!use_readline || line[0] == '\0') return;
+    add_history(line);
+    if (history_path[0] && append_history(1, history_path) != 0)
+        write_history(history_path); /* the file did not exist yet */
+}
+
+static bool incomplete(lua_State *L, int status) {
+    if (status == LUA_ERRSYNTAX) {
+        size_t lmsg;
+        const char *msg = lua_tolstring(L, -1, &lmsg);
+        size_t mark = sizeof(EOFMARK) - 1;
+        if (lmsg >= mark && strcmp(msg + lmsg - mark, EOFMARK) == 0) {
+            lua_pop(L, 1);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Tries "return <line>;": an expression. */
+static int addreturn(lua_State *L) {
+    const char *line = lua_tostring(L, -1);
+    const char *retline = lua_pushfstring(L, "return %s;", line);
+    int status = luaL_loadbuffer(L, retline, strlen(retline), "=stdin");
+    if (status == LUA_OK) {
+        lua_remove(L, -2); /* the modified line */
+        saveline(line);
+    } else {
+        lua_pop(L, 2); /* error message and modified line */
+    }
+    return status;
+}
+
+/* A statement, with continuation lines while the chunk is incomplete. */
+static int multiline(lua_State *L) {
+    for (;;) {
+        size_t len;
+        const char *line = lua_tolstring(L, 1, &len);
+        int status = luaL_loadbuffer(L, line, len, "=stdin");
+        if (!incomplete(L, status) || !pushline(L, false)) {
+            saveline(line);
+            return status;
+        }
+        lua_pushliteral(L, "\n");
+        lua_insert(L, -2);
+        lua_concat(L, 3);
+    }
+}
+
+/* Loads the next input as a function; -1 at end of input. */
+static int loadline(lua_State *L) {
+    lua_settop(L, 0);
+    if (!pushline(L, true)) return -1;
+    int status = addreturn(L);
+    if (status != LUA_OK) status = multiline(L);
+    lua_remove(L, 1); /* the line */
+    return status;
+}
+
+/* ---- completion ---- */
+
+static lua_State *complete_L;
+static char **matches;
+static int nmatches, capmatches;
+
+static const char *const keywords[] = {
+    "and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if",
+    "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while", NULL
+};
+
+static void add_match(const char *prefix, size_t plen, const char *key) {
+    if (nmatches == capmatches) {
+        int cap = capmatches ? 2 * capmatches : 64;
+        char **m = realloc(matches, (size_t)cap * sizeof *m);
+        if (!m) return;
+        matches = m;
+        capmatches = cap;
+    }
+    size_t klen = strlen(key);
+    char *s = malloc(plen + klen + 1);
+    if (!s) return;
+    memcpy(s, prefix, plen);
+    memcpy(s + plen, key, klen + 1);
+    matches[nmatches++] = s;
+}
+
+static bool is_identifier(const char *s) {
+    if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z'))) return false;
+    for (s++; *s; s++)
+        if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+              (*s >= '0' && *s <= '9')))
+            return false;
+    return true;
+}
+
+/* Adds the string keys of the table on the stack top that start with
+ * part (functions only when methods_only). */
+static void add_keys(lua_State *L, const char *prefix, size_t plen, const char *part,
+                     bool methods_only) {
+    size_t partlen = strlen(part);
+    int t = lua_gettop(L);
+    lua_pushnil(L);
+    while (lua_next(L, t)) {
+        if (lua_type(L, -2) == LUA_TSTRING) {
+            const char *k = lua_tostring(L, -2);
+            if (strncmp(k, part, partlen) == 0 && is_identifier(k) &&
+                (!methods_only || lua_type(L, -1) == LUA_TFUNCTION))
+                add_match(prefix, plen, k);
+        }
+        lua_pop(L, 1);
+    }
+}
+
+/* Replaces the value on the stack top by its field key without running
+ * metamethods other than a table-valued __index (nil when absent). */
+static void rawfield(lua_State *L, const char *key) {
+    if (luaL_testudata(L, -1, EM_LUA_TENSOR_MT)) {
+        lua_pop(L, 1);
+        lua_getfield(L, LUA_REGISTRYINDEX, "ember.Tensor.methods");
+    }
+    if (!lua_istable(L, -1)) {
+        if (!lua_getmetatable(L, -1)) {
+            lua_pop(L, 1);
+            lua_pushnil(L);
+            return;
+        }
+        lua_getfield(L, -1, "__index");
+        lua_remove(L, -2);
+        lua_remove(L, -2);
+        if (!lua_istable(L, -1)) {
+            lua_pop(L, 1);
+            lua_pushnil(L);
+            return;
+        }
+    }
+    lua_pushstring(L, key);
+    if (lua_rawget(L, -2) == LUA_TNIL && lua_getmetatable(L, -2)) {
+        lua_getfield(L, -1, "__index");
+        if (lua_istable(L, -1)) {
+            lua_pushstring(L, key);
+            lua_rawget(L, -2);
+            lua_replace(L, -4);
+        }
+        lua_pop(L, 2);
+    }
+    lua_remove(L, -2);
+}
+
+static void collect(lua_State *L, const char *text) {
+    const char *sep = strpbrk(text, ".:") ? text + strlen(text) : NULL;
+    while (sep && sep > text && sep[-1] != '.' && sep[-1] != ':') sep--;
+    int top = lua_gettop(L);
+    if (!sep) { /* a global name or keyword */
+        size_t tl = strlen(text);
+        for (int i = 0; keywords[i]; i++)
+            if (strncmp(keywords[i], text, tl) == 0) add_match("", 0, keywords[i]);
+        lua_pushglobaltable(L);
+        add_keys(L, "", 0, text, false);
+        lua_settop(L, top);
+        return;
+    }
+    bool method = sep[-1] == ':';
+    /* walk the dotted path before the separator */
+    lua_pushglobaltable(L);
+    const char *p = text;
+    char name[256];
+    while (p < sep - 1) {
+        const char *q = p;
+        while (q < sep - 1 && *q != '.' && *q != ':') q++;
+        size_t n = (size_t)(q - p);
+        if (n == 0 || n >= sizeof name || (*q == ':' && q != sep - 1)) {
+            lua_settop(L, top);
+            return;
+        }
+        memcpy(name, p, n);
+        name[n] = '\0';
+        rawfield(L, name);
+        p = q + 1;
+    }
+    bool tensor = luaL_testudata(L, -1, EM_LUA_TENSOR_MT) != NULL;
+    size_t plen = (size_t)(sep - text);
+    if (tensor) {
+        if (!method) {
+            static const char *const props[] = { "shape", "dtype", "device", "ndim", NULL };
+            for (int i = 0; props[i]; i++)
+                if (strncmp(props[i], sep, strlen(sep)) == 0) add_match(text, plen, props[i]);
+        }
+        lua_getfield(L, LUA_REGISTRYINDEX, "ember.Tensor.methods");
+        if (lua_istable(L, -1)) add_keys(L, text, plen, sep, method);
+    } else if (lua_istable(L, -1)) {
+        add_keys(L, text, plen, sep, method);
+        if (lua_getmetatable(L, -1)) {
+            lua_getfield(L, -1, "__index");
+            if (lua_istable(L, -1)) add_keys(L, text, plen, sep, method);
+        }
+    } else if (lua_getmetatable(L, -1)) {
+        lua_getfield(L, -1, "__index");
+        if (lua_istable(L, -1)) add_keys(L, text, plen, sep, method);
+    }
+    lua_settop(L, top);
+}
+
+static char *generator(const char *text, int state) {
+    static int next;
+    if (state == 0) {
+        for (int i = next; i < nmatches; i++) free(matches[i]);
+        nmatches = 0;
+        next = 0;
+        collect(complete_L, text);
+    }
+    if (next < nmatches) return matches[next++]; /* readline frees it */
+    return NULL;
+}
+
+static char **complete(const char *text, int start, int end) {
+    (void)start;
+    (void)end;
+    rl_attempted_completion_over = 1; /* no file-name completion */
+    rl_completion_append_character = '\0';
+    return rl_completion_matches(text, generator);
+}
+
+/* ---- the loop ---- */
+
+static void init_readline(lua_State *L) {
+    complete_L = L;
+    rl_readline_name = "ember";
+    rl_catch_signals = 0; /* prompt_sigint handles Ctrl-C at the prompt */
+    rl_basic_word_break_characters = " \t\n\"\\'`@$><=;|&{(,+-*/%^#[]~";
+    rl_completer_word_break_characters = rl_basic_word_break_characters;
+    rl_attempted_completion_function = complete;
+    const char *home = getenv("HOME");
+    history_path[0] = '\0';
+    if (home && *home &&
+        snprintf(history_path, sizeof history_path, "%s/.ember_history", home) <
+            (int)sizeof history_path) {
+        stifle_history(HISTORY_MAX);
+        read_history(history_path);
+    } else {
+        history_path[0] = '\0';
+    }
+}
+
+int em_repl_loop(lua_State *L, bool tty) {
+    int status, errors = 0;
+    use_readline = tty;
+    if (tty) init_readline(L);
+    while ((status = loadline(L)) != -1) {
+        if (status == LUA_OK) status = em_repl_docall(L, 0, LUA_MULTRET);
+        if (status == LUA_OK) {
+            em_repl_print(L);
+        } else {
+            errors++;
+            em_repl_report(L, status, NULL);
+        }
+    }
+    lua_settop(L, 0);
+    if (tty) {
+        fputs("\n", stdout);
+        fflush(stdout);
+        if (history_path[0]) history_truncate_file(history_path, HISTORY_MAX);
+    }
+    return errors;
+}

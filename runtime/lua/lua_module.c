@@ -1,0 +1,406 @@
+/* lua_module.c -- luaopen_ember and the hand-written module functions:
+ * ember.tensor, manual_seed, threads, memory_stats, is_tensor, help.
+ *
+ * The module is built once per lua_State and kept in the registry under
+ * EM_LUA_MODULE_KEY, so `require "ember"`, the shell's global and a second
+ * luaopen_ember all return the same table.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "em_lua_int.h"
+#include "em_ops.h"
+#include "kernels/cpu/em_cpu.h"
+
+/* ---- ember.tensor ---- */
+
+enum { K_NONE = 0, K_BOOL, K_INT, K_FLOAT };
+
+typedef struct {
+    int ndim;
+    int64_t sizes[EM_MAX_DIMS];
+    int kind;           /* the widest element kind seen */
+    int path[EM_MAX_DIMS];
+    /* fill pass */
+    char *data;
+    em_dtype dtype;
+    size_t esize;
+    int64_t pos;
+} nested;
+
+static const char *path_str(const nested *nt, int depth, char *buf, size_t n) {
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < depth && off < n; i++)
+        off += (size_t)snprintf(buf + off, n - off, "[%d]", nt->path[i]);
+    return buf;
+}
+
+/* Checks (fill == false) or writes (fill == true) the nested table at the
+ * top of the stack, which sits at depth. Raises on ragged input naming the
+ * position. */
+static void walk(lua_State *L, nested *nt, int depth, bool fill) {
+    char where[EM_MAX_DIMS * 24];
+    int idx = lua_gettop(L);
+    int64_t n = nt->sizes[depth];
+    for (int64_t i = 1; i <= n; i++) {
+        nt->path[depth] = (int)i;
+        int tp = lua_rawgeti(L, idx, (lua_Integer)i);
+        if (depth + 1 < nt->ndim) {
+            if (tp != LUA_TTABLE)
+                em_lua_raise(L, "tensor: ragged nested table at %s: expected a table of %I "
+                                "elements, got %s", path_str(nt, depth + 1, where, sizeof where),
+                             (lua_Integer)nt->sizes[depth + 1], luaL_typename(L, -1));
+            lua_Unsigned m = lua_rawlen(L, -1);
+            if ((int64_t)m != nt->sizes[depth + 1])
+                em_lua_raise(L, "tensor: ragged nested table at %s: expected %I elements, got %I",
+                             path_str(nt, depth + 1, where, sizeof where),
+                             (lua_Integer)nt->sizes[depth + 1], (lua_Integer)m);
+            walk(L, nt, depth + 1, fill);
+        } else if (!fill) {
+            if (tp == LUA_TNUMBER) {
+                int k = lua_isinteger(L, -1) ? K_INT : K_FLOAT;
+                if (k > nt->kind) nt->kind = k;
+            } else if (tp == LUA_TBOOLEAN) {
+                if (nt->kind < K_BOOL) nt->kind = K_BOOL;
+            } else if (tp == LUA_TTABLE) {
+                em_lua_raise(L, "tensor: ragged nested table at %s: expected a number, got a table",
+                             path_str(nt, depth + 1, where, sizeof where));
+            } else {
+                em_lua_raise(L, "tensor: element %s is a %s (number or boolean expected)",
+                             path_str(nt, depth + 1, where, sizeof where), luaL_typename(L, -1));
+            }
+        } else {
+            char *p = nt->data + nt->pos++ * (int64_t)nt->esize;
+            if (tp == LUA_TBOOLEAN)
+                em_store_from_int64(p, nt->dtype, lua_toboolean(L, -1));
+            else if (lua_isinteger(L, -1))
+                em_store_from_int64(p, nt->dtype, (int64_t)lua_tointeger(L, -1));
+            else
+                em_store_from_double(p, nt->dtype, (double)lua_tonumber(L, -1));
+        }
+        lua_pop(L, 1);
+    }
+}
+
+/* dtype from the options table at opt (EM_DTYPE_NONE when absent). */
+static em_dtype opt_dtype(lua_State *L, int opt, const char *op) {
+    if (!opt) return EM_DTYPE_NONE;
+    em_dtype dt = EM_DTYPE_NONE;
+    if (lua_getfield(L, opt, "dtype") != LUA_TNIL) {
+        const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+        dt = s ? em_dtype_from_name(s) : EM_DTYPE_NONE;
+        if (dt == EM_DTYPE_NONE)
+            em_lua_raise(L, "bad option 'dtype' to '%s' (unknown dtype %s)", op,
+                         s ? s : luaL_typename(L, -1));
+    }
+    lua_pop(L, 1);
+    return dt;
+}
+
+static int l_tensor(lua_State *L) {
+    static const char *const names[] = { "dtype", NULL };
+    int opt = em_lua_options_index(L);
+    if (opt == 1) opt = 0; /* ember.tensor({}) is data, not options */
+    if (lua_gettop(L) > (opt ? 2 : 1))
+        return em_lua_raise(L, "tensor: expected at most 2 arguments, got %d", lua_gettop(L));
+    em_lua_check_option_names(L, opt, "tensor", names);
+    em_dtype dt = opt_dtype(L, opt, "tensor");
+    em_tensor *t;
+    em_tensor **src = em_lua_toslot(L, 1);
+    if (src) { /* a copy, optionally converted */
+        if (!*src) return em_lua_raise(L, "tensor: tensor used after close");
+        t = em_clone(*src);
+        if (t && dt != EM_DTYPE_NONE && dt != t->dtype) {
+            em_tensor *c = em_to(t, dt);
+            em_tensor_release(t);
+            t = c;
+        }
+        em_lua_push_tensor(L, t, "tensor");
+        return 1;
+    }
+    int tp = lua_type(L, 1);
+    if (tp == LUA_TNUMBER || tp == LUA_TBOOLEAN) {
+        if (dt == EM_DTYPE_NONE)
+            dt = tp == LUA_TBOOLEAN ? EM_BOOL : lua_isinteger(L, 1) ? EM_INT64 : EM_FLOAT32;
+        t = em_tensor_new(0, NULL, dt, em_cpu_device());
+        if (!t) return em_lua_error(L, "tensor");
+        if (tp == LUA_TBOOLEAN)
+            em_store_from_int64(em_tensor_data(t), dt, lua_toboolean(L, 1));
+        else if (lua_isinteger(L, 1))
+            em_store_from_int64(em_tensor_data(t), dt, (int64_t)lua_tointeger(L, 1));
+        else
+            em_store_from_double(em_tensor_data(t), dt, (double)lua_tonumber(L, 1));
+        em_lua_push_tensor(L, t, "tensor");
+        return 1;
+    }
+    if (tp != LUA_TTABLE)
+        return em_lua_argerror(L, 1, "tensor", "data: table, number or boolean expected, got %s",
+                               luaL_typename(L, 1));
+    /* shape from the first elements, then check everything and find the kind */
+    nested nt;
+    memset(&nt, 0, sizeof nt);
+    lua_pushvalue(L, 1);
+    int base = lua_gettop(L);
+    for (;;) {
+        if (nt.ndim == EM_MAX_DIMS)
+            return em_lua_raise(L, "tensor: nested tables deeper than %d dims", EM_MAX_DIMS);
+        lua_Unsigned n = lua_rawlen(L, -1);
+        nt.sizes[nt.ndim++] = (int64_t)n;
+        if (n == 0 || lua_rawgeti(L, -1, 1) != LUA_TTABLE) break;
+    }
+    lua_settop(L, base);
+    walk(L, &nt, 0, false);
+    if (dt == EM_DTYPE_NONE)
+        dt = nt.kind == K_FLOAT || nt.kind == K_NONE ? EM_FLOAT32
+           : nt.kind == K_INT ? EM_INT64 : EM_BOOL;
+    t = em_tensor_new(nt.ndim, nt.sizes, dt, em_cpu_device());
+    if (!t) return em_lua_error(L, "tensor");
+    nt.data = (char *)em_tensor_data(t);
+    nt.dtype = dt;
+    nt.esize = em_dtype_size(dt);
+    em_lua_push_tensor(L, t, "tensor"); /* owned by Lua from here: errors cannot leak it */
+    lua_pushvalue(L, 1);
+    walk(L, &nt, 0, true);
+    lua_pop(L, 1);
+    return 1;
+}
+
+/* ---- runtime settings ---- */
+
+static int l_manual_seed(lua_State *L) {
+    em_manual_seed((uint64_t)em_lua_check_int(L, 1, "manual_seed", "seed"));
+    return 0;
+}
+
+static int l_set_num_threads(lua_State *L) {
+    int64_t n = em_lua_check_int(L, 1, "set_num_threads", "n");
+    if (n < 1 || n > 1024)
+        return em_lua_argerror(L, 1, "set_num_threads", "n: expected 1..1024, got %I",
+                               (lua_Integer)n);
+    em_set_num_threads((int)n);
+    return 0;
+}
+
+static int l_get_num_threads(lua_State *L) {
+    lua_pushinteger(L, em_get_num_threads());
+    return 1;
+}
+
+static int l_memory_stats(lua_State *L) {
+    em_memory_stats st;
+    em_memory_get_stats(&st);
+    lua_createtable(L, 0, 5);
+    lua_pushinteger(L, (lua_Integer)st.allocated);
+    lua_setfield(L, -2, "allocated");
+    lua_pushinteger(L, (lua_Integer)st.cached);
+    lua_setfield(L, -2, "cached");
+    lua_pushinteger(L, (lua_Integer)st.peak);
+    lua_setfield(L, -2, "peak");
+    lua_pushinteger(L, (lua_Integer)st.n_allocs);
+    lua_setfield(L, -2, "n_allocs");
+    lua_pushinteger(L, (lua_Integer)st.n_cache_hits);
+    lua_setfield(L, -2, "n_cache_hits");
+    return 1;
+}
+
+static int l_empty_cache(lua_State *L) {
+    (void)L;
+    em_memory_empty_cache();
+    return 0;
+}
+
+static int l_is_tensor(lua_State *L) {
+    lua_pushboolean(L, em_lua_toslot(L, 1) != NULL);
+    return 1;
+}
+
+/* ---- help ---- */
+
+/* Docs of the hand-written functions and methods: {name, call, doc}. */
+static const char *const extra_docs[][3] = {
+    { "tensor", "ember.tensor(data, {dtype=})",
+      "A tensor from a nested table, number or boolean (Lua integers give int64, any float "
+      "float32, booleans bool), or a copy of a tensor." },
+    { "manual_seed", "ember.manual_seed(n)", "Seeds the global random generator." },
+    { "set_num_threads", "ember.set_num_threads(n)",
+      "Sets the threads of ember's pool and of OpenBLAS." },
+    { "get_num_threads", "ember.get_num_threads()", "The number of intra-op threads." },
+    { "memory_stats", "ember.memory_stats()",
+      "A table with allocated, cached and peak bytes of the CPU allocator." },
+    { "empty_cache", "ember.empty_cache()", "Returns cached memory blocks to the system." },
+    { "is_tensor", "ember.is_tensor(v)", "true when v is an ember tensor." },
+    { "help", "ember.help([name])", "Lists the ops, or prints one op's signature and doc." },
+    { "item", "x:item()", "The value of a one-element tensor as a Lua number or boolean." },
+    { "tolist", "x:tolist()", "The values as nested Lua tables." },
+    { "numel", "x:numel()", "The number of elements." },
+    { "dim", "x:dim()", "The number of dims." },
+    { "size", "x:size([d])", "The sizes as a table, or the size of dim d." },
+    { "stride", "x:stride([d])", "The strides (in elements) as a table, or of dim d." },
+    { "type", "x:type()", "The dtype name." },
+    { "float", "x:float()", "Converted to float32 (also double half bfloat16 long int byte char bool)." },
+    { "is_contiguous", "x:is_contiguous()", "true when the layout is row-major contiguous." },
+    { "storage_offset", "x:storage_offset()", "The offset into the storage, in elements." },
+    { NULL, NULL, NULL }
+};
+
+/* Writes the string on the stack top (popped) through io.write when the
+ * io library is open -- so io.output() redirects it -- else to stdout. */
+static void emit(lua_State *L) {
+    int text = lua_gettop(L);
+    if (lua_getglobal(L, "io") == LUA_TTABLE && lua_getfield(L, -1, "write") == LUA_TFUNCTION) {
+        lua_pushvalue(L, text);
+        lua_call(L, 1, 0);
+        lua_settop(L, text - 1);
+        return;
+    }
+    lua_settop(L, text);
+    size_t n;
+    const char *s = lua_tolstring(L, -1, &n);
+    fwrite(s, 1, n, stdout);
+    fflush(stdout);
+    lua_pop(L, 1);
+}
+
+/* The name under which the function at idx is in the module or methods. */
+static const char *function_name(lua_State *L, int idx) {
+    const char *keys[] = { EM_LUA_MODULE_KEY, EM_LUA_METHODS_KEY };
+    for (int k = 0; k < 2; k++) {
+        lua_getfield(L, LUA_REGISTRYINDEX, keys[k]);
+        int tbl = lua_gettop(L);
+        lua_pushnil(L);
+        while (lua_next(L, tbl)) {
+            if (lua_rawequal(L, -1, idx) && lua_type(L, -2) == LUA_TSTRING) {
+                /* the key stays alive: the table is anchored in the registry */
+                const char *name = lua_tostring(L, -2);
+                lua_pop(L, 3);
+                return name;
+            }
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    }
+    return NULL;
+}
+
+static int l_help(lua_State *L) {
+    luaL_Buffer b;
+    if (lua_isnoneornil(L, 1)) {
+        luaL_buffinit(L, &b);
+        luaL_addstring(&b, "ember ops (ember.help(\"name\") shows one):\n");
+        int col = 0;
+        for (int i = 0; em_lua_op_docs[i][0]; i++) {
+            int w = (int)strlen(em_lua_op_docs[i][0]);
+            if (col && col + 1 + w > 78) { luaL_addchar(&b, '\n'); col = 0; }
+            luaL_addstring(&b, col ? " " : "  ");
+            luaL_addstring(&b, em_lua_op_docs[i][0]);
+            col += (col ? 1 : 2) + w;
+        }
+        luaL_addstring(&b, "\nmore:");
+        for (int i = 0; extra_docs[i][0]; i++) {
+            luaL_addchar(&b, ' ');
+            luaL_addstring(&b, extra_docs[i][0]);
+        }
+        luaL_addchar(&b, '\n');
+        luaL_pushresult(&b);
+        emit(L);
+        return 0;
+    }
+    const char *name = NULL;
+    if (lua_type(L, 1) == LUA_TSTRING) name = lua_tostring(L, 1);
+    else if (lua_type(L, 1) == LUA_TFUNCTION) name = function_name(L, 1);
+    if (!name)
+        return em_lua_argerror(L, 1, "help", "name: op name or ember function expected, got %s",
+                               luaL_typename(L, 1));
+    for (int i = 0; em_lua_op_docs[i][0]; i++) {
+        if (strcmp(em_lua_op_docs[i][0], name) == 0) {
+            lua_pushfstring(L, "%s\n  %s\n", em_lua_op_docs[i][1], em_lua_op_docs[i][2]);
+            emit(L);
+            return 0;
+        }
+    }
+    for (int i = 0; extra_docs[i][0]; i++) {
+        if (strcmp(extra_docs[i][0], name) == 0) {
+            lua_pushfstring(L, "%s\n  %s\n", extra_docs[i][1], extra_docs[i][2]);
+            emit(L);
+            return 0;
+        }
+    }
+    return em_lua_raise(L, "help: no op named '%s'", name);
+}
+
+/* ---- the module ---- */
+
+/* Runs the embedded lua/stdlib chunks in order, each with the module as
+ * its argument (a chunk installs itself, e.g. ember.nn = ...); a chunk that
+ * returns a value whose name is still free in the module is stored there.
+ * Runs after the module is in the registry, so a chunk's require "ember"
+ * gets the same table. Errors propagate: a broken stdlib is a bug. */
+static void run_stdlib(lua_State *L, int mod) {
+    for (int i = 0; em_lua_stdlib[i].name; i++) {
+        const em_lua_chunk *c = &em_lua_stdlib[i];
+        lua_pushfstring(L, "@lua/stdlib/%s.lua", c->name);
+        if (luaL_loadbuffer(L, c->src, c->len, lua_tostring(L, -1)) != LUA_OK) lua_error(L);
+        lua_remove(L, -2); /* the chunk name */
+        lua_pushvalue(L, mod);
+        lua_call(L, 1, 1);
+        if (!lua_isnil(L, -1)) {
+            bool taken = lua_getfield(L, mod, c->name) != LUA_TNIL;
+            lua_pop(L, 1);
+            if (!taken) lua_setfield(L, mod, c->name); /* pops the result */
+        }
+        lua_settop(L, mod);
+    }
+}
+
+int luaopen_ember(lua_State *L) {
+    static const luaL_Reg funcs[] = {
+        { "tensor", l_tensor },
+        { "manual_seed", l_manual_seed },
+        { "set_num_threads", l_set_num_threads },
+        { "get_num_threads", l_get_num_threads },
+        { "memory_stats", l_memory_stats },
+        { "empty_cache", l_empty_cache },
+        { "is_tensor", l_is_tensor },
+        { "help", l_help },
+        { NULL, NULL }
+    };
+    if (lua_getfield(L, LUA_REGISTRYINDEX, EM_LUA_MODULE_KEY) == LUA_TTABLE) return 1;
+    lua_pop(L, 1);
+    lua_createtable(L, 0, 96);
+    int mod = lua_gettop(L);
+    lua_createtable(L, 0, 96);
+    int methods = lua_gettop(L);
+    em_lua_register_ops(L, mod, methods);
+    em_lua_register_methods(L, methods);
+    em_lua_open_tensor(L, methods);
+    lua_pushvalue(L, mod);
+    luaL_setfuncs(L, funcs, 0);
+    lua_pop(L, 1);
+    for (int i = 0; i < EM_DTYPE_COUNT; i++) {
+        lua_pushstring(L, em_dtype_name((em_dtype)i));
+        lua_setfield(L, mod, em_dtype_name((em_dtype)i));
+    }
+    lua_pushliteral(L, EM_VERSION_STRING);
+    lua_setfield(L, mod, "__version");
+    lua_pushvalue(L, methods);
+    lua_setfield(L, mod, "Tensor");
+    lua_pushvalue(L, methods);
+    lua_setfield(L, LUA_REGISTRYINDEX, EM_LUA_METHODS_KEY);
+    lua_pushvalue(L, mod);
+    lua_setfield(L, LUA_REGISTRYINDEX, EM_LUA_MODULE_KEY);
+    /* require "ember" works in any host that opened the package library */
+    if (lua_getfield(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE) == LUA_TTABLE &&
+        lua_getfield(L, -1, "ember") == LUA_TNIL) {
+        lua_pushcfunction(L, luaopen_ember);
+        lua_setfield(L, -3, "ember");
+    }
+    lua_settop(L, mod);
+    run_stdlib(L, mod);
+    /* Note [Generational collector]: tensors are many short-lived userdata
+     * with finalizers; Lua's incremental mode lets thousands pile up and
+     * costs ~3x per op on a 1-element add. The generational mode (the
+     * default of stock lua.c) frees them young. */
+    lua_gc(L, LUA_GCGEN, 0, 0);
+    return 1;
+}

@@ -1,0 +1,166 @@
+-- test_errors.lua -- every error is a catchable Lua error whose message
+-- names the op, the argument and, for shapes, both shapes. Nothing crashes.
+local T = {}
+local x = ember.ones(2, 3)
+
+function T.creation_errors()
+  check_error(function() return ember.tensor({ { 1, 2 }, { 3 } }) end,
+    "tensor", "ragged", "[2]", "expected 2 elements, got 1")
+  check_error(function() return ember.tensor({ { 1, 2 }, 3 }) end, "tensor", "[2]", "got number")
+  check_error(function() return ember.tensor({ { 1, 2 }, { 3, { 4 } } }) end, "tensor", "[2][2]")
+  check_error(function() return ember.tensor({ 1, "a" }) end, "tensor", "[2]", "string")
+  check_error(function() return ember.tensor("x") end, "tensor", "data", "got string")
+  check_error(function() return ember.tensor({ 1 }, { dtype = "nope" }) end, "tensor", "dtype", "nope")
+  check_error(function() return ember.tensor({ 1 }, { foo = 1 }) end, "bad option 'foo'", "tensor")
+  check_error(function() return ember.zeros(-1) end, "zeros", "-1")
+  check_error(function() return ember.ones(2, { dtype = 5 }) end, "ones", "dtype")
+  check_error(function() return ember.ones(2, { dtype = "float128" }) end, "ones", "float128")
+  check_error(function() return ember.full({ 2 }) end, "full", "fill_value")
+  check_error(function() return ember.arange(0, 5, 0) end, "arange", "step")
+end
+
+function T.dim_out_of_range()
+  check_error(function() return x:sum(5) end, "sum", "dim 5", "2 dims")
+  check_error(function() return x:sum(0) end, "sum", "dim", "0")
+  check_error(function() return x:sum(1.5) end, "sum", "dim", "integer")
+  check_error(function() return x:transpose(1, 3) end, "transpose", "dim 3")
+  check_error(function() return x:size(3) end, "size", "dim 3")
+  check_error(function() return x:squeeze(4) end, "squeeze", "dim 4")
+  check_error(function() return x:unsqueeze(5) end, "unsqueeze", "dim 5")
+  check_error(function() return x:permute(1, 1) end, "permute", "twice")
+  check_error(function() return x:permute(1) end, "permute")
+end
+
+function T.index_out_of_range()
+  check_error(function() return x[0] end, "index 0 out of range for dim 1 of size 2")
+  check_error(function() return x[5] end, "index 5 out of range for dim 1 of size 2")
+  check_error(function() return x[-3] end, "index -3 out of range for dim 1 of size 2")
+  check_error(function() return x[1.5] end, "index", "integer")
+  check_error(function() return x[{ 1, 7 }] end, "index 7 out of range for dim 2 of size 3")
+  check_error(function() return x[{ { 1, 3 } }] end, "index 3 out of range for dim 1 of size 2")
+  check_error(function() return x[{ { 1, 2 }, {}, 1 }] end, "too many indices")
+  check_error(function() return x[{ { 1, 2, 0 } }] end, "step")
+  check_error(function() return x[{ "a" }] end, "index", "string")
+  check_error(function() x[5] = 1 end, "index 5 out of range")
+  check_error(function() return ember.tensor(3)[1] end, "0-dim")
+  check_error(function() return x:select(2, 4) end, "select", "index 4", "size 3")
+  check_error(function() return x:narrow(1, 2, 5) end, "narrow", "{2,3}")
+  check_error(function() return ember.ones(2):item() end, "item", "2 elements")
+  check_error(function() return #ember.tensor(3) end, "len", "0-dim")
+end
+
+function T.shape_mismatch_names_both_shapes()
+  check_error(function() return x + ember.ones(4, 5) end, "add", "{2,3}", "{4,5}")
+  check_error(function() return x * ember.ones(4) end, "mul", "{2,3}", "{4}")
+  check_error(function() return x:mm(ember.ones(4, 5)) end, "mm", "{2,3}", "{4,5}")
+  check_error(function() return x:matmul(ember.ones(2)) end, "matmul", "{2,3}", "{2}")
+  check_error(function() return x:view(7) end, "view", "{7}", "{2,3}")
+  check_error(function() return x:expand(3, 3) end, "expand", "{2,3}", "{3,3}")
+  check_error(function() x[1] = ember.ones(4) end, "copy_", "{3}", "{4}")
+  check_error(function() x:add_(ember.ones(3, 3)) end, "add_", "{2,3}", "{3,3}")
+end
+
+function T.wrong_type()
+  check_error(function() return x + "a" end, "bad argument #2 to 'add'", "other", "string")
+  check_error(function() return "a" + x end, "bad argument #1 to 'add'", "self", "string")
+  check_error(function() return x * {} end, "mul", "table")
+  check_error(function() return x:add(nil) end, "add", "other")
+  check_error(function() return ember.add() end, "add", "self")
+  check_error(function() return ember.add(x, x, x, x) end, "add", "at most 2 arguments, got 4")
+  check_error(function() return ember.manual_seed("a") end, "manual_seed", "seed", "string")
+  check_error(function() return ember.set_num_threads(0) end, "set_num_threads", "0")
+  check_error(function() x.foo = 3 end, "foo")
+  check_error(function() x[1] = "a" end, "value", "string")
+  check_error(function() return x:to("int7") end, "to", "dtype", "int7")
+  check_error(function() return ember.sum({ 1, 2 }) end, "sum", "self")
+end
+
+function T.unsupported_dtype()
+  check_error(function() return ember.tensor({ 1, 2 }):mean() end, "mean", "int64")
+  check_error(function() local i = ember.tensor({ 1, 2 }); i:div_(2) end, "div_", "int64")
+  check_error(function() local i = ember.tensor({ 1, 2 }); i:add_(1.5) end, "add_", "float32", "int64")
+  check_error(function() return -ember.tensor({ true }) end, "neg", "bool")
+  check_error(function() return ember.randn(2, { dtype = "int64" }) end, "randn", "int64")
+end
+
+function T.bad_option_name()
+  check_error(function() return x:sum({ keepdims = true }) end, "bad option 'keepdims' to 'sum'", "keepdim")
+  check_error(function() return x:add(x, { alfa = 2 }) end, "bad option 'alfa' to 'add'", "alpha")
+  check_error(function() return x:sum({ dtype = "float128" }) end, "sum", "dtype", "float128")
+  check_error(function() return ember.zeros(2, { dtype = true }) end, "zeros", "dtype")
+end
+
+function T.closed_tensor()
+  local y = ember.ones(2)
+  getmetatable(y).__close(y)
+  check_error(function() return y:sum() end, "tensor used after close")
+  check_error(function() return y[1] end, "tensor used after close")
+  check_error(function() return x + y end, "tensor used after close")
+  check_error(function() return y.shape end, "tensor used after close")
+end
+
+function T.errors_leave_state_usable()
+  for _ = 1, 100 do
+    pcall(function() return x + ember.ones(4) end)
+    pcall(function() return 1 + x + "a" end)
+  end
+  check_tensor(x + 1, { 2, 2, 2, 2, 2, 2 })
+end
+
+function T.fuzz_never_crashes()
+  -- every function and method with odd arguments: errors, never a crash
+  local closed = ember.ones(2)
+  getmetatable(closed).__close(closed)
+  local values = { nil, 0, -1, 1, 2, 3, 2.5, 1e300, 0 / 0, -1 / 0, "a", "float64", {}, { 1, 2 },
+    { { 1 }, { 2 } }, { -1 }, { keepdim = true }, { dtype = "int32" }, { alpha = "x" }, true, false,
+    ember.ones(2, 3), ember.tensor(5), ember.zeros(0), ember.tensor({ true }), closed, print,
+    ember.ones(2, 3):t(), ember.arange(6):view(2, 3)[{ {}, { 1, 3, 2 } }] }
+  local nv = 29
+  local fns = {}
+  for name, f in pairs(ember) do
+    if type(f) == "function" and name ~= "help" and name ~= "set_num_threads" then
+      fns[#fns + 1] = { name, f }
+    end
+  end
+  for name, f in pairs(ember.Tensor) do
+    if type(f) == "function" then fns[#fns + 1] = { "Tensor." .. name, f } end
+  end
+  table.sort(fns, function(a, b) return a[1] < b[1] end)
+  math.randomseed(12345)
+  local calls = 0
+  for _, nf in ipairs(fns) do
+    for _ = 1, 60 do
+      local n = math.random(0, 4)
+      local args = {}
+      for i = 1, n do args[i] = values[math.random(1, nv)] end
+      if nf[1]:sub(1, 7) == "Tensor." and math.random() < 0.7 then
+        args[1] = values[math.random(22, nv)]
+      end
+      pcall(nf[2], table.unpack(args, 1, n))
+      calls = calls + 1
+    end
+  end
+  -- metamethods and indexing with odd operands
+  local x = ember.ones(2, 3)
+  for i = 1, nv do
+    local v = values[i]
+    pcall(function() return x + v end)
+    pcall(function() return v - x end)
+    pcall(function() return x * v end)
+    pcall(function() return v / x end)
+    pcall(function() return x ^ v end)
+    pcall(function() return v % x end)
+    pcall(function() return x[v] end)
+    pcall(function() x[v] = v end)
+    pcall(function() x[v] = 1 end)
+    pcall(function() return x[{ v, v }] end)
+    pcall(function() return x[{ { v, v } }] end)
+    pcall(function() return #v end)
+    pcall(function() return -v end)
+    pcall(tostring, v)
+  end
+  check(calls > 0)
+  check_tensor(x, { 1, 1, 1, 1, 1, 1 }, nil, "x unchanged by failed writes")
+end
+
+return T

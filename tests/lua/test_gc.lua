@@ -1,0 +1,78 @@
+-- test_gc.lua -- allocation is reported to Lua's collector (Note [GC
+-- pressure]): a loop making 1 MB tensors stays flat without collectgarbage().
+local T = {}
+
+local function rss_mb()
+  local f = io.open("/proc/self/statm")
+  if not f then return nil end
+  local _, resident = f:read("n", "n")
+  f:close()
+  return resident * 4096 / 2 ^ 20
+end
+
+function T.rss_flat_in_allocation_loop()
+  collectgarbage()
+  local before = rss_mb()
+  local peak_alloc = 0
+  for i = 1, 2000 do
+    local a = ember.ones(262144) -- 1 MB of float32
+    local b = a * 2
+    if i % 100 == 0 then
+      local s = ember.memory_stats().allocated
+      if s > peak_alloc then peak_alloc = s end
+    end
+    b = nil
+  end
+  local after = rss_mb()
+  if before then
+    check(after < 200, string.format("RSS %.1f MB after 2000 x 1 MB tensors", after))
+    check(after - before < 150, string.format("RSS grew by %.1f MB", after - before))
+  end
+  check(peak_alloc < 150 * 2 ^ 20,
+    string.format("live tensor bytes peaked at %.1f MB", peak_alloc / 2 ^ 20))
+end
+
+function T.incremental_mode_also_flat()
+  collectgarbage("incremental")
+  local peak_alloc = 0
+  for i = 1, 500 do
+    local a = ember.zeros(262144)
+    if i % 50 == 0 then
+      local s = ember.memory_stats().allocated
+      if s > peak_alloc then peak_alloc = s end
+    end
+  end
+  collectgarbage("generational")
+  check(peak_alloc < 150 * 2 ^ 20,
+    string.format("live tensor bytes peaked at %.1f MB", peak_alloc / 2 ^ 20))
+end
+
+function T.errors_do_not_leak_temporaries()
+  local x = ember.ones(3)
+  for _ = 1, 10 do pcall(ember.add, 1, "a") end -- warm up
+  collectgarbage()
+  collectgarbage()
+  local base = ember.memory_stats().allocated
+  for _ = 1, 1000 do
+    pcall(ember.add, 1, "a")          -- a wrapped number, then a bad argument
+    pcall(ember.add, 2.5, x, { alpha = "z" })
+    pcall(function() return x + ember.ones(2) end)
+    pcall(function() return x[{ { 1, 2 }, 5 }] end)
+  end
+  collectgarbage()
+  collectgarbage()
+  local now = ember.memory_stats().allocated
+  check(now - base < 4096, string.format("allocated grew by %d bytes", now - base))
+end
+
+function T.close_frees_now()
+  collectgarbage()
+  local base = ember.memory_stats().allocated
+  do
+    local big <close> = ember.zeros(1000000)
+    check(ember.memory_stats().allocated >= base + 4000000)
+  end
+  check(ember.memory_stats().allocated < base + 4000000, "freed at scope exit")
+end
+
+return T
