@@ -107,7 +107,7 @@ $(GEN_STAMP): $(BUILD)/codegen schema/ops.yaml schema/derivatives.yaml
 	@mkdir -p $(GEN) $(BUILD)/man
 	$(BUILD)/codegen --ops schema/ops.yaml --derivatives schema/derivatives.yaml --out $(GEN) --man $(BUILD)/man
 	@touch $@
-$(GEN)/em_ops.c $(GEN)/em_lua_ops.c $(BUILD)/man/ember-ops.7: $(GEN_STAMP)
+$(GEN)/em_ops.c $(GEN)/em_autograd_gen.c $(GEN)/em_lua_ops.c $(BUILD)/man/ember-ops.7: $(GEN_STAMP)
 	@:
 gen: $(GEN_STAMP)
 

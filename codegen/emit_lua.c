@@ -239,7 +239,12 @@ static void emit_binding(cg_buf *b, const cg_op *op) {
     cg_puts(b, "/* ");
     cg_comment_escape(b, op->schema);
     cg_printf(b, " */\nstatic int l_%s(lua_State *L)\n{\n    static const char *const names[] = { ", o);
-    for (int i = 0; i < op->nargs; i++) cg_printf(b, "\"%s\", ", op->args[i].name);
+    bool factory = true; /* no Tensor argument: accepts requires_grad (a leaf option) */
+    for (int i = 0; i < op->nargs; i++) {
+        cg_printf(b, "\"%s\", ", op->args[i].name);
+        if (cg_type_is_tensor(op->args[i].type)) factory = false;
+    }
+    if (factory) cg_puts(b, "\"requires_grad\", ");
     cg_puts(b, "NULL };\n"
                "    int opt = em_lua_options_index(L);\n"
                "    int top = opt ? opt - 1 : lua_gettop(L);\n"
@@ -279,7 +284,10 @@ static void emit_binding(cg_buf *b, const cg_op *op) {
     }
     cg_printf(b, "    r = em_%s(", o);
     for (int i = 0; i < op->nargs; i++) cg_printf(b, "%sa_%s", i ? ", " : "", op->args[i].name);
-    cg_printf(b, ");\n    em_lua_argtmp_release(&tmp);\n    em_lua_push_tensor(L, r, \"%s\");\n"
+    cg_puts(b, ");\n");
+    if (factory)
+        cg_printf(b, "    if (r && opt && !set_requires_grad(L, opt, r, \"%s\"))\n        r = NULL;\n", o);
+    cg_printf(b, "    em_lua_argtmp_release(&tmp);\n    em_lua_push_tensor(L, r, \"%s\");\n"
                  "    return 1;\n}\n\n", o);
 }
 
@@ -288,8 +296,25 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
     cg_puts(b, "/* em_lua_ops.c -- the Lua bindings of every op: ember.NAME and x:NAME.\n"
                " * See Note [Lua argument binding] in codegen/emit_lua.c. */\n"
                "#include <stdint.h>\n\n"
-               "#include \"em_ops.h\"\n#include \"lua/em_lua.h\"\n\n");
+               "#include \"em_ops.h\"\n#include \"autograd/em_autograd.h\"\n#include \"lua/em_lua.h\"\n\n");
     cg_puts(b, lua_helpers);
+    cg_puts(b, "/* Factories take requires_grad=true in their options table (PyTorch's\n"
+               " * TensorOptions): the new tensor becomes a leaf that requires grad. On\n"
+               " * failure releases r and returns false with the error set. */\n"
+               "static __attribute__((unused)) bool set_requires_grad(lua_State *L, int opt, em_tensor *r, const char *op)\n{\n"
+               "    int t = lua_getfield(L, opt, \"requires_grad\");\n"
+               "    bool on = lua_toboolean(L, -1);\n"
+               "    lua_pop(L, 1);\n"
+               "    if (t != LUA_TNIL && t != LUA_TBOOLEAN) {\n"
+               "        em_tensor_release(r);\n"
+               "        return luaL_error(L, \"bad option 'requires_grad' to '%s' (boolean expected, got %s)\",\n"
+               "                          op, lua_typename(L, t));\n"
+               "    }\n"
+               "    if (on && em_set_requires_grad(r, true) != EM_OK) {\n"
+               "        em_tensor_release(r);\n"
+               "        return false;\n"
+               "    }\n"
+               "    return true;\n}\n\n");
     const char *last = NULL;
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];
