@@ -36,6 +36,15 @@ static int written_arg(const cg_op *op) {
     return -1;
 }
 
+/* The argument a view op returns an alias of (Tensor(a) returned), or -1. */
+static int viewed_arg(const cg_op *op) {
+    if (!op->ret_alias || op->ret_alias_write) return -1;
+    for (int i = 0; i < op->nargs; i++)
+        if (op->args[i].alias && !op->args[i].alias_write && strcmp(op->args[i].alias, op->ret_alias) == 0)
+            return i;
+    return -1;
+}
+
 static int tensor_count(const cg_op *op) {
     int n = 0;
     for (int i = 0; i < op->nargs; i++)
@@ -476,10 +485,7 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
     cg_puts(b, ";\n");
     if (w >= 0) {
         const char *x = op->args[w].name;
-        cg_printf(b, "    if (em_is_leaf(%s) && em_requires_grad(%s)) {\n"
-                     "        em_set_error(EM_EVALUE, \"%s: a leaf tensor that requires grad is being "
-                     "used in an in-place operation (do it under ember.no_grad())\");\n"
-                     "        return NULL;\n    }\n", x, x, op->name);
+        cg_printf(b, "    if (em_ag_check_inplace(%s, \"%s\") != EM_OK)\n        return NULL;\n", x, op->name);
     }
     cg_printf(b, "    n = (%s *)em_node_new(sizeof *n, &vt_%s, 1, %d);\n    if (!n)\n"
                  "        return NULL;\n    node = &n->base;\n", ctype, op->name, nt);
@@ -555,6 +561,10 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
         cg_puts(b, "    if (em_set_history(result, node, 0) != EM_OK) {\n");
     }
     cg_puts(b, "        em_tensor_release(result);\n        goto fail;\n    }\n");
+    int base = viewed_arg(op);
+    if (base >= 0) /* See Note [Differentiable views] */
+        cg_printf(b, "    if (em_ag_mark_view(result, %s) != EM_OK) {\n"
+                     "        em_tensor_release(result);\n        goto fail;\n    }\n", op->args[base].name);
     if (formulas_use_result(op)) {
         cg_puts(b, "    if (");
         use_condition(b, op, -1, "node");

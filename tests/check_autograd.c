@@ -407,6 +407,43 @@ START_TEST(test_autograd_deep_chain) {
 }
 END_TEST
 
+/* ---- generated kernels: in-place rules (Note [Differentiable views]) ---- */
+
+START_TEST(test_autograd_inplace_rules) {
+    em_tensor *x = leaf(3, 2.0f), *one = filled(3, 1.0f);
+    /* a leaf that requires grad cannot be written in place... */
+    ck_assert_ptr_null(em_add_(x, one, em_scalar_int(1)));
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "leaf"));
+    /* ...nor through a view of it */
+    em_tensor *v = em_narrow(x, 0, 0, 2);
+    ck_assert_ptr_nonnull(v);
+    ck_assert_ptr_null(em_mul_(v, v));
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "view"));
+    /* a view of a non-leaf result is refused too (its base has history) */
+    em_tensor *y = em_mul(x, x);
+    em_tensor *w = em_select(y, 0, 1);
+    ck_assert_ptr_null(em_add_(w, one, em_scalar_int(1)));
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "add_: in-place operation on a view"));
+    /* in-place on the non-leaf itself records: d/dx sum(x*x + 1) = 2x */
+    em_tensor *r = em_add_(y, one, em_scalar_int(1));
+    ck_assert_ptr_nonnull(r);
+    ck_assert_str_eq(em_node_name(em_grad_fn(y)), "AddBackward");
+    em_tensor *s = em_sum(y, (em_intlist){ NULL, -1 }, false, EM_DTYPE_NONE);
+    ck_assert_int_eq(em_backward(&s, NULL, 1, NULL, 0, NULL, NULL), EM_OK);
+    em_tensor *g = em_grad(x);
+    ck_assert_float_eq(at(g, 0), 4.0f);
+    /* under no-grad the leaf may be updated (an optimizer step) */
+    bool prev = em_set_grad_enabled(false);
+    em_tensor *u = em_sub_(x, g, em_scalar_float(0.5));
+    em_set_grad_enabled(prev);
+    ck_assert_ptr_nonnull(u);
+    ck_assert_float_eq(at(x, 1), 0.0f);
+    em_tensor_release(u); em_tensor_release(g); em_tensor_release(s); em_tensor_release(r);
+    em_tensor_release(w); em_tensor_release(y); em_tensor_release(v); em_tensor_release(one);
+    em_tensor_release(x);
+}
+END_TEST
+
 Suite *make_autograd_suite(void) {
     Suite *s = suite_create("autograd");
     TCase *tc = tcase_create("engine");
@@ -422,6 +459,7 @@ Suite *make_autograd_suite(void) {
     tcase_add_test(tc, test_autograd_device_worker_thread);
     tcase_add_test(tc, test_autograd_concurrent_backward);
     tcase_add_test(tc, test_autograd_deep_chain);
+    tcase_add_test(tc, test_autograd_inplace_rules);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -90,6 +90,7 @@ typedef struct em_ag_meta {
     bool requires_grad;         /* leaf flag (results use grad_fn) */
     bool retains_grad;
     em_hook *hooks;             /* leaf tensor hooks (AccumulateGrad pre-hooks) */
+    em_tensor *view_base;       /* owned: the base of a differentiable view */
 } em_ag_meta;
 
 /* ---- initialisation ---- */
@@ -130,6 +131,17 @@ EM_API em_status em_set_history(em_tensor *t, em_node *node, uint32_t nr);
 /* For in-place ops: self becomes output 0 of node (its old history is
  * already the node's edge). Fails on a leaf requiring grad. */
 EM_API em_status em_rebase_history(em_tensor *t, em_node *node);
+
+/* Note [Differentiable views]
+ * A view op recorded by autograd remembers its base (the root base when
+ * the input is itself a view). An in-place op on such a view would change
+ * the base's values behind the base's own history, so it is refused while
+ * the base takes part in the graph (PyTorch rewrites the base's history
+ * with CopySlices; ember does not do that yet). */
+EM_API em_status em_ag_mark_view(em_tensor *view, em_tensor *base);
+/* The checks an in-place op makes before it writes self: not a leaf that
+ * requires grad, not a view of a base that requires grad. */
+EM_API em_status em_ag_check_inplace(em_tensor *self, const char *op);
 
 /* ---- saved variables ---- */
 /* Note [Saved variables]

@@ -43,6 +43,7 @@ static void meta_free(void *p) {
     m->grad_accumulator = NULL;
     pthread_mutex_unlock(&weak_lock);
     em_tensor_release(m->grad);
+    em_tensor_release(m->view_base);
     em_node_release(m->grad_fn);
     free_hook_list(m->hooks);
     free(m);
@@ -383,4 +384,30 @@ em_status em_rebase_history(em_tensor *t, em_node *node) {
         return em_set_error(EM_EVALUE, "%s: a leaf tensor that requires grad is being used in an "
                                        "in-place operation (do it under ember.no_grad())", em_node_name(node));
     return em_set_history(t, node, 0);
+}
+
+/* ---- views and in-place checks (Note [Differentiable views]) ---- */
+
+em_status em_ag_mark_view(em_tensor *view, em_tensor *base) {
+    em_ag_meta *bm = base->autograd_meta;
+    em_tensor *root = bm && bm->view_base ? bm->view_base : base;
+    em_ag_meta *m = get_meta(view, true);
+    if (!m) return EM_ENOMEM;
+    em_tensor *old = m->view_base;
+    m->view_base = em_tensor_retain(root);
+    em_tensor_release(old);
+    return EM_OK;
+}
+
+em_status em_ag_check_inplace(em_tensor *self, const char *op) {
+    em_ag_meta *m = self->autograd_meta;
+    if (!m) return EM_OK;
+    if (!m->grad_fn && m->requires_grad)
+        return em_set_error(EM_EVALUE, "%s: a leaf tensor that requires grad is being used in an "
+                                       "in-place operation (do it under ember.no_grad())", op);
+    if (m->view_base && em_requires_grad(m->view_base))
+        return em_set_error(EM_EVALUE, "%s: in-place operation on a view of a tensor that requires "
+                                       "grad is not supported (clone() the view first, or do it under "
+                                       "ember.no_grad())", op);
+    return EM_OK;
 }
