@@ -47,4 +47,41 @@ do
       function() local c = a:matmul(b) end)
   end
 end
+-- autograd: recording overhead and the 10k scalar chain of torch_ref.py
+if ember.ones(1, {requires_grad = true}).backward then
+  do
+    local a, b = ember.ones(1, {requires_grad = true}), ember.ones(1)
+    local N = 200000
+    results.add1_grad = measure("ember_add_1elem_grad", function(t) return t / N * 1e9 end, "ns/op", 1,
+      function() local c; for _ = 1, N do c = a + b end end)
+  end
+  do
+    local N = 10000
+    local fw, bw = {}, {}
+    local function run()
+      local x = ember.full({1}, 0.5, {requires_grad = true})
+      local t0 = now()
+      local y = x
+      for i = 0, N - 1 do
+        local r = i % 3
+        if r == 0 then y = y * 0.999 elseif r == 1 then y = y + 0.001 else y = y:tanh() end
+      end
+      local t1 = now()
+      y:backward(ember.ones(1))
+      local t2 = now()
+      return t1 - t0, t2 - t1
+    end
+    run()
+    for r = 1, REPS do fw[r], bw[r] = run() end
+    local tot = {}
+    for r = 1, REPS do tot[r] = fw[r] + bw[r] end
+    for name, t in pairs({forward = fw, backward = bw, total = tot}) do
+      table.sort(t)
+      print(string.format("%-28s %10.3f %s best=%.3f n=%d", "ember_chain10k_" .. name,
+        t[(REPS + 1) // 2] / N * 1e6, "us/node", t[1] / N * 1e6, REPS))
+    end
+  end
+else
+  print("ember_autograd_benchmarks skipped: no backward() in this build")
+end
 return results

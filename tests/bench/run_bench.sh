@@ -17,4 +17,6 @@ echo "add 1e7 t2: $(med ember_add_1e7_f32_t2) GB/s = $(ratio "$(med ember_add_1e
 echo "add 1e7 t1: $(med ember_add_1e7_f32_t1) GB/s = $(ratio "$(med ember_add_1e7_f32_t1)" "$(med ref_stream_add_1e7_t1)") of STREAM add t1"
 echo "sum 1e7 t1: $(med ember_sum_1e7_f32_t1) GB/s; torch t1 $TORCH_SUM1E7_T1 GB/s (ember/torch = $(ratio "$(med ember_sum_1e7_f32_t1)" $TORCH_SUM1E7_T1))"
 echo "matmul 1024 t2: $(med ember_matmul_f32_n1024_t2) GFLOP/s = $(ratio "$(med ember_matmul_f32_n1024_t2)" "$(med ref_cblas_sgemm_n1024)") of cblas_sgemm direct (target >= 0.95); torch t2 $TORCH_MM_T2"
+echo "1-elem add, requires_grad: ember $(med ember_add_1elem_grad) ns/op; torch 1.13: 1589 ns (target < 1000 ns)"
+echo "chain 10k: forward $(med ember_chain10k_forward) + backward $(med ember_chain10k_backward) us/node; torch 3.35 + 4.45, micrograd 1.34 + 2.22 (target backward < 0.5)"
 echo "matmul 1024 t1: $(med ember_matmul_f32_n1024_t1) GFLOP/s; torch t1 $TORCH_MM_T1 (ember/torch = $(ratio "$(med ember_matmul_f32_n1024_t1)" $TORCH_MM_T1))"
