@@ -137,7 +137,7 @@ function T.require_and_global_are_one_module()
 end
 
 function T.sigint_interrupts()
-  local out, code = run("timeout -s INT 1 " .. q(EMBER) .. " -e 'while true do end'", true)
+  local out, code = run("timeout -s INT 3 " .. q(EMBER) .. " -e 'while true do end'", true)
   check(code ~= 0, "interrupted run fails")
   check(out:find("interrupted!", 1, true), out)
 end
