@@ -275,6 +275,7 @@ static void evaluate(ready_item it) {
     em_node *n = it.node;
     em_tensor **buf = it.buffer;
     em_tensor **out = NULL;
+    em_tensor *out_small[8];
     if (atomic_load(&t->has_error)) goto done;
 
     bool prev_grad = em_set_grad_enabled(t->create_graph);
@@ -314,7 +315,8 @@ static void evaluate(ready_item it) {
         }
     }
     if (n->num_next > 0) {
-        out = calloc((size_t)n->num_next, sizeof *out);
+        out = n->num_next <= 8 ? out_small : calloc((size_t)n->num_next, sizeof *out);
+        if (out == out_small) memset(out_small, 0, sizeof(em_tensor *) * (size_t)n->num_next);
         if (!out) {
             em_set_error(EM_ENOMEM, "backward: out of memory");
             set_task_error(t, EM_ENOMEM, em_node_name(n));
@@ -398,7 +400,7 @@ static void evaluate(ready_item it) {
 done:
     if (out) {
         for (int j = 0; j < n->num_next; j++) em_tensor_release(out[j]);
-        free(out);
+        if (out != out_small) free(out);
     }
     free_buffer(buf, n->num_inputs);
     em_node_release(n);

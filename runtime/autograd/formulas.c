@@ -8,15 +8,23 @@
 
 #define NOLIST ((em_intlist){ NULL, -1 })
 
+/* Wrapped numbers are made directly (no dispatch): they never carry
+ * history, and formulas make one per literal on every backward. */
 em_tensor *em_ag_scalar(double v) {
-    em_tensor *t = em_full((em_intlist){ NULL, 0 }, em_scalar_float(v), EM_FLOAT64);
-    if (t) t->wrapped_number = true;
+    em_tensor *t = em_tensor_new(0, NULL, EM_FLOAT64, em_cpu_device());
+    if (!t) return NULL;
+    *(double *)em_tensor_data(t) = v;
+    t->wrapped_number = true;
     return t;
 }
 
 em_tensor *em_ag_scalar_s(em_scalar s) {
-    em_tensor *t = em_full((em_intlist){ NULL, 0 }, s, em_scalar_dtype(s) == EM_FLOAT32 ? EM_FLOAT64 : em_scalar_dtype(s));
-    if (t) t->wrapped_number = true;
+    if (s.kind == EM_SCALAR_FLOAT) return em_ag_scalar(s.v.d);
+    em_dtype dt = s.kind == EM_SCALAR_INT ? EM_INT64 : EM_BOOL;
+    em_tensor *t = em_tensor_new(0, NULL, dt, em_cpu_device());
+    if (!t) return NULL;
+    em_store_from_int64(em_tensor_data(t), dt, em_scalar_to_int(s));
+    t->wrapped_number = true;
     return t;
 }
 

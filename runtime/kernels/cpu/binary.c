@@ -59,6 +59,8 @@ static inline uint64_t rem_i(uint64_t ua, uint64_t ub, bin_ctx *c) {
 #define E_div(x, y) ((x) / (y))
 #define E_pow(x, y) _Generic((x), float: powf, double: pow, default: ipow_u)((x), (y))
 #define E_rem(x, y) _Generic((x), float: remf_py(x, y), double: rem_py(x, y), default: rem_i(x, y, ctx))
+#define E_tanhbw(g, y) ((g) * (1 - (y) * (y)))
+#define E_sigmbw(g, y) ((g) * (y) * (1 - (y)))
 #define E_eq(x, y) ((x) == (y))
 #define E_ne(x, y) ((x) != (y))
 #define E_lt(x, y) ((x) < (y))
@@ -167,6 +169,8 @@ ARITH_ALL(mul)
 ARITH_ALL(pow)
 ARITH_ALL(rem)
 FLOAT_ALL(div)
+FLOAT_ALL(tanhbw)
+FLOAT_ALL(sigmbw)
 CMP_ALL(eq)
 CMP_ALL(ne)
 CMP_ALL(lt)
@@ -174,12 +178,19 @@ CMP_ALL(le)
 CMP_ALL(gt)
 CMP_ALL(ge)
 
-typedef enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_REM, B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE, B_COUNT } binop;
+/* B_TANH_BW / B_SIGM_BW: the fused gradients of tanh and sigmoid given
+ * their output (grad * (1 - y^2), grad * y * (1 - y)), one pass instead of
+ * three ops per backward node. They sit before the comparisons, which must
+ * stay last (op >= B_EQ means a bool output). */
+typedef enum {
+    B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_REM, B_TANH_BW, B_SIGM_BW,
+    B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE, B_COUNT
+} binop;
 
 static const em_cpu_loop tables[B_COUNT][EM_DTYPE_COUNT] = {
     ARITH_TABLE(add), ARITH_TABLE(sub), ARITH_TABLE(mul), FLOAT_TABLE(div),
-    ARITH_TABLE(pow), ARITH_TABLE(rem), ARITH_TABLE(eq), ARITH_TABLE(ne),
-    ARITH_TABLE(lt), ARITH_TABLE(le), ARITH_TABLE(gt), ARITH_TABLE(ge),
+    ARITH_TABLE(pow), ARITH_TABLE(rem), FLOAT_TABLE(tanhbw), FLOAT_TABLE(sigmbw),
+    ARITH_TABLE(eq), ARITH_TABLE(ne), ARITH_TABLE(lt), ARITH_TABLE(le), ARITH_TABLE(gt), ARITH_TABLE(ge),
 };
 
 /* ---- driver ---- */
@@ -253,7 +264,8 @@ static em_tensor *binary_fast(em_cpu_loop fn, bin_ctx *ctx, em_tensor *a, em_ten
 }
 
 static const char *const op_names[B_COUNT] = {
-    "add", "sub", "mul", "div", "pow", "remainder", "eq", "ne", "lt", "le", "gt", "ge",
+    "add", "sub", "mul", "div", "pow", "remainder", "tanh_backward", "sigmoid_backward",
+    "eq", "ne", "lt", "le", "gt", "ge",
 };
 
 /* PyTorch's can_cast: no cast into a lower category (float -> int -> bool). */
@@ -266,7 +278,8 @@ static bool can_cast(em_dtype from, em_dtype to) {
 /* Out-of-place binary op: a new tensor, or NULL with the error set. */
 static em_tensor *binary(binop op, em_tensor *a, em_tensor *b, em_scalar alpha, const char *name) {
     em_dtype compute = em_result_type2(a, b);
-    if (op == B_DIV && !em_dtype_is_floating(compute)) compute = EM_FLOAT32;
+    if ((op == B_DIV || op == B_TANH_BW || op == B_SIGM_BW) && !em_dtype_is_floating(compute))
+        compute = EM_FLOAT32;
     if (compute == EM_BOOL && op == B_SUB) {
         em_set_error(EM_ETYPE, "%s: subtraction with two bool tensors is not supported; use logical_xor", name);
         return NULL;
@@ -390,6 +403,14 @@ em_tensor *em_cpu_pow(em_keyset ks, em_tensor *self, em_tensor *exponent) {
 em_tensor *em_cpu_remainder(em_keyset ks, em_tensor *self, em_tensor *other) {
     (void)ks;
     return binary(B_REM, self, other, one, "remainder");
+}
+em_tensor *em_cpu_tanh_backward(em_keyset ks, em_tensor *grad_output, em_tensor *output) {
+    (void)ks;
+    return binary(B_TANH_BW, grad_output, output, one, "tanh_backward");
+}
+em_tensor *em_cpu_sigmoid_backward(em_keyset ks, em_tensor *grad_output, em_tensor *output) {
+    (void)ks;
+    return binary(B_SIGM_BW, grad_output, output, one, "sigmoid_backward");
 }
 #define CMP_KERNEL(OP, E)                                                  \
     em_tensor *em_cpu_##OP(em_keyset ks, em_tensor *self, em_tensor *other) { \
