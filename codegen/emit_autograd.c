@@ -532,10 +532,10 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
         cg_puts(b, "    if (");
         use_condition(b, op, i, "node");
         if (i == w)
-            cg_printf(b, ") {\n        /* the formulas need %s before the op writes it */\n"
-                         "        bool prev = em_set_grad_enabled(false);\n"
+            cg_printf(b, ") {\n        /* the formulas need %s before the op writes it; the clone\n"
+                         "         * is recorded so a double backward reaches self's old history */\n"
                          "        em_tensor *orig = em_clone(%s);\n\n"
-                         "        em_set_grad_enabled(prev);\n        if (!orig)\n            goto fail;\n"
+                         "        if (!orig)\n            goto fail;\n"
                          "        em_saved_save(&n->%s_, orig, false);\n        em_tensor_release(orig);\n    }\n",
                       x, x, x);
         else

@@ -190,7 +190,8 @@ EM_API em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_ro
                              em_tensor **inputs, int n_inputs, em_tensor **out_grads,
                              const em_backward_opts *opts);
 
-/* Nodes for the Lua layer (custom functions): see runtime/autograd/custom.c */
+/* Nodes for the Lua layer (custom functions), in runtime/autograd/node.c.
+ * They run on the thread that called backward (owner_thread). */
 typedef em_status (*em_custom_apply_fn)(void *ud, em_node *node, em_tensor **grads, em_tensor **out);
 EM_API em_node *em_custom_node_new(const char *name, int num_inputs, int num_next,
                                    em_custom_apply_fn apply, void *ud, void (*free_ud)(void *));

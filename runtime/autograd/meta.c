@@ -220,6 +220,9 @@ int em_register_hook(em_tensor *t, em_grad_hook_fn fn, void *ud, void (*free_ud)
     } else {
         h->slot = 0;
         append_hook(&m->hooks, h);
+        pthread_mutex_lock(&weak_lock);
+        if (m->grad_accumulator && free_ud) m->grad_accumulator->owner_thread = true;
+        pthread_mutex_unlock(&weak_lock);
     }
     return h->id;
 }

@@ -47,4 +47,24 @@ EM_HIDDEN void em_lua_push_tensor_string(lua_State *L, const em_tensor *t);
 /* Pushes the value of the one element at p (dtype t) as a Lua value. */
 EM_HIDDEN void em_lua_push_element(lua_State *L, const void *p, em_dtype t);
 
+/* ---- autograd (lua_autograd.c) ---- */
+
+/* Registers the autograd methods into methods_idx, ember.autograd and the
+ * grad-mode queries into module_idx (absolute indices). */
+EM_HIDDEN void em_lua_register_autograd(lua_State *L, int module_idx, int methods_idx);
+/* Pushes the autograd property k of t (requires_grad, is_leaf, grad,
+ * grad_fn, retains_grad) and returns 1, or returns 0 when k is none. */
+EM_HIDDEN int em_lua_tensor_property(lua_State *L, em_tensor *t, const char *k);
+/* Sets property k of t (requires_grad, grad) to the value at v; false when
+ * k is not a settable property. Raises on a bad value. */
+EM_HIDDEN bool em_lua_set_tensor_property(lua_State *L, em_tensor *t, const char *k, int v);
+struct em_node;
+/* Pushes a graph node as an "ember.Node" userdata (nil for NULL). */
+EM_HIDDEN void em_lua_push_node(lua_State *L, struct em_node *n);
+/* See Note [Deferred unref] in lua_autograd.c: registry refs freed off the
+ * Lua thread wait on a list; this unrefs the ones of L's state. Cheap when
+ * the list is empty (em_lua_pending_count == 0). */
+EM_HIDDEN void em_lua_drain_unrefs(lua_State *L);
+EM_HIDDEN extern _Atomic int em_lua_pending_count;
+
 #endif

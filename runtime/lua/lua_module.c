@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "em_lua_int.h"
+#include "autograd/em_autograd.h"
 #include "em_ops.h"
 #include "kernels/cpu/em_cpu.h"
 
@@ -98,8 +99,8 @@ static em_dtype opt_dtype(lua_State *L, int opt, const char *op) {
     return dt;
 }
 
-static int l_tensor(lua_State *L) {
-    static const char *const names[] = { "dtype", NULL };
+static int tensor_make(lua_State *L) {
+    static const char *const names[] = { "dtype", "requires_grad", NULL };
     int opt = em_lua_options_index(L);
     if (opt == 1) opt = 0; /* ember.tensor({}) is data, not options */
     if (lua_gettop(L) > (opt ? 2 : 1))
@@ -163,6 +164,24 @@ static int l_tensor(lua_State *L) {
     lua_pushvalue(L, 1);
     walk(L, &nt, 0, true);
     lua_pop(L, 1);
+    return 1;
+}
+
+/* ember.tensor(data, {dtype=, requires_grad=}) */
+static int l_tensor(lua_State *L) {
+    int opt = em_lua_options_index(L);
+    bool requires_grad = false;
+    if (opt > 1) {
+        int tp = lua_getfield(L, opt, "requires_grad");
+        if (tp != LUA_TNIL && tp != LUA_TBOOLEAN)
+            return em_lua_raise(L, "bad option 'requires_grad' to 'tensor' (boolean expected, got %s)",
+                                luaL_typename(L, -1));
+        requires_grad = lua_toboolean(L, -1);
+        lua_pop(L, 1);
+    }
+    tensor_make(L);
+    if (requires_grad && em_set_requires_grad(em_lua_totensor(L, -1), true) != EM_OK)
+        return em_lua_error(L, "tensor");
     return 1;
 }
 
@@ -240,6 +259,48 @@ static const char *const extra_docs[][3] = {
     { "type", "x:type()", "The dtype name." },
     { "float", "x:float()", "Converted to float32 (also double half bfloat16 long int byte char bool)." },
     { "is_contiguous", "x:is_contiguous()", "true when the layout is row-major contiguous." },
+    /* autograd */
+    { "requires_grad_", "x:requires_grad_([on=true])",
+      "Makes the leaf x record operations for autograd (or stop); returns x. Also the field "
+      "x.requires_grad (get and set), and the option {requires_grad=true} of ember.tensor and "
+      "the factories." },
+    { "backward", "y:backward([grad], [{retain_graph=, create_graph=, inputs=}])",
+      "Computes the gradient of y with respect to the graph leaves, accumulating into their .grad. "
+      "grad may be left out only for a one-element y." },
+    { "detach", "x:detach()", "A tensor sharing x's data without its history." },
+    { "retain_grad", "x:retain_grad()", "Makes the non-leaf x keep its .grad in backward()." },
+    { "register_hook", "x:register_hook(fn)",
+      "Calls fn(grad) with x's gradient during backward; a returned tensor replaces it. Returns a "
+      "handle with :remove(). Nodes (x.grad_fn) have register_hook(fn(grad_inputs, grad_outputs))." },
+    { "is_grad_enabled", "ember.is_grad_enabled()", "true unless in no_grad or inference_mode." },
+    { "is_inference_mode_enabled", "ember.is_inference_mode_enabled()",
+      "true inside ember.inference_mode." },
+    { "no_grad", "ember.no_grad([fn])",
+      "Runs fn() without recording the graph and returns its results; without fn, a guard for "
+      "`local g <close> = ember.no_grad()`." },
+    { "enable_grad", "ember.enable_grad([fn])",
+      "Turns recording back on inside no_grad (not inside inference_mode); fn or guard form." },
+    { "inference_mode", "ember.inference_mode([fn])",
+      "no_grad that enable_grad cannot undo; fn or guard form." },
+    { "set_grad_enabled", "ember.set_grad_enabled(on, [fn])",
+      "Sets grad mode (and returns a guard restoring the previous one), or runs fn with it." },
+    { "autograd.grad", "ember.autograd.grad(outputs, inputs, {grad_outputs=, retain_graph=, "
+      "create_graph=, allow_unused=})",
+      "The gradients of outputs with respect to inputs, as a list (nil for an unused input with "
+      "allow_unused); .grad is not touched." },
+    { "autograd.Function", "ember.autograd.Function{name=, forward=fn(ctx, ...), backward=fn(ctx, ...)}",
+      "A custom differentiable function F; call F(...) or F.apply(...). ctx:save_for_backward(...), "
+      "ctx.saved_tensors, ctx.needs_input_grad; backward returns one gradient per argument." },
+    { "autograd.gradcheck", "ember.autograd.gradcheck(fn, inputs, {eps=1e-6, atol=1e-5, rtol=1e-3, raise=true})",
+      "Compares the analytic gradients of fn with central finite differences in float64." },
+    { "autograd.gradgradcheck", "ember.autograd.gradgradcheck(fn, inputs, {...})",
+      "gradcheck of the gradient of fn (second derivatives, through create_graph)." },
+    { "autograd.detect_anomaly", "ember.autograd.detect_anomaly([fn])",
+      "Anomaly mode (fn or guard form): backward errors name the forward op and its traceback, and "
+      "NaN gradients are errors." },
+    { "autograd.dot", "ember.autograd.dot(y)", "The graph behind y as Graphviz DOT text." },
+    { "autograd.differentiable_ops", "ember.autograd.differentiable_ops()",
+      "The names of the ops that have a backward formula." },
     { "storage_offset", "x:storage_offset()", "The offset into the storage, in elements." },
     { NULL, NULL, NULL }
 };
@@ -262,8 +323,24 @@ static void emit(lua_State *L) {
     lua_pop(L, 1);
 }
 
-/* The name under which the function at idx is in the module or methods. */
+/* The name under which the function at idx is in the module or methods,
+ * or "autograd.NAME" (left on the stack) for ember.autograd's. */
 static const char *function_name(lua_State *L, int idx) {
+    lua_getfield(L, LUA_REGISTRYINDEX, EM_LUA_MODULE_KEY);
+    if (lua_getfield(L, -1, "autograd") == LUA_TTABLE) {
+        int tbl = lua_gettop(L);
+        lua_pushnil(L);
+        while (lua_next(L, tbl)) {
+            if (lua_rawequal(L, -1, idx) && lua_type(L, -2) == LUA_TSTRING) {
+                const char *name = lua_pushfstring(L, "autograd.%s", lua_tostring(L, -2));
+                lua_replace(L, tbl - 1);
+                lua_settop(L, tbl - 1);
+                return name;
+            }
+            lua_pop(L, 1);
+        }
+    }
+    lua_pop(L, 2);
     const char *keys[] = { EM_LUA_MODULE_KEY, EM_LUA_METHODS_KEY };
     for (int k = 0; k < 2; k++) {
         lua_getfield(L, LUA_REGISTRYINDEX, keys[k]);
@@ -373,6 +450,7 @@ int luaopen_ember(lua_State *L) {
     int methods = lua_gettop(L);
     em_lua_register_ops(L, mod, methods);
     em_lua_register_methods(L, methods);
+    em_lua_register_autograd(L, mod, methods);
     em_lua_open_tensor(L, methods);
     lua_pushvalue(L, mod);
     luaL_setfuncs(L, funcs, 0);

@@ -5,6 +5,7 @@
  * See Note [Tensor userdata] in em_lua_int.h and Note [GC pressure] below.
  */
 #include <limits.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "em_lua_int.h"
@@ -49,6 +50,8 @@ static void gc_pressure(lua_State *L, size_t nbytes) {
 
 void em_lua_push_tensor(lua_State *L, em_tensor *t, const char *op) {
     if (!t) em_lua_error(L, op);
+    if (atomic_load_explicit(&em_lua_pending_count, memory_order_relaxed))
+        em_lua_drain_unrefs(L);
     em_tensor **slot = (em_tensor **)lua_newuserdatauv(L, sizeof *slot, 0);
     *slot = t;
     lua_rawgetp(L, LUA_REGISTRYINDEX, &em_lua_mt_key);
@@ -231,6 +234,7 @@ static int t_index(lua_State *L) {
         if (strcmp(k, "dtype") == 0) { lua_pushstring(L, em_dtype_name(t->dtype)); return 1; }
         if (strcmp(k, "device") == 0) { lua_pushstring(L, em_device_name(t->device)); return 1; }
         if (strcmp(k, "ndim") == 0) { lua_pushinteger(L, t->ndim); return 1; }
+        if (em_lua_tensor_property(L, t, k)) return 1;
         lua_pushnil(L);
         return 1;
     }
@@ -259,6 +263,7 @@ static int t_newindex(lua_State *L) {
     case LUA_TNUMBER: view = index_number(L, t, 2); break;
     case LUA_TTABLE: view = index_table(L, t, 2); break;
     case LUA_TSTRING:
+        if (em_lua_set_tensor_property(L, t, lua_tostring(L, 2), 3)) return 0;
         return em_lua_raise(L, "cannot set field '%s' of a tensor", lua_tostring(L, 2));
     default:
         return em_lua_raise(L, "index: number or table expected as a tensor index, got %s",

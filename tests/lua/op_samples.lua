@@ -1,0 +1,158 @@
+-- op_samples.lua -- sample inputs for every differentiable op (OpInfo
+-- style), used by test_gradcheck.lua. samples[NAME]() returns a list of
+-- samples { inputs = {...}, fn = function(...) ... end, gradgrad = bool,
+-- opts = {gradcheck options} }: small float64 tensors, positive where
+-- log/sqrt/pow need it, away from the kinks of relu/abs/remainder.
+-- gradgrad = false marks ops whose double backward is not checked: the
+-- select/narrow/slice family (their create_graph path is documented as
+-- unsupported).
+local ember = ember or require "ember"
+local S = {}
+
+local function t(v) return ember.tensor(v, { dtype = "float64" }) end
+local function m23() return t({ { 0.5, -1.2, 0.8 }, { 1.5, 0.3, -0.7 } }) end
+local function p23() return t({ { 0.5, 1.2, 0.8 }, { 1.5, 0.3, 2.1 } }) end
+local function v3() return t({ 0.4, -0.9, 1.3 }) end
+
+local function one(inputs, fn, extra)
+  local s = { inputs = inputs, fn = fn, gradgrad = true }
+  for k, v in pairs(extra or {}) do s[k] = v end
+  return { s }
+end
+
+-- ---- elementwise binary ----
+S.add = function()
+  return {
+    { inputs = { m23(), v3() }, fn = function(a, b) return ember.add(a, b) end, gradgrad = true },
+    { inputs = { m23(), m23() }, fn = function(a, b) return a:add(b, { alpha = 2.5 }) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a + 3 end, gradgrad = true },
+  }
+end
+S.add_ = function() return one({ m23(), v3() }, function(a, b) return a:clone():add_(b, { alpha = 2 }) end) end
+S.sub = function()
+  return {
+    { inputs = { m23(), v3() }, fn = function(a, b) return ember.sub(a, b) end, gradgrad = true },
+    { inputs = { v3(), m23() }, fn = function(a, b) return a:sub(b, { alpha = 0.5 }) end, gradgrad = true },
+  }
+end
+S.sub_ = function() return one({ m23(), v3() }, function(a, b) return a:clone():sub_(b) end) end
+S.mul = function()
+  return {
+    { inputs = { m23(), v3() }, fn = function(a, b) return a * b end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a * 1.5 end, gradgrad = true },
+  }
+end
+S.mul_ = function()
+  return one({ m23(), v3() }, function(a, b) return a:clone():mul_(b) end,
+    { gradgrad = true })
+end
+S.div = function()
+  return {
+    { inputs = { m23(), p23() }, fn = function(a, b) return a / b end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return 2 / (a * a + 1) end, gradgrad = true },
+  }
+end
+S.div_ = function()
+  return one({ m23(), p23() }, function(a, b) return a:clone():div_(b) end,
+    { gradgrad = true })
+end
+S.pow = function()
+  return {
+    { inputs = { p23(), m23() }, fn = function(a, b) return ember.pow(a, b) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a ^ 3 end, gradgrad = true },
+    { inputs = { p23() }, fn = function(a) return a ^ 0.5 end, gradgrad = true },
+  }
+end
+S.remainder = function()
+  -- self/other well inside (k, k+1): away from the jumps
+  return one({ t({ { 2.3, 5.7 }, { -1.6, 4.4 } }), t({ { 1.0, 1.5 }, { 1.1, 2.0 } }) },
+    function(a, b) return ember.remainder(a, b) end, { opts = { eps = 1e-7 } })
+end
+
+-- ---- elementwise unary ----
+S.neg = function() return one({ m23() }, function(a) return -a end) end
+S.abs = function() return one({ m23() }, function(a) return a:abs() end) end
+S.exp = function() return one({ m23() }, function(a) return a:exp() end) end
+S.log = function() return one({ p23() }, function(a) return a:log() end) end
+S.sqrt = function() return one({ p23() }, function(a) return a:sqrt() end) end
+S.tanh = function() return one({ m23() }, function(a) return a:tanh() end) end
+S.sigmoid = function() return one({ m23() }, function(a) return a:sigmoid() end) end
+S.tanh_backward = function()
+  return one({ m23(), t({ { 0.2, -0.5, 0.7 }, { 0.1, 0.9, -0.3 } }) },
+    function(g, y) return ember.tanh_backward(g, y) end)
+end
+S.sigmoid_backward = function()
+  return one({ m23(), t({ { 0.2, 0.5, 0.7 }, { 0.1, 0.9, 0.3 } }) },
+    function(g, y) return ember.sigmoid_backward(g, y) end)
+end
+S.relu = function() return one({ m23() }, function(a) return a:relu() end) end
+
+-- ---- reductions ----
+S.sum = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:sum() end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:sum(2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:sum(1, { keepdim = true }) end, gradgrad = true },
+  }
+end
+S.mean = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:mean() end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:mean(2, { keepdim = true }) end, gradgrad = true },
+  }
+end
+
+-- ---- linear algebra ----
+S.mm = function()
+  return one({ m23(), t({ { 0.1, 0.2 }, { -0.3, 0.4 }, { 0.5, -0.6 } }) },
+    function(a, b) return ember.mm(a, b) end)
+end
+S.matmul = function()
+  return {
+    { inputs = { m23(), t({ { 0.1, 0.2 }, { -0.3, 0.4 }, { 0.5, -0.6 } }) },
+      fn = function(a, b) return a:matmul(b) end, gradgrad = true },
+    { inputs = { m23(), v3() }, fn = function(a, b) return a:matmul(b) end, gradgrad = true },
+  }
+end
+
+-- ---- copies and conversions ----
+S.copy_ = function()
+  return one({ m23(), v3() }, function(a, b) return (a * 1):copy_(b) end)
+end
+S.clone = function() return one({ m23() }, function(a) return a:clone() end) end
+S.contiguous = function() return one({ m23() }, function(a) return a:t():contiguous() end) end
+S.to = function()
+  -- through float32 and back: float32 rounding needs a larger step
+  return one({ m23() }, function(a) return a:to("float32"):to("float64") end,
+    { opts = { eps = 1e-3, atol = 1e-3, rtol = 1e-2 } })
+end
+
+-- ---- views ----
+S.view = function() return one({ m23() }, function(a) return a:view(3, 2) end) end
+S.reshape = function() return one({ m23() }, function(a) return a:t():reshape(6) end) end
+S.transpose = function() return one({ m23() }, function(a) return a:transpose(1, 2) end) end
+S.t = function() return one({ m23() }, function(a) return a:t() end) end
+S.permute = function()
+  return one({ t({ { { 1, 2 }, { 3, 4 } }, { { 5, 6 }, { 7, 8 } } }) * 0.1 },
+    function(a) return a:permute(3, 1, 2) end)
+end
+S.expand = function() return one({ v3() }, function(a) return a:expand(2, 3) end) end
+S.narrow = function()
+  return one({ m23() }, function(a) return a:narrow(2, 2, 2) end, { gradgrad = false })
+end
+S.select = function()
+  return one({ m23() }, function(a) return a:select(2, -1) end, { gradgrad = false })
+end
+S.slice = function()
+  return one({ t({ 1, 2, 3, 4, 5, 6 }) * 0.3 }, function(a) return a:slice(1, 2, 5, 2) end,
+    { gradgrad = false })
+end
+S.squeeze = function()
+  return {
+    { inputs = { t({ { 1.0, 2.0, 3.0 } }) }, fn = function(a) return a:squeeze() end, gradgrad = true },
+    { inputs = { t({ { 1.0, 2.0, 3.0 } }) }, fn = function(a) return a:squeeze(1) end, gradgrad = true },
+  }
+end
+S.unsqueeze = function() return one({ v3() }, function(a) return a:unsqueeze(2) end) end
+
+return S
