@@ -6,6 +6,7 @@
 #   make test       build and run every test (Check suites + Lua scripts)
 #   make debug      -O0 -g build in build/debug
 #   make SAN=address,undefined test    sanitizer build in build/san-address-undefined
+#   make tsan       the engine tests under ThreadSanitizer
 #   make bench      figures against the PyTorch references (not a test)
 #   make install    PREFIX=/usr/local
 
@@ -164,6 +165,11 @@ bench: all $(BUILD)/bench_ref $(BUILD)/bench_host
 run: all
 	$(BUILD)/ember
 
+# The backward engine's threads under ThreadSanitizer (the autograd suite).
+tsan:
+	$(MAKE) SAN=thread build/san-thread/check_runner
+	CK_FORK=no CK_RUN_SUITE=autograd build/san-thread/check_runner
+
 debug:
 	$(MAKE) MODE=debug
 
@@ -179,6 +185,6 @@ install: all
 clean:
 	rm -rf build
 
-.PHONY: all deps gen test bench run debug install clean
+.PHONY: all deps gen test tsan bench run debug install clean
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
