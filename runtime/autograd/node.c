@@ -1,6 +1,7 @@
 /* node.c -- graph nodes: allocation, iterative deletion, saved variables,
  * formula scopes, broadcasting reduction, custom (Lua) nodes, grad modes.
  * See em_autograd.h for the notes on the invariants kept here. */
+#include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,8 +84,12 @@ em_node *em_node_new(size_t size, const em_node_vtable *vt, int num_inputs, int 
         if (n->anomaly_trace) {
             size_t op_len = strlen(name);
             if (op_len > 8 && strcmp(name + op_len - 8, "Backward") == 0) op_len -= 8;
-            snprintf(n->anomaly_trace, len, "forward op '%.*s'%s%s", (int)op_len, name,
-                     tb ? ", called at:\n" : "", tb ? tb : "");
+            /* the node's name less "Backward", in lower case: MulBackward -> mul */
+            char op[64];
+            size_t k = 0;
+            for (; k < op_len && k + 1 < sizeof op; k++) op[k] = (char)tolower((unsigned char)name[k]);
+            op[k] = 0;
+            snprintf(n->anomaly_trace, len, "forward op '%s'%s%s", op, tb ? ", called at:\n" : "", tb ? tb : "");
         }
         free(tb);
     }
