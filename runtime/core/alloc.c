@@ -21,7 +21,7 @@
  * cache goes to the global lists when the thread exits. The total cached
  * is capped (min(1 GiB, RAM / 4)); past the cap a freed block goes back
  * to the OS. em_memory_empty_cache frees the global lists and the calling
- * thread's cache (other threads' small caches stay, at most ~1 MiB each).
+ * thread's cache (other threads' small caches stay, at most ~4 MiB each).
  * Blocks come from aligned_alloc(64, class size). The free-list link is
  * stored in the first bytes of the free block.
  * The same per-thread cache keeps up to HDR_DEPTH freed tensor, storage
@@ -33,8 +33,12 @@
 #define LOG2_BIG_MAX 48            /* largest class: 2^48 bytes */
 #define NUM_CLASSES (SMALL_CLASSES + (LOG2_BIG_MAX - 20) * 4)
 #define TLC_MAX_CLASS 10           /* 64 KiB */
-#define TLC_DEPTH 8
-#define HDR_DEPTH 64
+/* Depths are sized for Lua's collector, which frees tensors in batches of
+ * thousands: a shallow cache overflows to malloc on every batch. The block
+ * cache keeps about 256 KiB per small class (4096 blocks of 64 B down to 8
+ * of 64 KiB). */
+#define TLC_DEPTH(c) ((4096 >> (c)) > 8 ? (4096 >> (c)) : 8)
+#define HDR_DEPTH 4096
 
 typedef struct block { struct block *next; } block;
 
@@ -267,7 +271,7 @@ static void cpu_free(const em_allocator *self, void *ptr, size_t nbytes)
     size_t cb = class_bytes(c);
     block *b = ptr;
     atomic_fetch_sub_explicit(&st_allocated, nbytes, memory_order_relaxed);
-    if (c <= TLC_MAX_CLASS && tlc.count[c] < TLC_DEPTH) {
+    if (c <= TLC_MAX_CLASS && tlc.count[c] < TLC_DEPTH(c)) {
         if (!tlc.registered) register_thread();
         b->next = tlc.head[c];
         tlc.head[c] = b;

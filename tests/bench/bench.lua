@@ -18,6 +18,13 @@ local function measure(name, work, unit, inner, fn, lower_is_better)
 end
 
 local results = {}
+-- the floor: `c = a + b` on bare userdata with __gc (no tensor work)
+do
+  local a, b = floor_new(), floor_new()
+  local N = 200000
+  results.floor = measure("lua_floor_add_metamethod", function(t) return t / N * 1e9 end, "ns/op", 1,
+    function() local c; for _ = 1, N do c = a + b end end)
+end
 -- 1-element a + b from Lua: ns per op (including the collector's share)
 do
   local a, b = ember.ones(1), ember.ones(1)

@@ -13,6 +13,7 @@ echo "== ratios (medians; these machines are shared and noisy)"
 # PyTorch 1.13 anchors from ../shared/bench/RESULTS.md (same machine kind)
 TORCH_ADD1_NS=1107; TORCH_ADD1E7_T1=5.48; TORCH_SUM1E7_T1=45.2; TORCH_MM_T1=103.0; TORCH_MM_T2=194.1
 echo "1-elem add: ember $(med ember_add_1elem) ns/op; torch 1.13: $TORCH_ADD1_NS ns (torch/ember = $(ratio $TORCH_ADD1_NS "$(med ember_add_1elem)")x; target < 500 ns)"
+echo "  Lua floor now: $(med lua_floor_add_metamethod) ns (184-207 ns on a quiet machine per RESULTS.md); ember/floor = $(ratio "$(med ember_add_1elem)" "$(med lua_floor_add_metamethod)")"
 echo "add 1e7 t2: $(med ember_add_1e7_f32_t2) GB/s = $(ratio "$(med ember_add_1e7_f32_t2)" "$(med ref_stream_add_1e7_t2)") of STREAM add t2 (target >= 0.80); torch t1 out-of-place $TORCH_ADD1E7_T1 GB/s"
 echo "add 1e7 t1: $(med ember_add_1e7_f32_t1) GB/s = $(ratio "$(med ember_add_1e7_f32_t1)" "$(med ref_stream_add_1e7_t1)") of STREAM add t1"
 echo "sum 1e7 t1: $(med ember_sum_1e7_f32_t1) GB/s; torch t1 $TORCH_SUM1E7_T1 GB/s (ember/torch = $(ratio "$(med ember_sum_1e7_f32_t1)" $TORCH_SUM1E7_T1))"
