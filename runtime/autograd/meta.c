@@ -46,7 +46,8 @@ static void meta_free(void *p) {
     em_tensor_release(m->view_base);
     em_node_release(m->grad_fn);
     free_hook_list(m->hooks);
-    free(m);
+    const em_allocator *a = em_cpu_allocator();
+    a->free(a, m, sizeof *m);
 }
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -56,7 +57,9 @@ void em_autograd_init(void) { pthread_once(&init_once, do_init); }
 static em_ag_meta *get_meta(em_tensor *t, bool create) {
     if (t->autograd_meta || !create) return t->autograd_meta;
     em_autograd_init();
-    em_ag_meta *m = calloc(1, sizeof *m);
+    const em_allocator *a = em_cpu_allocator();
+    em_ag_meta *m = a->alloc(a, sizeof *m);
+    if (m) memset(m, 0, sizeof *m);
     if (!m) {
         em_set_error(EM_ENOMEM, "autograd: out of memory");
         return NULL;

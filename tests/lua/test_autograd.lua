@@ -426,7 +426,7 @@ function T.detect_anomaly_names_forward_op()
     local c = b * b
     b:mul_(2)
     err = check_error(function() c:sum():backward() end, "modified by an in-place operation",
-      "forward op 'Mul'")
+      "forward op 'mul'")
   end)
   check(err:find("test_autograd", 1, true), "the traceback names the script: " .. err)
   check(not ag.is_anomaly_enabled())
