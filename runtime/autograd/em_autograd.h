@@ -114,6 +114,9 @@ EM_API em_status em_remove_hook(em_tensor *t, int id);
 EM_API int em_node_register_hook(em_node *n, em_node_hook_fn fn, void *ud, void (*free_ud)(void *));
 EM_API em_status em_node_remove_hook(em_node *n, int id);
 
+/* Frees a hook list, calling each hook's free_ud. */
+EM_HIDDEN void em_ag_free_hooks(em_hook *h);
+
 /* ---- nodes ---- */
 /* Allocates a node of `size` bytes (>= sizeof(em_node)) with num_next
  * edges (all NULL) and num_inputs input slots; refcount 1. */

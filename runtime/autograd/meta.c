@@ -15,15 +15,6 @@
  * cleared under weak_lock by whichever side dies first. */
 static pthread_mutex_t weak_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void free_hook_list(em_hook *h) {
-    while (h) {
-        em_hook *next = h->next;
-        if (h->free_ud) h->free_ud(h->ud);
-        free(h);
-        h = next;
-    }
-}
-
 static void meta_free(void *p) {
     em_ag_meta *m = p;
     if (!m) return;
@@ -45,7 +36,7 @@ static void meta_free(void *p) {
     em_tensor_release(m->grad);
     em_tensor_release(m->view_base);
     em_node_release(m->grad_fn);
-    free_hook_list(m->hooks);
+    em_ag_free_hooks(m->hooks);
     const em_allocator *a = em_cpu_allocator();
     a->free(a, m, sizeof *m);
 }

@@ -106,7 +106,7 @@ void em_node_retain(em_node *n) {
 
 const char *em_node_name(const em_node *n) { return n && n->vt ? n->vt->name : "(none)"; }
 
-static void free_hooks(em_hook *h) {
+void em_ag_free_hooks(em_hook *h) {
     while (h) {
         em_hook *next = h->next;
         if (h->free_ud) h->free_ud(h->ud);
@@ -147,8 +147,8 @@ static void note_thread_lists(void) {
 static void destroy_node(em_node *n) {
     if (n->vt && n->vt->destroy) n->vt->destroy(n);
     for (int i = 0; i < n->num_next; i++) em_node_release(n->next[i].fn);
-    free_hooks(n->pre_hooks);
-    free_hooks(n->post_hooks);
+    em_ag_free_hooks(n->pre_hooks);
+    em_ag_free_hooks(n->post_hooks);
     free(n->anomaly_trace);
     const em_allocator *a = em_cpu_allocator();
     a->free(a, n, n->alloc_bytes); /* edges and input metas live in the same block */
