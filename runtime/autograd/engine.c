@@ -25,10 +25,15 @@
 
 typedef struct graph_task graph_task;
 
+/* InputBuffers of up to INLINE_INPUTS slots (nearly every node) live
+ * inside the node_info / ready_item instead of a malloc'd array. */
+#define INLINE_INPUTS 2
+
 typedef struct {
     em_node *node;        /* owned reference */
     graph_task *task;
-    em_tensor **buffer;   /* [node->num_inputs], owned */
+    em_tensor **buffer;   /* [node->num_inputs], owned; NULL: use inl */
+    em_tensor *inl[INLINE_INPUTS];
 } ready_item;
 
 typedef struct {
@@ -44,7 +49,8 @@ typedef struct {
     int32_t deps;          /* edges not yet delivered */
     int8_t needed;         /* exec_info: -1 unknown, 0 skip, 1 run */
     int8_t is_target;
-    em_tensor **buffer;    /* not-ready InputBuffer, NULL until first grad */
+    em_tensor **buffer;    /* not-ready InputBuffer (heap, > INLINE_INPUTS slots) */
+    em_tensor *inl[INLINE_INPUTS]; /* not-ready InputBuffer (inline) */
 } node_info;
 
 typedef struct {
@@ -225,10 +231,11 @@ static void set_task_error(graph_task *t, em_status st, const char *node_name) {
     pthread_mutex_unlock(&t->lock);
 }
 
-static void free_buffer(em_tensor **b, int n) {
+/* Releases an InputBuffer's gradients; frees it unless it is inline. */
+static void free_buffer(em_tensor **b, int n, bool is_inline) {
     if (!b) return;
     for (int i = 0; i < n; i++) em_tensor_release(b[i]);
-    free(b);
+    if (!is_inline) free(b);
 }
 
 /* Marks the task item done; wakes the owner when it was the last one. */
@@ -240,9 +247,12 @@ static void finish_item(graph_task *t) {
     }
 }
 
-static void push_item(graph_task *t, em_node *n, em_tensor **buffer) {
+/* Queues n with its InputBuffer: buffer (heap, taken over) or, when NULL,
+ * the INLINE_INPUTS gradients in inl (taken over). */
+static void push_item(graph_task *t, em_node *n, em_tensor **buffer, em_tensor *const *inl) {
     ready_queue *q = queue_for(t, n);
-    ready_item it = { n, t, buffer };
+    ready_item it = { n, t, buffer, { NULL, NULL } };
+    if (!buffer && inl) memcpy(it.inl, inl, sizeof it.inl);
     em_node_retain(n);
     atomic_fetch_add(&t->outstanding, 1);
     pthread_mutex_lock(&q->lock);
@@ -252,7 +262,8 @@ static void push_item(graph_task *t, em_node *n, em_tensor **buffer) {
     if (!ok) {
         em_set_error(EM_ENOMEM, "backward: out of memory queueing %s", em_node_name(n));
         set_task_error(t, EM_ENOMEM, NULL);
-        free_buffer(buffer, n->num_inputs);
+        if (buffer) free_buffer(buffer, n->num_inputs, false);
+        else free_buffer(it.inl, INLINE_INPUTS, true);
         em_node_release(n);
         finish_item(t);
     }
@@ -273,7 +284,8 @@ static bool has_nan(const em_tensor *g) {
 static void evaluate(ready_item it) {
     graph_task *t = it.task;
     em_node *n = it.node;
-    em_tensor **buf = it.buffer;
+    bool buf_inline = it.buffer == NULL;
+    em_tensor **buf = buf_inline ? it.inl : it.buffer;
     em_tensor **out = NULL;
     em_tensor *out_small[8];
     if (atomic_load(&t->has_error)) goto done;
@@ -365,15 +377,16 @@ static void evaluate(ready_item it) {
             pthread_mutex_unlock(&t->lock);
             continue;
         }
+        bool small = next->num_inputs <= INLINE_INPUTS;
         if (out[j] && (int)nr < next->num_inputs) {
-            if (!ni->buffer) ni->buffer = calloc((size_t)next->num_inputs, sizeof(em_tensor *));
-            if (!ni->buffer) {
+            if (!small && !ni->buffer) ni->buffer = calloc((size_t)next->num_inputs, sizeof(em_tensor *));
+            if (!small && !ni->buffer) {
                 pthread_mutex_unlock(&t->lock);
                 em_set_error(EM_ENOMEM, "backward: out of memory");
                 set_task_error(t, EM_ENOMEM, NULL);
                 goto done;
             }
-            em_tensor **slot = &ni->buffer[nr];
+            em_tensor **slot = small ? &ni->inl[nr] : &ni->buffer[nr];
             if (!*slot) {
                 *slot = out[j];
                 out[j] = NULL;
@@ -390,19 +403,31 @@ static void evaluate(ready_item it) {
                 *slot = sum;
             }
         }
-        if (--ni->deps == 0) {
-            ready = ni->buffer ? ni->buffer : calloc((size_t)(next->num_inputs ? next->num_inputs : 1), sizeof(em_tensor *));
-            ni->buffer = NULL;
+        bool now_ready = --ni->deps == 0;
+        em_tensor *inl[INLINE_INPUTS] = { NULL, NULL };
+        if (now_ready) {
+            if (small) {
+                memcpy(inl, ni->inl, sizeof inl);
+                memset(ni->inl, 0, sizeof ni->inl);
+            } else {
+                ready = ni->buffer ? ni->buffer : calloc((size_t)next->num_inputs, sizeof(em_tensor *));
+                ni->buffer = NULL;
+            }
         }
         pthread_mutex_unlock(&t->lock);
-        if (ready) push_item(t, next, ready);
+        if (now_ready && !small && !ready) {
+            em_set_error(EM_ENOMEM, "backward: out of memory");
+            set_task_error(t, EM_ENOMEM, NULL);
+            goto done;
+        }
+        if (now_ready) push_item(t, next, ready, inl);
     }
 done:
     if (out) {
         for (int j = 0; j < n->num_next; j++) em_tensor_release(out[j]);
         if (out != out_small) free(out);
     }
-    free_buffer(buf, n->num_inputs);
+    free_buffer(buf, buf_inline ? INLINE_INPUTS : n->num_inputs, buf_inline);
     em_node_release(n);
     finish_item(t);
 }
@@ -651,8 +676,7 @@ em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_roots, em
 
     if (st == EM_OK) {
         current_depth++;
-        em_tensor **rootbuf = calloc(1, sizeof(em_tensor *));
-        push_item(t, &root->base, rootbuf);
+        push_item(t, &root->base, NULL, NULL);
         /* run CPU work until the task is done (Note [Engine threads]) */
         ready_queue *q = t->owner_queue;
         for (;;) {
@@ -693,8 +717,11 @@ em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_roots, em
     }
 
     /* cleanup: leftover not-ready buffers (nodes that never became ready) */
-    for (size_t i = 0; i < t->info_cap; i++)
-        if (t->info[i].key) free_buffer(t->info[i].buffer, t->info[i].key->num_inputs);
+    for (size_t i = 0; i < t->info_cap; i++) {
+        if (!t->info[i].key) continue;
+        free_buffer(t->info[i].buffer, t->info[i].key->num_inputs, false);
+        free_buffer(t->info[i].inl, INLINE_INPUTS, true);
+    }
     if (t->captured)
         for (int i = 0; i < n_inputs; i++) em_tensor_release(t->captured[i]);
     for (int i = 0; i < n_inputs; i++) em_node_release(in_edges[i].fn);
