@@ -73,8 +73,27 @@ struct graph_task {
     char errmsg[1024];
     int depth;
     bool keep_graph, create_graph;
+    bool threaded;              /* some node runs on a device worker */
     ready_queue *owner_queue;
 };
+
+/* Note [Single-threaded tasks]
+ * A GraphTask none of whose nodes runs on a device worker is touched by
+ * its owner thread alone, so its lock and its owner queue's lock are
+ * skipped -- unless another task on this thread's queue is threaded (a
+ * reentrant backward inside a threaded one), whose workers may push into
+ * the same queue. threaded_on_this_thread counts those. */
+static _Thread_local int threaded_on_this_thread;
+
+static inline void task_lock(graph_task *t) {
+    if (t->threaded) pthread_mutex_lock(&t->lock);
+}
+static inline void task_unlock(graph_task *t) {
+    if (t->threaded) pthread_mutex_unlock(&t->lock);
+}
+static inline bool queue_needs_lock(graph_task *t, ready_queue *q) {
+    return t->threaded || q != t->owner_queue || threaded_on_this_thread > 0;
+}
 
 /* ---- ready queues ---- */
 
@@ -171,10 +190,16 @@ static ready_queue *device_queue(int type) {
 }
 
 /* The queue a node runs on: see Note [Engine threads]. */
-static ready_queue *queue_for(graph_task *t, em_node *n) {
-    if (n->owner_thread || n->num_inputs == 0) return t->owner_queue;
+/* The device type whose worker runs n, or EM_CPU for the calling thread. */
+static int node_device(const em_node *n) {
+    if (n->owner_thread || n->num_inputs == 0) return EM_CPU;
     int type = n->input_meta[0].device.type;
-    if (type == EM_CPU || type < 0 || type >= EM_DEVICE_COUNT) return t->owner_queue;
+    return type < 0 || type >= EM_DEVICE_COUNT ? EM_CPU : type;
+}
+
+static ready_queue *queue_for(graph_task *t, em_node *n) {
+    int type = node_device(n);
+    if (type == EM_CPU) return t->owner_queue;
     ready_queue *q = device_queue(type);
     return q ? q : t->owner_queue;
 }
@@ -189,7 +214,13 @@ static size_t hash_ptr(const void *p) {
     return (size_t)x;
 }
 
-static node_info *info_get(graph_task *t, em_node *n, bool create) {
+static node_info *info_get_new(graph_task *t, em_node *n, bool create, bool *created);
+static node_info *info_get(graph_task *t, em_node *n, bool create) { return info_get_new(t, n, create, NULL); }
+
+/* Finds n's entry; with create, adds it (then *created, when given, says
+ * whether it was new). NULL when absent or out of memory. */
+static node_info *info_get_new(graph_task *t, em_node *n, bool create, bool *created) {
+    if (created) *created = false;
     if (create && (t->info_n + 1) * 2 > t->info_cap) {
         size_t cap = t->info_cap ? t->info_cap * 2 : 64;
         node_info *ni = calloc(cap, sizeof *ni);
@@ -211,6 +242,7 @@ static node_info *info_get(graph_task *t, em_node *n, bool create) {
         j = (j + 1) & (t->info_cap - 1);
     }
     if (!create) return NULL;
+    if (created) *created = true;
     t->info[j].key = n;
     t->info[j].needed = -1;
     t->info_n++;
@@ -240,7 +272,7 @@ static void free_buffer(em_tensor **b, int n, bool is_inline) {
 
 /* Marks the task item done; wakes the owner when it was the last one. */
 static void finish_item(graph_task *t) {
-    if (atomic_fetch_sub(&t->outstanding, 1) == 1) {
+    if (atomic_fetch_sub(&t->outstanding, 1) == 1 && t->threaded) {
         pthread_mutex_lock(&t->owner_queue->lock);
         pthread_cond_broadcast(&t->owner_queue->cond);
         pthread_mutex_unlock(&t->owner_queue->lock);
@@ -255,10 +287,11 @@ static void push_item(graph_task *t, em_node *n, em_tensor **buffer, em_tensor *
     if (!buffer && inl) memcpy(it.inl, inl, sizeof it.inl);
     em_node_retain(n);
     atomic_fetch_add(&t->outstanding, 1);
-    pthread_mutex_lock(&q->lock);
+    bool lock = queue_needs_lock(t, q);
+    if (lock) pthread_mutex_lock(&q->lock);
     bool ok = heap_push(q, it);
-    if (ok) pthread_cond_broadcast(&q->cond);
-    pthread_mutex_unlock(&q->lock);
+    if (ok && lock) pthread_cond_broadcast(&q->cond);
+    if (lock) pthread_mutex_unlock(&q->lock);
     if (!ok) {
         em_set_error(EM_ENOMEM, "backward: out of memory queueing %s", em_node_name(n));
         set_task_error(t, EM_ENOMEM, NULL);
@@ -311,16 +344,16 @@ static void evaluate(ready_item it) {
         if (t->captures[c].node != n) continue;
         uint32_t nr = t->captures[c].input_nr;
         em_tensor *g = (int)nr < n->num_inputs ? buf[nr] : NULL;
-        pthread_mutex_lock(&t->lock);
+        task_lock(t);
         em_tensor *old = t->captured[t->captures[c].out_index];
         if (!old) t->captured[t->captures[c].out_index] = em_tensor_retain(g);
-        pthread_mutex_unlock(&t->lock);
+        task_unlock(t);
     }
     if (t->has_exec_info) {
-        pthread_mutex_lock(&t->lock);
+        task_lock(t);
         node_info *ni = info_get(t, n, false);
         bool run = ni && ni->needed == 1;
-        pthread_mutex_unlock(&t->lock);
+        task_unlock(t);
         if (!run) {
             em_set_grad_enabled(prev_grad);
             goto done;
@@ -371,17 +404,17 @@ static void evaluate(ready_item it) {
         if (!next) continue;
         uint32_t nr = n->next[j].input_nr;
         em_tensor **ready = NULL;
-        pthread_mutex_lock(&t->lock);
+        task_lock(t);
         node_info *ni = info_get(t, next, false);
         if (!ni) { /* not reachable from the roots: cannot happen */
-            pthread_mutex_unlock(&t->lock);
+            task_unlock(t);
             continue;
         }
         bool small = next->num_inputs <= INLINE_INPUTS;
         if (out[j] && (int)nr < next->num_inputs) {
             if (!small && !ni->buffer) ni->buffer = calloc((size_t)next->num_inputs, sizeof(em_tensor *));
             if (!small && !ni->buffer) {
-                pthread_mutex_unlock(&t->lock);
+                task_unlock(t);
                 em_set_error(EM_ENOMEM, "backward: out of memory");
                 set_task_error(t, EM_ENOMEM, NULL);
                 goto done;
@@ -395,7 +428,7 @@ static void evaluate(ready_item it) {
                 em_tensor *sum = em_add(*slot, out[j], em_scalar_int(1));
                 em_set_grad_enabled(prev);
                 if (!sum) {
-                    pthread_mutex_unlock(&t->lock);
+                    task_unlock(t);
                     set_task_error(t, em_error_kind(), em_node_name(next));
                     goto done;
                 }
@@ -414,7 +447,7 @@ static void evaluate(ready_item it) {
                 ni->buffer = NULL;
             }
         }
-        pthread_mutex_unlock(&t->lock);
+        task_unlock(t);
         if (now_ready && !small && !ready) {
             em_set_error(EM_ENOMEM, "backward: out of memory");
             set_task_error(t, EM_ENOMEM, NULL);
@@ -467,11 +500,13 @@ static em_status compute_dependencies(graph_task *t, em_node *root) {
         for (int j = 0; j < n->num_next; j++) {
             em_node *next = n->next[j].fn;
             if (!next) continue;
-            bool seen = info_get(t, next, false) != NULL;
-            node_info *ni = info_get(t, next, true);
+            bool created;
+            node_info *ni = info_get_new(t, next, true, &created);
+            bool seen = !created;
             if (!ni) { free(stack); return em_set_error(EM_ENOMEM, "backward: out of memory"); }
             ni->deps++;
             if (!seen) {
+                if (node_device(next) != EM_CPU) t->threaded = true; /* Note [Single-threaded tasks] */
                 if (sp == cap) {
                     cap *= 2;
                     em_node **s = realloc(stack, cap * sizeof *s);
@@ -679,17 +714,23 @@ em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_roots, em
         push_item(t, &root->base, NULL, NULL);
         /* run CPU work until the task is done (Note [Engine threads]) */
         ready_queue *q = t->owner_queue;
+        if (t->threaded) threaded_on_this_thread++;
         for (;;) {
-            pthread_mutex_lock(&q->lock);
-            while (q->n == 0 && atomic_load(&t->outstanding) > 0) pthread_cond_wait(&q->cond, &q->lock);
-            if (atomic_load(&t->outstanding) == 0) {
-                pthread_mutex_unlock(&q->lock);
+            bool lock = queue_needs_lock(t, q);
+            if (lock) {
+                pthread_mutex_lock(&q->lock);
+                while (q->n == 0 && atomic_load(&t->outstanding) > 0) pthread_cond_wait(&q->cond, &q->lock);
+            }
+            if (atomic_load(&t->outstanding) == 0 || q->n == 0) {
+                /* q->n == 0 without a lock: nothing else can fill the queue */
+                if (lock) pthread_mutex_unlock(&q->lock);
                 break;
             }
             ready_item it = heap_pop(q);
-            pthread_mutex_unlock(&q->lock);
+            if (lock) pthread_mutex_unlock(&q->lock);
             evaluate(it);
         }
+        if (t->threaded) threaded_on_this_thread--;
         current_depth--;
         if (atomic_load(&t->has_error)) st = em_set_error(t->err, "%s", t->errmsg);
     }
