@@ -78,7 +78,6 @@ struct em_node {
     bool owner_thread;          /* must run on the thread that called backward (Lua) */
     bool is_accumulate_grad;
     void *weak_var;             /* AccumulateGrad: its leaf's meta (weak) */
-    size_t alloc_bytes;         /* size of the block holding node, edges, metas */
 };
 
 /* The per-tensor autograd state (em_tensor.autograd_meta). */

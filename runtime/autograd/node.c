@@ -59,16 +59,15 @@ em_node *em_node_new(size_t size, const em_node_vtable *vt, int num_inputs, int 
     size = (size + 15) & ~(size_t)15;
     size_t edges_at = size, meta_at = edges_at + (((size_t)num_next * sizeof(em_edge) + 15) & ~(size_t)15);
     size_t total = meta_at + (size_t)num_inputs * sizeof(em_input_meta);
-    /* graph blocks come from the CPU caching allocator: its per-thread
-     * cache makes a recorded op's allocation lock- and malloc-free */
-    const em_allocator *a = em_cpu_allocator();
-    em_node *n = a->alloc(a, total);
+    /* malloc, not the power-of-two caching allocator: a retained graph
+     * grows by one node per op, and rounding a 600-byte node up to 1 KiB
+     * costs more in fresh pages than the allocator saves */
+    em_node *n = malloc(total);
     if (!n) {
         em_set_error(EM_ENOMEM, "autograd: out of memory making a %s node", vt ? vt->name : "graph");
         return NULL;
     }
     memset(n, 0, size);
-    n->alloc_bytes = total;
     em_edge *next = num_next ? (em_edge *)((char *)n + edges_at) : NULL;
     if (num_next) memset(next, 0, (size_t)num_next * sizeof(em_edge));
     em_input_meta *im = num_inputs ? (em_input_meta *)((char *)n + meta_at) : NULL;
@@ -150,8 +149,7 @@ static void destroy_node(em_node *n) {
     em_ag_free_hooks(n->pre_hooks);
     em_ag_free_hooks(n->post_hooks);
     free(n->anomaly_trace);
-    const em_allocator *a = em_cpu_allocator();
-    a->free(a, n, n->alloc_bytes); /* edges and input metas live in the same block */
+    free(n); /* edges and input metas live in the same block */
 }
 
 void em_node_release(em_node *n) {
