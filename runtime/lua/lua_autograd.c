@@ -346,18 +346,26 @@ static int handle_tostring(lua_State *L) {
     return 1;
 }
 
-static int node_register_hook(lua_State *L) {
-    em_node *n = check_node(L, 1);
+static em_tensor *tensor_hook_cb(void *ud, em_tensor *grad);
+
+/* Registers the Lua function at stack index 2 as a hook on tensor t or
+ * node n (exactly one is given) and pushes its removable handle. */
+static int register_lua_hook(lua_State *L, em_tensor *t, em_node *n) {
     luaL_checktype(L, 2, LUA_TFUNCTION);
     em_lua_drain_unrefs(L);
     lua_cb *cb = lua_cb_new(L, 2);
-    int id = em_node_register_hook(n, node_hook_cb, cb, lua_cb_free);
+    int id = t ? em_register_hook(t, tensor_hook_cb, cb, lua_cb_free)
+               : em_node_register_hook(n, node_hook_cb, cb, lua_cb_free);
     if (id < 0) {
         lua_cb_free(cb);
         return em_lua_error(L, "register_hook");
     }
-    push_handle(L, NULL, n, id);
+    push_handle(L, t, n, id);
     return 1;
+}
+
+static int node_register_hook(lua_State *L) {
+    return register_lua_hook(L, NULL, check_node(L, 1));
 }
 
 static int node_name_method(lua_State *L) {
@@ -428,17 +436,7 @@ static em_tensor *tensor_hook_cb(void *ud, em_tensor *grad) {
 }
 
 static int m_register_hook(lua_State *L) {
-    em_tensor *t = em_lua_checkself(L, 1, "register_hook");
-    luaL_checktype(L, 2, LUA_TFUNCTION);
-    em_lua_drain_unrefs(L);
-    lua_cb *cb = lua_cb_new(L, 2);
-    int id = em_register_hook(t, tensor_hook_cb, cb, lua_cb_free);
-    if (id < 0) {
-        lua_cb_free(cb);
-        return em_lua_error(L, "register_hook");
-    }
-    push_handle(L, t, NULL, id);
-    return 1;
+    return register_lua_hook(L, em_lua_checkself(L, 1, "register_hook"), NULL);
 }
 
 /* ---- tensor properties and methods ---- */

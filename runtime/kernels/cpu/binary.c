@@ -68,16 +68,6 @@ static inline uint64_t rem_i(uint64_t ua, uint64_t ub, bin_ctx *c) {
 #define E_gt(x, y) ((x) > (y))
 #define E_ge(x, y) ((x) >= (y))
 
-/* arithmetic loads (compute type CA_x) */
-#define LA_b(x) ((uint64_t)(int64_t)(x))
-#define LA_u8(x) ((uint64_t)(int64_t)(x))
-#define LA_i8(x) ((uint64_t)(int64_t)(x))
-#define LA_i32(x) ((uint64_t)(int64_t)(x))
-#define LA_i64(x) ((uint64_t)(x))
-#define LA_f16(x) em_half_to_float(x)
-#define LA_bf16(x) em_bf16_to_float(x)
-#define LA_f32(x) (x)
-#define LA_f64(x) (x)
 /* comparison loads: signed */
 #define LC_b(x) ((int64_t)(x))
 #define LC_u8(x) ((int64_t)(x))

@@ -122,6 +122,18 @@ em_tensor *em_cpu_zero_(em_keyset ks, em_tensor *self);
 #define EM_ST_f32(v) ((float)(v))
 #define EM_ST_f64(v) ((double)(v))
 
+/* Arithmetic loads: integers and bool compute in uint64_t (wrapping, no
+ * undefined overflow), float16/bfloat16 in float. */
+#define LA_b(x) ((uint64_t)(int64_t)(x))
+#define LA_u8(x) ((uint64_t)(int64_t)(x))
+#define LA_i8(x) ((uint64_t)(int64_t)(x))
+#define LA_i32(x) ((uint64_t)(int64_t)(x))
+#define LA_i64(x) ((uint64_t)(x))
+#define LA_f16(x) em_half_to_float(x)
+#define LA_bf16(x) em_bf16_to_float(x)
+#define LA_f32(x) (x)
+#define LA_f64(x) (x)
+
 /* Hot contiguous loops get a clone per ISA, chosen at load time. */
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && !defined(EM_NO_CLONES)
 #define EM_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))

@@ -64,15 +64,6 @@ static inline uint64_t reluu_(uint64_t x) { return (int64_t)x < 0 ? 0 : x; }
 #define U_tanh(x) _Generic((x), float: fast_tanhf(x), default: tanh(x))
 #define U_sigmoid(x) _Generic((x), float: sigmoidf_(x), default: sigmoid_(x))
 
-#define LA_b(x) ((uint64_t)(int64_t)(x))
-#define LA_u8(x) ((uint64_t)(int64_t)(x))
-#define LA_i8(x) ((uint64_t)(int64_t)(x))
-#define LA_i32(x) ((uint64_t)(int64_t)(x))
-#define LA_i64(x) ((uint64_t)(x))
-#define LA_f16(x) em_half_to_float(x)
-#define LA_bf16(x) em_bf16_to_float(x)
-#define LA_f32(x) (x)
-#define LA_f64(x) (x)
 
 #define CLONE_b
 #define CLONE_u8
