@@ -18,11 +18,11 @@ EM_HIDDEN em_tensor *em_ag_fn_mean_backward(em_tensor *grad, const em_input_meta
                                             bool keepdim);
 EM_HIDDEN em_tensor *em_ag_fn_reshape_as(em_tensor *grad, const em_input_meta *self_meta);
 EM_HIDDEN em_tensor *em_ag_fn_permute_backward(em_tensor *grad, em_intlist dims);
-EM_HIDDEN em_tensor *em_ag_fn_narrow_backward(em_tensor *grad, const em_input_meta *self_meta, int64_t dim,
+EM_HIDDEN em_tensor *em_ag_fn_narrow_grad(em_tensor *grad, const em_input_meta *self_meta, int64_t dim,
                                               int64_t start, int64_t length);
-EM_HIDDEN em_tensor *em_ag_fn_select_backward(em_tensor *grad, const em_input_meta *self_meta, int64_t dim,
+EM_HIDDEN em_tensor *em_ag_fn_select_grad(em_tensor *grad, const em_input_meta *self_meta, int64_t dim,
                                               int64_t index);
-EM_HIDDEN em_tensor *em_ag_fn_slice_backward(em_tensor *grad, const em_input_meta *self_meta, int64_t dim,
+EM_HIDDEN em_tensor *em_ag_fn_slice_grad(em_tensor *grad, const em_input_meta *self_meta, int64_t dim,
                                              const int64_t *start, const int64_t *end, int64_t step);
 EM_HIDDEN em_tensor *em_ag_fn_squeeze_backward(em_tensor *grad, const em_input_meta *self_meta);
 EM_HIDDEN em_tensor *em_ag_fn_sign(em_tensor *self);

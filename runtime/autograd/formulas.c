@@ -102,58 +102,20 @@ em_tensor *em_ag_fn_permute_backward(em_tensor *grad, em_intlist dims) {
     return em_permute(grad, (em_intlist){ inv, n });
 }
 
-/* zeros of the input's shape with grad copied into the region the forward
- * view selected (view_fn makes that region of the zeros). */
-static em_tensor *scatter_into_zeros(em_tensor *grad, const em_input_meta *m, em_tensor *(*view_fn)(em_tensor *, void *),
-                                     void *arg, const char *op) {
-    if (em_requires_grad(grad)) {
-        /* an in-place copy into a view of zeros would not be recorded, so a
-         * second derivative through it would silently be zero: refuse */
-        em_set_error(EM_EVALUE, "%s_backward: create_graph through %s (a double backward of a view "
-                                "that selects part of a tensor) is not supported yet", op, op);
-        return NULL;
-    }
-    em_tensor *z = em_zeros(meta_sizes(m), grad->dtype);
-    if (!z) return NULL;
-    em_tensor *region = view_fn(z, arg);
-    em_tensor *c = region ? em_copy_(region, grad) : NULL;
-    em_tensor *r = c ? em_tensor_retain(z) : NULL;
-    em_tensor_release(c);
-    em_tensor_release(region);
-    em_tensor_release(z);
-    return r;
-}
-
-typedef struct { int64_t dim, a, b, step; const int64_t *pa, *pb; } view_args;
-
-static em_tensor *narrow_view(em_tensor *z, void *p) {
-    view_args *v = p;
-    return em_narrow(z, v->dim, v->a, v->b);
-}
-static em_tensor *select_view(em_tensor *z, void *p) {
-    view_args *v = p;
-    return em_select(z, v->dim, v->a);
-}
-static em_tensor *slice_view(em_tensor *z, void *p) {
-    view_args *v = p;
-    return em_slice(z, v->dim, v->pa, v->pb, v->step);
-}
-
-em_tensor *em_ag_fn_narrow_backward(em_tensor *grad, const em_input_meta *self_meta, int64_t dim, int64_t start,
+/* The gradients of the views that pick part of a tensor are ops of their
+ * own (narrow_backward, ...), so a create_graph backward records them. */
+em_tensor *em_ag_fn_narrow_grad(em_tensor *grad, const em_input_meta *self_meta, int64_t dim, int64_t start,
                                     int64_t length) {
-    view_args v = { dim, start, length, 1, NULL, NULL };
-    return scatter_into_zeros(grad, self_meta, narrow_view, &v, "narrow");
+    return em_narrow_backward(grad, meta_sizes(self_meta), dim, start, length);
 }
 
-em_tensor *em_ag_fn_select_backward(em_tensor *grad, const em_input_meta *self_meta, int64_t dim, int64_t index) {
-    view_args v = { dim, index, 0, 1, NULL, NULL };
-    return scatter_into_zeros(grad, self_meta, select_view, &v, "select");
+em_tensor *em_ag_fn_select_grad(em_tensor *grad, const em_input_meta *self_meta, int64_t dim, int64_t index) {
+    return em_select_backward(grad, meta_sizes(self_meta), dim, index);
 }
 
-em_tensor *em_ag_fn_slice_backward(em_tensor *grad, const em_input_meta *self_meta, int64_t dim, const int64_t *start,
+em_tensor *em_ag_fn_slice_grad(em_tensor *grad, const em_input_meta *self_meta, int64_t dim, const int64_t *start,
                                    const int64_t *end, int64_t step) {
-    view_args v = { dim, 0, 0, step, start, end };
-    return scatter_into_zeros(grad, self_meta, slice_view, &v, "slice");
+    return em_slice_backward(grad, meta_sizes(self_meta), dim, start, end, step);
 }
 
 /* sign(x) as x's dtype: (x > 0) - (x < 0), computed without bool arithmetic. */
