@@ -1,0 +1,34 @@
+-- test_examples.lua -- the scripts in examples/ run and print what they claim.
+local T = {}
+local EMBER = os.getenv("EMBER") or (arg and arg[-1]) or "ember"
+
+local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local function run(cmd)
+  local p = io.popen(cmd .. " 2>&1")
+  local out = p:read("a")
+  local _, _, code = p:close()
+  return out, code
+end
+
+function T.autodiff_example()
+  local dot = os.tmpname()
+  local out, code = run(q(EMBER) .. " examples/autodiff.lua " .. q(dot))
+  check(code == 0, out)
+  check(out:find("y = -20, dy/dx = 46", 1, true), out)
+  check(out:find("finite differences: 46", 1, true), out)
+  check(out:find("d2/dx2 = 12", 1, true), out)
+  local f = assert(io.open(dot))
+  local text = f:read("a")
+  f:close()
+  os.remove(dot)
+  check(text:find("digraph", 1, true) and text:find("MulBackward", 1, true), text)
+end
+
+function T.iris_example_learns()
+  local out, code = run(q(EMBER) .. " examples/iris.lua 200")
+  check(code == 0, out)
+  local acc = tonumber(out:match("accuracy ([%d.]+)"))
+  check(acc and acc > 0.9, out)
+end
+
+return T
