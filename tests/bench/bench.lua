@@ -52,6 +52,9 @@ do
     ember.set_num_threads(th)
     results["mm_t" .. th] = measure("ember_matmul_f32_n1024_t" .. th, function(t) return 2 * n ^ 3 / t / 1e9 end, "GFLOP/s", 5,
       function() local c = a:matmul(b) end)
+    -- cblas_sgemm called directly, in the same process and minute
+    measure("direct_sgemm_n1024_t" .. th, function(t) return 2 * n ^ 3 / t / 1e9 end, "GFLOP/s", 5,
+      function() sgemm_direct(n) end)
   end
 end
 -- autograd: recording overhead and the 10k scalar chain of torch_ref.py

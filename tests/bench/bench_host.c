@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <time.h>
 
+#include <cblas.h>
+#include <stdlib.h>
+
 #include "lua/em_lua.h"
 
 static int l_now(lua_State *L) {
@@ -33,6 +36,26 @@ static int floor_new(lua_State *L) {
     return 1;
 }
 
+/* sgemm_direct(n): one cblas_sgemm of two n x n float32 matrices, called
+ * the way a C program would (buffers made once), so the bench can time it
+ * in the same process and minute as ember's matmul. */
+static float *ga, *gb, *gc;
+static int gn;
+static int sgemm_direct(lua_State *L) {
+    int n = (int)luaL_checkinteger(L, 1);
+    if (n != gn) {
+        free(ga); free(gb); free(gc);
+        ga = malloc(sizeof(float) * (size_t)n * n);
+        gb = malloc(sizeof(float) * (size_t)n * n);
+        gc = malloc(sizeof(float) * (size_t)n * n);
+        if (!ga || !gb || !gc) return luaL_error(L, "sgemm_direct: out of memory");
+        for (long i = 0; i < (long)n * n; i++) { ga[i] = (float)(i % 7) * 0.1f; gb[i] = (float)(i % 5) * 0.2f; }
+        gn = n;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, ga, n, gb, n, 0, gc, n);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     lua_State *L = luaL_newstate();
     luaL_openlibs(L);
@@ -46,6 +69,7 @@ int main(int argc, char **argv) {
     lua_setfield(L, -2, "__add");
     lua_pop(L, 1);
     lua_register(L, "floor_new", floor_new);
+    lua_register(L, "sgemm_direct", sgemm_direct);
     lua_newtable(L);
     for (int i = 2; i < argc; i++) { lua_pushstring(L, argv[i]); lua_rawseti(L, -2, i - 1); }
     lua_setglobal(L, "arg");
