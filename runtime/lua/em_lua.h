@@ -20,7 +20,8 @@
 
 /* ---- tensors as userdata ---- */
 
-/* The tensor at idx, or NULL when the value is not an ember tensor. */
+/* The tensor at idx (borrowed), or NULL when the value is not an ember
+ * tensor. A tensor closed by __close raises "tensor used after close". */
 EM_API em_tensor *em_lua_totensor(lua_State *L, int idx);
 /* Pushes t as a new userdata, taking over the caller's reference (the
  * userdata's __gc / __close releases it). t == NULL raises the thread's
