@@ -149,7 +149,11 @@ $(BUILD)/ember: $(REPL_OBJ) $(BUILD)/libember.a
 $(BUILD)/check_runner: $(TEST_OBJ) $(BUILD)/libember.a
 	$(CC) -o $@ $(TEST_OBJ) -Wl,-E $(BUILD)/libember.a $(LUA_LIBS) $(CHECK_LIBS) $(LDLIBS) $(SANLD)
 
-test: all $(BUILD)/check_runner
+# examples/host.c: the embedding example, built against the library.
+$(BUILD)/example_host: examples/host.c $(BUILD)/libember.a
+	$(CC) $(CFLAGS) -o $@ $< -Wl,-E $(BUILD)/libember.a $(LUA_LIBS) $(LDLIBS) $(SANLD)
+
+test: all $(BUILD)/check_runner $(BUILD)/example_host
 	@BUILD=$(BUILD) sh tests/run_tests.sh
 
 # ---- benchmark (figures, never a test) ----
@@ -178,6 +182,12 @@ install: all
 	  $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/lib/lua/5.4
 	install -m 755 $(BUILD)/ember $(DESTDIR)$(PREFIX)/bin/ember
 	install -m 644 $(BUILD)/libember.a $(BUILD)/libember.so $(DESTDIR)$(PREFIX)/lib/
+	for d in core dispatch autograd lua; do install -d $(DESTDIR)$(PREFIX)/include/ember/$$d; done
+	install -m 644 runtime/core/em_core.h $(DESTDIR)$(PREFIX)/include/ember/core/
+	install -m 644 runtime/dispatch/em_dispatch.h $(DESTDIR)$(PREFIX)/include/ember/dispatch/
+	install -m 644 runtime/autograd/em_autograd.h $(DESTDIR)$(PREFIX)/include/ember/autograd/
+	install -m 644 runtime/lua/em_lua.h $(DESTDIR)$(PREFIX)/include/ember/lua/
+	install -m 644 $(GEN)/em_ops.h $(DESTDIR)$(PREFIX)/include/ember/
 	ln -sf ../../libember.so $(DESTDIR)$(PREFIX)/lib/lua/5.4/ember.so
 	install -m 644 man/ember.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 $(BUILD)/man/ember-ops.7 $(DESTDIR)$(PREFIX)/share/man/man7/

@@ -17,7 +17,7 @@ c_fail=$(( ${c_fail:-1} ))
 [ -z "$c_line" ] && c_fail=1
 
 echo "== Lua scripts"
-EMBER=$B/ember "$B/ember" tests/lua/run.lua 2>&1 | tee "$out"
+EMBER=$B/ember EMBER_HOST=$B/example_host "$B/ember" tests/lua/run.lua 2>&1 | tee "$out"
 l_line=$(grep -E '^lua: [0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1)
 l_pass=$(echo "$l_line" | sed -E 's/lua: ([0-9]+) passed.*/\1/')
 l_fail=$(echo "$l_line" | sed -E 's/.* ([0-9]+) failed.*/\1/')

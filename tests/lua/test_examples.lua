@@ -31,4 +31,14 @@ function T.iris_example_learns()
   check(acc and acc > 0.9, out)
 end
 
+function T.host_embedding_example()
+  local host = os.getenv("EMBER_HOST")
+  if not host then return end -- run by make test, which builds it
+  local out, code = run(q(host))
+  check(code == 0, out)
+  check(out:find("sum from C: 10", 1, true), out)
+  check(out:find("from Lua:\ttensor([2., 4., 6., 8.])", 1, true), out)
+  check(out:find("shared memory:\ttensor([100.,   2.,   3.,   4.])", 1, true), out)
+end
+
 return T
