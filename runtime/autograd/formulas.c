@@ -155,16 +155,17 @@ em_tensor *em_ag_fn_relu_backward(em_tensor *grad, em_tensor *result) {
  * limit PyTorch uses for non-negative exponents). */
 em_tensor *em_ag_fn_pow_exponent_backward(em_tensor *grad, em_tensor *self, em_tensor *result) {
     em_tensor *zero = em_ag_scalar(0);
-    em_tensor *nz = zero ? em_ne(self, zero) : NULL;
-    em_tensor *one = em_ag_scalar(1);
     /* log(self) where self != 0, log(1) = 0 elsewhere: self + (self == 0) */
     em_tensor *isz = zero ? em_eq(self, zero) : NULL;
     em_tensor *safe = isz ? em_add(self, isz, em_scalar_int(1)) : NULL;
     em_tensor *lg = safe ? em_log(safe) : NULL;
     em_tensor *a = lg ? em_mul(grad, result) : NULL;
     em_tensor *r = a ? em_mul(a, lg) : NULL;
-    em_tensor_release(zero); em_tensor_release(nz); em_tensor_release(one);
-    em_tensor_release(isz); em_tensor_release(safe); em_tensor_release(lg); em_tensor_release(a);
+    em_tensor_release(zero);
+    em_tensor_release(isz);
+    em_tensor_release(safe);
+    em_tensor_release(lg);
+    em_tensor_release(a);
     return r;
 }
 
