@@ -204,6 +204,9 @@ void cg_error_at(const char *file, int line, const char *fmt, ...)
 
 /* The first line of every generated C file (ops_path names the source). */
 void cg_generated_banner(cg_buf *b, const char *ops_path);
+/* Writes a section banner comment when op starts a new ops.yaml section
+ * (*last is the section seen before; updated). */
+void cg_group_banner(cg_buf *b, const cg_op *op, const char **last);
 
 /* ---- emitters ---- */
 

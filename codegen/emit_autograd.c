@@ -595,12 +595,7 @@ void cg_emit_autograd(cg_buf *b, const cg_schema *s) {
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];
         if (!cg_op_gets_autograd(op)) continue;
-        if (op->group && op->group != last) {
-            cg_puts(b, "/* ---- ");
-            cg_comment_escape(b, op->group);
-            cg_puts(b, " ---- */\n\n");
-            last = op->group;
-        }
+        cg_group_banner(b, op, &last);
         const cg_deriv *d = op->deriv;
         if (!d) {
             emit_kernel_undefined(b, op, s->derivs_path);

@@ -70,15 +70,6 @@ static void op_comment(cg_buf *b, const cg_op *op, const char *indent) {
     cg_printf(b, "%s */\n", indent);
 }
 
-static void group_banner(cg_buf *b, const cg_op *op, const char **last) {
-    if (op->group && op->group != *last) {
-        cg_printf(b, "/* ---- ");
-        cg_comment_escape(b, op->group);
-        cg_printf(b, " ---- */\n\n");
-    }
-    *last = op->group;
-}
-
 /* ---- em_ops.h ---- */
 
 void cg_emit_ops_h(cg_buf *b, const cg_schema *s) {
@@ -108,7 +99,7 @@ void cg_emit_ops_h(cg_buf *b, const cg_schema *s) {
     const char *last = NULL;
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];
-        group_banner(b, op, &last);
+        cg_group_banner(b, op, &last);
         op_comment(b, op, "");
         cg_printf(b, "EM_API em_tensor *em_%s(", op->name);
         cg_emit_params(b, op, false);
@@ -542,7 +533,7 @@ void cg_emit_ops_c(cg_buf *b, const cg_schema *s) {
     const char *last = NULL;
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];
-        group_banner(b, op, &last);
+        cg_group_banner(b, op, &last);
         emit_entry(b, op);
         emit_boxed(b, op);
         emit_redispatch(b, op);

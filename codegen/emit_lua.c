@@ -153,6 +153,21 @@ static bool list_varargs(const cg_op *op, int i) {
 }
 
 /* Converts one located non-Tensor argument (slot i_NAME) into a_NAME. */
+/* The em_lua_check_* function converting a value of type t in one call, or
+ * NULL for the types that need more (lists). */
+static const char *simple_checker(cg_type t) {
+    switch (t) {
+    case CG_SCALAR: case CG_SCALAR_OPT: return "em_lua_check_scalar";
+    case CG_INT: return "em_lua_check_int";
+    case CG_DIM: case CG_INDEX: case CG_DIM_OPT: case CG_INDEX_OPT: return "em_lua_check_dim";
+    case CG_ENDINDEX_OPT: return "em_lua_check_endindex";
+    case CG_FLOAT: return "em_lua_check_float";
+    case CG_BOOL: return "em_lua_check_bool";
+    case CG_DTYPE: case CG_DTYPE_OPT: return "em_lua_check_dtype";
+    default: return NULL;
+    }
+}
+
 static void emit_convert(cg_buf *b, const cg_op *op, int i) {
     const cg_arg *a = &op->args[i];
     const char *n = a->name, *o = op->name;
@@ -164,26 +179,13 @@ static void emit_convert(cg_buf *b, const cg_op *op, int i) {
     } else {
         cg_printf(b, "    if (arg_given(L, i_%s)) {\n", n);
     }
-    switch (a->type) {
-    case CG_SCALAR:
-        cg_printf(b, "        a_%s = em_lua_check_scalar(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
-        break;
-    case CG_SCALAR_OPT:
-        cg_printf(b, "        v_%s = em_lua_check_scalar(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
-        break;
-    case CG_INT:
-        cg_printf(b, "        a_%s = em_lua_check_int(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
-        break;
-    case CG_DIM: case CG_INDEX:
-        cg_printf(b, "        a_%s = em_lua_check_dim(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
-        break;
-    case CG_DIM_OPT: case CG_INDEX_OPT:
-        cg_printf(b, "        v_%s = em_lua_check_dim(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
-        break;
-    case CG_ENDINDEX_OPT:
-        cg_printf(b, "        v_%s = em_lua_check_endindex(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
-        break;
-    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: {
+    const char *checker = simple_checker(a->type);
+    if (checker) {
+        /* optional pointer types convert into v_NAME, pointed to by a_NAME below */
+        cg_printf(b, "        %s_%s = %s(L, i_%s, \"%s\", \"%s\");\n",
+                  cg_type_is_ptr_opt(a->type) ? "v" : "a", n, checker, n, o, n);
+    }
+    if (a->type == CG_INTLIST || a->type == CG_DIMLIST || a->type == CG_DIMLIST_OPT) {
         bool is_dim = a->type != CG_INTLIST;
         cg_printf(b, "        int used = 1;\n");
         const char *dimarg = is_dim ? "true" : "false";
@@ -213,19 +215,6 @@ static void emit_convert(cg_buf *b, const cg_op *op, int i) {
                      "        } else if (i_%s <= top) {\n"
                      "            pos = i_%s + used;\n"
                      "        }\n", n, o, n, dimarg, n, n);
-        break;
-    }
-    case CG_FLOAT:
-        cg_printf(b, "        a_%s = em_lua_check_float(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
-        break;
-    case CG_BOOL:
-        cg_printf(b, "        a_%s = em_lua_check_bool(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
-        break;
-    case CG_DTYPE: case CG_DTYPE_OPT:
-        cg_printf(b, "        a_%s = em_lua_check_dtype(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
-        break;
-    default:
-        break;
     }
     if (cg_type_is_ptr_opt(a->type)) cg_printf(b, "        a_%s = &v_%s;\n", n, n);
     /* a pointer optional with a non-None default points at its default */
@@ -318,12 +307,7 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
     const char *last = NULL;
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];
-        if (op->group && op->group != last) {
-            cg_puts(b, "/* ---- ");
-            cg_comment_escape(b, op->group);
-            cg_puts(b, " ---- */\n\n");
-        }
-        last = op->group;
+        cg_group_banner(b, op, &last);
         emit_binding(b, op);
     }
     cg_puts(b, "/* ---- registration ---- */\n\nstatic const luaL_Reg functions[] = {\n");

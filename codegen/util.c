@@ -106,6 +106,15 @@ void cg_generated_banner(cg_buf *b, const char *ops_path) {
     cg_puts(b, " by codegen -- do not edit */\n");
 }
 
+void cg_group_banner(cg_buf *b, const cg_op *op, const char **last) {
+    if (op->group && op->group != *last) {
+        cg_puts(b, "/* ---- ");
+        cg_comment_escape(b, op->group);
+        cg_puts(b, " ---- */\n\n");
+    }
+    *last = op->group;
+}
+
 /* ---- files ---- */
 
 void cg_mkdirs(const char *path) {

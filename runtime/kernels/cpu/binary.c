@@ -80,15 +80,6 @@ static inline uint64_t rem_i(uint64_t ua, uint64_t ub, bin_ctx *c) {
 #define LC_f64(x) (x)
 #define SB(v) ((bool)(v))
 
-#define CLONE_b
-#define CLONE_u8
-#define CLONE_i8
-#define CLONE_i32
-#define CLONE_i64
-#define CLONE_f16
-#define CLONE_bf16
-#define CLONE_f32 EM_CPU_CLONES
-#define CLONE_f64 EM_CPU_CLONES
 
 /* One loop: operand types T (inputs) and OT (output), compute type CT. */
 #define BIN_FN(FN, T, OT, CT, LD, ST, EXPR, ATTR)                                           \

@@ -140,6 +140,17 @@ em_tensor *em_cpu_zero_(em_keyset ks, em_tensor *self);
 #else
 #define EM_CPU_CLONES
 #endif
+/* CLONE_<dtype>: the clone attribute for a dtype's loop (only the float32
+ * and float64 loops are hot enough to carry one per ISA). */
+#define CLONE_b
+#define CLONE_u8
+#define CLONE_i8
+#define CLONE_i32
+#define CLONE_i64
+#define CLONE_f16
+#define CLONE_bf16
+#define CLONE_f32 EM_CPU_CLONES
+#define CLONE_f64 EM_CPU_CLONES
 
 /* ---- small helpers ---- */
 

@@ -65,15 +65,6 @@ static inline uint64_t reluu_(uint64_t x) { return (int64_t)x < 0 ? 0 : x; }
 #define U_sigmoid(x) _Generic((x), float: sigmoidf_(x), default: sigmoid_(x))
 
 
-#define CLONE_b
-#define CLONE_u8
-#define CLONE_i8
-#define CLONE_i32
-#define CLONE_i64
-#define CLONE_f16
-#define CLONE_bf16
-#define CLONE_f32 EM_CPU_CLONES
-#define CLONE_f64 EM_CPU_CLONES
 
 #define UN_FN(FN, T, CT, LD, ST, EXPR, ATTR)                                            \
     ATTR static void FN(char **d, const int64_t *s, int64_t n, void *ctx) {             \
