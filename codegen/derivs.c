@@ -29,7 +29,6 @@ const cg_helper cg_helpers[] = {
     { "narrow_grad", "tmvvv" },
     { "select_grad", "tmvv" },
     { "slice_grad", "tmvvvv" },
-    { "squeeze_backward", "tm" },
     { "sign", "t" },
     { "floor_divide", "tt" },
     { "relu_backward", "tt" },

@@ -87,10 +87,6 @@ em_tensor *em_ag_fn_reshape_as(em_tensor *grad, const em_input_meta *self_meta) 
     return em_reshape(grad, meta_sizes(self_meta));
 }
 
-em_tensor *em_ag_fn_squeeze_backward(em_tensor *grad, const em_input_meta *self_meta) {
-    return em_reshape(grad, meta_sizes(self_meta));
-}
-
 em_tensor *em_ag_fn_permute_backward(em_tensor *grad, em_intlist dims) {
     int64_t inv[EM_MAX_DIMS];
     int n = dims.n;
