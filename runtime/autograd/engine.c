@@ -692,18 +692,31 @@ em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_roots, em
         }
         if (st == EM_OK) st = compute_exec_info(t, &root->base);
         if (st == EM_OK && !o.accumulate) {
-            /* captured nodes only run when something beyond them is needed */
-            for (int c = 0; c < t->n_captures; c++) {
+            /* captured nodes only run when something beyond them is needed
+             * (another capture counts: grad() w.r.t. y = f(x) and x runs
+             * y's node to reach x). Decide for every capture before
+             * changing any flag, so the order of the inputs does not matter. */
+            int8_t *beyond = calloc((size_t)t->n_captures + 1, 1);
+            if (!beyond) st = em_set_error(EM_ENOMEM, "%s: out of memory", who);
+            for (int c = 0; st == EM_OK && c < t->n_captures; c++) {
+                em_node *cn = t->captures[c].node;
+                for (int j = 0; cn && j < cn->num_next && !beyond[c]; j++) {
+                    node_info *nx = cn->next[j].fn ? info_get(t, cn->next[j].fn, false) : NULL;
+                    beyond[c] = nx && nx->needed == 1;
+                }
+            }
+            for (int c = 0; st == EM_OK && c < t->n_captures; c++) {
                 em_node *cn = t->captures[c].node;
                 node_info *ni = cn ? info_get(t, cn, false) : NULL;
-                if (!ni) continue;
-                bool beyond = false;
-                for (int j = 0; j < cn->num_next && !beyond; j++) {
-                    node_info *nx = cn->next[j].fn ? info_get(t, cn->next[j].fn, false) : NULL;
-                    beyond = nx && nx->needed == 1;
-                }
-                ni->needed = beyond ? 1 : 0;
+                if (ni) ni->needed = beyond[c] ? 1 : 0;
             }
+            /* a node captured twice may have been cleared by one entry */
+            for (int c = 0; st == EM_OK && c < t->n_captures; c++) {
+                em_node *cn = t->captures[c].node;
+                node_info *ni = cn ? info_get(t, cn, false) : NULL;
+                if (ni && beyond[c]) ni->needed = 1;
+            }
+            free(beyond);
             /* a node upstream of a capture is needed; compute_exec_info marked
              * targets needed, so the roots' paths to captures are kept */
         }
