@@ -23,7 +23,7 @@
 typedef enum {
     CG_TENSOR, CG_TENSOR_OPT, CG_SCALAR, CG_SCALAR_OPT, CG_INT, CG_INTLIST,
     CG_DIM, CG_DIM_OPT, CG_DIMLIST, CG_DIMLIST_OPT, CG_INDEX, CG_INDEX_OPT,
-    CG_ENDINDEX_OPT, CG_FLOAT, CG_BOOL, CG_DTYPE, CG_DTYPE_OPT,
+    CG_ENDINDEX_OPT, CG_FLOAT, CG_BOOL, CG_DTYPE, CG_DTYPE_OPT, CG_INT_OPT,
     CG_TYPE_COUNT
 } cg_type;
 
@@ -82,6 +82,7 @@ typedef enum {
     CG_EX_RESULT, /* result: the forward output */
     CG_EX_ARG,    /* an argument of the op: arg (Tensor or not) */
     CG_EX_META,   /* X_meta: arg is the Tensor argument X */
+    CG_EX_GEOM,   /* X_geometry: sizes, strides and storage offset of X */
     CG_EX_CALL,   /* text(kids...): an op (op_index >= 0) or a helper */
     CG_EX_BIN,    /* kids[0] text[0] kids[1], text is "+", "-", "*" or "/" */
     CG_EX_NEG     /* -kids[0] */
@@ -99,7 +100,8 @@ typedef struct cg_expr {
 
 /* A helper of runtime/autograd/em_formulas.h that formulas may call:
  * params spells its parameters, one letter each: t = a tensor (em_tensor *),
- * m = an input meta (X_meta), v = a non-tensor argument's C value. */
+ * m = an input meta (X_meta), g = a geometry (X_geometry), v = a non-tensor
+ * argument's C value. */
 typedef struct {
     const char *name;   /* "sum_backward" -> em_ag_fn_sum_backward */
     const char *params; /* "tmvv" */
@@ -167,6 +169,7 @@ void cg_check_autograd_names(const char *path, int line, const cg_op *op);
 bool cg_expr_uses_arg(const cg_expr *e, int arg);
 bool cg_expr_uses_result(const cg_expr *e);
 bool cg_expr_uses_meta(const cg_expr *e, int arg);
+bool cg_expr_uses_geometry(const cg_expr *e, int arg);
 /* The op's index among its Tensor arguments (its next-edge slot), or -1. */
 int cg_tensor_slot(const cg_op *op, int arg);
 /* Whether the op has a formula (a differentiable op: em_lua_differentiable_ops). */

@@ -36,6 +36,7 @@ const cg_helper cg_helpers[] = {
     { "matmul_backward_self", "ttt" },
     { "matmul_backward_other", "ttt" },
     { "zeros_like", "t" },
+    { "as_strided_grad", "tgvvv" },
     { NULL, NULL }
 };
 
@@ -62,6 +63,13 @@ bool cg_expr_uses_result(const cg_expr *e) {
     if (e->kind == CG_EX_RESULT) return true;
     for (int i = 0; i < e->nkids; i++)
         if (cg_expr_uses_result(e->kids[i])) return true;
+    return false;
+}
+
+bool cg_expr_uses_geometry(const cg_expr *e, int arg) {
+    if (e->kind == CG_EX_GEOM && e->arg == arg) return true;
+    for (int i = 0; i < e->nkids; i++)
+        if (cg_expr_uses_geometry(e->kids[i], arg)) return true;
     return false;
 }
 
@@ -167,7 +175,7 @@ static void known_idents(const cg_op *op, char *buf, size_t n) {
     for (int i = 0; i < op->nargs; i++) {
         if (!cg_type_is_tensor(op->args[i].type)) continue;
         size_t len = strlen(buf);
-        snprintf(buf + len, n - len, ", %s_meta", op->args[i].name);
+        snprintf(buf + len, n - len, ", %s_meta, %s_geometry", op->args[i].name, op->args[i].name);
     }
 }
 
@@ -216,6 +224,17 @@ static cg_expr *parse_ident(fparser *x) {
         e->arg = a;
         e->text = name;
         return e;
+    }
+    if (ends_with(name, "_geometry")) {
+        char *base = cg_xstrndup(name, strlen(name) - 9);
+        a = find_arg_index(x->op, base);
+        free(base);
+        if (a >= 0 && cg_type_is_tensor(x->op->args[a].type)) {
+            cg_expr *e = new_expr(CG_EX_GEOM);
+            e->arg = a;
+            e->text = name;
+            return e;
+        }
     }
     if (ends_with(name, "_meta")) {
         char *base = cg_xstrndup(name, strlen(name) - 5);
@@ -310,12 +329,13 @@ static cg_expr *parse_expr(fparser *x) {
 /* ---- checking ---- */
 
 /* What a subexpression stands for in C. */
-typedef enum { V_TENSOR, V_NUMBER, V_WRAPPABLE, V_VALUE, V_META } vkind;
+typedef enum { V_TENSOR, V_NUMBER, V_WRAPPABLE, V_VALUE, V_META, V_GEOM } vkind;
 
 static vkind kind_of(const cg_op *op, const cg_expr *e) {
     switch (e->kind) {
     case CG_EX_NUM: return V_NUMBER;
     case CG_EX_META: return V_META;
+    case CG_EX_GEOM: return V_GEOM;
     case CG_EX_ARG: {
         cg_type t = op->args[e->arg].type;
         if (cg_type_is_tensor(t)) return V_TENSOR;
@@ -353,8 +373,9 @@ static void need_arith_op(fparser *x, const char *opname, bool with_alpha) {
 
 static void check_operand(fparser *x, const cg_expr *e, const char *what) {
     vkind k = kind_of(x->op, e);
-    if (k == V_META)
-        ferror_at(x, "%s: '%s' is an input meta (pass it to a helper), not a value", what, e->text);
+    if (k == V_META || k == V_GEOM)
+        ferror_at(x, "%s: '%s' is an input %s (pass it to a helper), not a value", what, e->text,
+                  k == V_META ? "meta" : "geometry");
     if (k == V_VALUE)
         ferror_at(x, "%s: '%s' is a %s and cannot be used in arithmetic", what, e->text,
                   cg_types[x->op->args[e->arg].type].spelling);
@@ -388,6 +409,7 @@ static void check_call(fparser *x, const cg_expr *e) {
                           o->args[i].name, cg_types[pt].spelling,
                           vk == V_TENSOR   ? "a tensor expression"
                           : vk == V_META   ? "an input meta"
+                          : vk == V_GEOM   ? "an input geometry"
                           : vk == V_NUMBER ? "a number (numbers are allowed for Tensor, Scalar, int "
                                              "and float arguments)"
                                            : "that argument");
@@ -403,11 +425,13 @@ static void check_call(fparser *x, const cg_expr *e) {
         vkind vk = kind_of(x->op, e->kids[i]);
         bool ok = h->params[i] == 't'   ? vk == V_TENSOR || vk == V_NUMBER || vk == V_WRAPPABLE
                   : h->params[i] == 'm' ? vk == V_META
+                  : h->params[i] == 'g' ? vk == V_GEOM
                                         : vk == V_VALUE || vk == V_WRAPPABLE || vk == V_NUMBER;
         if (!ok)
             ferror_at(x, "argument %d of %s must be %s", i + 1, h->name,
                       h->params[i] == 't'   ? "a tensor"
                       : h->params[i] == 'm' ? "an input meta X_meta"
+                      : h->params[i] == 'g' ? "an input geometry X_geometry"
                                             : "a non-tensor argument of the op");
     }
 }
@@ -444,7 +468,7 @@ cg_expr *cg_parse_formula(const char *path, int line, const cg_schema *s, const 
     if (*x.p) ferror_at(&x, "unexpected '%s' after the expression", x.p);
     check_expr(&x, e);
     vkind k = kind_of(op, e);
-    if (k == V_META || k == V_VALUE)
+    if (k == V_META || k == V_GEOM || k == V_VALUE)
         ferror_at(&x, "a formula must compute a tensor, not '%s'", e->text);
     return e;
 }

@@ -36,15 +36,6 @@ static int written_arg(const cg_op *op) {
     return -1;
 }
 
-/* The argument a view op returns an alias of (Tensor(a) returned), or -1. */
-static int viewed_arg(const cg_op *op) {
-    if (!op->ret_alias || op->ret_alias_write) return -1;
-    for (int i = 0; i < op->nargs; i++)
-        if (op->args[i].alias && !op->args[i].alias_write && strcmp(op->args[i].alias, op->ret_alias) == 0)
-            return i;
-    return -1;
-}
-
 static int tensor_count(const cg_op *op) {
     int n = 0;
     for (int i = 0; i < op->nargs; i++)
@@ -99,6 +90,12 @@ static bool formulas_use_result(const cg_op *op) {
     return false;
 }
 
+static bool needs_geometry(const cg_op *op, int arg) {
+    for (int f = 0; op->deriv && f < op->deriv->nformulas; f++)
+        if (cg_expr_uses_geometry(op->deriv->formulas[f].expr, arg)) return true;
+    return false;
+}
+
 static bool needs_meta(const cg_op *op, int arg) {
     if (formula_for(op, arg)) return true;
     for (int f = 0; op->deriv && f < op->deriv->nformulas; f++)
@@ -110,7 +107,7 @@ static bool needs_meta(const cg_op *op, int arg) {
 static void arg_cvalue(cg_buf *b, const cg_arg *a) {
     const char *x = a->name;
     switch (a->type) {
-    case CG_SCALAR_OPT: case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT:
+    case CG_SCALAR_OPT: case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT: case CG_INT_OPT:
         cg_printf(b, "(n->has_%s ? &n->%s : NULL)", x, x);
         break;
     case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT:
@@ -139,6 +136,10 @@ static void emit_node_struct(cg_buf *b, const cg_op *op, const char *ctype) {
         if (cg_type_is_tensor(op->args[i].type) && needs_meta(op, i))
             cg_printf(b, "    em_input_meta %s_meta; /* shape and dtype of %s */\n", op->args[i].name,
                       op->args[i].name);
+    for (int i = 0; i < op->nargs; i++)
+        if (cg_type_is_tensor(op->args[i].type) && needs_geometry(op, i))
+            cg_printf(b, "    em_geometry %s_geom; /* sizes, strides, offset of %s */\n", op->args[i].name,
+                      op->args[i].name);
     for (int i = 0; i < op->nargs; i++) {
         const cg_arg *a = &op->args[i];
         if (cg_type_is_tensor(a->type) || !formulas_use_arg(op, i)) continue;
@@ -147,7 +148,7 @@ static void emit_node_struct(cg_buf *b, const cg_op *op, const char *ctype) {
         case CG_SCALAR: cg_printf(b, "    em_scalar %s;\n", x); break;
         case CG_SCALAR_OPT: cg_printf(b, "    em_scalar %s;\n    bool has_%s; /* given */\n", x, x); break;
         case CG_INT: case CG_DIM: case CG_INDEX: cg_printf(b, "    int64_t %s;\n", x); break;
-        case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT:
+        case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT: case CG_INT_OPT:
             cg_printf(b, "    int64_t %s;\n    bool has_%s; /* given */\n", x, x);
             break;
         case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT:
@@ -198,6 +199,7 @@ static bool is_int_literal(const char *t) { return !strpbrk(t, ".eE"); }
  * 'v' or 'm' parameter, passed as is). */
 static char *emit_value(emitter *m, const cg_expr *e, int pt) {
     if (e->kind == CG_EX_META) return fmt("&n->%s_meta", m->op->args[e->arg].name);
+    if (e->kind == CG_EX_GEOM) return fmt("&n->%s_geom", m->op->args[e->arg].name);
     if (e->kind == CG_EX_NUM) {
         if (pt == CG_SCALAR)
             return fmt(is_int_literal(e->text) ? "em_scalar_int(%s)" : "em_scalar_float(%s)", e->text);
@@ -256,6 +258,7 @@ static char *default_value(const cg_arg *a) {
                                      : fmt("(const em_scalar[]){ em_scalar_float(%.17g) }", d->d);
     if (t == CG_FLOAT) return fmt("%.17g", d->d);
     if (t == CG_INT) return fmt("%lld", (long long)d->i);
+    if (t == CG_INT_OPT) return fmt("(const int64_t[]){ %lld }", (long long)d->i);
     int64_t c = d->i > 0 ? d->i - 1 : d->i; /* 1-based dim/index -> C */
     if (t == CG_DIM || t == CG_INDEX) return fmt("%lld", (long long)c);
     if (t == CG_DIM_OPT || t == CG_INDEX_OPT) return fmt("(const int64_t[]){ %lld }", (long long)c);
@@ -503,13 +506,19 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
         if (op->args[i].type == CG_TENSOR_OPT) cg_printf(b, "    if (%s)\n    ", x);
         cg_printf(b, "    em_input_meta_from(&n->%s_meta, %s);\n", x, x);
     }
+    for (int i = 0; i < op->nargs; i++) {
+        if (!cg_type_is_tensor(op->args[i].type) || !needs_geometry(op, i)) continue;
+        const char *x = op->args[i].name;
+        if (op->args[i].type == CG_TENSOR_OPT) cg_printf(b, "    if (%s)\n    ", x);
+        cg_printf(b, "    em_geometry_from(&n->%s_geom, %s);\n", x, x);
+    }
     /* non-tensor arguments the formulas use, by value */
     for (int i = 0; i < op->nargs; i++) {
         const cg_arg *a = &op->args[i];
         if (cg_type_is_tensor(a->type) || !formulas_use_arg(op, i)) continue;
         const char *x = a->name;
         switch (a->type) {
-        case CG_SCALAR_OPT: case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT:
+        case CG_SCALAR_OPT: case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT: case CG_INT_OPT:
             cg_printf(b, "    if (%s) {\n        n->%s = *%s;\n        n->has_%s = true;\n    }\n", x, x, x, x);
             break;
         case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT:
@@ -561,10 +570,6 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
         cg_puts(b, "    if (em_set_history(result, node, 0) != EM_OK) {\n");
     }
     cg_puts(b, "        em_tensor_release(result);\n        goto fail;\n    }\n");
-    int base = viewed_arg(op);
-    if (base >= 0) /* See Note [Differentiable views] */
-        cg_printf(b, "    if (em_ag_mark_view(result, %s) != EM_OK) {\n"
-                     "        em_tensor_release(result);\n        goto fail;\n    }\n", op->args[base].name);
     if (formulas_use_result(op)) {
         cg_puts(b, "    if (");
         use_condition(b, op, -1, "node");

@@ -346,7 +346,7 @@ static const char *box_fn(cg_type t) {
     case CG_SCALAR: return "iv_scalar";
     case CG_SCALAR_OPT: return "iv_opt_scalar";
     case CG_INT: case CG_DIM: case CG_INDEX: return "iv_int";
-    case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT: return "iv_opt_int";
+    case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT: case CG_INT_OPT: return "iv_opt_int";
     case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: return "iv_list";
     case CG_FLOAT: return "iv_double";
     case CG_BOOL: return "iv_bool";
@@ -432,7 +432,7 @@ static void emit_redispatch(cg_buf *b, const cg_op *op) {
 static const char *zero_value(cg_type t) {
     switch (t) {
     case CG_TENSOR: case CG_TENSOR_OPT: case CG_SCALAR_OPT: case CG_DIM_OPT: case CG_INDEX_OPT:
-    case CG_ENDINDEX_OPT: return "NULL";
+    case CG_ENDINDEX_OPT: case CG_INT_OPT: return "NULL";
     case CG_SCALAR: return "em_scalar_int(0)";
     case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: return "{ NULL, -1 }";
     case CG_FLOAT: return "0.0";
@@ -474,7 +474,7 @@ static void emit_adapter(cg_buf *b, const cg_op *op) {
         case CG_INT: case CG_DIM: case CG_INDEX:
             cg_printf(b, "un_int(st, %d, op->name, \"%s\", &%s)", i, a->name, a->name);
             break;
-        case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT:
+        case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT: case CG_INT_OPT:
             cg_printf(b, "un_opt_int(st, %d, op->name, \"%s\", &buf_%d, &%s)", i, a->name, i,
                       a->name);
             break;

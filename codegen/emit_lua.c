@@ -103,6 +103,10 @@ static void emit_locals(cg_buf *b, const cg_op *op) {
                       has ? (d->i > 0 ? d->i - 1 : d->i) : 0);
             cg_printf(b, "    const int64_t *a_%s = NULL;\n", a->name);
             break;
+        case CG_INT_OPT:
+            cg_printf(b, "    int64_t v_%s = %" PRId64 ";\n", a->name, has ? d->i : 0);
+            cg_printf(b, "    const int64_t *a_%s = NULL;\n", a->name);
+            break;
         case CG_ENDINDEX_OPT:
             if (has && d->i == -1) cg_printf(b, "    int64_t v_%s = INT64_MAX;\n", a->name);
             else
@@ -158,7 +162,7 @@ static bool list_varargs(const cg_op *op, int i) {
 static const char *simple_checker(cg_type t) {
     switch (t) {
     case CG_SCALAR: case CG_SCALAR_OPT: return "em_lua_check_scalar";
-    case CG_INT: return "em_lua_check_int";
+    case CG_INT: case CG_INT_OPT: return "em_lua_check_int";
     case CG_DIM: case CG_INDEX: case CG_DIM_OPT: case CG_INDEX_OPT: return "em_lua_check_dim";
     case CG_ENDINDEX_OPT: return "em_lua_check_endindex";
     case CG_FLOAT: return "em_lua_check_float";

@@ -35,6 +35,7 @@ const cg_type_info cg_types[CG_TYPE_COUNT] = {
     [CG_BOOL]         = { "bool",      "bool ",             false },
     [CG_DTYPE]        = { "dtype",     "em_dtype ",         false },
     [CG_DTYPE_OPT]    = { "dtype?",    "em_dtype ",         true },
+    [CG_INT_OPT]      = { "int?",      "const int64_t *",   true },
 };
 
 const char *const cg_key_names[CG_KEY_COUNT] = { "CPU", "CUDA", "PrivateUse1", "Autograd" };
@@ -51,7 +52,8 @@ const char *const cg_dtype_enums[CG_DTYPE_COUNT] = {
 };
 
 bool cg_type_is_ptr_opt(cg_type t) {
-    return t == CG_SCALAR_OPT || t == CG_DIM_OPT || t == CG_INDEX_OPT || t == CG_ENDINDEX_OPT;
+    return t == CG_SCALAR_OPT || t == CG_DIM_OPT || t == CG_INDEX_OPT || t == CG_ENDINDEX_OPT ||
+           t == CG_INT_OPT;
 }
 bool cg_type_is_tensor(cg_type t) { return t == CG_TENSOR || t == CG_TENSOR_OPT; }
 bool cg_type_is_list(cg_type t) {
@@ -347,6 +349,9 @@ static void parse_default(sig_lexer *x, cg_arg *a, char *text) {
     case CG_DIM: case CG_INDEX:
         ok = d->kind == CG_DEF_INT && d->i != 0;
         want = "a non-zero integer (1-based as in Lua, negative from the end)"; break;
+    case CG_INT_OPT:
+        ok = d->kind == CG_DEF_NULL || d->kind == CG_DEF_INT;
+        want = "None or an integer"; break;
     case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT:
         ok = d->kind == CG_DEF_NULL || (d->kind == CG_DEF_INT && d->i != 0);
         want = "None or a non-zero integer (1-based as in Lua)"; break;

@@ -90,8 +90,17 @@ typedef struct em_ag_meta {
     bool requires_grad;         /* leaf flag (results use grad_fn) */
     bool retains_grad;
     em_hook *hooks;             /* leaf tensor hooks (AccumulateGrad pre-hooks) */
-    em_tensor *view_base;       /* owned: the base of a differentiable view */
 } em_ag_meta;
+
+/* A tensor's geometry without its data: what as_strided needs to rebuild a
+ * view of a base, and what CopySlices needs to place a view's gradient. */
+typedef struct {
+    int32_t ndim;
+    int64_t offset;              /* storage offset, elements */
+    int64_t sizes[EM_MAX_DIMS];
+    int64_t strides[EM_MAX_DIMS];
+} em_geometry;
+EM_API void em_geometry_from(em_geometry *g, const em_tensor *t);
 
 /* ---- initialisation ---- */
 /* Registers the meta destructor with core. Idempotent, thread-safe. */
@@ -132,19 +141,40 @@ EM_API em_edge em_gradient_edge(em_tensor *t);
  * grad_fn (retained), the Autograd key, and node's input_meta[nr]. */
 EM_API em_status em_set_history(em_tensor *t, em_node *node, uint32_t nr);
 /* For in-place ops: self becomes output 0 of node (its old history is
- * already the node's edge). Fails on a leaf requiring grad. */
+ * already the node's edge). Fails on a leaf requiring grad. When self is
+ * a view, its base's history becomes a CopySlices around node instead
+ * (Note [View history]). */
 EM_API em_status em_rebase_history(em_tensor *t, em_node *node);
 
-/* Note [Differentiable views]
- * A view op recorded by autograd remembers its base (the root base when
- * the input is itself a view). An in-place op on such a view would change
- * the base's values behind the base's own history, so it is refused while
- * the base takes part in the graph (PyTorch rewrites the base's history
- * with CopySlices; ember does not do that yet). */
-EM_API em_status em_ag_mark_view(em_tensor *view, em_tensor *base);
+/* Note [View history]
+ * Every view knows its root base (Note [View base] in core) and the version
+ * at which its history was made (t->view_version). Views and their base
+ * share one version counter, so an in-place write into any of them moves
+ * it. The history of a view follows PyTorch's rules:
+ *   - An in-place op on a view whose base takes part in the graph, or with
+ *     an input that requires grad, records its node as usual and then
+ *     gives the BASE a CopySlices node wrapping it (em_rebase_history):
+ *     CopySlices passes the base's gradient through, except in the view's
+ *     region, where it runs the in-place node on that slice. The view's
+ *     history is then regenerated from the base's new history.
+ *   - A view whose version moved since its history was made, and that has
+ *     a grad_fn or whose base requires grad, regenerates its history on the
+ *     next query (requires_grad, is_leaf, grad_fn, gradient edge): its
+ *     grad_fn becomes the AsStridedBackward of as_strided(base, its sizes,
+ *     strides, offset), so gradients reach the base's CURRENT history.
+ *   - An in-place op on a view of a leaf that requires grad is refused.
+ * Views carry the Autograd key, so ops on a view whose base gains history
+ * later (b:mul_(w)) still reach the Autograd kernel, which asks
+ * em_requires_grad and so regenerates. */
 /* The checks an in-place op makes before it writes self: not a leaf that
- * requires grad, not a view of a base that requires grad. */
+ * requires grad, not a view of a leaf that requires grad. */
 EM_API em_status em_ag_check_inplace(em_tensor *self, const char *op);
+/* Regenerates a stale view's history now (see the Note); a no-op for
+ * tensors that are not views or are in step. Called by the queries. */
+EM_API void em_ag_sync_view(em_tensor *t);
+static inline void em_ag_maybe_sync(const em_tensor *t) {
+    if (t && t->view_base && t->view_version != em_tensor_version(t)) em_ag_sync_view((em_tensor *)t);
+}
 
 /* ---- saved variables ---- */
 /* Note [Saved variables]

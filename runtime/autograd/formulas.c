@@ -216,3 +216,11 @@ em_tensor *em_ag_fn_matmul_backward_other(em_tensor *grad, em_tensor *self, em_t
     }
     return r;
 }
+
+/* as_strided's gradient for an input of geometry g (the offset defaults to
+ * the input's own, as in the forward). */
+em_tensor *em_ag_fn_as_strided_grad(em_tensor *grad, const em_geometry *g, em_intlist size, em_intlist stride,
+                                    const int64_t *storage_offset) {
+    return em_as_strided_backward(grad, (em_intlist){ g->sizes, g->ndim }, (em_intlist){ g->strides, g->ndim },
+                                  g->offset, size, stride, storage_offset ? *storage_offset : g->offset);
+}

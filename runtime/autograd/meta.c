@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "em_autograd.h"
+#include "em_kernels_decl.h"
 #include "em_ops.h"
 
 /* Note [AccumulateGrad is weak]
@@ -34,7 +35,6 @@ static void meta_free(void *p) {
     m->grad_accumulator = NULL;
     pthread_mutex_unlock(&weak_lock);
     em_tensor_release(m->grad);
-    em_tensor_release(m->view_base);
     em_node_release(m->grad_fn);
     em_ag_free_hooks(m->hooks);
     const em_allocator *a = em_cpu_allocator();
@@ -62,18 +62,21 @@ static em_ag_meta *get_meta(em_tensor *t, bool create) {
 
 static void refresh_key(em_tensor *t) {
     em_ag_meta *m = t->autograd_meta;
-    if (m && (m->requires_grad || m->grad_fn)) t->keyset |= EM_KS(EM_KEY_AUTOGRAD);
+    /* views keep the key: Note [View history] */
+    if ((m && (m->requires_grad || m->grad_fn)) || t->view_base) t->keyset |= EM_KS(EM_KEY_AUTOGRAD);
     else t->keyset &= ~EM_KS(EM_KEY_AUTOGRAD);
 }
 
 /* ---- tensor-level API ---- */
 
 bool em_requires_grad(const em_tensor *t) {
+    em_ag_maybe_sync(t);
     const em_ag_meta *m = t ? t->autograd_meta : NULL;
     return m && (m->requires_grad || m->grad_fn);
 }
 
 bool em_is_leaf(const em_tensor *t) {
+    em_ag_maybe_sync(t);
     const em_ag_meta *m = t ? t->autograd_meta : NULL;
     return !m || !m->grad_fn;
 }
@@ -118,6 +121,7 @@ em_status em_set_grad(em_tensor *t, em_tensor *g) {
 }
 
 em_node *em_grad_fn(const em_tensor *t) {
+    em_ag_maybe_sync(t);
     const em_ag_meta *m = t ? t->autograd_meta : NULL;
     return m ? m->grad_fn : NULL;
 }
@@ -144,7 +148,7 @@ static em_tensor *retain_grad_hook(void *ud, em_tensor *grad) {
 }
 
 em_status em_retain_grad(em_tensor *t) {
-    if (!em_requires_grad(t))
+    if (!em_requires_grad(t)) /* syncs a view's history first */
         return em_set_error(EM_EVALUE, "retain_grad: can't retain the grad of a tensor that does not require grad");
     if (em_is_leaf(t)) return EM_OK; /* leaves keep their grad anyway */
     em_ag_meta *m = t->autograd_meta;
@@ -330,6 +334,7 @@ static const em_node_vtable accumulate_vt = { "AccumulateGrad", accumulate_apply
 
 em_edge em_gradient_edge(em_tensor *t) {
     em_edge e = { NULL, 0 };
+    em_ag_maybe_sync(t);
     em_ag_meta *m = t ? t->autograd_meta : NULL;
     if (!m) return e;
     if (m->grad_fn) {
@@ -375,7 +380,182 @@ em_status em_set_history(em_tensor *t, em_node *node, uint32_t nr) {
     return EM_OK;
 }
 
+/* ---- views: CopySlices and regenerated history (Note [View history]) ---- */
+
+void em_geometry_from(em_geometry *g, const em_tensor *t) {
+    g->ndim = t->ndim;
+    g->offset = t->offset;
+    memcpy(g->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+    memcpy(g->strides, t->strides, sizeof(int64_t) * (size_t)t->ndim);
+}
+
+static pthread_mutex_t view_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The view's grad_fn becomes the AsStridedBackward of as_strided(base,
+ * view geometry), made by as_strided's own Autograd kernel (called
+ * directly, so that grad mode does not matter: a history query must give
+ * the same answer inside no_grad). Caller holds view_lock. */
+static void regenerate(em_tensor *t) {
+    em_tensor *b = t->view_base;
+    em_ag_meta *m = t->autograd_meta;
+    em_tensor *tmp = NULL;
+    if (em_requires_grad(b)) { /* b is a root: no sync, no lock */
+        int64_t off = t->offset;
+        tmp = em_ag_k_as_strided(b->keyset | EM_KS(EM_KEY_AUTOGRAD), b, (em_intlist){ t->sizes, t->ndim },
+                                 (em_intlist){ t->strides, t->ndim }, &off);
+        if (!tmp) {
+            /* out of memory: keep the old history; the next query retries */
+            em_clear_error();
+            return;
+        }
+    }
+    em_ag_meta *tm = tmp ? tmp->autograd_meta : NULL;
+    if (tm && tm->grad_fn) {
+        em_set_history(t, tm->grad_fn, 0);
+    } else if (m && m->grad_fn) {
+        em_node *old = m->grad_fn;
+        m->grad_fn = NULL;
+        m->output_nr = 0;
+        em_node_release(old);
+    }
+    t->view_version = em_tensor_version(t);
+    em_tensor_release(tmp);
+}
+
+void em_ag_sync_view(em_tensor *t) {
+    if (!t || !t->view_base) return;
+    pthread_mutex_lock(&view_lock);
+    if (t->view_version != em_tensor_version(t)) {
+        em_ag_meta *m = t->autograd_meta;
+        /* PyTorch: a view with no history whose base needs no gradient
+         * stays as it is (and is looked at again after the next write) */
+        if ((m && m->grad_fn) || em_requires_grad(t->view_base)) regenerate(t);
+    }
+    pthread_mutex_unlock(&view_lock);
+}
+
+typedef struct {
+    em_node base;
+    em_geometry base_geom;  /* the base when the view was written */
+    em_geometry view_geom;  /* the view written */
+    em_node *fn;            /* owned: the in-place op's node */
+} copy_slices;
+
+/* A new tensor with g's sizes and strides over fresh storage that also
+ * covers other (both geometries shifted by the same amount so that the
+ * lowest offset is 0). *shift receives the amount subtracted. */
+static em_tensor *strided_like(const em_geometry *g, const em_geometry *other, em_dtype dtype, int64_t *shift) {
+    int64_t lo = g->offset < other->offset ? g->offset : other->offset, hi = lo;
+    const em_geometry *gs[2] = { g, other };
+    for (int k = 0; k < 2; k++) {
+        int64_t last = gs[k]->offset;
+        for (int d = 0; d < gs[k]->ndim; d++) {
+            if (gs[k]->sizes[d] == 0) { last = lo; break; }
+            last += (gs[k]->sizes[d] - 1) * gs[k]->strides[d];
+        }
+        if (last > hi) hi = last;
+    }
+    int64_t n = hi - lo + 1;
+    em_storage *st = em_storage_new((size_t)n * em_dtype_size(dtype), em_cpu_device());
+    if (!st) return NULL;
+    em_tensor *r = em_tensor_new_view(st, g->offset - lo, g->ndim, g->sizes, g->strides, dtype, NULL);
+    em_storage_release(st);
+    *shift = lo;
+    return r;
+}
+
+/* CopySlices' gradient: the base's gradient everywhere but in the view's
+ * region, where the in-place node's gradient for its self input goes;
+ * the node's other inputs get its gradients as they are. Written with ops,
+ * so with create_graph a double backward goes through it. */
+static em_status copy_slices_apply(em_node *self, em_tensor **grads, em_tensor **out) {
+    copy_slices *cs = (copy_slices *)self;
+    em_node *fn = cs->fn;
+    em_tensor *grad = grads[0];
+    if (!grad) return EM_OK;
+    int n = fn->num_next;
+    em_tensor *fn_small[8] = { NULL };
+    em_tensor **fn_out = n <= 8 ? fn_small : calloc((size_t)n, sizeof *fn_out);
+    em_tensor *result = NULL, *slice = NULL, *sc = NULL, *r = NULL;
+    em_status st = EM_OK;
+    int64_t shift = 0;
+    if (!fn_out) return em_set_error(EM_ENOMEM, "CopySlices: out of memory");
+    result = strided_like(&cs->base_geom, &cs->view_geom, grad->dtype, &shift);
+    if (!result || !(r = em_copy_(result, grad))) goto fail;
+    em_tensor_release(r);
+    int64_t voff = cs->view_geom.offset - shift;
+    slice = em_as_strided(result, (em_intlist){ cs->view_geom.sizes, cs->view_geom.ndim },
+                          (em_intlist){ cs->view_geom.strides, cs->view_geom.ndim }, &voff);
+    if (!slice || !(sc = em_clone(slice))) goto fail;
+    if ((st = fn->vt->apply(fn, &sc, fn_out)) != EM_OK) goto done;
+    if (self->next[0].fn) {
+        r = fn_out[0] ? em_copy_(slice, fn_out[0]) : em_zero_(slice);
+        if (!r) goto fail;
+        em_tensor_release(r);
+        out[0] = result;
+        result = NULL;
+    }
+    for (int j = 1; j < n; j++) {
+        out[j] = fn_out[j];
+        fn_out[j] = NULL;
+    }
+    goto done;
+fail:
+    st = em_error_kind() ? em_error_kind() : em_set_error(EM_EINTERNAL, "CopySlices: backward failed");
+done:
+    for (int j = 0; j < n; j++) em_tensor_release(fn_out[j]);
+    if (fn_out != fn_small) free(fn_out);
+    em_tensor_release(result);
+    em_tensor_release(slice);
+    em_tensor_release(sc);
+    return st;
+}
+
+static void copy_slices_release_saved(em_node *self) {
+    em_node *fn = ((copy_slices *)self)->fn;
+    if (fn && fn->vt->release_saved) fn->vt->release_saved(fn);
+}
+
+static void copy_slices_destroy(em_node *self) {
+    copy_slices *cs = (copy_slices *)self;
+    em_node_release(cs->fn);
+    cs->fn = NULL;
+}
+
+static const em_node_vtable copy_slices_vt = { "CopySlices", copy_slices_apply, copy_slices_release_saved,
+                                               copy_slices_destroy };
+
+/* The base b of view t takes the in-place write recorded by fn. */
+static em_status rebase_view(em_tensor *t, em_node *fn) {
+    em_tensor *b = t->view_base;
+    if (em_is_leaf(b) && em_requires_grad(b))
+        return em_set_error(EM_EVALUE, "%s: a view of a leaf tensor that requires grad is being used in an "
+                                       "in-place operation (clone() the view first, or do it under "
+                                       "ember.no_grad())", em_node_name(fn));
+    copy_slices *cs = (copy_slices *)em_node_new(sizeof *cs, &copy_slices_vt, 1, fn->num_next);
+    if (!cs) return EM_ENOMEM;
+    em_geometry_from(&cs->base_geom, b);
+    em_geometry_from(&cs->view_geom, t);
+    em_node_retain(fn);
+    cs->fn = fn;
+    cs->base.owner_thread = fn->owner_thread;
+    cs->base.next[0] = em_gradient_edge(b);
+    for (int j = 1; j < fn->num_next; j++) {
+        cs->base.next[j] = fn->next[j];
+        if (cs->base.next[j].fn) em_node_retain(cs->base.next[j].fn);
+    }
+    em_status st = em_set_history(b, &cs->base, 0);
+    em_node_release(&cs->base);
+    if (st != EM_OK) return st;
+    /* the view's history now comes from the base's: regenerate it */
+    pthread_mutex_lock(&view_lock);
+    regenerate(t);
+    pthread_mutex_unlock(&view_lock);
+    return EM_OK;
+}
+
 em_status em_rebase_history(em_tensor *t, em_node *node) {
+    if (t->view_base) return rebase_view(t, node);
     em_ag_meta *m = t->autograd_meta;
     if (m && !m->grad_fn && m->requires_grad)
         return em_set_error(EM_EVALUE, "%s: a leaf tensor that requires grad is being used in an "
@@ -383,28 +563,17 @@ em_status em_rebase_history(em_tensor *t, em_node *node) {
     return em_set_history(t, node, 0);
 }
 
-/* ---- views and in-place checks (Note [Differentiable views]) ---- */
-
-em_status em_ag_mark_view(em_tensor *view, em_tensor *base) {
-    em_ag_meta *bm = base->autograd_meta;
-    em_tensor *root = bm && bm->view_base ? bm->view_base : base;
-    em_ag_meta *m = get_meta(view, true);
-    if (!m) return EM_ENOMEM;
-    em_tensor *old = m->view_base;
-    m->view_base = em_tensor_retain(root);
-    em_tensor_release(old);
-    return EM_OK;
-}
+/* ---- in-place checks (Note [View history]) ---- */
 
 em_status em_ag_check_inplace(em_tensor *self, const char *op) {
     em_ag_meta *m = self->autograd_meta;
-    if (!m) return EM_OK;
-    if (!m->grad_fn && m->requires_grad)
+    if (m && !m->grad_fn && m->requires_grad)
         return em_set_error(EM_EVALUE, "%s: a leaf tensor that requires grad is being used in an "
                                        "in-place operation (do it under ember.no_grad())", op);
-    if (m->view_base && em_requires_grad(m->view_base))
-        return em_set_error(EM_EVALUE, "%s: in-place operation on a view of a tensor that requires "
-                                       "grad is not supported (clone() the view first, or do it under "
+    em_tensor *b = self->view_base;
+    if (b && em_requires_grad(b) && em_is_leaf(b))
+        return em_set_error(EM_EVALUE, "%s: a view of a leaf tensor that requires grad is being used in an "
+                                       "in-place operation (clone() the view first, or do it under "
                                        "ember.no_grad())", op);
     return EM_OK;
 }

@@ -197,6 +197,16 @@ typedef struct em_version {
     atomic_uint_fast32_t value;
 } em_version;
 
+/* Note [View base]
+ * A view made by a view function below (view, narrow, select, expand,
+ * as_strided, ...) points at its root base: the tensor that is not itself
+ * a view and whose storage it shares (a view of a view points at the same
+ * root). The view owns a reference to it, so the base lives as long as any
+ * of its views. em_core_alias and detach make headers without a base.
+ * Views carry the Autograd key so that every op on them reaches autograd,
+ * which keeps their history in step with their base's (in-place writes
+ * through a view, or into the base, change what the view's gradient must
+ * reach; see Note [View history] in runtime/autograd/em_autograd.h). */
 typedef struct em_tensor {
     atomic_long refcount;        /* owners: C callers, Lua userdata, graph */
     em_storage *storage;         /* shared with views; never NULL */
@@ -210,6 +220,10 @@ typedef struct em_tensor {
     int64_t strides[EM_MAX_DIMS];/* in elements, may be 0 (expand) */
     em_version *version;         /* shared with views, never NULL */
     void *autograd_meta;         /* owned by runtime/autograd; NULL = none */
+    struct em_tensor *view_base; /* owned: the root base of a view, NULL for
+                                    a tensor that is not a view (Note [View base]) */
+    uint32_t view_version;       /* autograd's: the version at which the view's
+                                    history was last made (Note [View history]) */
     bool is_contiguous;          /* cached row-major contiguity */
     bool wrapped_number;         /* a 0-dim tensor made from a Lua/C number:
                                     promotes like a scalar (see em_result_type2) */
@@ -305,9 +319,24 @@ EM_API em_tensor *em_core_slice(const em_tensor *t, int64_t dim, int64_t start, 
 /* squeeze: all size-1 dims (dim == NULL) or the given one (no-op if size != 1). */
 EM_API em_tensor *em_core_squeeze(const em_tensor *t, const int64_t *dim);
 EM_API em_tensor *em_core_unsqueeze(const em_tensor *t, int64_t dim);
-/* alias: a new header over the same data (used by contiguous() when the
- * input already is contiguous, and by in-place ops returning self). */
+/* as_strided: a view with the given geometry over t's storage; offset is
+ * absolute in the storage (elements). Checks the extent against it. */
+EM_API em_tensor *em_core_as_strided(const em_tensor *t, int n, const int64_t *sizes,
+                                     const int64_t *strides, int64_t offset);
+/* alias_view: a view with t's own geometry (t() of a 1-d tensor). */
+EM_API em_tensor *em_core_alias_view(const em_tensor *t);
+/* alias: a new header over the same data that is NOT a view (no base):
+ * for detach() and saved outputs. Shares the version counter. */
 EM_API em_tensor *em_core_alias(const em_tensor *t);
+/* Internal overlap of a tensor's memory, PyTorch's has_internal_overlap:
+ * EM_OVERLAP_YES when two elements share one memory location for sure (a
+ * stride 0 over a size > 1), EM_OVERLAP_NO when the tensor is
+ * non-overlapping and dense, EM_OVERLAP_TOO_HARD otherwise. */
+typedef enum { EM_OVERLAP_NO, EM_OVERLAP_YES, EM_OVERLAP_TOO_HARD } em_overlap;
+EM_API em_overlap em_core_internal_overlap(const em_tensor *t);
+/* Sets an EM_EVALUE error and returns it when t has internal overlap (an
+ * in-place write would write one location twice); EM_OK otherwise. */
+EM_API em_status em_core_check_no_internal_overlap(const em_tensor *t, const char *op);
 
 /* ---- copying ---- */
 /* Elementwise copy with broadcasting of src to dst's shape and dtype

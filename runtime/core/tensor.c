@@ -201,6 +201,8 @@ em_tensor *em_tensor_new(int ndim, const int64_t *sizes, em_dtype dtype, em_devi
         stride = (int64_t)((uint64_t)stride * (uint64_t)(sizes[i] > 1 ? sizes[i] : 1));
     }
     t->autograd_meta = NULL;
+    t->view_base = NULL;
+    t->view_version = 0;
     t->is_contiguous = true;
     t->wrapped_number = false;
     return t;
@@ -268,6 +270,8 @@ em_tensor *em_tensor_new_view(em_storage *st, int64_t offset, int ndim, const in
     memcpy(t->strides, strides, (size_t)ndim * sizeof(int64_t));
     t->version = version;
     t->autograd_meta = NULL;
+    t->view_base = NULL;
+    t->view_version = 0;
     t->is_contiguous = em_core_compute_contiguous(ndim, sizes, strides);
     t->wrapped_number = false;
     return t;
@@ -323,6 +327,7 @@ void em_tensor_release(em_tensor *t)
     if (!t || atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_release) != 1) return;
     atomic_thread_fence(memory_order_acquire);
     if (t->autograd_meta && autograd_meta_free) autograd_meta_free(t->autograd_meta);
+    em_tensor_release(t->view_base); /* a root: never a view itself, so no deep recursion */
     em_storage_release(t->storage);
     version_release(t->version);
     em_core_hdr_free(EM_HDR_TENSOR, t);

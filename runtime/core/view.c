@@ -11,9 +11,15 @@
 static em_tensor *make_view(const em_tensor *t, int64_t offset, int ndim, const int64_t *sizes,
                             const int64_t *strides)
 {
-    /* the view's key set is its backend key: autograd adds its key when it
-     * records the view (a bare core view carries no autograd meta) */
-    return em_tensor_new_view(t->storage, offset, ndim, sizes, strides, t->dtype, t->version);
+    /* Note [View base]: the view owns its root base and carries the
+     * Autograd key; autograd adds the meta when it records the view */
+    em_tensor *v = em_tensor_new_view(t->storage, offset, ndim, sizes, strides, t->dtype, t->version);
+    if (!v) return NULL;
+    em_tensor *root = t->view_base ? t->view_base : (em_tensor *)t;
+    v->view_base = em_tensor_retain(root);
+    v->view_version = em_tensor_version(t);
+    v->keyset |= EM_KS(EM_KEY_AUTOGRAD);
+    return v;
 }
 
 #define SHAPE(name, t) char name[EM_SHAPE_STR_MAX]; em_shape_str((t)->ndim, (t)->sizes, name, sizeof name)
@@ -374,5 +380,53 @@ em_tensor *em_core_unsqueeze(const em_tensor *t, int64_t dim)
 
 em_tensor *em_core_alias(const em_tensor *t)
 {
+    return em_tensor_new_view(t->storage, t->offset, t->ndim, t->sizes, t->strides, t->dtype, t->version);
+}
+
+em_tensor *em_core_alias_view(const em_tensor *t)
+{
     return make_view(t, t->offset, t->ndim, t->sizes, t->strides);
+}
+
+em_tensor *em_core_as_strided(const em_tensor *t, int n, const int64_t *sizes, const int64_t *strides,
+                              int64_t offset)
+{
+    if (n < 0 || n > EM_MAX_DIMS) {
+        em_set_error(EM_EVALUE, "as_strided: %d dims is out of range (at most %d)", n, EM_MAX_DIMS);
+        return NULL;
+    }
+    /* em_tensor_new_view checks sizes, strides >= 0 and the extent */
+    return make_view(t, offset, n, sizes, strides);
+}
+
+/* ---- internal overlap ---- */
+
+em_overlap em_core_internal_overlap(const em_tensor *t)
+{
+    if (t->is_contiguous) return EM_OVERLAP_NO;
+    for (int i = 0; i < t->ndim; i++)
+        if (t->strides[i] == 0 && t->sizes[i] > 1) return EM_OVERLAP_YES;
+    /* non-overlapping and dense: some permutation of the dims is contiguous */
+    int order[EM_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < t->ndim; i++)
+        if (t->sizes[i] != 1) order[n++] = i;
+    for (int i = 1; i < n; i++) /* insertion sort by stride, innermost first */
+        for (int j = i; j > 0 && t->strides[order[j]] < t->strides[order[j - 1]]; j--) {
+            int x = order[j]; order[j] = order[j - 1]; order[j - 1] = x;
+        }
+    int64_t expected = 1;
+    for (int i = 0; i < n; i++) {
+        if (t->strides[order[i]] != expected) return EM_OVERLAP_TOO_HARD;
+        expected *= t->sizes[order[i]];
+    }
+    return EM_OVERLAP_NO;
+}
+
+em_status em_core_check_no_internal_overlap(const em_tensor *t, const char *op)
+{
+    if (em_core_internal_overlap(t) != EM_OVERLAP_YES) return EM_OK;
+    return em_set_error(EM_EVALUE, "%s: unsupported operation: more than one element of the written-to "
+                                   "tensor refers to a single memory location; clone() the tensor "
+                                   "before writing to it", op);
 }

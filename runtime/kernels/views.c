@@ -24,7 +24,7 @@ em_tensor *em_kv_t(em_keyset ks, em_tensor *self) {
         em_set_error(EM_ESHAPE, "t: expects a tensor with <= 2 dims, but self is %d-d", self->ndim);
         return NULL;
     }
-    if (self->ndim < 2) return em_core_alias(self);
+    if (self->ndim < 2) return em_core_alias_view(self);
     return em_core_transpose(self, 0, 1);
 }
 
@@ -63,4 +63,16 @@ em_tensor *em_kv_squeeze(em_keyset ks, em_tensor *self, const int64_t *dim) {
 em_tensor *em_kv_unsqueeze(em_keyset ks, em_tensor *self, int64_t dim) {
     (void)ks;
     return em_core_unsqueeze(self, dim);
+}
+
+/* storage_offset NULL: self's own offset. */
+em_tensor *em_kv_as_strided(em_keyset ks, em_tensor *self, em_intlist size, em_intlist stride,
+                            const int64_t *storage_offset) {
+    (void)ks;
+    if (size.n != stride.n) {
+        em_set_error(EM_ESHAPE, "as_strided: size has %d entries but stride has %d", size.n, stride.n);
+        return NULL;
+    }
+    return em_core_as_strided(self, size.n, size.data, stride.data,
+                              storage_offset ? *storage_offset : self->offset);
 }

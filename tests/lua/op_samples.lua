@@ -154,6 +154,29 @@ end
 S.slice_backward = function()
   return one({ t({ 0.5, -1.5 }) }, function(g) return ember.slice_backward(g * g, { 5 }, 1, 2, 4, 2) end)
 end
+S.as_strided = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return (a * a):as_strided({ 2, 2 }, { 1, 2 }, 1) end, gradgrad = true },
+    -- overlapping windows: gradients of shared elements add up
+    { inputs = { v3() }, fn = function(a) return (a * a):as_strided({ 2, 2 }, { 1, 1 }) end, gradgrad = true },
+  }
+end
+S.as_strided_backward = function()
+  return {
+    { inputs = { t({ { 0.5, -1.0 }, { 2.0, 0.3 } }) },
+      fn = function(g) return ember.as_strided_backward(g * g, { 2, 3 }, { 3, 1 }, 0, { 2, 2 }, { 1, 2 }, 1) end,
+      gradgrad = true },
+    -- an input geometry that reads locations twice: they share the gradient
+    { inputs = { t({ { 0.5, -1.0 }, { 2.0, 0.3 } }) },
+      fn = function(g) return ember.as_strided_backward(g * g, { 2, 3 }, { 1, 1 }, 0, { 2, 2 }, { 1, 2 }, 0) end,
+      gradgrad = true },
+  }
+end
+S.as_strided_double_backward = function()
+  return one({ m23() }, function(g)
+    return ember.as_strided_double_backward(g * g, { 2, 3 }, { 1, 1 }, 0, { 2, 2 }, { 1, 2 }, 1)
+  end)
+end
 S.squeeze = function()
   return {
     { inputs = { t({ { 1.0, 2.0, 3.0 } }) }, fn = function(a) return a:squeeze() end, gradgrad = true },
