@@ -118,6 +118,7 @@ typedef struct {
 typedef struct {
     int line;                        /* of the entry in derivatives.yaml */
     bool output_nondiff;             /* output_differentiability: [false] */
+    bool may_return_self;            /* may_return_self: true (to, contiguous) */
     cg_formula formulas[CG_MAX_ARGS];
     int nformulas;
 } cg_deriv;

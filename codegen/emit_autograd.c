@@ -487,6 +487,12 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
     redispatch_call(b, op, "below");
     cg_puts(b, ";\n");
     if (w >= 0) {
+        /* integer and bool tensors never take part in the graph */
+        cg_printf(b, "    if (!em_dtype_is_floating(%s->dtype))\n        return ", op->args[w].name);
+        redispatch_call(b, op, "below");
+        cg_puts(b, ";\n");
+    }
+    if (w >= 0) {
         const char *x = op->args[w].name;
         cg_printf(b, "    if (em_ag_check_inplace(%s, \"%s\") != EM_OK)\n        return NULL;\n", x, op->name);
     }
@@ -556,6 +562,9 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
     if (w >= 0) {
         cg_printf(b, "    if (em_rebase_history(%s, node) != EM_OK) {\n", op->args[w].name);
     } else {
+        if (op->deriv->may_return_self)
+            cg_printf(b, "    if (result == %s) {\n        /* nothing to do: the input itself, no new history */\n"
+                         "        em_node_release(node);\n        return result;\n    }\n", op->args[0].name);
         cg_puts(b, "    if (");
         bool first = true;
         for (int i = 0; i < op->nargs; i++) {
@@ -567,6 +576,9 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
                      "tensor itself; an out-of-place op must return a new tensor (an alias is "
                      "fine)\");\n        em_tensor_release(result);\n        goto fail;\n    }\n",
                   op->name);
+        /* integer and bool results never require grad */
+        cg_puts(b, "    if (!em_dtype_is_floating(result->dtype)) {\n        em_node_release(node);\n"
+                   "        return result;\n    }\n");
         cg_puts(b, "    if (em_set_history(result, node, 0) != EM_OK) {\n");
     }
     cg_puts(b, "        em_tensor_release(result);\n        goto fail;\n    }\n");

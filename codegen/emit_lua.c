@@ -280,6 +280,15 @@ static void emit_binding(cg_buf *b, const cg_op *op) {
     cg_puts(b, ");\n");
     if (factory)
         cg_printf(b, "    if (r && opt && !set_requires_grad(L, opt, r, \"%s\"))\n        r = NULL;\n", o);
+    if (op->nargs > 0 && op->args[0].type == CG_TENSOR) {
+        /* an op that returns its input itself (in-place ops, to() of the
+         * same dtype) returns the same Lua value, as PyTorch returns the
+         * same Python object */
+        const char *x = op->args[0].name;
+        cg_printf(b, "    if (r && r == a_%s && lua_type(L, i_%s) == LUA_TUSERDATA) {\n"
+                     "        em_lua_argtmp_release(&tmp);\n        em_tensor_release(r);\n"
+                     "        lua_pushvalue(L, i_%s);\n        return 1;\n    }\n", x, x, x);
+    }
     cg_printf(b, "    em_lua_argtmp_release(&tmp);\n    em_lua_push_tensor(L, r, \"%s\");\n"
                  "    return 1;\n}\n\n", o);
 }

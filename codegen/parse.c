@@ -762,6 +762,14 @@ void cg_parse_derivatives(const char *path, cg_schema *s) {
                 save = v;
                 continue;
             }
+            if (strcmp(key, "may_return_self") == 0) {
+                expect_scalar(path, v, "true or false");
+                const char *t = scalar_of(v);
+                if (strcmp(t, "true") != 0 && strcmp(t, "false") != 0)
+                    cg_error_at(path, mark_line(v), "may_return_self of %s must be true or false", op->name);
+                d->may_return_self = strcmp(t, "true") == 0;
+                continue;
+            }
             if (strcmp(key, "output_differentiability") == 0) {
                 if (have_outdiff) cg_error_at(path, mark_line(k), "key '%s' given twice", key);
                 have_outdiff = true;
@@ -771,7 +779,8 @@ void cg_parse_derivatives(const char *path, cg_schema *s) {
             const cg_arg *a = find_arg(op, key);
             if (!a)
                 cg_error_at(path, mark_line(k), "'%s' is not an argument of %s (formula keys are "
-                            "argument names; other keys: name, save, output_differentiability)",
+                            "argument names; other keys: name, save, output_differentiability, "
+                            "may_return_self)",
                             key, op->schema);
             if (!cg_type_is_tensor(a->type))
                 cg_error_at(path, mark_line(k), "'%s' of %s is a %s, not a Tensor: only Tensor "

@@ -132,8 +132,12 @@ static em_tensor *index_table(lua_State *L, em_tensor *t, int kidx) {
         } else if (tp == LUA_TTABLE) {
             int inner = lua_gettop(L);
             lua_Unsigned m = lua_rawlen(L, inner);
-            if (m == 0) { /* {}: the whole dim */
+            if (m == 0) { /* {}: the whole dim, as a view (PyTorch's x[:]) */
                 lua_pop(L, 1);
+                next = em_slice(cur, dim, NULL, NULL, 1);
+                em_tensor_release(cur);
+                if (!next) em_lua_error(L, "index");
+                cur = next;
                 dim++;
                 continue;
             }
@@ -172,6 +176,12 @@ static em_tensor *index_table(lua_State *L, em_tensor *t, int kidx) {
         em_tensor_release(cur);
         if (!next) em_lua_error(L, "index");
         cur = next;
+    }
+    if (n == 0) { /* x[{}]: a view of the whole tensor, never x itself */
+        em_tensor *v = em_view(cur, (em_intlist){ cur->sizes, cur->ndim });
+        em_tensor_release(cur);
+        if (!v) em_lua_error(L, "index");
+        cur = v;
     }
     return cur;
 }
@@ -281,7 +291,12 @@ static int t_newindex(lua_State *L) {
         r = em_copy_(view, *src);
     } else if (lua_type(L, 3) == LUA_TNUMBER || lua_type(L, 3) == LUA_TBOOLEAN) {
         op = "fill_";
-        r = em_fill_(view, em_lua_check_scalar(L, 3, "fill_", "value"));
+        em_lua_argtmp tmp;
+        tmp.n = 0;
+        tmp.nlists = 0;
+        em_tensor *value = em_lua_check_tensor(L, 3, "fill_", "value", &tmp); /* a number: never raises */
+        r = em_fill_(view, value);
+        em_lua_argtmp_release(&tmp);
     } else {
         em_tensor_release(view);
         return em_lua_argerror(L, 3, "index", "value: tensor or number expected, got %s",
@@ -481,9 +496,17 @@ static int size_or_stride(lua_State *L, const char *op, bool stride) {
 static int m_size(lua_State *L) { return size_or_stride(L, "size", false); }
 static int m_stride(lua_State *L) { return size_or_stride(L, "stride", true); }
 
+/* x:float() and friends: x itself (the same Lua value) when it already has
+ * the dtype, as in PyTorch. */
 static int convert(lua_State *L, em_dtype dt, const char *op) {
     em_tensor *t = em_lua_checkself(L, 1, op);
-    em_lua_push_tensor(L, em_to(t, dt), op);
+    em_tensor *r = em_to(t, dt);
+    if (r && r == t) {
+        em_tensor_release(r);
+        lua_pushvalue(L, 1);
+        return 1;
+    }
+    em_lua_push_tensor(L, r, op);
     return 1;
 }
 

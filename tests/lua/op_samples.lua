@@ -117,6 +117,18 @@ end
 S.copy_ = function()
   return one({ m23(), v3() }, function(a, b) return (a * 1):copy_(b) end)
 end
+-- the overwritten values get zero gradient; a * a keeps a in the graph
+S.fill_ = function()
+  return {
+    { inputs = { m23(), t(1.5) }, fn = function(a, v) local y = a * a; y:fill_(v); return y * a end,
+      gradgrad = true },
+    { inputs = { m23() }, fn = function(a) local y = a * a; y:narrow(2, 1, 2):fill_(2); return y end,
+      gradgrad = true },
+  }
+end
+S.zero_ = function()
+  return one({ m23() }, function(a) local y = a * a; y:select(1, 2):zero_(); return y * a end)
+end
 S.clone = function() return one({ m23() }, function(a) return a:clone() end) end
 S.contiguous = function() return one({ m23() }, function(a) return a:t():contiguous() end) end
 S.to = function()

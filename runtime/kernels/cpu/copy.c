@@ -158,13 +158,27 @@ em_tensor *em_cpu_copy_(em_keyset ks, em_tensor *self, em_tensor *src) {
     return em_tensor_retain(self);
 }
 
-em_tensor *em_cpu_fill_(em_keyset ks, em_tensor *self, em_scalar value) {
-    (void)ks;
+em_tensor *em_cpu_fill_scalar_(em_tensor *self, em_scalar value) {
     _Alignas(16) char buf[16];
     scalar_to_buf(value, self->dtype, buf);
     if (fill_bytes(self, buf, "fill_") != EM_OK) return NULL;
     em_tensor_bump_version(self);
     return em_tensor_retain(self);
+}
+
+/* fill_ with a 0-dim tensor value (a Lua number arrives as one). */
+em_tensor *em_cpu_fill_(em_keyset ks, em_tensor *self, em_tensor *value) {
+    (void)ks;
+    if (value->ndim != 0) {
+        em_set_error(EM_ESHAPE, "fill_: only a 0-dim value tensor is supported, got one with %d dim%s",
+                     value->ndim, value->ndim == 1 ? "" : "s");
+        return NULL;
+    }
+    const void *p = em_tensor_data(value);
+    em_scalar s = em_dtype_is_floating(value->dtype) ? em_scalar_float(em_load_as_double(p, value->dtype))
+                  : value->dtype == EM_BOOL ? em_scalar_bool(em_load_as_int64(p, value->dtype) != 0)
+                                            : em_scalar_int(em_load_as_int64(p, value->dtype));
+    return em_cpu_fill_scalar_(self, s);
 }
 
 em_tensor *em_cpu_zero_(em_keyset ks, em_tensor *self) {
@@ -188,7 +202,7 @@ em_tensor *em_cpu_clone(em_keyset ks, em_tensor *self) {
 
 em_tensor *em_cpu_contiguous(em_keyset ks, em_tensor *self) {
     (void)ks;
-    if (self->is_contiguous) return em_core_alias(self);
+    if (self->is_contiguous) return em_tensor_retain(self);
     return em_cpu_to_dtype(self, self->dtype, "contiguous");
 }
 
@@ -198,6 +212,6 @@ em_tensor *em_cpu_to(em_keyset ks, em_tensor *self, em_dtype dtype) {
         em_set_error(EM_ETYPE, "to: bad dtype %d", (int)dtype);
         return NULL;
     }
-    if (dtype == self->dtype) return em_core_alias(self);
+    if (dtype == self->dtype) return em_tensor_retain(self);
     return em_cpu_to_dtype(self, dtype, "to");
 }
