@@ -114,54 +114,36 @@ em_tensor *em_ag_fn_slice_grad(em_tensor *grad, const em_input_meta *self_meta, 
     return em_slice_backward(grad, meta_sizes(self_meta), dim, start, end, step);
 }
 
-/* sign(x) as x's dtype: (x > 0) - (x < 0), computed without bool arithmetic. */
-em_tensor *em_ag_fn_sign(em_tensor *self) {
-    em_tensor *zero = em_ag_scalar(0);
-    em_tensor *gt = zero ? em_gt(self, zero) : NULL;
-    em_tensor *lt = zero ? em_lt(self, zero) : NULL;
-    em_tensor *gtf = gt ? em_to(gt, self->dtype) : NULL;
-    em_tensor *ltf = lt ? em_to(lt, self->dtype) : NULL;
-    em_tensor *r = gtf && ltf ? em_sub(gtf, ltf, em_scalar_int(1)) : NULL;
-    em_tensor_release(zero); em_tensor_release(gt); em_tensor_release(lt);
-    em_tensor_release(gtf); em_tensor_release(ltf);
-    return r;
-}
-
-/* floor(self / other) exactly, as (self - remainder(self, other)) / other. */
+/* floor(self / other), PyTorch's div(rounding_mode="floor"): exact as
+ * (self - remainder(self, other)) / other, and self / other (an infinity
+ * or NaN) where other is 0. */
 em_tensor *em_ag_fn_floor_divide(em_tensor *self, em_tensor *other) {
     em_tensor *rem = em_remainder(self, other);
     em_tensor *d = rem ? em_sub(self, rem, em_scalar_int(1)) : NULL;
     em_tensor *q = d ? em_div(d, other) : NULL;
-    em_tensor_release(rem);
-    em_tensor_release(d);
-    return q;
-}
-
-/* grad where the output was positive (relu's output > 0), else 0. */
-em_tensor *em_ag_fn_relu_backward(em_tensor *grad, em_tensor *result) {
-    em_tensor *zero = em_ag_scalar(0);
-    em_tensor *mask = zero ? em_gt(result, zero) : NULL;
-    em_tensor *r = mask ? em_mul(grad, mask) : NULL;
-    em_tensor_release(zero);
-    em_tensor_release(mask);
+    em_tensor *zero = q ? em_ag_scalar(0) : NULL;
+    em_tensor *isz = zero ? em_eq(other, zero) : NULL;
+    em_tensor *inf = isz ? em_div(self, other) : NULL;
+    em_tensor *r = inf ? em_where(isz, inf, q) : NULL;
+    em_tensor_release(rem); em_tensor_release(d); em_tensor_release(q);
+    em_tensor_release(zero); em_tensor_release(isz); em_tensor_release(inf);
     return r;
 }
 
-/* d(self^e)/de = self^e * log(self), taken as 0 where self == 0 (the
- * limit PyTorch uses for non-negative exponents). */
-em_tensor *em_ag_fn_pow_exponent_backward(em_tensor *grad, em_tensor *self, em_tensor *result) {
+/* d(self^e)/de = self^e * log(self), taken as 0 where self == 0 and e >= 0
+ * (PyTorch's limit; a negative e keeps the infinity). */
+em_tensor *em_ag_fn_pow_exponent_backward(em_tensor *grad, em_tensor *self, em_tensor *exponent,
+                                          em_tensor *result) {
     em_tensor *zero = em_ag_scalar(0);
-    /* log(self) where self != 0, log(1) = 0 elsewhere: self + (self == 0) */
-    em_tensor *isz = zero ? em_eq(self, zero) : NULL;
-    em_tensor *safe = isz ? em_add(self, isz, em_scalar_int(1)) : NULL;
-    em_tensor *lg = safe ? em_log(safe) : NULL;
-    em_tensor *a = lg ? em_mul(grad, result) : NULL;
-    em_tensor *r = a ? em_mul(a, lg) : NULL;
-    em_tensor_release(zero);
-    em_tensor_release(isz);
-    em_tensor_release(safe);
-    em_tensor_release(lg);
-    em_tensor_release(a);
+    em_tensor *lg = zero ? em_log(self) : NULL;
+    em_tensor *rl = lg ? em_mul(result, lg) : NULL;
+    em_tensor *sz = rl ? em_eq(self, zero) : NULL;
+    em_tensor *ep = sz ? em_ge(exponent, zero) : NULL;
+    em_tensor *inner = ep ? em_where(ep, zero, rl) : NULL;
+    em_tensor *masked = inner ? em_where(sz, inner, rl) : NULL;
+    em_tensor *r = masked ? em_mul(grad, masked) : NULL;
+    em_tensor_release(zero); em_tensor_release(lg); em_tensor_release(rl); em_tensor_release(sz);
+    em_tensor_release(ep); em_tensor_release(inner); em_tensor_release(masked);
     return r;
 }
 

@@ -84,6 +84,18 @@ S.sigmoid_backward = function()
     function(g, y) return ember.sigmoid_backward(g, y) end)
 end
 S.relu = function() return one({ m23() }, function(a) return a:relu() end) end
+S.sign = function() return one({ m23() }, function(a) return a:sign() * a end) end
+S.threshold_backward = function()
+  return one({ m23(), t({ { 0.2, -0.5, 0.7 }, { 0.1, 0.9, -0.3 } }) },
+    function(g, y) return ember.threshold_backward(g * g, y, 0.05) end)
+end
+S.where = function()
+  local c = ember.tensor({ { true, false, true }, { false, false, true } })
+  return {
+    { inputs = { m23(), v3() }, fn = function(a, b) return ember.where(c, a, b) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return ember.where(c, 2.5, a) end, gradgrad = true },
+  }
+end
 
 -- ---- reductions ----
 S.sum = function()

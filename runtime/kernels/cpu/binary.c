@@ -61,6 +61,9 @@ static inline uint64_t rem_i(uint64_t ua, uint64_t ub, bin_ctx *c) {
 #define E_rem(x, y) _Generic((x), float: remf_py(x, y), double: rem_py(x, y), default: rem_i(x, y, ctx))
 #define E_tanhbw(g, y) ((g) * (1 - (y) * (y)))
 #define E_sigmbw(g, y) ((g) * (y) * (1 - (y)))
+/* threshold_backward: a select, not a product, so NaN grads are masked
+ * and a NaN input passes the gradient (NaN <= t is false), as in PyTorch */
+#define E_thrbw(g, y) ((y) <= alpha ? 0 : (g))
 #define E_eq(x, y) ((x) == (y))
 #define E_ne(x, y) ((x) != (y))
 #define E_lt(x, y) ((x) < (y))
@@ -152,6 +155,7 @@ ARITH_ALL(rem)
 FLOAT_ALL(div)
 FLOAT_ALL(tanhbw)
 FLOAT_ALL(sigmbw)
+FLOAT_ALL(thrbw)
 CMP_ALL(eq)
 CMP_ALL(ne)
 CMP_ALL(lt)
@@ -164,13 +168,13 @@ CMP_ALL(ge)
  * three ops per backward node. They sit before the comparisons, which must
  * stay last (op >= B_EQ means a bool output). */
 typedef enum {
-    B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_REM, B_TANH_BW, B_SIGM_BW,
+    B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_REM, B_TANH_BW, B_SIGM_BW, B_THR_BW,
     B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE, B_COUNT
 } binop;
 
 static const em_cpu_loop tables[B_COUNT][EM_DTYPE_COUNT] = {
     ARITH_TABLE(add), ARITH_TABLE(sub), ARITH_TABLE(mul), FLOAT_TABLE(div),
-    ARITH_TABLE(pow), ARITH_TABLE(rem), FLOAT_TABLE(tanhbw), FLOAT_TABLE(sigmbw),
+    ARITH_TABLE(pow), ARITH_TABLE(rem), FLOAT_TABLE(tanhbw), FLOAT_TABLE(sigmbw), FLOAT_TABLE(thrbw),
     ARITH_TABLE(eq), ARITH_TABLE(ne), ARITH_TABLE(lt), ARITH_TABLE(le), ARITH_TABLE(gt), ARITH_TABLE(ge),
 };
 
@@ -245,7 +249,7 @@ static em_tensor *binary_fast(em_cpu_loop fn, bin_ctx *ctx, em_tensor *a, em_ten
 }
 
 static const char *const op_names[B_COUNT] = {
-    "add", "sub", "mul", "div", "pow", "remainder", "tanh_backward", "sigmoid_backward",
+    "add", "sub", "mul", "div", "pow", "remainder", "tanh_backward", "sigmoid_backward", "threshold_backward",
     "eq", "ne", "lt", "le", "gt", "ge",
 };
 
@@ -256,15 +260,33 @@ static bool can_cast(em_dtype from, em_dtype to) {
     return cf <= ct;
 }
 
+/* PyTorch's refusals of bool and integer operands that would otherwise
+ * compute something surprising: any bool operand of a subtraction, pow in
+ * bool, an integer raised to a negative integer number. */
+static bool operands_ok(binop op, const em_tensor *a, const em_tensor *b, em_dtype compute, const char *name) {
+    if (op == B_SUB && (a->dtype == EM_BOOL || b->dtype == EM_BOOL)) {
+        em_set_error(EM_ETYPE, "%s: subtraction, the `-` operator, with a bool tensor is not supported; to "
+                               "invert a mask use logical_not()", name);
+        return false;
+    }
+    if (op == B_POW && compute == EM_BOOL) {
+        em_set_error(EM_ETYPE, "%s: not supported for dtype bool", name);
+        return false;
+    }
+    if (op == B_POW && em_dtype_is_integral(compute) && b->wrapped_number && em_dtype_is_integral(b->dtype) &&
+        em_load_as_int64(em_tensor_data(b), b->dtype) < 0) {
+        em_set_error(EM_EVALUE, "%s: integers to negative integer powers are not allowed", name);
+        return false;
+    }
+    return true;
+}
+
 /* Out-of-place binary op: a new tensor, or NULL with the error set. */
 static em_tensor *binary(binop op, em_tensor *a, em_tensor *b, em_scalar alpha, const char *name) {
     em_dtype compute = em_result_type2(a, b);
-    if ((op == B_DIV || op == B_TANH_BW || op == B_SIGM_BW) && !em_dtype_is_floating(compute))
+    if ((op == B_DIV || op == B_TANH_BW || op == B_SIGM_BW || op == B_THR_BW) && !em_dtype_is_floating(compute))
         compute = EM_FLOAT32;
-    if (compute == EM_BOOL && op == B_SUB) {
-        em_set_error(EM_ETYPE, "%s: subtraction with two bool tensors is not supported; use logical_xor", name);
-        return NULL;
-    }
+    if (!operands_ok(op, a, b, compute, name)) return NULL;
     if (compute == EM_BOOL && op == B_REM) {
         em_set_error(EM_ETYPE, "%s: not supported for bool tensors", name);
         return NULL;
@@ -322,10 +344,8 @@ static em_tensor *binary_(binop op, em_tensor *self, em_tensor *other, em_scalar
                      name);
         return NULL;
     }
-    if (rt == EM_BOOL && op == B_SUB) {
-        em_set_error(EM_ETYPE, "%s: subtraction with two bool tensors is not supported; use logical_xor", name);
-        return NULL;
-    }
+    if (!operands_ok(op, self, other, rt, name)) return NULL;
+    if (em_core_check_no_internal_overlap(self, name) != EM_OK) return NULL;
     if (rt == self->dtype) {
         /* compute straight into self; a partly overlapping other is copied first */
         em_tensor *hold = NULL;
@@ -393,6 +413,10 @@ em_tensor *em_cpu_sigmoid_backward(em_keyset ks, em_tensor *grad_output, em_tens
     (void)ks;
     return binary(B_SIGM_BW, grad_output, output, one, "sigmoid_backward");
 }
+em_tensor *em_cpu_threshold_backward(em_keyset ks, em_tensor *grad_output, em_tensor *self, em_scalar threshold) {
+    (void)ks;
+    return binary(B_THR_BW, grad_output, self, threshold, "threshold_backward");
+}
 #define CMP_KERNEL(OP, E)                                                  \
     em_tensor *em_cpu_##OP(em_keyset ks, em_tensor *self, em_tensor *other) { \
         (void)ks;                                                          \
@@ -420,4 +444,46 @@ em_tensor *em_cpu_mul_(em_keyset ks, em_tensor *self, em_tensor *other) {
 em_tensor *em_cpu_div_(em_keyset ks, em_tensor *self, em_tensor *other) {
     (void)ks;
     return binary_(B_DIV, self, other, one, "div_");
+}
+
+/* ---- where (ternary) ---- */
+
+#define WHERE_FN(NAME, T)                                                                  \
+    static void NAME(char **d, const int64_t *s, int64_t n, void *ctx) {                   \
+        (void)ctx;                                                                         \
+        for (int64_t i = 0; i < n; i++)                                                    \
+            *(T *)(d[0] + i * s[0]) = *(const bool *)(d[1] + i * s[1])                     \
+                                          ? *(const T *)(d[2] + i * s[2])                  \
+                                          : *(const T *)(d[3] + i * s[3]);                 \
+    }
+WHERE_FN(where1, uint8_t)
+WHERE_FN(where2, uint16_t)
+WHERE_FN(where4, uint32_t)
+WHERE_FN(where8, uint64_t)
+
+/* self where condition holds, else other; broadcasting all three, the
+ * result in the promoted dtype of self and other. */
+em_tensor *em_cpu_where(em_keyset ks, em_tensor *condition, em_tensor *self, em_tensor *other) {
+    (void)ks;
+    if (condition->dtype != EM_BOOL) {
+        em_set_error(EM_ETYPE, "where: expected condition to be a bool tensor, got %s",
+                     em_dtype_name(condition->dtype));
+        return NULL;
+    }
+    em_dtype dt = em_result_type2(self, other);
+    em_tensor *a = self->dtype == dt ? em_tensor_retain(self) : em_cpu_to_dtype(self, dt, "where");
+    em_tensor *b = !a ? NULL : other->dtype == dt ? em_tensor_retain(other) : em_cpu_to_dtype(other, dt, "where");
+    em_tensor *out = NULL;
+    if (a && b) {
+        em_cpu_iter it;
+        em_tensor *in[3] = { condition, a, b };
+        out = em_cpu_iter_build(&it, NULL, dt, 3, in, EM_DTYPE_NONE, "where");
+        size_t es = em_dtype_size(dt);
+        if (out) em_cpu_iter_run(&it, es == 1 ? where1 : es == 2 ? where2 : es == 4 ? where4 : where8, NULL,
+                                 EM_CPU_GRAIN);
+        em_cpu_iter_done(&it);
+    }
+    em_tensor_release(a);
+    em_tensor_release(b);
+    return out;
 }

@@ -153,6 +153,7 @@ static void zero_range(int64_t b, int64_t e, void *arg) {
 
 em_tensor *em_cpu_copy_(em_keyset ks, em_tensor *self, em_tensor *src) {
     (void)ks;
+    if (em_core_check_no_internal_overlap(self, "copy_") != EM_OK) return NULL;
     if (em_cpu_copy_into(self, src, "copy_") != EM_OK) return NULL;
     em_tensor_bump_version(self);
     return em_tensor_retain(self);

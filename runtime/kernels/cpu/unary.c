@@ -1,4 +1,4 @@
-/* unary.c -- elementwise unary kernels: neg abs exp log sqrt tanh sigmoid relu.
+/* unary.c -- elementwise unary kernels: neg abs relu sign exp log sqrt tanh sigmoid.
  * Floating functions of integer or bool input compute in float32.
  */
 /* O3 vectorizes the loops; no-trapping-math lets selects (clamps, relu,
@@ -56,7 +56,12 @@ static inline uint64_t absu_(uint64_t x) { return (int64_t)x < 0 ? -x : x; }
 static inline float reluf_(float x) { return x < 0 ? 0.0f : x; }
 static inline double relud_(double x) { return x < 0 ? 0.0 : x; }
 static inline uint64_t reluu_(uint64_t x) { return (int64_t)x < 0 ? 0 : x; }
+/* sign: (x > 0) - (x < 0), so NaN and -0 give 0, as in PyTorch */
+static inline float signf_(float x) { return (float)((x > 0) - (x < 0)); }
+static inline double signd_(double x) { return (double)((x > 0) - (x < 0)); }
+static inline uint64_t signu_(uint64_t x) { return (int64_t)x > 0 ? 1 : (int64_t)x < 0 ? (uint64_t)-1 : 0; }
 #define U_abs(x) _Generic((x), float: absf_, double: absd_, default: absu_)(x)
+#define U_sign(x) _Generic((x), float: signf_, double: signd_, default: signu_)(x)
 #define U_relu(x) _Generic((x), float: reluf_, double: relud_, default: reluu_)(x)
 #define U_exp(x) _Generic((x), float: fast_expf(x), default: exp(x))
 #define U_log(x) _Generic((x), float: logf(x), default: log(x))
@@ -97,6 +102,7 @@ static inline uint64_t reluu_(uint64_t x) { return (int64_t)x < 0 ? 0 : x; }
 INT_ALL(neg) FLT_ALL(neg)
 INT_ALL(abs) FLT_ALL(abs)
 INT_ALL(relu) FLT_ALL(relu)
+INT_ALL(sign) FLT_ALL(sign)
 FLT_ALL(exp)
 FLT_ALL(log)
 FLT_ALL(sqrt)
@@ -108,9 +114,10 @@ static void copy_b(char **d, const int64_t *s, int64_t n, void *ctx) {
     for (int64_t i = 0; i < n; i++) *(bool *)(d[0] + i * s[0]) = *(const bool *)(d[1] + i * s[1]);
 }
 
-typedef enum { U_NEG, U_ABS, U_RELU, U_EXP, U_LOG, U_SQRT, U_TANH, U_SIGMOID, U_COUNT } unop;
+/* ops from U_EXP on compute in floating point (integers give float32) */
+typedef enum { U_NEG, U_ABS, U_RELU, U_SIGN, U_EXP, U_LOG, U_SQRT, U_TANH, U_SIGMOID, U_COUNT } unop;
 static em_cpu_loop tables[U_COUNT][EM_DTYPE_COUNT] = {
-    NUM_TABLE(neg), NUM_TABLE(abs), NUM_TABLE(relu), FLT_TABLE(exp),
+    NUM_TABLE(neg), NUM_TABLE(abs), NUM_TABLE(relu), NUM_TABLE(sign), FLT_TABLE(exp),
     FLT_TABLE(log), FLT_TABLE(sqrt), FLT_TABLE(tanh), FLT_TABLE(sigmoid),
 };
 
@@ -132,7 +139,12 @@ static em_tensor *unary(unop op, em_tensor *self, const char *name) {
     em_dtype compute = self->dtype;
     if (op >= U_EXP && !em_dtype_is_floating(compute)) compute = EM_FLOAT32;
     em_cpu_loop fn = tables[op][compute];
-    if (op == U_ABS && compute == EM_BOOL) fn = copy_b;
+    if (op == U_SIGN && compute == EM_BOOL) fn = copy_b;
+    if (op == U_NEG && compute == EM_BOOL) {
+        em_set_error(EM_ETYPE, "%s: negation, the `-` operator, on a bool tensor is not supported; to invert "
+                               "a mask use logical_not()", name);
+        return NULL;
+    }
     if (!fn) {
         em_set_error(EM_ETYPE, "%s: not supported for dtype %s", name, em_dtype_name(compute));
         return NULL;
@@ -168,6 +180,7 @@ static em_tensor *unary(unop op, em_tensor *self, const char *name) {
 UN_KERNEL(neg, U_NEG)
 UN_KERNEL(abs, U_ABS)
 UN_KERNEL(relu, U_RELU)
+UN_KERNEL(sign, U_SIGN)
 UN_KERNEL(exp, U_EXP)
 UN_KERNEL(log, U_LOG)
 UN_KERNEL(sqrt, U_SQRT)
