@@ -123,25 +123,42 @@ em_tensor *em_cpu_arange(em_keyset ks, em_scalar start, const em_scalar *end, em
         em_set_error(EM_ETYPE, "arange: bad dtype %d", (int)dtype);
         return NULL;
     }
-    double a = em_scalar_to_double(s0), b = em_scalar_to_double(s1), st = em_scalar_to_double(step);
-    if (st == 0) {
-        em_set_error(EM_EVALUE, "arange: step must be nonzero");
+    if (dtype == EM_BOOL) {
+        em_set_error(EM_ETYPE, "arange: not supported for dtype bool");
         return NULL;
     }
+    /* PyTorch computes in the result's accumulate type: an integral dtype
+     * truncates start, end and step to integers first. The length comes
+     * from those integers for int64 and from the numbers as given for the
+     * smaller integer types (PyTorch's arange_cpu does exactly this). */
+    bool integral = em_dtype_is_integral(dtype);
+    double a = em_scalar_to_double(s0), b = em_scalar_to_double(s1), st = em_scalar_to_double(step);
     if (!isfinite(a) || !isfinite(b)) {
         em_set_error(EM_EVALUE, "arange: unsupported range %g to %g", a, b);
         return NULL;
     }
-    if ((st > 0 && b < a) || (st < 0 && b > a)) {
+    double ta = a, tb = b, ts = st;
+    if (integral) {
+        if (fabs(a) > 9.0e18 || fabs(b) > 9.0e18 || fabs(st) > 9.0e18) {
+            em_set_error(EM_EVALUE, "arange: range %g to %g step %g does not fit in int64", a, b, st);
+            return NULL;
+        }
+        ta = trunc(a), tb = trunc(b), ts = trunc(st);
+    }
+    if (ts == 0) {
+        em_set_error(EM_EVALUE, "arange: step must be nonzero");
+        return NULL;
+    }
+    if ((ts > 0 && tb < ta) || (ts < 0 && tb > ta)) {
         em_set_error(EM_EVALUE, "arange: upper bound and lower bound inconsistent with step sign");
         return NULL;
     }
     int64_t n;
-    if (all_int) {
+    if (all_int && integral) {
         int64_t ia = em_scalar_to_int(s0), ib = em_scalar_to_int(s1), is = em_scalar_to_int(step);
         n = is > 0 ? (ib - ia + is - 1) / is : (ia - ib + (-is) - 1) / (-is);
     } else {
-        double len = ceil((b - a) / st);
+        double len = dtype == EM_INT64 ? ceil((tb - ta) / ts) : ceil((b - a) / st);
         if (len > 9.0e15) {
             em_set_error(EM_EVALUE, "arange: too many elements");
             return NULL;
@@ -153,9 +170,10 @@ em_tensor *em_cpu_arange(em_keyset ks, em_scalar start, const em_scalar *end, em
     if (!t) return NULL;
     char *p = em_tensor_data(t);
     size_t es = em_dtype_size(dtype);
-    if (all_int && !em_dtype_is_floating(dtype)) {
-        int64_t ia = em_scalar_to_int(s0), is = em_scalar_to_int(step);
-        for (int64_t i = 0; i < n; i++) em_store_from_int64(p + (size_t)i * es, dtype, ia + i * is);
+    if (integral) {
+        int64_t ia = (int64_t)ta, is = (int64_t)ts;
+        for (int64_t i = 0; i < n; i++)
+            em_store_from_int64(p + (size_t)i * es, dtype, (int64_t)((uint64_t)ia + (uint64_t)i * (uint64_t)is));
     } else if (dtype == EM_FLOAT32) {
         float *f = (float *)p;
         for (int64_t i = 0; i < n; i++) f[i] = (float)(a + (double)i * st);
