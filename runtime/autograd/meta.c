@@ -305,7 +305,10 @@ static em_status accumulate_apply(em_node *self, em_tensor **grads, em_tensor **
             m->grad = em_clone(grad);
             if (!m->grad) st = em_error_kind();
         }
-    } else if (!em_is_grad_enabled() && !em_requires_grad(m->grad)) {
+    } else if (!em_is_grad_enabled() && !em_requires_grad(m->grad) &&
+               em_core_internal_overlap(m->grad) != EM_OVERLAP_YES) {
+        /* in place, unless .grad is an expanded view (kept from a
+         * create_graph backward), which an in-place add would corrupt */
         em_tensor *r = em_add_(m->grad, grad, em_scalar_int(1));
         if (!r) st = em_error_kind();
         em_tensor_release(r);
