@@ -162,7 +162,11 @@ EM_API em_status em_rebase_history(em_tensor *t, em_node *node);
  *     next query (requires_grad, is_leaf, grad_fn, gradient edge): its
  *     grad_fn becomes the AsStridedBackward of as_strided(base, its sizes,
  *     strides, offset), so gradients reach the base's CURRENT history.
- *   - An in-place op on a view of a leaf that requires grad is refused.
+ *   - An in-place op on a view of a leaf that requires grad is refused, and
+ *     so is a recorded in-place op on a view made in no_grad mode (it
+ *     would be ambiguous which history the write belongs to). PyTorch also
+ *     refuses to regenerate such a view after its base was written with
+ *     grad mode on; ember regenerates it (a query cannot fail).
  * Views carry the Autograd key, so ops on a view whose base gains history
  * later (b:mul_(w)) still reach the Autograd kernel, which asks
  * em_requires_grad and so regenerates. */

@@ -574,6 +574,11 @@ em_status em_ag_check_inplace(em_tensor *self, const char *op) {
         return em_set_error(EM_EVALUE, "%s: a leaf tensor that requires grad is being used in an "
                                        "in-place operation (do it under ember.no_grad())", op);
     em_tensor *b = self->view_base;
+    if (b && self->view_no_grad)
+        return em_set_error(EM_EVALUE, "%s: a view was created in no_grad mode and is being modified in "
+                                       "place with grad mode enabled; this is ambiguous, so it is "
+                                       "forbidden: make both the view and the in-place op inside the "
+                                       "no_grad block (not tracked) or both outside it (tracked)", op);
     if (b && em_requires_grad(b) && em_is_leaf(b))
         return em_set_error(EM_EVALUE, "%s: a view of a leaf tensor that requires grad is being used in an "
                                        "in-place operation (clone() the view first, or do it under "

@@ -224,6 +224,8 @@ typedef struct em_tensor {
                                     a tensor that is not a view (Note [View base]) */
     uint32_t view_version;       /* autograd's: the version at which the view's
                                     history was last made (Note [View history]) */
+    bool view_no_grad;           /* the view (or the view it was taken from) was
+                                    made with grad mode off (set by the view kernels) */
     bool is_contiguous;          /* cached row-major contiguity */
     bool wrapped_number;         /* a 0-dim tensor made from a Lua/C number:
                                     promotes like a scalar (see em_result_type2) */

@@ -203,6 +203,7 @@ em_tensor *em_tensor_new(int ndim, const int64_t *sizes, em_dtype dtype, em_devi
     t->autograd_meta = NULL;
     t->view_base = NULL;
     t->view_version = 0;
+    t->view_no_grad = false;
     t->is_contiguous = true;
     t->wrapped_number = false;
     return t;
@@ -272,6 +273,7 @@ em_tensor *em_tensor_new_view(em_storage *st, int64_t offset, int ndim, const in
     t->autograd_meta = NULL;
     t->view_base = NULL;
     t->view_version = 0;
+    t->view_no_grad = false;
     t->is_contiguous = em_core_compute_contiguous(ndim, sizes, strides);
     t->wrapped_number = false;
     return t;

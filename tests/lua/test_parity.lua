@@ -72,6 +72,25 @@ function T.B_view_of_a_leaf_that_requires_grad_stays_refused()
   check_tensor(l, { 5, 2 })
 end
 
+-- with no_grad(): v = b[:2]; then v.copy_(w) with grad mode on raises
+function T.B_view_made_in_no_grad_written_with_grad_mode_on()
+  local w = leaf({ 1.0, 1.0 })
+  local b = ember.zeros(3)
+  local v
+  do
+    local g <close> = ember.no_grad()
+    v = b[{ { 1, 2 } }]
+  end
+  check_error(function() v:copy_(w) end, "copy_", "view was created in no_grad mode")
+  check_tensor(b, { 0, 0, 0 }, nil, "nothing was written")
+  do
+    local g <close> = ember.no_grad()
+    v:copy_(w)
+  end
+  check_tensor(b, { 1, 1, 0 })
+  check(not b.requires_grad)
+end
+
 -- C: v = tensor(2., requires_grad); a = zeros(3); a.fill_(v); (a*c).sum().backward()
 function T.C_fill_with_a_tensor_value_that_requires_grad()
   local v = leaf(2.0)
