@@ -503,8 +503,8 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
         if (!cg_type_is_tensor(op->args[i].type) || !formula_for(op, i)) continue;
         const char *x = op->args[i].name;
         int slot = cg_tensor_slot(op, i);
-        cg_printf(b, "    if (em_requires_grad(%s) && !(node->next[%d] = em_gradient_edge(%s)).fn)\n"
-                     "        goto fail;\n", x, slot, x);
+        cg_printf(b, "    if (em_requires_grad(%s) && em_collect_edge(%s, &node->next[%d]) != EM_OK)\n"
+                     "        goto fail;\n", x, x, slot);
     }
     for (int i = 0; i < op->nargs; i++) {
         if (!cg_type_is_tensor(op->args[i].type) || !needs_meta(op, i)) continue;

@@ -137,6 +137,10 @@ EM_API const char *em_node_name(const em_node *n);
 /* The edge a gradient for t flows into: its grad_fn and output_nr, or its
  * AccumulateGrad (made on demand) for a leaf requiring grad, or {NULL,0}. */
 EM_API em_edge em_gradient_edge(em_tensor *t);
+/* em_gradient_edge for recording a node: EM_OK with *out set (possibly an
+ * empty edge, for a view made in no_grad mode), or an error (out of
+ * memory making the AccumulateGrad node). */
+EM_API em_status em_collect_edge(em_tensor *t, em_edge *out);
 /* Makes t a result of node at output slot nr: creates its meta, sets
  * grad_fn (retained), the Autograd key, and node's input_meta[nr]. */
 EM_API em_status em_set_history(em_tensor *t, em_node *node, uint32_t nr);

@@ -72,7 +72,13 @@ static void refresh_key(em_tensor *t) {
 bool em_requires_grad(const em_tensor *t) {
     em_ag_maybe_sync(t);
     const em_ag_meta *m = t ? t->autograd_meta : NULL;
-    return m && (m->requires_grad || m->grad_fn);
+    if (m && (m->requires_grad || m->grad_fn)) return true;
+    /* a view requires grad when its base does, even one made in no_grad
+     * mode that has no history of its own (PyTorch's
+     * DifferentiableViewMeta): ops on it record, with no edge to it */
+    const em_tensor *b = t ? t->view_base : NULL;
+    const em_ag_meta *bm = b ? b->autograd_meta : NULL;
+    return bm && (bm->requires_grad || bm->grad_fn);
 }
 
 bool em_is_leaf(const em_tensor *t) {
@@ -334,6 +340,12 @@ static void accumulate_destroy(em_node *self) {
 }
 
 static const em_node_vtable accumulate_vt = { "AccumulateGrad", accumulate_apply, NULL, accumulate_destroy };
+
+em_status em_collect_edge(em_tensor *t, em_edge *out) {
+    em_clear_error();
+    *out = em_gradient_edge(t);
+    return out->fn || em_error_kind() == EM_OK ? EM_OK : em_error_kind();
+}
 
 em_edge em_gradient_edge(em_tensor *t) {
     em_edge e = { NULL, 0 };
