@@ -29,7 +29,6 @@ const cg_helper cg_helpers[] = {
     { "narrow_grad", "tmvvv" },
     { "select_grad", "tmvv" },
     { "slice_grad", "tmvvvv" },
-    { "floor_divide", "tt" },
     { "pow_exponent_backward", "tttt" },
     { "matmul_backward_self", "ttt" },
     { "matmul_backward_other", "ttt" },

@@ -238,9 +238,14 @@ static void emit_binding(cg_buf *b, const cg_op *op) {
         if (cg_type_is_tensor(op->args[i].type)) factory = false;
     }
     if (factory) cg_puts(b, "\"requires_grad\", ");
-    cg_puts(b, "NULL };\n"
-               "    int opt = em_lua_options_index(L);\n"
-               "    int top = opt ? opt - 1 : lua_gettop(L);\n"
+    int nreq = 0; /* required positional arguments */
+    for (int i = 0; i < op->nargs; i++)
+        if (!op->args[i].kwonly && op->args[i].def.kind == CG_DEF_NONE_GIVEN &&
+            !cg_types[op->args[i].type].optional)
+            nreq++;
+    cg_printf(b, "NULL };\n"
+                 "    int opt = em_lua_options_index_req(L, %d);\n", nreq);
+    cg_puts(b, "    int top = opt ? opt - 1 : lua_gettop(L);\n"
                "    int pos = 1;\n"
                "    em_lua_argtmp tmp;\n");
     for (int i = 0; i < op->nargs; i++) cg_printf(b, "    int i_%s;\n", op->args[i].name);

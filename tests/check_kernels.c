@@ -548,7 +548,7 @@ START_TEST(test_kernels_copy_fill)
     for (int64_t i = 0; i < 3; i++)
         for (int64_t j = 0; j < 3; j++) ck_assert_double_eq(at(sq, i * 3 + j), (double)(j * 3 + i));
     /* fill_ / zero_ on a non-contiguous view */
-    r = em_cpu_fill_scalar_(t, em_scalar_float(2.5));
+    r = em_cpu_fill_scalar_(t, em_scalar_float(2.5), "fill_");
     em_tensor_release(r);
     for (int64_t i = 0; i < 9; i++) ck_assert_double_eq(at(sq, i), 2.5);
     em_tensor *col = em_core_select(sq, 1, 1);

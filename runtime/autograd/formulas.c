@@ -114,22 +114,6 @@ em_tensor *em_ag_fn_slice_grad(em_tensor *grad, const em_input_meta *self_meta, 
     return em_slice_backward(grad, meta_sizes(self_meta), dim, start, end, step);
 }
 
-/* floor(self / other), PyTorch's div(rounding_mode="floor"): exact as
- * (self - remainder(self, other)) / other, and self / other (an infinity
- * or NaN) where other is 0. */
-em_tensor *em_ag_fn_floor_divide(em_tensor *self, em_tensor *other) {
-    em_tensor *rem = em_remainder(self, other);
-    em_tensor *d = rem ? em_sub(self, rem, em_scalar_int(1)) : NULL;
-    em_tensor *q = d ? em_div(d, other) : NULL;
-    em_tensor *zero = q ? em_ag_scalar(0) : NULL;
-    em_tensor *isz = zero ? em_eq(other, zero) : NULL;
-    em_tensor *inf = isz ? em_div(self, other) : NULL;
-    em_tensor *r = inf ? em_where(isz, inf, q) : NULL;
-    em_tensor_release(rem); em_tensor_release(d); em_tensor_release(q);
-    em_tensor_release(zero); em_tensor_release(isz); em_tensor_release(inf);
-    return r;
-}
-
 /* d(self^e)/de = self^e * log(self), taken as 0 where self == 0 and e >= 0
  * (PyTorch's limit; a negative e keeps the infinity). */
 em_tensor *em_ag_fn_pow_exponent_backward(em_tensor *grad, em_tensor *self, em_tensor *exponent,

@@ -81,6 +81,10 @@ EM_API em_intlist em_lua_check_intlist(lua_State *L, int idx, const char *op, co
  * on the stack when it is a plain table (not a tensor) whose [1] is nil;
  * 0 when there is none. */
 EM_API int em_lua_options_index(lua_State *L);
+/* The options index for an op with nreq required positional arguments: an
+ * EMPTY trailing table in one of the first nreq slots is an argument (a
+ * 0-dim size, ember.zeros({})), not options. */
+EM_API int em_lua_options_index_req(lua_State *L, int nreq);
 /* Raises "bad option 'name' to 'op' (expected one of: a, b)" when the
  * options table at opt holds a key not in the NULL-terminated names list. */
 EM_API void em_lua_check_option_names(lua_State *L, int opt, const char *op,

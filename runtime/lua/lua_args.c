@@ -338,6 +338,16 @@ int em_lua_options_index(lua_State *L) {
     return t == LUA_TNIL ? top : 0;
 }
 
+int em_lua_options_index_req(lua_State *L, int nreq) {
+    int opt = em_lua_options_index(L);
+    if (opt && opt <= nreq) {
+        lua_pushnil(L);
+        if (!lua_next(L, opt)) return 0; /* empty: a positional argument */
+        lua_pop(L, 2);
+    }
+    return opt;
+}
+
 void em_lua_check_option_names(lua_State *L, int opt, const char *op, const char *const *names) {
     if (opt <= 0) return;
     lua_pushnil(L);

@@ -264,8 +264,10 @@ static int t_index(lua_State *L) {
     }
 }
 
-/* __newindex: x[i] = v and x[{..}] = v write in place (copy_ for tensors,
- * fill_ for numbers and booleans). */
+/* __newindex: x[i] = v and x[{..}] = v write in place, as PyTorch's
+ * setitem does: copy_ for a tensor of the target's shape, fill_ for a
+ * 0-dim tensor (so its gradient is the sum) and for numbers and booleans
+ * (which must fit the dtype), copy_ with broadcasting otherwise. */
 static int t_newindex(lua_State *L) {
     em_tensor *t = em_lua_checkself(L, 1, "index");
     em_tensor *view;
@@ -287,8 +289,15 @@ static int t_newindex(lua_State *L) {
             em_tensor_release(view);
             return em_lua_raise(L, "copy_: tensor used after close");
         }
-        op = "copy_";
-        r = em_copy_(view, *src);
+        bool same = view->ndim == (*src)->ndim &&
+                    memcmp(view->sizes, (*src)->sizes, sizeof(int64_t) * (size_t)view->ndim) == 0;
+        if (!same && (*src)->ndim == 0) {
+            op = "fill_";
+            r = em_fill_(view, *src);
+        } else {
+            op = "copy_";
+            r = em_copy_(view, *src);
+        }
     } else if (lua_type(L, 3) == LUA_TNUMBER || lua_type(L, 3) == LUA_TBOOLEAN) {
         op = "fill_";
         em_lua_argtmp tmp;
@@ -310,8 +319,8 @@ static int t_newindex(lua_State *L) {
 
 /* ---- metamethods ---- */
 
-enum { A_ADD, A_SUB, A_MUL, A_DIV, A_POW, A_MOD };
-static const char *const arith_names[] = { "add", "sub", "mul", "div", "pow", "remainder" };
+enum { A_ADD, A_SUB, A_MUL, A_DIV, A_POW, A_MOD, A_IDIV };
+static const char *const arith_names[] = { "add", "sub", "mul", "div", "pow", "remainder", "floor_divide" };
 
 /* The live tensor at idx when its metatable is upvalue 1 (the fast path of
  * the arithmetic metamethods), else NULL. */
@@ -338,6 +347,7 @@ static int arith(lua_State *L, int which) {
     case A_MUL: r = em_mul(a, b); break;
     case A_DIV: r = em_div(a, b); break;
     case A_POW: r = em_pow(a, b); break;
+    case A_IDIV: r = em_floor_divide(a, b); break;
     default: r = em_remainder(a, b); break;
     }
     if (tmp.n) em_lua_argtmp_release(&tmp);
@@ -351,6 +361,7 @@ static int t_mul(lua_State *L) { return arith(L, A_MUL); }
 static int t_div(lua_State *L) { return arith(L, A_DIV); }
 static int t_pow(lua_State *L) { return arith(L, A_POW); }
 static int t_mod(lua_State *L) { return arith(L, A_MOD); }
+static int t_idiv(lua_State *L) { return arith(L, A_IDIV); }
 
 static int t_unm(lua_State *L) {
     em_tensor *t = em_lua_checkself(L, 1, "neg");
@@ -396,7 +407,8 @@ void em_lua_open_tensor(lua_State *L, int methods_idx) {
     static const luaL_Reg meta[] = {
         { "__newindex", t_newindex }, { "__add", t_add },         { "__sub", t_sub },
         { "__mul", t_mul },           { "__div", t_div },         { "__pow", t_pow },
-        { "__mod", t_mod },           { "__unm", t_unm },         { "__len", t_len },
+        { "__mod", t_mod },           { "__idiv", t_idiv },       { "__unm", t_unm },
+        { "__len", t_len },
         { "__gc", t_release },        { "__close", t_release },   { "__tostring", t_tostring },
         { NULL, NULL }
     };

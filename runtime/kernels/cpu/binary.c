@@ -53,12 +53,40 @@ static inline uint64_t rem_i(uint64_t ua, uint64_t ub, bin_ctx *c) {
     return (uint64_t)r;
 }
 
+/* PyTorch's div_floor: exact for floats (fmod, then rounding the quotient),
+ * a / b when b is 0; floor division for integers (b == 0 is an error) */
+static inline float floordivf_(float a, float b) {
+    if (b == 0) return a / b;
+    float mod = fmodf(a, b), div = (a - mod) / b;
+    if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;
+    if (div == 0) return copysignf(0, a / b);
+    float fl = floorf(div);
+    return div - fl > 0.5f ? fl + 1.0f : fl;
+}
+static inline double floordivd_(double a, double b) {
+    if (b == 0) return a / b;
+    double mod = fmod(a, b), div = (a - mod) / b;
+    if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;
+    if (div == 0) return copysign(0, a / b);
+    double fl = floor(div);
+    return div - fl > 0.5 ? fl + 1.0 : fl;
+}
+static inline uint64_t floordiv_i(uint64_t ua, uint64_t ub, bin_ctx *c) {
+    int64_t a = (int64_t)ua, b = (int64_t)ub;
+    if (b == 0) { atomic_store_explicit(&c->err, 1, memory_order_relaxed); return 0; }
+    if (b == -1) return 0 - ua; /* wraps for INT64_MIN, as in C++ PyTorch */
+    int64_t q = a / b;
+    if (a % b != 0 && ((a < 0) != (b < 0))) q -= 1;
+    return (uint64_t)q;
+}
+
 #define E_add(x, y) ((x) + alpha * (y))
 #define E_sub(x, y) ((x) - alpha * (y))
 #define E_mul(x, y) ((x) * (y))
 #define E_div(x, y) ((x) / (y))
 #define E_pow(x, y) _Generic((x), float: powf, double: pow, default: ipow_u)((x), (y))
 #define E_rem(x, y) _Generic((x), float: remf_py(x, y), double: rem_py(x, y), default: rem_i(x, y, ctx))
+#define E_fdiv(x, y) _Generic((x), float: floordivf_(x, y), double: floordivd_(x, y), default: floordiv_i(x, y, ctx))
 #define E_tanhbw(g, y) ((g) * (1 - (y) * (y)))
 #define E_sigmbw(g, y) ((g) * (y) * (1 - (y)))
 /* threshold_backward: a select, not a product, so NaN grads are masked
@@ -152,10 +180,16 @@ ARITH_ALL(sub)
 ARITH_ALL(mul)
 ARITH_ALL(pow)
 ARITH_ALL(rem)
+ARITH_ALL(fdiv)
 FLOAT_ALL(div)
 FLOAT_ALL(tanhbw)
 FLOAT_ALL(sigmbw)
 FLOAT_ALL(thrbw)
+/* threshold_backward keeps integer dtypes (compared signed, as in PyTorch) */
+BIN_FN(thrbw_u8, uint8_t, uint8_t, int64_t, LC_u8, EM_ST_u8, E_thrbw, )
+BIN_FN(thrbw_i8, int8_t, int8_t, int64_t, LC_i8, EM_ST_i8, E_thrbw, )
+BIN_FN(thrbw_i32, int32_t, int32_t, int64_t, LC_i32, EM_ST_i32, E_thrbw, )
+BIN_FN(thrbw_i64, int64_t, int64_t, int64_t, LC_i64, EM_ST_i64, E_thrbw, )
 CMP_ALL(eq)
 CMP_ALL(ne)
 CMP_ALL(lt)
@@ -168,13 +202,14 @@ CMP_ALL(ge)
  * three ops per backward node. They sit before the comparisons, which must
  * stay last (op >= B_EQ means a bool output). */
 typedef enum {
-    B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_REM, B_TANH_BW, B_SIGM_BW, B_THR_BW,
+    B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_REM, B_FDIV, B_TANH_BW, B_SIGM_BW, B_THR_BW,
     B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE, B_COUNT
 } binop;
 
 static const em_cpu_loop tables[B_COUNT][EM_DTYPE_COUNT] = {
     ARITH_TABLE(add), ARITH_TABLE(sub), ARITH_TABLE(mul), FLOAT_TABLE(div),
-    ARITH_TABLE(pow), ARITH_TABLE(rem), FLOAT_TABLE(tanhbw), FLOAT_TABLE(sigmbw), FLOAT_TABLE(thrbw),
+    ARITH_TABLE(pow), ARITH_TABLE(rem), ARITH_TABLE(fdiv), FLOAT_TABLE(tanhbw), FLOAT_TABLE(sigmbw),
+    {NULL, thrbw_u8, thrbw_i8, thrbw_i32, thrbw_i64, thrbw_f16, thrbw_bf16, thrbw_f32, thrbw_f64},
     ARITH_TABLE(eq), ARITH_TABLE(ne), ARITH_TABLE(lt), ARITH_TABLE(le), ARITH_TABLE(gt), ARITH_TABLE(ge),
 };
 
@@ -249,7 +284,7 @@ static em_tensor *binary_fast(em_cpu_loop fn, bin_ctx *ctx, em_tensor *a, em_ten
 }
 
 static const char *const op_names[B_COUNT] = {
-    "add", "sub", "mul", "div", "pow", "remainder", "tanh_backward", "sigmoid_backward", "threshold_backward",
+    "add", "sub", "mul", "div", "pow", "remainder", "floor_divide", "tanh_backward", "sigmoid_backward", "threshold_backward",
     "eq", "ne", "lt", "le", "gt", "ge",
 };
 
@@ -281,13 +316,25 @@ static bool operands_ok(binop op, const em_tensor *a, const em_tensor *b, em_dty
     return true;
 }
 
+/* alpha of add/sub: a bool alpha only for bool results; in bool, any
+ * nonzero alpha is true (PyTorch: a + alpha * b computed in bool). */
+static bool alpha_ok(binop op, em_scalar alpha, em_dtype compute, em_scalar *out, const char *name) {
+    if (op != B_ADD && op != B_SUB) return true;
+    if (alpha.kind == EM_SCALAR_BOOL && compute != EM_BOOL) {
+        em_set_error(EM_ETYPE, "%s: a boolean alpha is only supported for bool results", name);
+        return false;
+    }
+    if (compute == EM_BOOL) *out = em_scalar_bool(em_scalar_to_double(alpha) != 0);
+    return true;
+}
+
 /* Out-of-place binary op: a new tensor, or NULL with the error set. */
 static em_tensor *binary(binop op, em_tensor *a, em_tensor *b, em_scalar alpha, const char *name) {
     em_dtype compute = em_result_type2(a, b);
-    if ((op == B_DIV || op == B_TANH_BW || op == B_SIGM_BW || op == B_THR_BW) && !em_dtype_is_floating(compute))
+    if ((op == B_DIV || op == B_TANH_BW || op == B_SIGM_BW) && !em_dtype_is_floating(compute))
         compute = EM_FLOAT32;
     if (!operands_ok(op, a, b, compute, name)) return NULL;
-    if (compute == EM_BOOL && op == B_REM) {
+    if (compute == EM_BOOL && (op == B_REM || op == B_FDIV)) {
         em_set_error(EM_ETYPE, "%s: not supported for bool tensors", name);
         return NULL;
     }
@@ -302,6 +349,7 @@ static em_tensor *binary(binop op, em_tensor *a, em_tensor *b, em_scalar alpha, 
         return NULL;
     }
     em_dtype out_dtype = op >= B_EQ ? EM_BOOL : compute;
+    if (!alpha_ok(op, alpha, compute, &alpha, name)) return NULL;
     bin_ctx ctx = { em_scalar_to_double(alpha), em_scalar_to_int(alpha), 0 };
     bool handled;
     em_tensor *out = binary_fast(fn, &ctx, a, b, compute, out_dtype, &handled);
@@ -345,6 +393,7 @@ static em_tensor *binary_(binop op, em_tensor *self, em_tensor *other, em_scalar
         return NULL;
     }
     if (!operands_ok(op, self, other, rt, name)) return NULL;
+    if (rt == self->dtype && !alpha_ok(op, alpha, rt, &alpha, name)) return NULL;
     if (em_core_check_no_internal_overlap(self, name) != EM_OK) return NULL;
     if (rt == self->dtype) {
         /* compute straight into self; a partly overlapping other is copied first */
@@ -404,6 +453,10 @@ em_tensor *em_cpu_pow(em_keyset ks, em_tensor *self, em_tensor *exponent) {
 em_tensor *em_cpu_remainder(em_keyset ks, em_tensor *self, em_tensor *other) {
     (void)ks;
     return binary(B_REM, self, other, one, "remainder");
+}
+em_tensor *em_cpu_floor_divide(em_keyset ks, em_tensor *self, em_tensor *other) {
+    (void)ks;
+    return binary(B_FDIV, self, other, one, "floor_divide");
 }
 em_tensor *em_cpu_tanh_backward(em_keyset ks, em_tensor *grad_output, em_tensor *output) {
     (void)ks;

@@ -7,6 +7,8 @@
 #pragma GCC optimize("O3", "no-trapping-math", "no-math-errno")
 #include "em_cpu.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- cast loops: one per (dst, src) dtype pair ---- */
@@ -159,10 +161,45 @@ em_tensor *em_cpu_copy_(em_keyset ks, em_tensor *self, em_tensor *src) {
     return em_tensor_retain(self);
 }
 
-em_tensor *em_cpu_fill_scalar_(em_tensor *self, em_scalar value) {
+/* PyTorch's c10::overflows: the value is outside what dtype holds (NaN
+ * and the infinities fit floating dtypes only; an integer fits an unsigned
+ * dtype when it or its negation does, so -1 fills uint8 with 255). */
+static bool scalar_overflows(em_scalar v, em_dtype dt) {
+    static const double fmax[EM_DTYPE_COUNT] = {
+        [EM_FLOAT16] = 65504.0, [EM_BFLOAT16] = 3.3895313892515355e38, [EM_FLOAT32] = 3.4028234663852886e38,
+        [EM_FLOAT64] = 1.7976931348623157e308,
+    };
+    static const int64_t lo[EM_DTYPE_COUNT] = { [EM_UINT8] = 0, [EM_INT8] = -128, [EM_INT32] = INT32_MIN,
+                                                [EM_INT64] = INT64_MIN };
+    static const int64_t hi[EM_DTYPE_COUNT] = { [EM_UINT8] = 255, [EM_INT8] = 127, [EM_INT32] = INT32_MAX,
+                                                [EM_INT64] = INT64_MAX };
+    if (dt == EM_BOOL || v.kind == EM_SCALAR_BOOL) return false;
+    if (em_dtype_is_floating(dt)) {
+        double d = em_scalar_to_double(v);
+        return isfinite(d) && (d > fmax[dt] || d < -fmax[dt]);
+    }
+    if (v.kind == EM_SCALAR_FLOAT) {
+        double d = v.v.d;
+        if (dt == EM_INT64) return !(d >= -9223372036854775808.0 && d < 9223372036854775808.0);
+        return !(d >= (double)lo[dt] && d <= (double)hi[dt]);
+    }
+    int64_t i = v.v.i;
+    if (dt == EM_UINT8) return i > hi[dt] || (i < 0 && (i == INT64_MIN || -i > hi[dt]));
+    return i < lo[dt] || i > hi[dt];
+}
+
+em_tensor *em_cpu_fill_scalar_(em_tensor *self, em_scalar value, const char *op) {
+    if (scalar_overflows(value, self->dtype)) {
+        char num[64];
+        if (value.kind == EM_SCALAR_FLOAT) snprintf(num, sizeof num, "%.10g", value.v.d);
+        else snprintf(num, sizeof num, "%lld", (long long)value.v.i);
+        em_set_error(EM_EVALUE, "%s: value %s cannot be converted to type %s without overflow", op, num,
+                     em_dtype_name(self->dtype));
+        return NULL;
+    }
     _Alignas(16) char buf[16];
     scalar_to_buf(value, self->dtype, buf);
-    if (fill_bytes(self, buf, "fill_") != EM_OK) return NULL;
+    if (fill_bytes(self, buf, op) != EM_OK) return NULL;
     em_tensor_bump_version(self);
     return em_tensor_retain(self);
 }
@@ -179,7 +216,7 @@ em_tensor *em_cpu_fill_(em_keyset ks, em_tensor *self, em_tensor *value) {
     em_scalar s = em_dtype_is_floating(value->dtype) ? em_scalar_float(em_load_as_double(p, value->dtype))
                   : value->dtype == EM_BOOL ? em_scalar_bool(em_load_as_int64(p, value->dtype) != 0)
                                             : em_scalar_int(em_load_as_int64(p, value->dtype));
-    return em_cpu_fill_scalar_(self, s);
+    return em_cpu_fill_scalar_(self, s, "fill_");
 }
 
 em_tensor *em_cpu_zero_(em_keyset ks, em_tensor *self) {

@@ -85,8 +85,9 @@ EM_HIDDEN em_status em_cpu_copy_into(em_tensor *dst, const em_tensor *src, const
 EM_HIDDEN em_tensor *em_cpu_to_dtype(const em_tensor *t, em_dtype dtype, const char *op);
 
 /* Kernels other kernel files call (also in the generated em_kernels_decl.h). */
-/* fill_ with a number (factories, Lua assignment of a number). */
-EM_HIDDEN em_tensor *em_cpu_fill_scalar_(em_tensor *self, em_scalar value);
+/* fill_ with a number (factories, fill_): refuses a value the dtype cannot
+ * hold, as PyTorch does (op names the op in the message). */
+EM_HIDDEN em_tensor *em_cpu_fill_scalar_(em_tensor *self, em_scalar value, const char *op);
 em_tensor *em_cpu_fill_(em_keyset ks, em_tensor *self, em_tensor *value);
 em_tensor *em_cpu_zero_(em_keyset ks, em_tensor *self);
 

@@ -81,7 +81,7 @@ static em_tensor *new_sized(em_intlist size, em_dtype dtype, const char *op) {
 static em_tensor *filled(em_intlist size, em_dtype dtype, em_scalar v, const char *op) {
     em_tensor *t = new_sized(size, dtype, op);
     if (!t) return NULL;
-    em_tensor *r = em_cpu_fill_scalar_(t, v);
+    em_tensor *r = em_cpu_fill_scalar_(t, v, op);
     em_tensor_release(t);
     return r;
 }

@@ -146,11 +146,22 @@ static bool check_dtypes(const em_tensor *a, const em_tensor *b, const char *op)
                      em_dtype_name(a->dtype), em_dtype_name(b->dtype));
         return false;
     }
-    if (a->dtype == EM_BOOL) {
-        em_set_error(EM_ETYPE, "%s: not supported for dtype bool", op);
-        return false;
-    }
     return true;
+}
+
+/* PyTorch has no bool matrix product, but returns the (empty or, for an
+ * inner size of 0, all-false) result without running one. Returns that result, or NULL
+ * with the error set when a product would have to run. */
+static em_tensor *bool_product(int ndim, const int64_t *sizes, int64_t k, bool dot, const char *op) {
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= sizes[d];
+    if (dot || (n != 0 && k != 0)) {
+        em_set_error(EM_ETYPE, "%s: not supported for dtype bool", op);
+        return NULL;
+    }
+    em_tensor *out = em_tensor_new(ndim, sizes, EM_BOOL, em_cpu_dev());
+    if (out && out->numel) memset(em_tensor_data(out), 0, (size_t)out->numel);
+    return out;
 }
 
 static void shape_error(const em_tensor *a, const em_tensor *b, int64_t k1, int64_t k2, const char *op) {
@@ -174,6 +185,7 @@ em_tensor *em_cpu_mm(em_keyset ks, em_tensor *self, em_tensor *mat2) {
         return NULL;
     }
     int64_t sz[2] = { self->sizes[0], mat2->sizes[1] };
+    if (self->dtype == EM_BOOL) return bool_product(2, sz, self->sizes[1], false, "mm");
     em_tensor *out = em_tensor_new(2, sz, self->dtype, em_cpu_dev());
     if (!out) return NULL;
     if (gemm(self->dtype, mat_of(self), mat_of(mat2), em_tensor_data(out)) != EM_OK) {
@@ -214,6 +226,7 @@ em_tensor *em_cpu_matmul(em_keyset ks, em_tensor *self, em_tensor *other) {
         em_set_error(EM_ESHAPE, "matmul: too many dims");
         return NULL;
     }
+    if (a->dtype == EM_BOOL) return bool_product(ond, osz, K, da == 1 && db == 1, "matmul");
     em_tensor *out = em_tensor_new(ond, osz, a->dtype, em_cpu_dev());
     if (!out) return NULL;
     size_t es = em_dtype_size(a->dtype);

@@ -209,7 +209,16 @@ static em_tensor *reduce(em_tensor *self, em_intlist dim, bool keepdim, em_dtype
     em_dtype S = out_dt == EM_FLOAT64 ? EM_FLOAT64 : em_dtype_is_floating(out_dt) ? EM_FLOAT32 : EM_INT64;
     em_dtype A = S == EM_INT64 ? EM_INT64 : EM_FLOAT64;
     em_tensor *src = self, *hold = NULL, *acc = out;
-    if (self->dtype != S || !self->is_contiguous) {
+    if (!em_dtype_is_floating(out_dt) && self->dtype != out_dt &&
+        (em_dtype_is_floating(self->dtype) || out_dt != EM_INT64)) {
+        /* PyTorch casts the input to an integral or bool dtype first:
+         * sum(-0.5, dtype=bool) is true, not bool(int64(-0.5)) */
+        em_tensor *pre = em_cpu_to_dtype(self, out_dt, name);
+        if (!pre) goto fail;
+        hold = src = em_cpu_to_dtype(pre, S, name);
+        em_tensor_release(pre);
+        if (!src) goto fail;
+    } else if (self->dtype != S || !self->is_contiguous) {
         hold = src = em_cpu_to_dtype(self, S, name);
         if (!src) goto fail;
     }
