@@ -73,6 +73,7 @@ struct graph_task {
     char errmsg[1024];
     int depth;
     bool keep_graph, create_graph;
+    bool accumulate;            /* backward(): retain_grad hooks fire; grad(): they do not */
     bool threaded;              /* some node runs on a device worker */
     ready_queue *owner_queue;
 };
@@ -328,6 +329,7 @@ static void evaluate(ready_item it) {
     /* tensor pre-hooks may replace a gradient */
     for (em_hook *h = n->pre_hooks; h; h = h->next) {
         if (h->slot < 0 || h->slot >= n->num_inputs || !buf[h->slot]) continue;
+        if (h->retains_grad && !t->accumulate) continue; /* grad() leaves .grad alone */
         em_clear_error();
         em_tensor *r = ((em_grad_hook_fn)h->fn)(h->ud, buf[h->slot]);
         if (r) {
@@ -650,6 +652,7 @@ em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_roots, em
     pthread_mutex_init(&t->lock, NULL);
     t->keep_graph = o.retain_graph || o.create_graph;
     t->create_graph = o.create_graph;
+    t->accumulate = o.accumulate;
     t->depth = current_depth + 1;
     if (!local_queue) {
         if (!cpu_queue_ready) {

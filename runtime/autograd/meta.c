@@ -16,20 +16,24 @@
  * cleared under weak_lock by whichever side dies first. */
 static pthread_mutex_t weak_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Unlinks and returns the retain_grad hook of meta m from node n (NULL
+ * when there is none). */
+static em_hook *take_retain_hook(em_ag_meta *m, em_node *n) {
+    for (em_hook **h = &n->pre_hooks; *h; h = &(*h)->next) {
+        if ((*h)->retains_grad && (*h)->ud == m) {
+            em_hook *found = *h;
+            *h = found->next;
+            found->next = NULL;
+            return found;
+        }
+    }
+    return NULL;
+}
+
 static void meta_free(void *p) {
     em_ag_meta *m = p;
     if (!m) return;
-    if (m->retains_grad && m->grad_fn) { /* drop the retain_grad hook pointing at m */
-        for (em_hook **h = &m->grad_fn->pre_hooks; *h;) {
-            if ((*h)->ud == m && !(*h)->free_ud) {
-                em_hook *dead = *h;
-                *h = dead->next;
-                free(dead);
-            } else {
-                h = &(*h)->next;
-            }
-        }
-    }
+    if (m->retains_grad && m->grad_fn) free(take_retain_hook(m, m->grad_fn));
     pthread_mutex_lock(&weak_lock);
     if (m->grad_accumulator) m->grad_accumulator->weak_var = NULL;
     m->grad_accumulator = NULL;
@@ -161,6 +165,7 @@ em_status em_retain_grad(em_tensor *t) {
     if (m->retains_grad) return EM_OK;
     em_hook *h = new_hook((void *)retain_grad_hook, m, NULL, (int)m->output_nr);
     if (!h) return EM_ENOMEM;
+    h->retains_grad = true;
     append_hook(&m->grad_fn->pre_hooks, h);
     m->retains_grad = true;
     return EM_OK;
@@ -386,6 +391,14 @@ em_status em_set_history(em_tensor *t, em_node *node, uint32_t nr) {
     if (!m) return EM_ENOMEM;
     em_node_retain(node);
     em_node *old = m->grad_fn;
+    if (m->retains_grad && old && old != node) {
+        /* retain_grad follows the tensor to its new history (an in-place op) */
+        em_hook *h = take_retain_hook(m, old);
+        if (h) {
+            h->slot = (int)nr;
+            append_hook(&node->pre_hooks, h);
+        }
+    }
     m->grad_fn = node;
     m->output_nr = nr;
     m->requires_grad = false;
@@ -429,6 +442,10 @@ static void regenerate(em_tensor *t) {
         em_set_history(t, tm->grad_fn, 0);
     } else if (m && m->grad_fn) {
         em_node *old = m->grad_fn;
+        if (m->retains_grad) {
+            free(take_retain_hook(m, old));
+            m->retains_grad = false;
+        }
         m->grad_fn = NULL;
         m->output_nr = 0;
         em_node_release(old);

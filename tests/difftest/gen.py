@@ -438,6 +438,11 @@ class Gen:
                 pass
         return False
 
+    def _int16(self):
+        """True when torch made an int16 tensor (uint8 with int8 promotes to
+        int16): ember has no int16 and promotes them to int32, by design."""
+        return any(isinstance(v, torch.Tensor) and v.dtype == torch.int16 for v in self.ns.values())
+
     def _float_operands(self, stmts):
         out = []
         for st in flatten(stmts):
@@ -465,7 +470,7 @@ class Gen:
             with warnings.catch_warnings():
                 warnings.simplefilter('ignore')
                 self._exec(stmts)
-            bad = self._undefined_cast(stmts, before) or self._integer_requires_grad()
+            bad = self._undefined_cast(stmts, before) or self._integer_requires_grad() or self._int16()
             # torch 1.13's autograd.grad through CopySlices (x[i] = leaf)
             # accumulates into the leaf's .grad, which it must leave alone
             bad = bad or (grads is not None and self._grads() != grads)
