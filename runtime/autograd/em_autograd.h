@@ -48,8 +48,8 @@ typedef struct em_hook {
     void *fn;                    /* em_grad_hook_fn or em_node_hook_fn */
     void *ud;
     void (*free_ud)(void *ud);   /* called when the hook is removed/freed */
-    bool retains_grad;           /* the hook behind retain_grad(): runs in backward()
-                                    only, and moves with the tensor's history */
+    bool retains_grad;           /* the hook behind retain_grad(): it moves with the
+                                    tensor's history (in-place ops) */
 } em_hook;
 
 typedef struct em_node_vtable {

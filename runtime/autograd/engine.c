@@ -73,7 +73,6 @@ struct graph_task {
     char errmsg[1024];
     int depth;
     bool keep_graph, create_graph;
-    bool accumulate;            /* backward(): retain_grad hooks fire; grad(): they do not */
     bool threaded;              /* some node runs on a device worker */
     ready_queue *owner_queue;
 };
@@ -326,22 +325,8 @@ static void evaluate(ready_item it) {
 
     bool prev_grad = em_set_grad_enabled(t->create_graph);
     em_clear_error();
-    /* tensor pre-hooks may replace a gradient */
-    for (em_hook *h = n->pre_hooks; h; h = h->next) {
-        if (h->slot < 0 || h->slot >= n->num_inputs || !buf[h->slot]) continue;
-        if (h->retains_grad && !t->accumulate) continue; /* grad() leaves .grad alone */
-        em_clear_error();
-        em_tensor *r = ((em_grad_hook_fn)h->fn)(h->ud, buf[h->slot]);
-        if (r) {
-            em_tensor_release(buf[h->slot]);
-            buf[h->slot] = r;
-        } else if (em_error_kind() != EM_OK) {
-            set_task_error(t, em_error_kind(), em_node_name(n));
-            em_set_grad_enabled(prev_grad);
-            goto done;
-        }
-    }
-    /* grad(): capture the gradients flowing into the inputs' slots */
+    /* grad(): capture the gradients flowing into the inputs' slots, before
+     * the tensor hooks run, as PyTorch 1.13 does */
     for (int c = 0; c < t->n_captures; c++) {
         if (t->captures[c].node != n) continue;
         uint32_t nr = t->captures[c].input_nr;
@@ -357,6 +342,21 @@ static void evaluate(ready_item it) {
         bool run = ni && ni->needed == 1;
         task_unlock(t);
         if (!run) {
+            em_set_grad_enabled(prev_grad);
+            goto done;
+        }
+    }
+    /* tensor pre-hooks (retain_grad too) may replace a gradient; they run
+     * only for nodes that run */
+    for (em_hook *h = n->pre_hooks; h; h = h->next) {
+        if (h->slot < 0 || h->slot >= n->num_inputs || !buf[h->slot]) continue;
+        em_clear_error();
+        em_tensor *r = ((em_grad_hook_fn)h->fn)(h->ud, buf[h->slot]);
+        if (r) {
+            em_tensor_release(buf[h->slot]);
+            buf[h->slot] = r;
+        } else if (em_error_kind() != EM_OK) {
+            set_task_error(t, em_error_kind(), em_node_name(n));
             em_set_grad_enabled(prev_grad);
             goto done;
         }
@@ -652,7 +652,6 @@ em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_roots, em
     pthread_mutex_init(&t->lock, NULL);
     t->keep_graph = o.retain_graph || o.create_graph;
     t->create_graph = o.create_graph;
-    t->accumulate = o.accumulate;
     t->depth = current_depth + 1;
     if (!local_queue) {
         if (!cpu_queue_ready) {

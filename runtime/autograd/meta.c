@@ -391,14 +391,6 @@ em_status em_set_history(em_tensor *t, em_node *node, uint32_t nr) {
     if (!m) return EM_ENOMEM;
     em_node_retain(node);
     em_node *old = m->grad_fn;
-    if (m->retains_grad && old && old != node) {
-        /* retain_grad follows the tensor to its new history (an in-place op) */
-        em_hook *h = take_retain_hook(m, old);
-        if (h) {
-            h->slot = (int)nr;
-            append_hook(&node->pre_hooks, h);
-        }
-    }
     m->grad_fn = node;
     m->output_nr = nr;
     m->requires_grad = false;
@@ -592,6 +584,15 @@ em_status em_rebase_history(em_tensor *t, em_node *node) {
     if (m && !m->grad_fn && m->requires_grad)
         return em_set_error(EM_EVALUE, "%s: a leaf tensor that requires grad is being used in an "
                                        "in-place operation (do it under ember.no_grad())", em_node_name(node));
+    if (m && m->retains_grad && m->grad_fn && m->grad_fn != node) {
+        /* retain_grad follows the tensor to the in-place op's node (not
+         * to a CopySlices its base gets: PyTorch 1.13 moves it only here) */
+        em_hook *h = take_retain_hook(m, m->grad_fn);
+        if (h) {
+            h->slot = 0;
+            append_hook(&node->pre_hooks, h);
+        }
+    }
     return em_set_history(t, node, 0);
 }
 
