@@ -29,6 +29,7 @@ const cg_helper cg_helpers[] = {
     { "narrow_grad", "tmvvv" },
     { "select_grad", "tmvv" },
     { "slice_grad", "tmvvvv" },
+    { "pow_backward_self", "ttt" },
     { "pow_exponent_backward", "tttt" },
     { "matmul_backward_self", "ttt" },
     { "matmul_backward_other", "ttt" },

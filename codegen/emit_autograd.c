@@ -487,14 +487,12 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
     redispatch_call(b, op, "below");
     cg_puts(b, ";\n");
     if (w >= 0) {
-        /* integer and bool tensors never take part in the graph */
-        cg_printf(b, "    if (!em_dtype_is_floating(%s->dtype))\n        return ", op->args[w].name);
-        redispatch_call(b, op, "below");
-        cg_puts(b, ";\n");
-    }
-    if (w >= 0) {
         const char *x = op->args[w].name;
         cg_printf(b, "    if (em_ag_check_inplace(%s, \"%s\") != EM_OK)\n        return NULL;\n", x, op->name);
+        /* integer and bool tensors never take part in the graph */
+        cg_printf(b, "    if (!em_dtype_is_floating(%s->dtype))\n        return ", x);
+        redispatch_call(b, op, "below");
+        cg_puts(b, ";\n");
     }
     cg_printf(b, "    n = (%s *)em_node_new(sizeof *n, &vt_%s, 1, %d);\n    if (!n)\n"
                  "        return NULL;\n    node = &n->base;\n", ctype, op->name, nt);

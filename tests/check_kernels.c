@@ -409,10 +409,16 @@ START_TEST(test_kernels_inplace)
     ck_assert_int_eq(b->dtype, EM_FLOAT32);
     ck_assert_double_eq(at(b, 1), 2 + 0.75);
     em_tensor_release(r);
-    /* int += int wraps; transposed self */
+    /* an input that partly overlaps self is refused, as in PyTorch
+     * (x.add_(x.t())); a transposed self with a separate input works */
     em_tensor *sq = mk(EM_INT64, 2, SZ(3, 3), f_iota), *st = em_core_transpose(sq, 0, 1);
-    r = em_cpu_add_(KS, st, sq, ONE); /* overlapping other */
+    ck_assert_ptr_null(em_cpu_add_(KS, st, sq, ONE));
+    ck_assert_int_eq(em_error_kind(), EM_EVALUE);
+    em_clear_error();
+    em_tensor *sq2 = mk(EM_INT64, 2, SZ(3, 3), f_iota);
+    r = em_cpu_add_(KS, st, sq2, ONE);
     em_tensor_release(r);
+    em_tensor_release(sq2);
     for (int64_t i = 0; i < 3; i++)
         for (int64_t j = 0; j < 3; j++) ck_assert_double_eq(at(sq, i * 3 + j), (double)(i * 3 + j + j * 3 + i));
     em_tensor_release(st);
@@ -541,12 +547,18 @@ START_TEST(test_kernels_copy_fill)
     ck_assert_ptr_null(em_cpu_copy_(KS, dst, bad));
     ck_assert_int_eq(em_error_kind(), EM_ESHAPE);
     em_clear_error();
-    /* overlapping: x.copy_(x.t()) */
+    /* overlapping: x.copy_(x.t()) is refused (PyTorch: "some elements of the
+     * input tensor and the written-to tensor refer to a single memory
+     * location"); x.copy_(x) returns at once */
     em_tensor *sq = mk(EM_FLOAT64, 2, SZ(3, 3), f_iota), *t = em_core_transpose(sq, 0, 1);
-    r = em_cpu_copy_(KS, sq, t);
+    ck_assert_ptr_null(em_cpu_copy_(KS, sq, t));
+    ck_assert_int_eq(em_error_kind(), EM_EVALUE);
+    em_clear_error();
+    r = em_cpu_copy_(KS, sq, sq);
+    ck_assert_ptr_eq(r, sq);
     em_tensor_release(r);
     for (int64_t i = 0; i < 3; i++)
-        for (int64_t j = 0; j < 3; j++) ck_assert_double_eq(at(sq, i * 3 + j), (double)(j * 3 + i));
+        for (int64_t j = 0; j < 3; j++) ck_assert_double_eq(at(sq, i * 3 + j), (double)(i * 3 + j));
     /* fill_ / zero_ on a non-contiguous view */
     r = em_cpu_fill_scalar_(t, em_scalar_float(2.5), "fill_");
     em_tensor_release(r);

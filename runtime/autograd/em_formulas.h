@@ -24,6 +24,7 @@ EM_HIDDEN em_tensor *em_ag_fn_select_grad(em_tensor *grad, const em_input_meta *
                                               int64_t index);
 EM_HIDDEN em_tensor *em_ag_fn_slice_grad(em_tensor *grad, const em_input_meta *self_meta, int64_t dim,
                                              const int64_t *start, const int64_t *end, int64_t step);
+EM_HIDDEN em_tensor *em_ag_fn_pow_backward_self(em_tensor *grad, em_tensor *self, em_tensor *exponent);
 EM_HIDDEN em_tensor *em_ag_fn_pow_exponent_backward(em_tensor *grad, em_tensor *self, em_tensor *exponent,
                                                    em_tensor *result);
 EM_HIDDEN em_tensor *em_ag_fn_matmul_backward_self(em_tensor *grad, em_tensor *self, em_tensor *other);

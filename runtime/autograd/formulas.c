@@ -114,6 +114,24 @@ em_tensor *em_ag_fn_slice_grad(em_tensor *grad, const em_input_meta *self_meta, 
     return em_slice_backward(grad, meta_sizes(self_meta), dim, start, end, step);
 }
 
+/* d(self^e)/dself = e * self^(e - 1), taken as 0 where e == 0 even where
+ * self^-1 is infinite (PyTorch's pow_backward). A bool exponent (x ^ true)
+ * computes as a number of self's dtype. */
+em_tensor *em_ag_fn_pow_backward_self(em_tensor *grad, em_tensor *self, em_tensor *exponent) {
+    em_tensor *e = exponent->dtype == EM_BOOL ? em_to(exponent, self->dtype) : em_tensor_retain(exponent);
+    if (e && e != exponent) e->wrapped_number = exponent->wrapped_number;
+    em_tensor *zero = e ? em_ag_scalar(0) : NULL, *one = zero ? em_ag_scalar(1) : NULL;
+    em_tensor *isz = one ? em_eq(e, zero) : NULL;
+    em_tensor *em1 = isz ? em_sub(e, one, em_scalar_int(1)) : NULL;
+    em_tensor *p = em1 ? em_pow(self, em1) : NULL;
+    em_tensor *ep = p ? em_mul(e, p) : NULL;
+    em_tensor *g = ep ? em_mul(grad, ep) : NULL;
+    em_tensor *r = g ? em_where(isz, zero, g) : NULL;
+    em_tensor_release(e); em_tensor_release(zero); em_tensor_release(one); em_tensor_release(isz);
+    em_tensor_release(em1); em_tensor_release(p); em_tensor_release(ep); em_tensor_release(g);
+    return r;
+}
+
 /* d(self^e)/de = self^e * log(self), taken as 0 where self == 0 and e >= 0
  * (PyTorch's limit; a negative e keeps the infinity). */
 em_tensor *em_ag_fn_pow_exponent_backward(em_tensor *grad, em_tensor *self, em_tensor *exponent,

@@ -339,6 +339,11 @@ EM_API em_overlap em_core_internal_overlap(const em_tensor *t);
 /* Sets an EM_EVALUE error and returns it when t has internal overlap (an
  * in-place write would write one location twice); EM_OK otherwise. */
 EM_API em_status em_core_check_no_internal_overlap(const em_tensor *t, const char *op);
+/* PyTorch's assert_no_partial_overlap: an in-place op refuses an input
+ * that shares some, but not exactly all, of the memory it writes (same
+ * start, end and strides is a full overlap, which elementwise ops handle).
+ * Only dense, non-overlapping tensors are judged; others pass. */
+EM_API em_status em_core_check_no_partial_overlap(const em_tensor *out, const em_tensor *in, const char *op);
 
 /* ---- copying ---- */
 /* Elementwise copy with broadcasting of src to dst's shape and dtype

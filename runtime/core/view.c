@@ -423,6 +423,25 @@ em_overlap em_core_internal_overlap(const em_tensor *t)
     return EM_OVERLAP_NO;
 }
 
+em_status em_core_check_no_partial_overlap(const em_tensor *a, const em_tensor *b, const char *op)
+{
+    if (a == b || a->storage != b->storage || a->numel == 0 || b->numel == 0) return EM_OK;
+    if (em_core_internal_overlap(a) != EM_OVERLAP_NO || em_core_internal_overlap(b) != EM_OVERLAP_NO)
+        return EM_OK; /* too hard to tell */
+    size_t ea = em_dtype_size(a->dtype), eb = em_dtype_size(b->dtype);
+    uint64_t a0 = (uint64_t)a->offset * ea, a1 = a0 + (uint64_t)a->numel * ea;
+    uint64_t b0 = (uint64_t)b->offset * eb, b1 = b0 + (uint64_t)b->numel * eb;
+    bool partial;
+    if (a0 == b0 && a1 == b1)
+        partial = a->ndim != b->ndim || memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->ndim) != 0;
+    else
+        partial = a0 < b1 && b0 < a1;
+    if (!partial) return EM_OK;
+    return em_set_error(EM_EVALUE, "%s: unsupported operation: some elements of the input tensor and the "
+                                   "written-to tensor refer to a single memory location; clone() the "
+                                   "input first", op);
+}
+
 em_status em_core_check_no_internal_overlap(const em_tensor *t, const char *op)
 {
     if (em_core_internal_overlap(t) != EM_OVERLAP_YES) return EM_OK;

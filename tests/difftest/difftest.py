@@ -101,9 +101,10 @@ def run_torch(prog):
 
 
 def worker_main():
-    """`difftest.py --worker`: reads requests {"cmd": "gen"|"run", "items":
-    [...]} as JSON lines from stdin and answers one JSON line per item:
-    gen: seed -> program, run: program -> run_torch's result."""
+    """`difftest.py --worker`: reads requests {"cmd": "gen"|"run"|"valid",
+    "items": [...]} as JSON lines from stdin and answers one JSON line per
+    item: gen: seed -> program, run: program -> run_torch's result, valid:
+    program -> whether the generator would accept it (gen.acceptable)."""
     import torch
     import gen
     torch.set_num_threads(1)
@@ -113,7 +114,12 @@ def worker_main():
         req = json.loads(line)
         for item in req['items']:
             try:
-                r = gen.generate(item, sup) if req['cmd'] == 'gen' else run_torch(item)
+                if req['cmd'] == 'gen':
+                    r = gen.generate(item, sup)
+                elif req['cmd'] == 'valid':
+                    r = gen.acceptable(item, sup)
+                else:
+                    r = run_torch(item)
             except Exception:  # noqa: BLE001 -- a harness bug: report it, go on
                 import traceback
                 r = {'torch_crash': 'harness error: ' + traceback.format_exc()[-800:]}
@@ -161,6 +167,10 @@ class TorchWorker:
 
     def run(self, progs):
         return self._request('run', list(progs))
+
+    def valid(self, prog):
+        r = self._request('valid', [prog])[0]
+        return r is True
 
     def close(self):
         if self.proc and self.proc.poll() is None:
@@ -499,7 +509,7 @@ def shrink(exe, prog, sig, deadline, log):
         tries[0] += 1
         (e,), (t,) = run_both(exe, [cand])
         d = compare(cand, e, t)
-        return bool(d) and signature(cand, d, e, t) == sig
+        return bool(d) and signature(cand, d, e, t) == sig and WORKER.valid(cand)
 
     n = len(_flatten(prog))
     chunk = max(1, n // 2)

@@ -500,6 +500,20 @@ def flat_len(stmts):
     return sum(flat_len(s['body']) if s['s'] == 'nograd' else 1 for s in stmts)
 
 
+def acceptable(prog, ops):
+    """True when the generator would accept prog statement by statement:
+    the shrinker must not reach a program whose torch result is not a
+    reference (an undefined float-to-integer cast, say)."""
+    g = Gen(0, ops)
+    for st in prog:
+        r = g.try_add([st], True)
+        if r is False:
+            return False
+        if r == 'error':
+            return True  # the program ends here
+    return True
+
+
 def generate(seed, ops):
     """The program for seed (deterministic): a list of statements."""
     g = Gen(seed, ops)

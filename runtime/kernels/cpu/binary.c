@@ -395,6 +395,7 @@ static em_tensor *binary_(binop op, em_tensor *self, em_tensor *other, em_scalar
     if (!operands_ok(op, self, other, rt, name)) return NULL;
     if (rt == self->dtype && !alpha_ok(op, alpha, rt, &alpha, name)) return NULL;
     if (em_core_check_no_internal_overlap(self, name) != EM_OK) return NULL;
+    if (em_core_check_no_partial_overlap(self, other, name) != EM_OK) return NULL;
     if (rt == self->dtype) {
         /* compute straight into self; a partly overlapping other is copied first */
         em_tensor *hold = NULL;
