@@ -416,20 +416,37 @@ static pthread_mutex_t view_lock = PTHREAD_MUTEX_INITIALIZER;
  * directly, so that grad mode does not matter: a history query must give
  * the same answer inside no_grad). Caller holds view_lock. */
 static void regenerate(em_tensor *t) {
-    em_tensor *b = t->view_base;
+    em_tensor *b = t->view_base, *fake = NULL;
     em_ag_meta *m = t->autograd_meta;
     em_tensor *tmp = NULL;
-    if (em_requires_grad(b)) { /* b is a root: no sync, no lock */
+    if (!em_requires_grad(b) && em_dtype_is_floating(b->dtype)) { /* b is a root: no sync, no lock */
+        /* the view had history but its base needs no gradient: PyTorch
+         * still gives it an AsStridedBackward, one whose edge leads
+         * nowhere; record it on a stand-in and cut the edge below */
+        fake = em_core_alias(b);
+        if (fake && em_set_requires_grad(fake, true) != EM_OK) {
+            em_tensor_release(fake);
+            fake = NULL;
+        }
+    }
+    em_tensor *src = fake ? fake : b;
+    if (em_requires_grad(src)) {
         int64_t off = t->offset;
-        tmp = em_ag_k_as_strided(b->keyset | EM_KS(EM_KEY_AUTOGRAD), b, (em_intlist){ t->sizes, t->ndim },
+        tmp = em_ag_k_as_strided(src->keyset | EM_KS(EM_KEY_AUTOGRAD), src, (em_intlist){ t->sizes, t->ndim },
                                  (em_intlist){ t->strides, t->ndim }, &off);
         if (!tmp) {
             /* out of memory: keep the old history; the next query retries */
+            em_tensor_release(fake);
             em_clear_error();
             return;
         }
     }
     em_ag_meta *tm = tmp ? tmp->autograd_meta : NULL;
+    if (fake && tm && tm->grad_fn && tm->grad_fn->num_next > 0) {
+        em_node_release(tm->grad_fn->next[0].fn);
+        tm->grad_fn->next[0] = (em_edge){ NULL, 0 };
+    }
+    em_tensor_release(fake);
     if (tm && tm->grad_fn) {
         em_set_history(t, tm->grad_fn, 0);
     } else if (m && m->grad_fn) {
@@ -603,7 +620,8 @@ em_status em_ag_check_inplace(em_tensor *self, const char *op) {
     if (m && !m->grad_fn && m->requires_grad)
         return em_set_error(EM_EVALUE, "%s: a leaf tensor that requires grad is being used in an "
                                        "in-place operation (do it under ember.no_grad())", op);
-    em_tensor *b = self->view_base;
+    /* integer and bool views are not differentiable views (PyTorch) */
+    em_tensor *b = em_dtype_is_floating(self->dtype) ? self->view_base : NULL;
     if (b && self->view_no_grad)
         return em_set_error(EM_EVALUE, "%s: a view was created in no_grad mode and is being modified in "
                                        "place with grad mode enabled; this is ambiguous, so it is "

@@ -397,7 +397,12 @@ class Gen:
         out of range to an integer dtype (undefined in C; torch's result is
         whatever the CPU gives). before: the float operands' values, taken
         before the statements ran."""
-        for st, vals in zip(flatten(stmts), before):
+        for st, (vals, later) in zip(flatten(stmts), before):
+            # operands defined by an earlier statement of the same proposal
+            # (a new leaf) did not exist before: leaves do not change, so
+            # their values now are their values then
+            vals = vals + [t.detach() for t in (self.ns.get(n) for n in later)
+                           if isinstance(t, torch.Tensor) and t.is_floating_point()]
             if not vals:
                 continue
             if st['s'] == 'setindex':
@@ -438,6 +443,16 @@ class Gen:
                 pass
         return False
 
+    def _int_target(self, stmts):
+        """True when a statement writes into an integer or bool tensor."""
+        for st in flatten(stmts):
+            name = st.get('dst') if st['s'] == 'setindex' else (
+                st['args'][0][1] if st['s'] == 'call' and st.get('args') and st['args'][0][0] == 'var' else None)
+            v = self.ns.get(name) if name else None
+            if isinstance(v, torch.Tensor) and not v.is_floating_point():
+                return True
+        return False
+
     def _int16(self):
         """True when torch made an int16 tensor (uint8 with int8 promotes to
         int16): ember has no int16 and promotes them to int32, by design."""
@@ -450,7 +465,8 @@ class Gen:
             if st.get('value', [None])[0] == 'var':
                 names.append(st['value'][1])
             ts = [self.ns.get(n) for n in names]
-            out.append([t.detach().clone() for t in ts if isinstance(t, torch.Tensor) and t.is_floating_point()])
+            out.append(([t.detach().clone() for t in ts if isinstance(t, torch.Tensor) and t.is_floating_point()],
+                        [n for n in names if n not in self.ns]))
         return out
 
     def try_add(self, stmts, allow_error):
@@ -475,7 +491,14 @@ class Gen:
             # accumulates into the leaf's .grad, which it must leave alone
             bad = bad or (grads is not None and self._grads() != grads)
         except Exception as e:  # noqa: BLE001
-            if allow_error and 'not implemented for' not in str(e):
+            # torch 1.13's floor_divide has no derivative; ember's is 0 (as
+            # for PyTorch's div(rounding_mode="floor")): not a reference
+            # torch 1.13's fill_ (x[i] = t) runs the view checks on integer
+            # targets, its copy_ does not; ember never treats integer views
+            # as differentiable
+            int_view_quirk = 'view was created in no_grad mode' in str(e) and self._int_target(stmts)
+            if allow_error and 'not implemented for' not in str(e) and not int_view_quirk and \
+                    'derivative for aten::floor_divide' not in str(e):
                 self.stmts += stmts
                 self._register(stmts)
                 return 'error'
