@@ -110,7 +110,10 @@ static em_tensor *index_number(lua_State *L, em_tensor *t, int kidx) {
 /* x[{ {1,3}, {}, 2 }]: Torch7 slicing, one entry per leading dim: a
  * number selects (drops the dim), {} keeps the whole dim, {a}, {a,b} and
  * {a,b,step} take a..b inclusive. Returns a new reference (a view). */
-static em_tensor *index_table(lua_State *L, em_tensor *t, int kidx) {
+/* for_set: the target of an assignment, where (as in PyTorch's setitem) a
+ * slice covering its whole dim is the tensor itself, not a view of it:
+ * x[{ {} }] = x copies nothing, and overlap checks see x. */
+static em_tensor *index_table(lua_State *L, em_tensor *t, int kidx, bool for_set) {
     lua_Unsigned n = lua_rawlen(L, kidx);
     if (n > (lua_Unsigned)t->ndim)
         em_lua_raise(L, "index: too many indices for a tensor of %d dims (got %d)", t->ndim,
@@ -132,6 +135,11 @@ static em_tensor *index_table(lua_State *L, em_tensor *t, int kidx) {
         } else if (tp == LUA_TTABLE) {
             int inner = lua_gettop(L);
             lua_Unsigned m = lua_rawlen(L, inner);
+            if (m == 0 && for_set) { /* {}: the whole dim */
+                lua_pop(L, 1);
+                dim++;
+                continue;
+            }
             if (m == 0) { /* {}: the whole dim, as a view (PyTorch's x[:]) */
                 lua_pop(L, 1);
                 next = em_slice(cur, dim, NULL, NULL, 1);
@@ -165,6 +173,11 @@ static em_tensor *index_table(lua_State *L, em_tensor *t, int kidx) {
                              k, (lua_Integer)size, bad == 0 ? " (indices are 1-based)" : "");
             }
             int64_t start = a0, end = b0 + 1 < a0 ? a0 : b0 + 1;
+            if (for_set && start == 0 && end == size && step == 1) {
+                lua_pop(L, 1);
+                dim++;
+                continue;
+            }
             next = em_slice(cur, dim, &start, &end, step);
             dim++;
         } else {
@@ -177,7 +190,7 @@ static em_tensor *index_table(lua_State *L, em_tensor *t, int kidx) {
         if (!next) em_lua_error(L, "index");
         cur = next;
     }
-    if (n == 0) { /* x[{}]: a view of the whole tensor, never x itself */
+    if (n == 0 && !for_set) { /* x[{}]: a view of the whole tensor, never x itself */
         em_tensor *v = em_view(cur, (em_intlist){ cur->sizes, cur->ndim });
         em_tensor_release(cur);
         if (!v) em_lua_error(L, "index");
@@ -255,7 +268,7 @@ static int t_index(lua_State *L) {
     }
     case LUA_TTABLE: {
         em_tensor *t = em_lua_checkself(L, 1, "index");
-        em_lua_push_tensor(L, index_table(L, t, 2), "index");
+        em_lua_push_tensor(L, index_table(L, t, 2, false), "index");
         return 1;
     }
     default:
@@ -273,7 +286,7 @@ static int t_newindex(lua_State *L) {
     em_tensor *view;
     switch (lua_type(L, 2)) {
     case LUA_TNUMBER: view = index_number(L, t, 2); break;
-    case LUA_TTABLE: view = index_table(L, t, 2); break;
+    case LUA_TTABLE: view = index_table(L, t, 2, true); break;
     case LUA_TSTRING:
         if (em_lua_set_tensor_property(L, t, lua_tostring(L, 2), 3)) return 0;
         return em_lua_raise(L, "cannot set field '%s' of a tensor", lua_tostring(L, 2));
@@ -294,9 +307,21 @@ static int t_newindex(lua_State *L) {
         if (!same && (*src)->ndim == 0) {
             op = "fill_";
             r = em_fill_(view, *src);
-        } else {
+        } else if (same) {
             op = "copy_";
             r = em_copy_(view, *src);
+        } else {
+            /* PyTorch's copy_to: drop src's leading size-1 dims, expand it to
+             * the target's shape, copy */
+            op = "copy_";
+            em_tensor *s = *src;
+            int lead = 0;
+            while (lead < s->ndim && s->sizes[lead] == 1) lead++;
+            em_tensor *stripped = em_view(s, (em_intlist){ s->sizes + lead, s->ndim - lead });
+            em_tensor *b = stripped ? em_expand(stripped, (em_intlist){ view->sizes, view->ndim }) : NULL;
+            r = b ? em_copy_(view, b) : NULL;
+            em_tensor_release(stripped);
+            em_tensor_release(b);
         }
     } else if (lua_type(L, 3) == LUA_TNUMBER || lua_type(L, 3) == LUA_TBOOLEAN) {
         op = "fill_";

@@ -47,6 +47,15 @@ class Rejected(Exception):
     pass
 
 
+def _operand_names(st):
+    """The variables a statement reads: its tensor arguments and the value
+    it assigns."""
+    names = [a[1] for a in st.get('args', []) if a[0] == 'var']
+    if st.get('value', [None])[0] == 'var':
+        names.append(st['value'][1])
+    return names
+
+
 class Gen:
     """One program's generator state: r (the seeded RNG), ns (the torch
     namespace the accepted statements ran in), stmts (accepted), names
@@ -403,6 +412,14 @@ class Gen:
             # their values now are their values then
             vals = vals + [t.detach() for t in (self.ns.get(n) for n in later)
                            if isinstance(t, torch.Tensor) and t.is_floating_point()]
+            # and as they are now: an earlier statement of the proposal may
+            # have changed them in place (x:mul_(nan), then y[i] = x)
+            vals = vals + [t.detach() for t in (self.ns.get(n) for n in _operand_names(st))
+                           if isinstance(t, torch.Tensor) and t.is_floating_point()]
+            # and float numbers given as arguments (x:copy_(nan))
+            nums = [a[1] for a in st.get('args', []) if a[0] == 'num']
+            nums += [st['value'][1]] if st.get('value', [None])[0] == 'num' else []
+            vals = vals + [torch.tensor([float(v) for v in nums], dtype=torch.float64)] if nums else vals
             if not vals:
                 continue
             if st['s'] == 'setindex':
@@ -461,9 +478,7 @@ class Gen:
     def _float_operands(self, stmts):
         out = []
         for st in flatten(stmts):
-            names = [a[1] for a in st.get('args', []) if a[0] == 'var']
-            if st.get('value', [None])[0] == 'var':
-                names.append(st['value'][1])
+            names = _operand_names(st)
             ts = [self.ns.get(n) for n in names]
             out.append(([t.detach().clone() for t in ts if isinstance(t, torch.Tensor) and t.is_floating_point()],
                         [n for n in names if n not in self.ns]))

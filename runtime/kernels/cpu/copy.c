@@ -155,15 +155,21 @@ static void zero_range(int64_t b, int64_t e, void *arg) {
 
 em_tensor *em_cpu_copy_(em_keyset ks, em_tensor *self, em_tensor *src) {
     (void)ks;
-    bool same_data = self->storage == src->storage && self->offset == src->offset &&
-                     self->dtype == src->dtype && self->ndim == src->ndim &&
-                     memcmp(self->sizes, src->sizes, sizeof(int64_t) * (size_t)self->ndim) == 0 &&
-                     memcmp(self->strides, src->strides, sizeof(int64_t) * (size_t)self->ndim) == 0;
-    if (same_data) { /* PyTorch returns at once, even for overlapping memory */
+    /* PyTorch's order: x:copy_(x) returns at once, then overlapping self is
+     * refused, then a copy between two views of the same data is skipped */
+    if (self == src) {
         em_tensor_bump_version(self);
         return em_tensor_retain(self);
     }
     if (em_core_check_no_internal_overlap(self, "copy_") != EM_OK) return NULL;
+    bool same_data = self->storage == src->storage && self->offset == src->offset &&
+                     self->dtype == src->dtype && self->ndim == src->ndim &&
+                     memcmp(self->sizes, src->sizes, sizeof(int64_t) * (size_t)self->ndim) == 0 &&
+                     memcmp(self->strides, src->strides, sizeof(int64_t) * (size_t)self->ndim) == 0;
+    if (same_data) {
+        em_tensor_bump_version(self);
+        return em_tensor_retain(self);
+    }
     if (em_core_check_no_partial_overlap(self, src, "copy_") != EM_OK) return NULL;
     if (em_cpu_copy_into(self, src, "copy_") != EM_OK) return NULL;
     em_tensor_bump_version(self);
