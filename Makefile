@@ -7,6 +7,7 @@
 #   make debug      -O0 -g build in build/debug
 #   make SAN=address,undefined test    sanitizer build in build/san-address-undefined
 #   make tsan       the engine tests under ThreadSanitizer
+#   make difftest   random programs in ember and PyTorch 1.13, compared (CI runs it)
 #   make bench      figures against the PyTorch references (not a test)
 #   make install    PREFIX=/usr/local
 
@@ -156,6 +157,23 @@ $(BUILD)/example_host: examples/host.c $(BUILD)/libember.a
 test: all $(BUILD)/check_runner $(BUILD)/example_host
 	@BUILD=$(BUILD) sh tests/run_tests.sh
 
+# ---- differential test against PyTorch (tests/difftest/README.md) ----
+# Replays every saved regression, then seeds 0:5000 within 150 s (the
+# defaults of difftest.py; DIFFTEST_ARGS adds options, e.g. --seeds 0:20000).
+# python3-torch (Debian's PyTorch 1.13) is installed when missing.
+DIFFTEST_ARGS ?=
+difftest: all
+	@if ! /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "ember: installing python3-torch (the reference of make difftest)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch >/dev/null \
+	      || { echo "ember: apt-get install python3-torch failed" >&2; exit 1; }; \
+	  else \
+	    echo "ember: make difftest needs python3-torch (run: sudo apt-get install python3-torch)" >&2; exit 1; \
+	  fi; \
+	fi
+	/usr/bin/python3 tests/difftest/difftest.py --ember $(BUILD)/ember $(DIFFTEST_ARGS)
+
 # ---- benchmark (figures, never a test) ----
 $(BUILD)/bench_ref: tests/bench/bench_ref.c
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -o $@ $< $(BLAS_CFLAGS) $(BLAS_LIBS) -lm -pthread
@@ -195,6 +213,6 @@ install: all
 clean:
 	rm -rf build
 
-.PHONY: all deps gen test tsan bench run debug install clean
+.PHONY: all deps gen test difftest tsan bench run debug install clean
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
