@@ -223,23 +223,17 @@ static cg_expr *parse_ident(fparser *x) {
         e->text = name;
         return e;
     }
-    if (ends_with(name, "_geometry")) {
-        char *base = cg_xstrndup(name, strlen(name) - 9);
+    /* X_meta and X_geometry of a Tensor argument X */
+    static const struct { const char *suffix; cg_ex_kind kind; } kinds[] = {
+        { "_geometry", CG_EX_GEOM }, { "_meta", CG_EX_META },
+    };
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        if (!ends_with(name, kinds[k].suffix)) continue;
+        char *base = cg_xstrndup(name, strlen(name) - strlen(kinds[k].suffix));
         a = find_arg_index(x->op, base);
         free(base);
         if (a >= 0 && cg_type_is_tensor(x->op->args[a].type)) {
-            cg_expr *e = new_expr(CG_EX_GEOM);
-            e->arg = a;
-            e->text = name;
-            return e;
-        }
-    }
-    if (ends_with(name, "_meta")) {
-        char *base = cg_xstrndup(name, strlen(name) - 5);
-        a = find_arg_index(x->op, base);
-        free(base);
-        if (a >= 0 && cg_type_is_tensor(x->op->args[a].type)) {
-            cg_expr *e = new_expr(CG_EX_META);
+            cg_expr *e = new_expr(kinds[k].kind);
             e->arg = a;
             e->text = name;
             return e;

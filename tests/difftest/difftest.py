@@ -419,11 +419,7 @@ def signature(prog, diffs, e, t):
 # ---- shrinking ----
 
 
-def _flatten(prog):
-    out = []
-    for st in prog:
-        out += _flatten(st['body']) if st['s'] == 'nograd' else [st]
-    return out
+_flatten = render.flatten
 
 
 def _uses(st):

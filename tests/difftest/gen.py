@@ -527,11 +527,7 @@ class Gen:
         return True
 
 
-def flatten(stmts):
-    out = []
-    for st in stmts:
-        out += flatten(st['body']) if st['s'] == 'nograd' else [st]
-    return out
+flatten = render.flatten
 
 
 def flat_len(stmts):

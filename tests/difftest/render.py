@@ -19,6 +19,14 @@ import math
 
 import ops as OPS
 
+
+def flatten(stmts):
+    """The statements of a program with its no_grad blocks opened."""
+    out = []
+    for st in stmts:
+        out += flatten(st['body']) if st['s'] == 'nograd' else [st]
+    return out
+
 PY_DTYPES = {'float32', 'float64', 'int64', 'int32', 'int8', 'uint8', 'bool', 'float16',
              'bfloat16'}
 LUA_OPERATORS = {'add': '+', 'sub': '-', 'mul': '*', 'div': '/', 'pow': '^', 'remainder': '%'}

@@ -55,22 +55,17 @@ static inline uint64_t rem_i(uint64_t ua, uint64_t ub, bin_ctx *c) {
 
 /* PyTorch's div_floor: exact for floats (fmod, then rounding the quotient),
  * a / b when b is 0; floor division for integers (b == 0 is an error) */
-static inline float floordivf_(float a, float b) {
-    if (b == 0) return a / b;
-    float mod = fmodf(a, b), div = (a - mod) / b;
-    if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;
-    if (div == 0) return copysignf(0, a / b);
-    float fl = floorf(div);
-    return div - fl > 0.5f ? fl + 1.0f : fl;
-}
-static inline double floordivd_(double a, double b) {
-    if (b == 0) return a / b;
-    double mod = fmod(a, b), div = (a - mod) / b;
-    if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;
-    if (div == 0) return copysign(0, a / b);
-    double fl = floor(div);
-    return div - fl > 0.5 ? fl + 1.0 : fl;
-}
+#define FLOORDIV_FN(NAME, T, FMOD, FLOOR, COPYSIGN)                        \
+    static inline T NAME(T a, T b) {                                        \
+        if (b == 0) return a / b;                                           \
+        T mod = FMOD(a, b), div = (a - mod) / b;                            \
+        if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;                     \
+        if (div == 0) return COPYSIGN(0, a / b);                            \
+        T fl = FLOOR(div);                                                  \
+        return div - fl > (T)0.5 ? fl + 1 : fl;                             \
+    }
+FLOORDIV_FN(floordivf_, float, fmodf, floorf, copysignf)
+FLOORDIV_FN(floordivd_, double, fmod, floor, copysign)
 static inline uint64_t floordiv_i(uint64_t ua, uint64_t ub, bin_ctx *c) {
     int64_t a = (int64_t)ua, b = (int64_t)ub;
     if (b == 0) { atomic_store_explicit(&c->err, 1, memory_order_relaxed); return 0; }
