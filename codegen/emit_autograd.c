@@ -219,6 +219,13 @@ static char *emit_value(emitter *m, const cg_expr *e, int pt) {
         free(v.data);
         return r;
     }
+    bool opt_int_param = pt == CG_DIM_OPT || pt == CG_INDEX_OPT || pt == CG_INT_OPT;
+    if (opt_int_param && (a->type == CG_DIM || a->type == CG_INDEX || a->type == CG_INT)) {
+        /* a plain value where the callee takes an optional one */
+        char *r = fmt("((const int64_t[]){ %s })", v.data);
+        free(v.data);
+        return r;
+    }
     return v.data;
 }
 

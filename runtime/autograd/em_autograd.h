@@ -91,6 +91,9 @@ typedef struct em_ag_meta {
     uint32_t output_nr;
     bool requires_grad;         /* leaf flag (results use grad_fn) */
     bool retains_grad;
+    em_node *retain_fn;         /* owned: the node holding the retain_grad hook (the
+                                   grad_fn when retain_grad() ran, or the node of a
+                                   later in-place op on the tensor itself) */
     em_hook *hooks;             /* leaf tensor hooks (AccumulateGrad pre-hooks) */
 } em_ag_meta;
 
@@ -140,8 +143,9 @@ EM_API const char *em_node_name(const em_node *n);
  * AccumulateGrad (made on demand) for a leaf requiring grad, or {NULL,0}. */
 EM_API em_edge em_gradient_edge(em_tensor *t);
 /* em_gradient_edge for recording a node: EM_OK with *out set (possibly an
- * empty edge, for a view made in no_grad mode), or an error (out of
- * memory making the AccumulateGrad node). */
+ * empty edge, for a view made in no_grad mode), or an error: out of
+ * memory making the AccumulateGrad node, or a view made in no_grad mode
+ * whose base was written since (Note [View history]). */
 EM_API em_status em_collect_edge(em_tensor *t, em_edge *out);
 /* Makes t a result of node at output slot nr: creates its meta, sets
  * grad_fn (retained), the Autograd key, and node's input_meta[nr]. */
@@ -172,7 +176,8 @@ EM_API em_status em_rebase_history(em_tensor *t, em_node *node);
  *     so is a recorded in-place op on a view made in no_grad mode (it
  *     would be ambiguous which history the write belongs to). PyTorch also
  *     refuses to regenerate such a view after its base was written with
- *     grad mode on; ember regenerates it (a query cannot fail).
+ *     grad mode on: ember leaves such a view stale and refuses to record
+ *     with it (em_collect_edge), though queries answer.
  * Views carry the Autograd key, so ops on a view whose base gains history
  * later (b:mul_(w)) still reach the Autograd kernel, which asks
  * em_requires_grad and so regenerates. */

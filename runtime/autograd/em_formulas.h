@@ -17,6 +17,7 @@ EM_HIDDEN em_tensor *em_ag_fn_sum_backward(em_tensor *grad, const em_input_meta 
 EM_HIDDEN em_tensor *em_ag_fn_mean_backward(em_tensor *grad, const em_input_meta *self_meta, em_intlist dim,
                                             bool keepdim);
 EM_HIDDEN em_tensor *em_ag_fn_reshape_as(em_tensor *grad, const em_input_meta *self_meta);
+EM_HIDDEN em_tensor *em_ag_fn_unsqueeze_to(em_tensor *grad, const em_input_meta *self_meta);
 EM_HIDDEN em_tensor *em_ag_fn_permute_backward(em_tensor *grad, em_intlist dims);
 EM_HIDDEN em_tensor *em_ag_fn_narrow_grad(em_tensor *grad, const em_input_meta *self_meta, int64_t dim,
                                               int64_t start, int64_t length);
@@ -27,8 +28,10 @@ EM_HIDDEN em_tensor *em_ag_fn_slice_grad(em_tensor *grad, const em_input_meta *s
 EM_HIDDEN em_tensor *em_ag_fn_pow_backward_self(em_tensor *grad, em_tensor *self, em_tensor *exponent);
 EM_HIDDEN em_tensor *em_ag_fn_pow_exponent_backward(em_tensor *grad, em_tensor *self, em_tensor *exponent,
                                                    em_tensor *result);
-EM_HIDDEN em_tensor *em_ag_fn_matmul_backward_self(em_tensor *grad, em_tensor *self, em_tensor *other);
-EM_HIDDEN em_tensor *em_ag_fn_matmul_backward_other(em_tensor *grad, em_tensor *self, em_tensor *other);
+/* matmul's gradients: each needs the other operand's values and only its
+ * own operand's shape (so a node keeps only what a gradient needs) */
+EM_HIDDEN em_tensor *em_ag_fn_matmul_backward_self(em_tensor *grad, const em_input_meta *self, em_tensor *other);
+EM_HIDDEN em_tensor *em_ag_fn_matmul_backward_other(em_tensor *grad, em_tensor *self, const em_input_meta *other);
 EM_HIDDEN em_tensor *em_ag_fn_zeros_like(em_tensor *t);
 EM_HIDDEN em_tensor *em_ag_fn_as_strided_grad(em_tensor *grad, const em_geometry *self_geometry, em_intlist size,
                                               em_intlist stride, const int64_t *storage_offset);

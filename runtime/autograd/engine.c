@@ -677,7 +677,12 @@ em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_roots, em
                 st = em_set_error(EM_EVALUE, "%s: input %d does not require grad", who, i + 1);
                 break;
             }
-            in_edges[i] = em_gradient_edge(inputs[i]);
+            if ((st = em_collect_edge(inputs[i], &in_edges[i])) != EM_OK) {
+                char why[512];
+                snprintf(why, sizeof why, "%s", em_error_message());
+                em_set_error(st, "%s: input %d: %s", who, i + 1, why);
+                break;
+            }
             node_info *ni = in_edges[i].fn ? info_get(t, in_edges[i].fn, false) : NULL;
             if (o.accumulate) {
                 if (ni) ni->is_target = 1;

@@ -51,13 +51,7 @@ em_tensor *em_ag_fn_sum_backward(em_tensor *grad, const em_input_meta *self_meta
             em_tensor_release(g);
             g = u;
         }
-    } else if (!keepdim && dim.n < 0 && self_meta->ndim > 0 && g && g->ndim == 0) {
-        int64_t ones[EM_MAX_DIMS];
-        for (int d = 0; d < self_meta->ndim; d++) ones[d] = 1;
-        em_tensor *r = em_reshape(g, (em_intlist){ ones, self_meta->ndim });
-        em_tensor_release(g);
-        g = r;
-    }
+    } /* a full reduction's 0-dim grad expands directly (strides 0, as in PyTorch) */
     if (!g) return NULL;
     em_tensor *e = em_expand(g, meta_sizes(self_meta));
     em_tensor_release(g);
@@ -84,6 +78,13 @@ em_tensor *em_ag_fn_mean_backward(em_tensor *grad, const em_input_meta *self_met
 }
 
 em_tensor *em_ag_fn_reshape_as(em_tensor *grad, const em_input_meta *self_meta) {
+    return em_reshape(grad, meta_sizes(self_meta));
+}
+
+/* squeeze's gradient: grad itself when nothing was squeezed, else grad
+ * with the size-1 dims put back (a view). */
+em_tensor *em_ag_fn_unsqueeze_to(em_tensor *grad, const em_input_meta *self_meta) {
+    if (grad->ndim == self_meta->ndim) return em_tensor_retain(grad);
     return em_reshape(grad, meta_sizes(self_meta));
 }
 
@@ -152,7 +153,7 @@ em_tensor *em_ag_fn_pow_exponent_backward(em_tensor *grad, em_tensor *self, em_t
 /* ---- matmul: NumPy rules for 1-d operands, batched otherwise ---- */
 
 /* grad_self = grad @ other^T with the 1-d cases made 2-d and undone. */
-em_tensor *em_ag_fn_matmul_backward_self(em_tensor *grad, em_tensor *self, em_tensor *other) {
+em_tensor *em_ag_fn_matmul_backward_self(em_tensor *grad, const em_input_meta *self, em_tensor *other) {
     em_tensor *r = NULL;
     if (self->ndim == 1 && other->ndim == 1) {          /* dot: grad is 0-d */
         r = em_mul(grad, other);
@@ -177,7 +178,7 @@ em_tensor *em_ag_fn_matmul_backward_self(em_tensor *grad, em_tensor *self, em_te
 }
 
 /* grad_other = self^T @ grad with the same 1-d handling. */
-em_tensor *em_ag_fn_matmul_backward_other(em_tensor *grad, em_tensor *self, em_tensor *other) {
+em_tensor *em_ag_fn_matmul_backward_other(em_tensor *grad, em_tensor *self, const em_input_meta *other) {
     em_tensor *r = NULL;
     if (self->ndim == 1 && other->ndim == 1) {
         r = em_mul(grad, self);

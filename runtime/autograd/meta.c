@@ -33,7 +33,8 @@ static em_hook *take_retain_hook(em_ag_meta *m, em_node *n) {
 static void meta_free(void *p) {
     em_ag_meta *m = p;
     if (!m) return;
-    if (m->retains_grad && m->grad_fn) free(take_retain_hook(m, m->grad_fn));
+    if (m->retains_grad && m->retain_fn) free(take_retain_hook(m, m->retain_fn));
+    em_node_release(m->retain_fn);
     pthread_mutex_lock(&weak_lock);
     if (m->grad_accumulator) m->grad_accumulator->weak_var = NULL;
     m->grad_accumulator = NULL;
@@ -168,6 +169,8 @@ em_status em_retain_grad(em_tensor *t) {
     h->retains_grad = true;
     append_hook(&m->grad_fn->pre_hooks, h);
     m->retains_grad = true;
+    em_node_retain(m->grad_fn);
+    m->retain_fn = m->grad_fn;
     return EM_OK;
 }
 
@@ -347,6 +350,14 @@ static void accumulate_destroy(em_node *self) {
 static const em_node_vtable accumulate_vt = { "AccumulateGrad", accumulate_apply, NULL, accumulate_destroy };
 
 em_status em_collect_edge(em_tensor *t, em_edge *out) {
+    out->fn = NULL;
+    out->input_nr = 0;
+    if (t->view_base && t->view_no_grad && em_dtype_is_floating(t->dtype) &&
+        t->view_version != em_tensor_version(t) && em_requires_grad(t->view_base))
+        return em_set_error(EM_EVALUE, "a view was created in no_grad mode and its base or another view of its "
+                                       "base has been modified in place since; using it with grad mode on is "
+                                       "ambiguous, so it is forbidden: make the view outside the no_grad "
+                                       "block, or use it only inside one");
     em_clear_error();
     *out = em_gradient_edge(t);
     return out->fn || em_error_kind() == EM_OK ? EM_OK : em_error_kind();
@@ -451,8 +462,10 @@ static void regenerate(em_tensor *t) {
         em_set_history(t, tm->grad_fn, 0);
     } else if (m && m->grad_fn) {
         em_node *old = m->grad_fn;
-        if (m->retains_grad) {
-            free(take_retain_hook(m, old));
+        if (m->retains_grad && m->retain_fn) {
+            free(take_retain_hook(m, m->retain_fn));
+            em_node_release(m->retain_fn);
+            m->retain_fn = NULL;
             m->retains_grad = false;
         }
         m->grad_fn = NULL;
@@ -470,7 +483,11 @@ void em_ag_sync_view(em_tensor *t) {
         em_ag_meta *m = t->autograd_meta;
         /* PyTorch: a view with no history whose base needs no gradient
          * stays as it is (and is looked at again after the next write) */
-        if ((m && m->grad_fn) || em_requires_grad(t->view_base)) regenerate(t);
+        /* a view made in no_grad mode is not regenerated: using it to
+         * record is an error (em_collect_edge), as in PyTorch */
+        if (!(t->view_no_grad && em_dtype_is_floating(t->dtype)) &&
+            ((m && m->grad_fn) || em_requires_grad(t->view_base)))
+            regenerate(t);
     }
     pthread_mutex_unlock(&view_lock);
 }
@@ -601,13 +618,17 @@ em_status em_rebase_history(em_tensor *t, em_node *node) {
     if (m && !m->grad_fn && m->requires_grad)
         return em_set_error(EM_EVALUE, "%s: a leaf tensor that requires grad is being used in an "
                                        "in-place operation (do it under ember.no_grad())", em_node_name(node));
-    if (m && m->retains_grad && m->grad_fn && m->grad_fn != node) {
+    if (m && m->retains_grad && m->retain_fn && m->retain_fn != node) {
         /* retain_grad follows the tensor to the in-place op's node (not
-         * to a CopySlices its base gets: PyTorch 1.13 moves it only here) */
-        em_hook *h = take_retain_hook(m, m->grad_fn);
+         * to a CopySlices its base gets: PyTorch 1.13 moves it only here,
+         * from wherever it was) */
+        em_hook *h = take_retain_hook(m, m->retain_fn);
         if (h) {
             h->slot = 0;
             append_hook(&node->pre_hooks, h);
+            em_node_release(m->retain_fn);
+            em_node_retain(node);
+            m->retain_fn = node;
         }
     }
     return em_set_history(t, node, 0);
@@ -627,7 +648,10 @@ em_status em_ag_check_inplace(em_tensor *self, const char *op) {
                                        "place with grad mode enabled; this is ambiguous, so it is "
                                        "forbidden: make both the view and the in-place op inside the "
                                        "no_grad block (not tracked) or both outside it (tracked)", op);
-    if (b && em_requires_grad(b) && em_is_leaf(b))
+    /* PyTorch's rule: the view requires grad and its base is a leaf (the
+     * base may itself not require grad: a view made a leaf with
+     * requires_grad_ hangs off it) */
+    if (b && em_requires_grad(self) && em_is_leaf(b))
         return em_set_error(EM_EVALUE, "%s: a view of a leaf tensor that requires grad is being used in an "
                                        "in-place operation (clone() the view first, or do it under "
                                        "ember.no_grad())", op);

@@ -220,9 +220,10 @@ em_tensor *em_core_expand(const em_tensor *t, int n, const int64_t *sizes)
                 return NULL;
             }
             /* PyTorch's strides: a new dim of size 1 gets size * stride of
-             * the next one (what the overlap checks compare), else 0 */
+             * the next one (what the overlap checks compare), else 0; every
+             * dim of an expanded 0-dim tensor has stride 0 */
             osz[i] = sizes[i];
-            ost[i] = sizes[i] == 1 ? (i + 1 < n ? osz[i + 1] * ost[i + 1] : 1) : 0;
+            ost[i] = sizes[i] == 1 && t->ndim > 0 ? (i + 1 < n ? osz[i + 1] * ost[i + 1] : 1) : 0;
             continue;
         }
         int64_t s = sizes[i] == -1 ? t->sizes[src] : sizes[i];

@@ -470,6 +470,30 @@ class Gen:
                 return True
         return False
 
+    def _quirky_stmt(self, stmts):
+        """True for statements whose torch result is not a reference:
+        pow with a bool number as exponent (torch 1.13's pow_backward does
+        not see False as 0 and multiplies 0 by inf), and an in-place op
+        whose input shares memory with what it writes without being it
+        (torch then reads values it has already written; ember reads the
+        input as it was)."""
+        for st in flatten(stmts):
+            if st['s'] != 'call':
+                continue
+            args = st.get('args', [])
+            if st['op'] == 'pow' and any(a[0] == 'bool' for a in args[1:]):
+                return True
+            if st['op'].endswith('_') and args and args[0][0] == 'var':
+                out = self.ns.get(args[0][1])
+                for a in args[1:]:
+                    x = self.ns.get(a[1]) if a[0] == 'var' else None
+                    if isinstance(out, torch.Tensor) and isinstance(x, torch.Tensor) and x is not out and \
+                            x.numel() and out.numel() and \
+                            x.storage().data_ptr() == out.storage().data_ptr() and \
+                            (x.storage_offset(), x.stride(), x.shape) != (out.storage_offset(), out.stride(), out.shape):
+                        return True
+        return False
+
     def _int16(self):
         """True when torch made an int16 tensor (uint8 with int8 promotes to
         int16): ember has no int16 and promotes them to int32, by design."""
@@ -493,15 +517,18 @@ class Gen:
         counter = self.counter
         try:
             before = self._float_operands(stmts)
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore')
+                quirky = self._quirky_stmt(stmts)
         except Exception:  # noqa: BLE001
-            before = []
+            before, quirky = [], False
         kinds = {st['s'] for st in flatten(stmts)}
         grads = self._grads() if 'grad' in kinds and 'backward' not in kinds else None
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter('ignore')
                 self._exec(stmts)
-            bad = self._undefined_cast(stmts, before) or self._integer_requires_grad() or self._int16()
+            bad = quirky or self._undefined_cast(stmts, before) or self._integer_requires_grad() or self._int16()
             # torch 1.13's autograd.grad through CopySlices (x[i] = leaf)
             # accumulates into the leaf's .grad, which it must leave alone
             bad = bad or (grads is not None and self._grads() != grads)
@@ -512,8 +539,8 @@ class Gen:
             # targets, its copy_ does not; ember never treats integer views
             # as differentiable
             int_view_quirk = 'view was created in no_grad mode' in str(e) and self._int_target(stmts)
-            if allow_error and 'not implemented for' not in str(e) and not int_view_quirk and \
-                    'derivative for aten::floor_divide' not in str(e):
+            if allow_error and 'not implemented for' not in str(e) and not int_view_quirk and not quirky and \
+                    'derivative for aten::floor_divide' not in str(e) and 'INTERNAL ASSERT' not in str(e):
                 self.stmts += stmts
                 self._register(stmts)
                 return 'error'

@@ -323,12 +323,44 @@ static bool alpha_ok(binop op, em_scalar alpha, em_dtype compute, em_scalar *out
     return true;
 }
 
+/* PyTorch's pow(Tensor, Scalar) computes x^0.5 as sqrt(x) and x^-0.5 as
+ * 1 / sqrt(x), so that (-inf)^0.5 is NaN and (-0)^0.5 is -0. Returns the
+ * result, or NULL with *handled false when the exponent is another value. */
+static em_tensor *binary(binop op, em_tensor *a, em_tensor *b, em_scalar alpha, const char *name);
+static em_tensor *pow_by_sqrt(em_tensor *a, em_tensor *b, em_dtype compute, bool *handled) {
+    *handled = false;
+    if (!b->wrapped_number || !em_dtype_is_floating(compute) || !em_dtype_is_floating(b->dtype)) return NULL;
+    double e = em_load_as_double(em_tensor_data(b), b->dtype);
+    if (e != 0.5 && e != -0.5) return NULL;
+    *handled = true;
+    em_tensor *x = a->dtype == compute ? em_tensor_retain(a) : em_cpu_to_dtype(a, compute, "pow");
+    em_tensor *r = x ? em_cpu_sqrt(EM_KS(EM_KEY_CPU), x) : NULL;
+    em_tensor_release(x);
+    if (r && e < 0) {
+        em_tensor *one = em_tensor_new(0, NULL, compute, em_cpu_dev());
+        if (one) {
+            em_store_from_double(em_tensor_data(one), compute, 1.0);
+            one->wrapped_number = true;
+        }
+        em_tensor *q = one ? binary(B_DIV, one, r, em_scalar_int(1), "pow") : NULL;
+        em_tensor_release(one);
+        em_tensor_release(r);
+        r = q;
+    }
+    return r;
+}
+
 /* Out-of-place binary op: a new tensor, or NULL with the error set. */
 static em_tensor *binary(binop op, em_tensor *a, em_tensor *b, em_scalar alpha, const char *name) {
     em_dtype compute = em_result_type2(a, b);
     if ((op == B_DIV || op == B_TANH_BW || op == B_SIGM_BW) && !em_dtype_is_floating(compute))
         compute = EM_FLOAT32;
     if (!operands_ok(op, a, b, compute, name)) return NULL;
+    if (op == B_POW) {
+        bool handled;
+        em_tensor *r = pow_by_sqrt(a, b, compute, &handled);
+        if (handled) return r;
+    }
     if (compute == EM_BOOL && (op == B_REM || op == B_FDIV)) {
         em_set_error(EM_ETYPE, "%s: not supported for bool tensors", name);
         return NULL;
@@ -464,6 +496,13 @@ em_tensor *em_cpu_sigmoid_backward(em_keyset ks, em_tensor *grad_output, em_tens
 }
 em_tensor *em_cpu_threshold_backward(em_keyset ks, em_tensor *grad_output, em_tensor *self, em_scalar threshold) {
     (void)ks;
+    em_dtype dt = em_result_type2(grad_output, self);
+    if (em_dtype_is_integral(dt)) {
+        /* compared in the dtype: -2 is 254 for uint8, as in PyTorch */
+        _Alignas(8) char buf[8];
+        em_store_from_double(buf, dt, em_scalar_to_double(threshold));
+        threshold = em_scalar_int(em_load_as_int64(buf, dt));
+    }
     return binary(B_THR_BW, grad_output, self, threshold, "threshold_backward");
 }
 #define CMP_KERNEL(OP, E)                                                  \
