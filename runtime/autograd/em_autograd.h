@@ -143,10 +143,12 @@ EM_API const char *em_node_name(const em_node *n);
  * AccumulateGrad (made on demand) for a leaf requiring grad, or {NULL,0}. */
 EM_API em_edge em_gradient_edge(em_tensor *t);
 /* em_gradient_edge for recording a node: EM_OK with *out set (possibly an
- * empty edge, for a view made in no_grad mode), or an error: out of
- * memory making the AccumulateGrad node, or a view made in no_grad mode
- * whose base was written since (Note [View history]). */
+ * empty edge, for a view made in no_grad mode), or an error (out of
+ * memory making the AccumulateGrad node). */
 EM_API em_status em_collect_edge(em_tensor *t, em_edge *out);
+/* An error when t is a view made in no_grad mode whose base was written
+ * since (PyTorch refuses its gradient; Note [View history]), else EM_OK. */
+EM_API em_status em_ag_check_stale_view(const em_tensor *t);
 /* Makes t a result of node at output slot nr: creates its meta, sets
  * grad_fn (retained), the Autograd key, and node's input_meta[nr]. */
 EM_API em_status em_set_history(em_tensor *t, em_node *node, uint32_t nr);
@@ -176,8 +178,8 @@ EM_API em_status em_rebase_history(em_tensor *t, em_node *node);
  *     so is a recorded in-place op on a view made in no_grad mode (it
  *     would be ambiguous which history the write belongs to). PyTorch also
  *     refuses to regenerate such a view after its base was written with
- *     grad mode on: ember leaves such a view stale and refuses to record
- *     with it (em_collect_edge), though queries answer.
+ *     grad mode on: ember leaves such a view stale (no gradient flows
+ *     through it) and refuses it as an input of autograd.grad.
  * Views carry the Autograd key, so ops on a view whose base gains history
  * later (b:mul_(w)) still reach the Autograd kernel, which asks
  * em_requires_grad and so regenerates. */

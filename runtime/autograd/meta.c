@@ -349,15 +349,23 @@ static void accumulate_destroy(em_node *self) {
 
 static const em_node_vtable accumulate_vt = { "AccumulateGrad", accumulate_apply, NULL, accumulate_destroy };
 
+static bool stale_no_grad_view(const em_tensor *t) {
+    return t->view_base && t->view_no_grad && em_dtype_is_floating(t->dtype) &&
+           t->view_version != em_tensor_version(t) && em_requires_grad(t->view_base);
+}
+
+em_status em_ag_check_stale_view(const em_tensor *t) {
+    if (!stale_no_grad_view(t)) return EM_OK;
+    return em_set_error(EM_EVALUE, "a view was created in no_grad mode and its base or another view of its "
+                                   "base has been modified in place since; asking for its gradient is "
+                                   "ambiguous, so it is forbidden: make the view outside the no_grad block, "
+                                   "or use it only inside one");
+}
+
 em_status em_collect_edge(em_tensor *t, em_edge *out) {
     out->fn = NULL;
     out->input_nr = 0;
-    if (t->view_base && t->view_no_grad && em_dtype_is_floating(t->dtype) &&
-        t->view_version != em_tensor_version(t) && em_requires_grad(t->view_base))
-        return em_set_error(EM_EVALUE, "a view was created in no_grad mode and its base or another view of its "
-                                       "base has been modified in place since; using it with grad mode on is "
-                                       "ambiguous, so it is forbidden: make the view outside the no_grad "
-                                       "block, or use it only inside one");
+    if (stale_no_grad_view(t)) return EM_OK; /* no gradient reaches the base through it */
     em_clear_error();
     *out = em_gradient_edge(t);
     return out->fn || em_error_kind() == EM_OK ? EM_OK : em_error_kind();

@@ -522,16 +522,19 @@ class Gen:
                 quirky = self._quirky_stmt(stmts)
         except Exception:  # noqa: BLE001
             before, quirky = [], False
-        kinds = {st['s'] for st in flatten(stmts)}
-        grads = self._grads() if 'grad' in kinds and 'backward' not in kinds else None
         try:
+            # torch 1.13's autograd.grad through CopySlices (x[i] = leaf)
+            # accumulates into the leaf's .grad, which it must leave alone:
+            # each top-level grad statement runs on its own and is watched
+            grad_bug = False
             with warnings.catch_warnings():
                 warnings.simplefilter('ignore')
-                self._exec(stmts)
-            bad = quirky or self._undefined_cast(stmts, before) or self._integer_requires_grad() or self._int16()
-            # torch 1.13's autograd.grad through CopySlices (x[i] = leaf)
-            # accumulates into the leaf's .grad, which it must leave alone
-            bad = bad or (grads is not None and self._grads() != grads)
+                for st in stmts:
+                    grads = self._grads() if st['s'] == 'grad' else None
+                    self._exec([st])
+                    grad_bug = grad_bug or (grads is not None and self._grads() != grads)
+            bad = quirky or grad_bug or self._undefined_cast(stmts, before) or \
+                self._integer_requires_grad() or self._int16()
         except Exception as e:  # noqa: BLE001
             # torch 1.13's floor_divide has no derivative; ember's is 0 (as
             # for PyTorch's div(rounding_mode="floor")): not a reference
