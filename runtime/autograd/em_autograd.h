@@ -149,6 +149,11 @@ EM_API em_status em_collect_edge(em_tensor *t, em_edge *out);
 /* An error when t is a view made in no_grad mode whose base was written
  * since (PyTorch refuses its gradient; Note [View history]), else EM_OK. */
 EM_API em_status em_ag_check_stale_view(const em_tensor *t);
+/* Whether em_collect_edge met such a view since the last call (it then
+ * gives an empty edge); generated kernels refuse to record a
+ * differentiable result with one, as PyTorch does, with this error. */
+EM_API bool em_ag_take_stale_view_use(void);
+EM_API em_status em_ag_stale_view_error(const char *op);
 /* Makes t a result of node at output slot nr: creates its meta, sets
  * grad_fn (retained), the Autograd key, and node's input_meta[nr]. */
 EM_API em_status em_set_history(em_tensor *t, em_node *node, uint32_t nr);

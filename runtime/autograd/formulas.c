@@ -119,6 +119,8 @@ em_tensor *em_ag_fn_slice_grad(em_tensor *grad, const em_input_meta *self_meta, 
  * self^-1 is infinite (PyTorch's pow_backward). A bool exponent (x ^ true)
  * computes as a number of self's dtype. */
 em_tensor *em_ag_fn_pow_backward_self(em_tensor *grad, em_tensor *self, em_tensor *exponent) {
+    if (exponent->wrapped_number && em_load_as_double(em_tensor_data(exponent), exponent->dtype) == 0)
+        return em_ag_fn_zeros_like(self); /* PyTorch's pow_backward: no graph for x^0 */
     em_tensor *e = exponent->dtype == EM_BOOL ? em_to(exponent, self->dtype) : em_tensor_retain(exponent);
     if (e && e != exponent) e->wrapped_number = exponent->wrapped_number;
     em_tensor *zero = e ? em_ag_scalar(0) : NULL, *one = zero ? em_ag_scalar(1) : NULL;

@@ -354,6 +354,13 @@ static bool stale_no_grad_view(const em_tensor *t) {
            t->view_version != em_tensor_version(t) && em_requires_grad(t->view_base);
 }
 
+em_status em_ag_stale_view_error(const char *op) {
+    return em_set_error(EM_EVALUE, "%s: a view was created in no_grad mode and its base or another view of "
+                                   "its base has been modified in place since; using it with grad mode on "
+                                   "is ambiguous, so it is forbidden: make the view outside the no_grad "
+                                   "block, or use it only inside one", op);
+}
+
 em_status em_ag_check_stale_view(const em_tensor *t) {
     if (!stale_no_grad_view(t)) return EM_OK;
     return em_set_error(EM_EVALUE, "a view was created in no_grad mode and its base or another view of its "
@@ -362,10 +369,21 @@ em_status em_ag_check_stale_view(const em_tensor *t) {
                                    "or use it only inside one");
 }
 
+static _Thread_local bool stale_view_used;
+
+bool em_ag_take_stale_view_use(void) {
+    bool u = stale_view_used;
+    stale_view_used = false;
+    return u;
+}
+
 em_status em_collect_edge(em_tensor *t, em_edge *out) {
     out->fn = NULL;
     out->input_nr = 0;
-    if (stale_no_grad_view(t)) return EM_OK; /* no gradient reaches the base through it */
+    if (stale_no_grad_view(t)) { /* no gradient reaches the base through it */
+        stale_view_used = true;
+        return EM_OK;
+    }
     em_clear_error();
     *out = em_gradient_edge(t);
     return out->fn || em_error_kind() == EM_OK ? EM_OK : em_error_kind();

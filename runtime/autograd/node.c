@@ -293,17 +293,25 @@ em_tensor *em_ag_reduce_to(em_tensor *grad, const em_input_meta *meta) {
             grad = r;
             if (!grad) return NULL;
         } else {
+            /* sum the leading dims away, then the broadcast size-1 dims
+             * with keepdim: the result has the input's shape without a
+             * reshape, so it is never a view */
             int64_t dims[EM_MAX_DIMS];
-            int nd = 0;
-            for (int i = 0; i < grad->ndim; i++) {
-                if (i < lead) dims[nd++] = i;
-                else if (meta->sizes[i - lead] == 1 && grad->sizes[i] != 1) dims[nd++] = i;
-            }
             em_tensor *r = grad;
-            if (nd > 0) {
-                r = em_sum(grad, (em_intlist){ dims, nd }, false, EM_DTYPE_NONE);
+            for (int i = 0; i < lead; i++) dims[i] = i;
+            if (lead > 0) {
+                r = em_sum(grad, (em_intlist){ dims, lead }, false, EM_DTYPE_NONE);
                 em_tensor_release(grad);
                 if (!r) return NULL;
+            }
+            int nd = 0;
+            for (int i = 0; i < r->ndim && i < meta->ndim; i++)
+                if (meta->sizes[i] == 1 && r->sizes[i] != 1) dims[nd++] = i;
+            if (nd > 0) {
+                em_tensor *k = em_sum(r, (em_intlist){ dims, nd }, true, EM_DTYPE_NONE);
+                em_tensor_release(r);
+                if (!k) return NULL;
+                r = k;
             }
             if (r->ndim != meta->ndim ||
                 memcmp(r->sizes, meta->sizes, sizeof(int64_t) * (size_t)meta->ndim) != 0) {

@@ -147,9 +147,15 @@ em_tensor *em_core_reshape(const em_tensor *t, int n, const int64_t *sizes)
     if (!infer_size(t, n, sizes, shape, "reshape")) return NULL;
     if (compute_stride(t->ndim, t->sizes, t->strides, n, shape, strides))
         return make_view(t, t->offset, n, shape, strides);
+    /* a copy, which is not a view of anything (Note [View base]) */
     em_tensor *c = em_core_contiguous(t);
     if (!c) return NULL;
-    em_tensor *r = em_core_view(c, n, shape, "reshape");
+    int64_t st = 1;
+    for (int i = n - 1; i >= 0; i--) {
+        strides[i] = st;
+        st = (int64_t)((uint64_t)st * (uint64_t)(shape[i] > 1 ? shape[i] : 1));
+    }
+    em_tensor *r = em_tensor_new_view(c->storage, c->offset, n, shape, strides, c->dtype, c->version);
     em_tensor_release(c);
     return r;
 }
