@@ -407,7 +407,7 @@ START_TEST(test_autograd_deep_chain) {
 }
 END_TEST
 
-/* ---- generated kernels: in-place rules (Note [Differentiable views]) ---- */
+/* ---- generated kernels: in-place rules (Note [View history]) ---- */
 
 START_TEST(test_autograd_inplace_rules) {
     em_tensor *x = leaf(3, 2.0f), *one = filled(3, 1.0f);

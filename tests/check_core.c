@@ -529,6 +529,53 @@ START_TEST(test_views_slice)
 }
 END_TEST
 
+/* Note [View base]: views point at the root base and carry the Autograd
+ * key; alias() is not a view; a reshape that copies is not a view either. */
+START_TEST(test_views_base_and_overlap)
+{
+    em_tensor *t = new_f32(2, SZ(2, 3));
+    em_tensor *n = em_core_narrow(t, 1, 1, 2), *s = em_core_select(n, 0, 1);
+    ck_assert_ptr_eq(n->view_base, t);
+    ck_assert_ptr_eq(s->view_base, t); /* the root, not n */
+    ck_assert(s->keyset & EM_KS(EM_KEY_AUTOGRAD));
+    ck_assert(!(t->keyset & EM_KS(EM_KEY_AUTOGRAD)));
+    em_tensor *a = em_core_alias(t);
+    ck_assert_ptr_null(a->view_base);
+    em_tensor *tt = em_core_transpose(t, 0, 1), *r = em_core_reshape(tt, 1, SZ(6));
+    ck_assert_ptr_null(r->view_base); /* copied */
+    ck_assert_ptr_ne(r->storage, t->storage);
+    /* as_strided: absolute offsets, checked against the storage */
+    em_tensor *as = em_core_as_strided(t, 2, SZ(2, 2), SZ(1, 2), 1);
+    ck_assert_ptr_nonnull(as);
+    ck_assert_float_eq(at_f32(as, 1, 1), 4.0f);
+    ck_assert_ptr_null(em_core_as_strided(t, 1, SZ(4), SZ(2), 0));
+    ck_assert_int_eq(em_error_kind(), EM_EVALUE);
+    /* internal overlap: expanded YES, transposed NO, stepped TOO_HARD */
+    em_tensor *one = new_f32(2, SZ(1, 3)), *e = em_core_expand(one, 2, SZ(4, 3));
+    ck_assert_int_eq(em_core_internal_overlap(e), EM_OVERLAP_YES);
+    ck_assert_int_eq(em_core_internal_overlap(tt), EM_OVERLAP_NO);
+    em_tensor *st = em_core_slice(t, 1, 0, 3, 2);
+    ck_assert_int_eq(em_core_internal_overlap(st), EM_OVERLAP_TOO_HARD);
+    ck_assert_int_eq(em_core_check_no_internal_overlap(e, "add_"), EM_EVALUE);
+    /* partial overlap: t and its transpose share memory differently; t
+     * and an alias of it fully; two disjoint rows not at all */
+    ck_assert_int_eq(em_core_check_no_partial_overlap(t, tt, "mul_"), EM_EVALUE);
+    ck_assert_int_eq(em_core_check_no_partial_overlap(t, a, "mul_"), EM_OK);
+    em_tensor *r0 = em_core_select(t, 0, 0), *r1 = em_core_select(t, 0, 1);
+    ck_assert_int_eq(em_core_check_no_partial_overlap(r0, r1, "copy_"), EM_OK);
+    /* expand: a 0-dim tensor's new dims have stride 0; a new size-1 dim of
+     * a tensor with dims gets size * stride of the next (PyTorch's) */
+    em_tensor *z = em_tensor_new(0, NULL, EM_FLOAT32, em_cpu_device());
+    em_tensor *ze = em_core_expand(z, 2, SZ(1, 3));
+    assert_shape(ze, 2, SZ(1, 3), SZ(0, 0));
+    em_tensor *v = new_f32(1, SZ(3)), *ve = em_core_expand(v, 2, SZ(1, 3));
+    assert_shape(ve, 2, SZ(1, 3), SZ(3, 1));
+    em_tensor *all[] = { n, s, a, tt, r, as, one, e, st, r0, r1, z, ze, v, ve, t };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) em_tensor_release(all[i]);
+    em_clear_error();
+}
+END_TEST
+
 START_TEST(test_views_squeeze_unsqueeze_alias)
 {
     em_tensor *t = new_f32(4, SZ(1, 3, 1, 2));
@@ -903,6 +950,7 @@ Suite *make_core_suite(void)
     tcase_add_test(tc, test_views_narrow_select);
     tcase_add_test(tc, test_views_slice);
     tcase_add_test(tc, test_views_squeeze_unsqueeze_alias);
+    tcase_add_test(tc, test_views_base_and_overlap);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("dtype");

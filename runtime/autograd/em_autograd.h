@@ -3,10 +3,11 @@
  * hooks, anomaly mode. Reaches kernels only by redispatching.
  *
  * Note [Autograd key]
- * A tensor carries EM_KEY_AUTOGRAD in its key set exactly when it takes
- * part in the graph: a leaf with requires_grad, or a result with a grad_fn.
- * Ops on tensors without the key go straight to the backend kernel, so the
- * no-grad path pays nothing. Grad mode off (no_grad, inference_mode) puts
+ * A tensor carries EM_KEY_AUTOGRAD in its key set when it takes part in
+ * the graph (a leaf with requires_grad, or a result with a grad_fn) and
+ * when it is a view (whose base may gain history later; Note [View
+ * history]). Ops on other tensors go straight to the backend kernel, so
+ * the no-grad path pays nothing. Grad mode off (no_grad, inference_mode) puts
  * the key in the thread-local exclude set; the generated Autograd kernels
  * then never run. Generated kernels (build/gen/em_autograd_gen.c) record a
  * node, redispatch below Autograd and attach history to the result.
