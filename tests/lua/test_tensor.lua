@@ -213,4 +213,12 @@ function T.help_known_and_unknown()
   check_error(function() ember.help(42) end, "help", "number")
 end
 
+-- a bool byte other than 0/1 would be undefined behaviour in every kernel
+-- that loads it (the sanitizer build catches it): empty bool starts false
+function T.empty_bool_starts_false()
+  local b = ember.empty(2, 3, { dtype = "bool" })
+  check_tensor(b, { { false, false, false }, { false, false, false } })
+  check_eq(b:sum():item(), 0)
+end
+
 return T

@@ -90,7 +90,11 @@ static em_tensor *filled(em_intlist size, em_dtype dtype, em_scalar v, const cha
 
 em_tensor *em_cpu_empty(em_keyset ks, em_intlist size, em_dtype dtype) {
     (void)ks;
-    return new_sized(size, dtype == EM_DTYPE_NONE ? EM_FLOAT32 : dtype, "empty");
+    em_tensor *t = new_sized(size, dtype == EM_DTYPE_NONE ? EM_FLOAT32 : dtype, "empty");
+    /* a bool byte other than 0 or 1 is undefined behaviour for every
+     * kernel that loads it as C's _Bool: empty bool tensors start false */
+    if (t && t->dtype == EM_BOOL && t->numel) memset(em_tensor_data(t), 0, (size_t)t->numel);
+    return t;
 }
 
 em_tensor *em_cpu_zeros(em_keyset ks, em_intlist size, em_dtype dtype) {
