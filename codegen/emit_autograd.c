@@ -380,8 +380,10 @@ static void emit_apply(cg_buf *b, const cg_schema *s, const cg_op *op, const cha
                       : !cg_type_is_tensor(op->args[i].type) || !formulas_use_arg(op, i))
             continue;
         const char *x = is_result ? "result" : op->args[i].name;
+        /* the result is unpacked whenever it was saved (see the kernel) */
         cg_puts(b, "    if (");
-        use_condition(b, op, is_result ? -1 : i, "node");
+        if (is_result) cg_puts(b, "n->result_.was_saved");
+        else use_condition(b, op, i, "node");
         cg_printf(b, ") {\n        %s = em_ag_tmp(em_saved_unpack(&n->%s_, node));\n", x, x);
         if (!is_result && op->args[i].type == CG_TENSOR_OPT)
             cg_printf(b, "        if (!%s && n->%s_.was_saved)\n            goto fail;\n    }\n", x, x);
@@ -597,8 +599,22 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
     }
     cg_puts(b, "        em_tensor_release(result);\n        goto fail;\n    }\n");
     if (formulas_use_result(op)) {
+        /* PyTorch saves an output whatever needs a gradient, so a later
+         * in-place write into it makes backward refuse -- except in its
+         * Scalar overloads, which have no formula for the scalar: a
+         * wrapped number here (x ^ 2) */
         cg_puts(b, "    if (");
-        use_condition(b, op, -1, "node");
+        bool first = true;
+        for (int f = 0; f < op->deriv->nformulas; f++) {
+            const cg_formula *fm = &op->deriv->formulas[f];
+            if (!cg_expr_uses_result(fm->expr)) continue;
+            const char *x = op->args[fm->arg].name;
+            if (op->args[fm->arg].type == CG_TENSOR_OPT)
+                cg_printf(b, "%s(%s && !%s->wrapped_number)", first ? "" : " || ", x, x);
+            else
+                cg_printf(b, "%s!%s->wrapped_number", first ? "" : " || ", x);
+            first = false;
+        }
         cg_puts(b, ")\n        em_saved_save(&n->result_, result, true);\n");
     }
     cg_puts(b, "    em_node_release(node);\n    return result;\n\nfail:\n"

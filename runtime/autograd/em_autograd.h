@@ -164,6 +164,11 @@ EM_API em_status em_set_history(em_tensor *t, em_node *node, uint32_t nr);
  * (Note [View history]). */
 EM_API em_status em_rebase_history(em_tensor *t, em_node *node);
 
+/* Marks the writes of x[...] = v (Lua assignment): PyTorch's setitem
+ * leaves retain_grad's hook on the node it was on, where a direct in-place
+ * op moves it to its own node. Returns the previous setting. */
+EM_API bool em_ag_set_setitem(bool on);
+
 /* Note [View history]
  * Every view knows its root base (Note [View base] in core) and the version
  * at which its history was made (t->view_version). Views and their base

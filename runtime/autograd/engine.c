@@ -636,6 +636,11 @@ em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_roots, em
         }
         root->grads[i] = g;
         root->base.next[i] = em_gradient_edge(r);
+        if (!root->base.next[i].fn) { /* requires grad through its base, but has no history */
+            st = em_set_error(EM_EVALUE, "%s: element %d of the outputs does not require grad and has "
+                                         "no grad_fn", who, i + 1);
+            break;
+        }
     }
     if (st != EM_OK) {
         em_node_release(&root->base);

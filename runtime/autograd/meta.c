@@ -638,13 +638,21 @@ static em_status rebase_view(em_tensor *t, em_node *fn) {
     return EM_OK;
 }
 
+static _Thread_local bool setitem_write;
+
+bool em_ag_set_setitem(bool on) {
+    bool prev = setitem_write;
+    setitem_write = on;
+    return prev;
+}
+
 em_status em_rebase_history(em_tensor *t, em_node *node) {
     if (t->view_base) return rebase_view(t, node);
     em_ag_meta *m = t->autograd_meta;
     if (m && !m->grad_fn && m->requires_grad)
         return em_set_error(EM_EVALUE, "%s: a leaf tensor that requires grad is being used in an "
                                        "in-place operation (do it under ember.no_grad())", em_node_name(node));
-    if (m && m->retains_grad && m->retain_fn && m->retain_fn != node) {
+    if (m && m->retains_grad && m->retain_fn && m->retain_fn != node && !setitem_write) {
         /* retain_grad follows the tensor to the in-place op's node (not
          * to a CopySlices its base gets: PyTorch 1.13 moves it only here,
          * from wherever it was) */

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "../autograd/em_autograd.h"
 #include "em_lua_int.h"
 #include "em_ops.h"
 
@@ -297,8 +298,10 @@ static int t_newindex(lua_State *L) {
     em_tensor **src = em_lua_toslot(L, 3);
     em_tensor *r;
     const char *op;
+    bool prev_setitem = em_ag_set_setitem(true); /* reset before any raise below */
     if (src) {
         if (!*src) {
+            em_ag_set_setitem(prev_setitem);
             em_tensor_release(view);
             return em_lua_raise(L, "copy_: tensor used after close");
         }
@@ -332,10 +335,12 @@ static int t_newindex(lua_State *L) {
         r = em_fill_(view, value);
         em_lua_argtmp_release(&tmp);
     } else {
+        em_ag_set_setitem(prev_setitem);
         em_tensor_release(view);
         return em_lua_argerror(L, 3, "index", "value: tensor or number expected, got %s",
                                luaL_typename(L, 3));
     }
+    em_ag_set_setitem(prev_setitem);
     em_tensor_release(view);
     if (!r) return em_lua_error(L, op);
     em_tensor_release(r);

@@ -498,6 +498,11 @@ em_tensor *em_cpu_threshold_backward(em_keyset ks, em_tensor *grad_output, em_te
     (void)ks;
     em_dtype dt = em_result_type2(grad_output, self);
     if (em_dtype_is_integral(dt)) {
+        if (em_cpu_scalar_overflows(threshold, dt)) {
+            em_set_error(EM_EVALUE, "threshold_backward: threshold %g cannot be converted to type %s without "
+                                    "overflow", em_scalar_to_double(threshold), em_dtype_name(dt));
+            return NULL;
+        }
         /* compared in the dtype: -2 is 254 for uint8, as in PyTorch */
         _Alignas(8) char buf[8];
         em_store_from_double(buf, dt, em_scalar_to_double(threshold));

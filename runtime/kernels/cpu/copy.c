@@ -179,7 +179,7 @@ em_tensor *em_cpu_copy_(em_keyset ks, em_tensor *self, em_tensor *src) {
 /* PyTorch's c10::overflows: the value is outside what dtype holds (NaN
  * and the infinities fit floating dtypes only; an integer fits an unsigned
  * dtype when it or its negation does, so -1 fills uint8 with 255). */
-static bool scalar_overflows(em_scalar v, em_dtype dt) {
+bool em_cpu_scalar_overflows(em_scalar v, em_dtype dt) {
     static const double fmax[EM_DTYPE_COUNT] = {
         [EM_FLOAT16] = 65504.0, [EM_BFLOAT16] = 3.3895313892515355e38, [EM_FLOAT32] = 3.4028234663852886e38,
         [EM_FLOAT64] = 1.7976931348623157e308,
@@ -204,7 +204,7 @@ static bool scalar_overflows(em_scalar v, em_dtype dt) {
 }
 
 em_tensor *em_cpu_fill_scalar_(em_tensor *self, em_scalar value, const char *op) {
-    if (scalar_overflows(value, self->dtype)) {
+    if (em_cpu_scalar_overflows(value, self->dtype)) {
         char num[64];
         if (value.kind == EM_SCALAR_FLOAT) snprintf(num, sizeof num, "%.10g", value.v.d);
         else snprintf(num, sizeof num, "%lld", (long long)value.v.i);

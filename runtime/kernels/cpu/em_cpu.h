@@ -88,6 +88,8 @@ EM_HIDDEN em_tensor *em_cpu_to_dtype(const em_tensor *t, em_dtype dtype, const c
 /* fill_ with a number (factories, fill_): refuses a value the dtype cannot
  * hold, as PyTorch does (op names the op in the message). */
 EM_HIDDEN em_tensor *em_cpu_fill_scalar_(em_tensor *self, em_scalar value, const char *op);
+/* PyTorch's c10::overflows: value is outside what dtype holds. */
+EM_HIDDEN bool em_cpu_scalar_overflows(em_scalar v, em_dtype dt);
 em_tensor *em_cpu_fill_(em_keyset ks, em_tensor *self, em_tensor *value);
 em_tensor *em_cpu_zero_(em_keyset ks, em_tensor *self);
 
