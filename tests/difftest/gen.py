@@ -490,10 +490,11 @@ class Gen:
             if st['s'] != 'call':
                 continue
             args = st.get('args', [])
-            if st['op'] in ('contiguous', 'as_strided', 'view') and args and args[0][0] == 'var':
+            if st['op'] in ('contiguous', 'as_strided', 'view', 'reshape') and args and args[0][0] == 'var':
                 # torch's elementwise results keep a permuted input's layout,
                 # ember's are contiguous: contiguous() copies one and not the
-                # other, as_strided reads a different order, view may fail
+                # other, as_strided reads a different order, view may fail,
+                # reshape may copy in one and view in the other
                 x = self.ns.get(args[0][1])
                 if isinstance(x, torch.Tensor) and x._base is None and not x.is_contiguous():
                     return True
