@@ -298,6 +298,17 @@ static void emit_binding(cg_buf *b, const cg_op *op) {
                  "    return 1;\n}\n\n", o);
 }
 
+/* The 0-based position of the Tensor argument named self among the
+ * positional arguments (the receiver of x:NAME), or -1. */
+static int method_self_pos(const cg_op *op) {
+    for (int i = 0, pos = 0; i < op->nargs; i++) {
+        if (op->args[i].kwonly) continue;
+        if (strcmp(op->args[i].name, "self") == 0 && cg_type_is_tensor(op->args[i].type)) return pos;
+        pos++;
+    }
+    return -1;
+}
+
 void cg_emit_lua(cg_buf *b, const cg_schema *s) {
     cg_generated_banner(b, s->ops_path);
     cg_puts(b, "/* em_lua_ops.c -- the Lua bindings of every op: ember.NAME and x:NAME.\n"
@@ -327,16 +338,26 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
         const cg_op *op = &s->ops[i];
         cg_group_banner(b, op, &last);
         emit_binding(b, op);
+        int k = method_self_pos(op);
+        if (op->v_method && k > 0)
+            cg_printf(b, "/* x:%s(...): the receiver is argument 'self' (position %d), as in PyTorch. */\n"
+                         "static int lm_%s(lua_State *L)\n{\n    int top = lua_gettop(L);\n\n"
+                         "    lua_pushvalue(L, 1);\n    lua_remove(L, 1);\n"
+                         "    lua_insert(L, top < %d ? top : %d);\n    return l_%s(L);\n}\n\n",
+                      op->name, k + 1, op->name, k + 1, k + 1, op->name);
     }
     cg_puts(b, "/* ---- registration ---- */\n\nstatic const luaL_Reg functions[] = {\n");
     for (int i = 0; i < s->nops; i++)
         if (s->ops[i].v_function) cg_printf(b, "    { \"%s\", l_%s },\n", s->ops[i].name, s->ops[i].name);
     cg_puts(b, "    { NULL, NULL }\n};\n\nstatic const luaL_Reg methods[] = {\n");
     for (int i = 0; i < s->nops; i++)
-        if (s->ops[i].v_method) cg_printf(b, "    { \"%s\", l_%s },\n", s->ops[i].name, s->ops[i].name);
+        if (s->ops[i].v_method)
+            cg_printf(b, "    { \"%s\", l%s_%s },\n", s->ops[i].name, method_self_pos(&s->ops[i]) > 0 ? "m" : "",
+                      s->ops[i].name);
     cg_puts(b, "    { NULL, NULL }\n};\n\n"
                "/* Sets module[NAME] for function variants and methods[NAME] for method\n"
-               " * variants (the same C function: self is Lua argument 1). */\n"
+               " * variants (the same C function when self is the first argument, else\n"
+               " * lm_NAME, which moves the receiver to self's place). */\n"
                "void em_lua_register_ops(lua_State *L, int module_idx, int methods_idx)\n{\n"
                "    module_idx = lua_absindex(L, module_idx);\n"
                "    methods_idx = lua_absindex(L, methods_idx);\n"

@@ -557,7 +557,7 @@ class Gen:
             int_view_quirk = 'view was created in no_grad mode' in str(e) and self._int_target(stmts)
             if allow_error and 'not implemented for' not in str(e) and not int_view_quirk and not quirky and \
                     'derivative for aten::floor_divide' not in str(e) and 'INTERNAL ASSERT' not in str(e) and \
-                    'ZeroTensors are immutable' not in str(e):
+                    'ZeroTensors are immutable' not in str(e) and 'must be Tensor, not' not in str(e):
                 self.stmts += stmts
                 self._register(stmts)
                 return 'error'

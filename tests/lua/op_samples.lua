@@ -102,6 +102,8 @@ S.where = function()
   return {
     { inputs = { m23(), v3() }, fn = function(a, b) return ember.where(c, a, b) end, gradgrad = true },
     { inputs = { m23() }, fn = function(a) return ember.where(c, 2.5, a) end, gradgrad = true },
+    -- the method's receiver is self: a:where(c, y) is where(c, a, y)
+    { inputs = { m23() }, fn = function(a) return a:where(c, -1) end, gradgrad = true },
   }
 end
 
