@@ -490,7 +490,7 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
     snprintf(what, sizeof what, "records a %s node, then redispatches below Autograd", display);
     kernel_head(b, op, what);
     cg_printf(b, "    em_keyset below = ks & em_keys_below(EM_KEY_AUTOGRAD);\n    %s *n;\n"
-                 "    em_node *node;\n    em_tensor *result;\n    bool stale;\n\n    if (!(", ctype);
+                 "    em_node *node;\n    em_tensor *result;\n    bool stale = false;\n\n    if (!(", ctype);
     requires_any(b, op, false, w);
     cg_puts(b, "))\n        return ");
     redispatch_call(b, op, "below");
@@ -504,20 +504,19 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
         cg_puts(b, ";\n");
     }
     cg_printf(b, "    n = (%s *)em_node_new(sizeof *n, &vt_%s, 1, %d);\n    if (!n)\n"
-                 "        return NULL;\n    node = &n->base;\n    (void)em_ag_take_stale_view_use();\n",
+                 "        return NULL;\n    node = &n->base;\n",
               ctype, op->name, nt);
     /* edges: taken before the kernel runs (an in-place op moves self's history) */
     for (int i = 0; i < op->nargs; i++) {
         if (!cg_type_is_tensor(op->args[i].type) || !formula_for(op, i)) continue;
         const char *x = op->args[i].name;
         int slot = cg_tensor_slot(op, i);
-        cg_printf(b, "    if (em_requires_grad(%s) && em_collect_edge(%s, &node->next[%d]) != EM_OK)\n"
+        cg_printf(b, "    if (em_requires_grad(%s) && em_collect_edge(%s, &node->next[%d], &stale) != EM_OK)\n"
                      "        goto fail;\n", x, x, slot);
     }
     /* a stale view made in no_grad mode among the inputs (Note [View
      * history]): an in-place op refuses at once, an out-of-place one when
      * its result is differentiable */
-    cg_puts(b, "    stale = em_ag_take_stale_view_use();\n");
     if (w >= 0)
         cg_printf(b, "    if (stale) {\n        em_ag_stale_view_error(\"%s\");\n        goto fail;\n    }\n", op->name);
     for (int i = 0; i < op->nargs; i++) {

@@ -143,17 +143,15 @@ EM_API const char *em_node_name(const em_node *n);
 /* The edge a gradient for t flows into: its grad_fn and output_nr, or its
  * AccumulateGrad (made on demand) for a leaf requiring grad, or {NULL,0}. */
 EM_API em_edge em_gradient_edge(em_tensor *t);
-/* em_gradient_edge for recording a node: EM_OK with *out set (possibly an
- * empty edge, for a view made in no_grad mode), or an error (out of
- * memory making the AccumulateGrad node). */
-EM_API em_status em_collect_edge(em_tensor *t, em_edge *out);
-/* An error when t is a view made in no_grad mode whose base was written
- * since (PyTorch refuses its gradient; Note [View history]), else EM_OK. */
-EM_API em_status em_ag_check_stale_view(const em_tensor *t);
-/* Whether em_collect_edge met such a view since the last call (it then
- * gives an empty edge); generated kernels refuse to record a
- * differentiable result with one, as PyTorch does, with this error. */
-EM_API bool em_ag_take_stale_view_use(void);
+/* em_gradient_edge for recording a node: EM_OK with *out set, or an error
+ * (out of memory making the AccumulateGrad node). t may be a view made in
+ * no_grad mode whose base was written since (Note [View history]): with
+ * stale given, *stale becomes true and the edge is empty (generated
+ * kernels then refuse to record a differentiable result, as PyTorch
+ * does); without, that is an error. */
+EM_API em_status em_collect_edge(em_tensor *t, em_edge *out, bool *stale);
+/* The error for such a view ("op: a view was created in no_grad mode
+ * ..."; op may be NULL). */
 EM_API em_status em_ag_stale_view_error(const char *op);
 /* Makes t a result of node at output slot nr: creates its meta, sets
  * grad_fn (retained), the Autograd key, and node's input_meta[nr]. */
@@ -190,7 +188,8 @@ EM_API bool em_ag_set_setitem(bool on);
  *     would be ambiguous which history the write belongs to). PyTorch also
  *     refuses to regenerate such a view after its base was written with
  *     grad mode on: ember leaves such a view stale (no gradient flows
- *     through it) and refuses it as an input of autograd.grad.
+ *     through it) and refuses it as an input of autograd.grad or of an op
+ *     with a differentiable result.
  * Views carry the Autograd key, so ops on a view whose base gains history
  * later (b:mul_(w)) still reach the Autograd kernel, which asks
  * em_requires_grad and so regenerates. */

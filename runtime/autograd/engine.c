@@ -682,8 +682,7 @@ em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_roots, em
                 st = em_set_error(EM_EVALUE, "%s: input %d does not require grad", who, i + 1);
                 break;
             }
-            if ((st = em_ag_check_stale_view(inputs[i])) != EM_OK ||
-                (st = em_collect_edge(inputs[i], &in_edges[i])) != EM_OK) {
+            if ((st = em_collect_edge(inputs[i], &in_edges[i], NULL)) != EM_OK) {
                 char why[512];
                 snprintf(why, sizeof why, "%s", em_error_message());
                 em_set_error(st, "%s: input %d: %s", who, i + 1, why);

@@ -30,11 +30,18 @@ static em_hook *take_retain_hook(em_ag_meta *m, em_node *n) {
     return NULL;
 }
 
+/* Ends retain_grad on m: frees its hook and drops the node holding it. */
+static void drop_retain_hook(em_ag_meta *m) {
+    if (m->retain_fn) free(take_retain_hook(m, m->retain_fn));
+    em_node_release(m->retain_fn);
+    m->retain_fn = NULL;
+    m->retains_grad = false;
+}
+
 static void meta_free(void *p) {
     em_ag_meta *m = p;
     if (!m) return;
-    if (m->retains_grad && m->retain_fn) free(take_retain_hook(m, m->retain_fn));
-    em_node_release(m->retain_fn);
+    drop_retain_hook(m);
     pthread_mutex_lock(&weak_lock);
     if (m->grad_accumulator) m->grad_accumulator->weak_var = NULL;
     m->grad_accumulator = NULL;
@@ -355,33 +362,18 @@ static bool stale_no_grad_view(const em_tensor *t) {
 }
 
 em_status em_ag_stale_view_error(const char *op) {
-    return em_set_error(EM_EVALUE, "%s: a view was created in no_grad mode and its base or another view of "
+    return em_set_error(EM_EVALUE, "%s%sa view was created in no_grad mode and its base or another view of "
                                    "its base has been modified in place since; using it with grad mode on "
                                    "is ambiguous, so it is forbidden: make the view outside the no_grad "
-                                   "block, or use it only inside one", op);
+                                   "block, or use it only inside one", op ? op : "", op ? ": " : "");
 }
 
-em_status em_ag_check_stale_view(const em_tensor *t) {
-    if (!stale_no_grad_view(t)) return EM_OK;
-    return em_set_error(EM_EVALUE, "a view was created in no_grad mode and its base or another view of its "
-                                   "base has been modified in place since; asking for its gradient is "
-                                   "ambiguous, so it is forbidden: make the view outside the no_grad block, "
-                                   "or use it only inside one");
-}
-
-static _Thread_local bool stale_view_used;
-
-bool em_ag_take_stale_view_use(void) {
-    bool u = stale_view_used;
-    stale_view_used = false;
-    return u;
-}
-
-em_status em_collect_edge(em_tensor *t, em_edge *out) {
+em_status em_collect_edge(em_tensor *t, em_edge *out, bool *stale) {
     out->fn = NULL;
     out->input_nr = 0;
     if (stale_no_grad_view(t)) { /* no gradient reaches the base through it */
-        stale_view_used = true;
+        if (!stale) return em_ag_stale_view_error(NULL);
+        *stale = true;
         return EM_OK;
     }
     em_clear_error();
@@ -488,12 +480,7 @@ static void regenerate(em_tensor *t) {
         em_set_history(t, tm->grad_fn, 0);
     } else if (m && m->grad_fn) {
         em_node *old = m->grad_fn;
-        if (m->retains_grad && m->retain_fn) {
-            free(take_retain_hook(m, m->retain_fn));
-            em_node_release(m->retain_fn);
-            m->retain_fn = NULL;
-            m->retains_grad = false;
-        }
+        drop_retain_hook(m);
         m->grad_fn = NULL;
         m->output_nr = 0;
         em_node_release(old);
@@ -508,9 +495,9 @@ void em_ag_sync_view(em_tensor *t) {
     if (t->view_version != em_tensor_version(t)) {
         em_ag_meta *m = t->autograd_meta;
         /* PyTorch: a view with no history whose base needs no gradient
-         * stays as it is (and is looked at again after the next write) */
-        /* a view made in no_grad mode is not regenerated: using it to
-         * record is an error (em_collect_edge), as in PyTorch */
+         * stays as it is (and is looked at again after the next write);
+         * a view made in no_grad mode is not regenerated (recording with
+         * it is refused, see em_collect_edge) */
         if (!(t->view_no_grad && em_dtype_is_floating(t->dtype)) &&
             ((m && m->grad_fn) || em_requires_grad(t->view_base)))
             regenerate(t);
@@ -612,10 +599,7 @@ static const em_node_vtable copy_slices_vt = { "CopySlices", copy_slices_apply, 
 /* The base b of view t takes the in-place write recorded by fn. */
 static em_status rebase_view(em_tensor *t, em_node *fn) {
     em_tensor *b = t->view_base;
-    if (em_is_leaf(b) && em_requires_grad(b))
-        return em_set_error(EM_EVALUE, "%s: a view of a leaf tensor that requires grad is being used in an "
-                                       "in-place operation (clone() the view first, or do it under "
-                                       "ember.no_grad())", em_node_name(fn));
+    if (em_ag_check_inplace(t, em_node_name(fn)) != EM_OK) return em_error_kind();
     copy_slices *cs = (copy_slices *)em_node_new(sizeof *cs, &copy_slices_vt, 1, fn->num_next);
     if (!cs) return EM_ENOMEM;
     em_geometry_from(&cs->base_geom, b);
