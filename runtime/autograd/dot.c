@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "em_autograd.h"
+#include "autograd/em_autograd.h"
 
 typedef struct {
     char *s;

@@ -15,7 +15,7 @@
 #ifndef EM_AUTOGRAD_H
 #define EM_AUTOGRAD_H
 
-#include "../dispatch/em_dispatch.h"
+#include "dispatch/em_dispatch.h"
 
 typedef struct em_node em_node;
 

@@ -6,7 +6,7 @@
 #ifndef EM_FORMULAS_H
 #define EM_FORMULAS_H
 
-#include "em_autograd.h"
+#include "autograd/em_autograd.h"
 
 /* A wrapped-number 0-dim tensor (float64) for a literal or a Scalar. */
 EM_HIDDEN em_tensor *em_ag_scalar(double v);

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "em_autograd.h"
+#include "autograd/em_autograd.h"
 #include "em_ops.h"
 
 #define MAX_REENTRANT_DEPTH 60

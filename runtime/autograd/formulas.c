@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "em_formulas.h"
+#include "autograd/em_formulas.h"
 #include "em_ops.h"
 
 #define NOLIST ((em_intlist){ NULL, -1 })

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "em_autograd.h"
+#include "autograd/em_autograd.h"
 #include "em_kernels_decl.h"
 #include "em_ops.h"
 

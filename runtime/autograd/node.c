@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "em_autograd.h"
+#include "autograd/em_autograd.h"
 #include "em_ops.h"
 
 static atomic_uint_fast64_t next_sequence_nr;

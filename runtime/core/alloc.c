@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "em_core_int.h"
+#include "core/em_core_int.h"
 
 /* Note [Caching allocator]
  * A fresh large buffer costs one page fault per 4 KiB on first touch

@@ -2,7 +2,7 @@
  * conversion between every pair of dtypes; contiguous(). */
 #include <string.h>
 
-#include "em_core_int.h"
+#include "core/em_core_int.h"
 
 /* ---- per-dtype load and store ---- */
 

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "em_core_int.h"
+#include "core/em_core_int.h"
 
 /* ---- names, sizes, categories ---- */
 

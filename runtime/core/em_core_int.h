@@ -3,7 +3,7 @@
 #ifndef EM_CORE_INT_H
 #define EM_CORE_INT_H
 
-#include "em_core.h"
+#include "core/em_core.h"
 
 /* Test hook of em_memory_fail_after: true when this allocation must fail.
  * Every allocation core makes asks it first: data blocks from the CPU

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "em_core_int.h"
+#include "core/em_core_int.h"
 
 #define EM_ERROR_MAX 1024
 

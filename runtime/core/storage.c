@@ -1,6 +1,6 @@
 /* storage.c -- refcounted storages: a block of device memory and the
  * allocator that frees it (or none, for borrowed memory). */
-#include "em_core_int.h"
+#include "core/em_core_int.h"
 
 static const em_allocator *device_allocator(em_device device)
 {

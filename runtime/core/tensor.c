@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "em_core_int.h"
+#include "core/em_core_int.h"
 
 /* Invariants kept here (see Note [Version counter sharing]):
  *   - t->storage and t->version are never NULL and each holds one

@@ -2,7 +2,7 @@
  * permute, expand, narrow, select, slice, squeeze, unsqueeze, alias. */
 #include <string.h>
 
-#include "em_core_int.h"
+#include "core/em_core_int.h"
 
 /* Every function here returns a new header over t's storage (retained)
  * that shares t's version counter (Note [Version counter sharing]) and has

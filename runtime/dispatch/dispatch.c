@@ -4,7 +4,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "em_dispatch.h"
+#include "dispatch/em_dispatch.h"
 #include "em_ops.h" /* generated: em_op_table[EM_OP_COUNT] */
 
 static const int em_op_table_count = EM_OP_COUNT;

@@ -14,7 +14,7 @@
 #ifndef EM_DISPATCH_H
 #define EM_DISPATCH_H
 
-#include "../core/em_core.h"
+#include "core/em_core.h"
 
 /* ---- boxed values (fallbacks see arguments this way) ---- */
 

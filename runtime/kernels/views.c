@@ -3,7 +3,7 @@
  * whether grad mode was off when it was made (PyTorch's creation meta;
  * see Note [View history] in runtime/autograd/em_autograd.h).
  */
-#include "cpu/em_cpu.h"
+#include "kernels/cpu/em_cpu.h"
 
 /* Tags a new view v of self with the grad mode it was made in. */
 static em_tensor *made(em_tensor *v, const em_tensor *self) {

@@ -13,8 +13,8 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "../core/em_core.h"
-#include "../dispatch/em_dispatch.h"
+#include "core/em_core.h"
+#include "dispatch/em_dispatch.h"
 
 #define EM_LUA_TENSOR_MT "ember.Tensor"
 

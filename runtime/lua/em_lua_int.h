@@ -3,7 +3,7 @@
 #ifndef EM_LUA_INT_H
 #define EM_LUA_INT_H
 
-#include "em_lua.h"
+#include "lua/em_lua.h"
 
 /* Registry keys (strings, like luaL_newmetatable's). */
 #define EM_LUA_MODULE_KEY "ember.module"          /* the module table */

@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "em_lua_int.h"
+#include "lua/em_lua_int.h"
 
 /* ---- pending temporaries ---- */
 

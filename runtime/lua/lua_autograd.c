@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "autograd/em_autograd.h"
-#include "em_lua_int.h"
+#include "lua/em_lua_int.h"
 #include "em_ops.h"
 
 #define NODE_MT "ember.Node"

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "em_lua_int.h"
+#include "lua/em_lua_int.h"
 #include "autograd/em_autograd.h"
 #include "em_ops.h"
 #include "kernels/cpu/em_cpu.h"

@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "em_lua_int.h"
+#include "lua/em_lua_int.h"
 
 #define PRINT_PRECISION 4
 #define PRINT_LINEWIDTH 80

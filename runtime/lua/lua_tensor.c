@@ -8,8 +8,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "../autograd/em_autograd.h"
-#include "em_lua_int.h"
+#include "autograd/em_autograd.h"
+#include "lua/em_lua_int.h"
 #include "em_ops.h"
 
 /* ---- pushing tensors ---- */

@@ -10,7 +10,7 @@
  * comparisons) be if-converted; no-math-errno lets sqrt vectorize. None
  * changes a computed value (only errno and FP exception flags). */
 #pragma GCC optimize("O3", "no-trapping-math", "no-math-errno")
-#include "em_cpu.h"
+#include "kernels/cpu/em_cpu.h"
 
 #include <math.h>
 #include <string.h>

@@ -17,8 +17,8 @@
 #ifndef EM_CPU_H
 #define EM_CPU_H
 
-#include "../../core/em_core.h"
-#include "../../dispatch/em_dispatch.h"
+#include "core/em_core.h"
+#include "dispatch/em_dispatch.h"
 #include "em_kernels_decl.h" /* generated: every kernel's prototype */
 
 /* ---- public API ---- */

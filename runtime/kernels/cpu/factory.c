@@ -5,7 +5,7 @@
  * values serially so that a seed fixes every value regardless of the
  * thread count. randn uses the Box-Muller transform on pairs.
  */
-#include "em_cpu.h"
+#include "kernels/cpu/em_cpu.h"
 
 #include <math.h>
 #include <pthread.h>

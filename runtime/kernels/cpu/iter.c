@@ -1,7 +1,7 @@
 /* iter.c -- the tensor iterator: broadcasting, casting, coalescing, running.
  * See Note [Tensor iterator] in em_cpu.h.
  */
-#include "em_cpu.h"
+#include "kernels/cpu/em_cpu.h"
 
 #include <string.h>
 

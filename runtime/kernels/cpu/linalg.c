@@ -7,7 +7,7 @@
  * is copied to a contiguous buffer first. The output is always a new
  * contiguous tensor written by gemm with beta = 0 (no zero-fill).
  */
-#include "em_cpu.h"
+#include "kernels/cpu/em_cpu.h"
 
 #include <cblas.h>
 #include <limits.h>

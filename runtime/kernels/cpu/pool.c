@@ -8,7 +8,7 @@
  * Nested calls (from inside a chunk) run serially. After fork() the child
  * has no workers: the atfork handler resets the pool so it restarts them.
  */
-#include "em_cpu.h"
+#include "kernels/cpu/em_cpu.h"
 
 #include <cblas.h>
 #include <pthread.h>

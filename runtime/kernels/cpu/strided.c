@@ -15,7 +15,7 @@
  * double and run serially: they only run in backward passes through views
  * written in place, on the views' sizes.
  */
-#include "em_cpu.h"
+#include "kernels/cpu/em_cpu.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * so that a double backward records them and differentiates through. */
 #include <string.h>
 
-#include "em_cpu.h"
+#include "kernels/cpu/em_cpu.h"
 
 /* zeros(sizes) in grad's dtype with grad copied into region(zeros). */
 static em_tensor *scatter(em_tensor *grad, em_intlist sizes, em_tensor *(*region)(em_tensor *, const void *),
