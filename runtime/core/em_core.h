@@ -115,6 +115,9 @@ static inline int64_t em_scalar_to_int(em_scalar s) {
 /* The dtype a lone scalar has: bool, int64 or float32 (the default). */
 EM_API em_dtype em_scalar_dtype(em_scalar s);
 
+/* A borrowed list of ints (sizes, dims): n == -1 means absent. */
+typedef struct { const int64_t *data; int n; } em_intlist;
+
 /* ---- devices and dispatch keys ---- */
 
 typedef enum { EM_CPU = 0, EM_CUDA, EM_DEVICE_COUNT } em_device_type;

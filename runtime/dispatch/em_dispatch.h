@@ -23,8 +23,6 @@ typedef enum {
     EM_IV_BOOL, EM_IV_INTLIST, EM_IV_DTYPE
 } em_ivalue_tag;
 
-typedef struct { const int64_t *data; int n; } em_intlist; /* n == -1: absent */
-
 typedef struct {
     em_ivalue_tag tag;
     union {
