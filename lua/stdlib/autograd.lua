@@ -7,7 +7,7 @@
 --   ember.no_grad(function() ... end)   -- runs fn, returns its results,
 --                                        -- restores the mode even on error
 --   local g <close> = ember.no_grad()   -- restores when g goes out of scope
-local ember = ...
+local ember = require "ember"
 local autograd = ember.autograd
 
 local set_grad = autograd._set_grad_enabled
@@ -338,4 +338,4 @@ function autograd.gradgradcheck(fn, inputs, opts)
   return autograd.gradcheck(gradfn, all, o2)
 end
 
-return nil
+return autograd
