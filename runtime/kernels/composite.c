@@ -70,8 +70,9 @@ static bool scalar_is(em_scalar v, double x) { return em_scalar_to_double(v) == 
 /* ---- linear algebra ---- */
 
 /* addmm(self, mat1, mat2, beta, alpha) = beta * self + alpha * (mat1 @ mat2).
- * As in PyTorch, beta == 0 ignores self's values (NaN does not propagate),
- * and self must broadcast to the product's shape (n, p). */
+ * As in PyTorch, beta == 0 ignores self's values and alpha == 0 the
+ * product's (NaN and inf do not propagate), and self must broadcast to the
+ * product's shape (n, p). */
 em_tensor *em_comp_addmm(em_keyset ks, em_tensor *self, em_tensor *mat1, em_tensor *mat2,
                          em_scalar beta, em_scalar alpha) {
     char b1[64], b2[64];
@@ -102,7 +103,13 @@ em_tensor *em_comp_addmm(em_keyset ks, em_tensor *self, em_tensor *mat1, em_tens
         return NULL;
     }
     cs_scope s = { .n = 0 };
-    em_tensor *r = cs_keep(&s, em_mm(mat1, mat2));
+    em_tensor *r;
+    if (scalar_is(alpha, 0)) { /* like BLAS, alpha == 0 does not read the product (inf * 0) */
+        r = cs_keep(&s, em_zeros((em_intlist){ out, 2 }, mat2->dtype));
+        if (r && !scalar_is(beta, 0)) r = cs_keep(&s, em_add(r, self, beta));
+        return cs_finish(&s, r);
+    }
+    r = cs_keep(&s, em_mm(mat1, mat2));
     if (r && !scalar_is(alpha, 1)) {
         em_tensor *a = cs_scalar(&s, alpha);
         r = a ? cs_keep(&s, em_mul(r, a)) : NULL;
