@@ -1025,9 +1025,9 @@ static int l_function_apply(lua_State *L) {
     lua_getfield(L, 1, "forward");
     lua_pushvalue(L, ctx);
     for (int i = 0; i < nargs; i++) lua_pushvalue(L, 2 + i);
-    bool prev = em_set_grad_enabled(false);
+    em_grad_guard g = em_grad_guard_begin(false);
     int st = lua_pcall(L, nargs + 1, LUA_MULTRET, 0);
-    em_set_grad_enabled(prev);
+    em_grad_guard_end(g);
     if (st != LUA_OK) return lua_error(L);
     int nres = lua_gettop(L) - base;
     int n_diff = 0;
