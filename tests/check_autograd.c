@@ -483,6 +483,35 @@ START_TEST(test_autograd_grad_guard) {
 }
 END_TEST
 
+/* A custom node's release_saved callback (em_custom_node_set_release) runs
+ * once the node has run in a backward without retain_graph, never with it,
+ * and the node then counts as released. */
+static int released_count;
+static void count_release(void *ud) { (void)ud; released_count++; }
+
+START_TEST(test_autograd_custom_node_release) {
+    released_count = 0;
+    em_tensor *x = leaf(2, 1.0f);
+    em_tensor *y = apply_node(mk_ud(2.0, 1), &x, 1, 2);
+    em_node *n = em_grad_fn(y);
+    em_custom_node_set_release(n, count_release);
+    em_tensor *g = filled(2, 1.0f);
+    em_backward_opts keep = { true, false, true, false };
+    ck_assert_int_eq(em_backward(&y, &g, 1, NULL, 0, NULL, &keep), EM_OK);
+    ck_assert_int_eq(released_count, 0);
+    ck_assert(!n->saved_released);
+    ck_assert_int_eq(em_backward(&y, &g, 1, NULL, 0, NULL, NULL), EM_OK);
+    ck_assert_int_eq(released_count, 1);
+    ck_assert(n->saved_released);
+    em_tensor *gx = em_grad(x);
+    ck_assert_float_eq(at(gx, 0), 4.0f);
+    em_custom_node_set_release(n, NULL); /* removed: nothing is called */
+    ck_assert_int_eq(em_backward(&y, &g, 1, NULL, 0, NULL, NULL), EM_OK);
+    ck_assert_int_eq(released_count, 1);
+    em_tensor_release(gx); em_tensor_release(g); em_tensor_release(y); em_tensor_release(x);
+}
+END_TEST
+
 Suite *make_autograd_suite(void) {
     Suite *s = suite_create("autograd");
     TCase *tc = tcase_create("engine");
@@ -500,6 +529,7 @@ Suite *make_autograd_suite(void) {
     tcase_add_test(tc, test_autograd_deep_chain);
     tcase_add_test(tc, test_autograd_inplace_rules);
     tcase_add_test(tc, test_autograd_grad_guard);
+    tcase_add_test(tc, test_autograd_custom_node_release);
     suite_add_tcase(s, tc);
     return s;
 }
