@@ -1,7 +1,8 @@
 -- autograd.lua -- the Lua half of ember.autograd: grad-mode guards,
 -- custom Functions, detect_anomaly, gradcheck and gradgradcheck.
 --
--- The C half (runtime/lua/lua_autograd.c) provides ember.autograd.grad, dot,
+-- The C half (runtime/lua/lua_autograd.c and the files split from it, listed
+-- in runtime/lua/em_lua_int.h) provides ember.autograd.grad, dot,
 -- differentiable_ops and the raw mode switches (_set_grad_enabled, ...) that
 -- the guards below wrap. Every guard works in two forms:
 --   ember.no_grad(function() ... end)   -- runs fn, returns its results,

@@ -18,7 +18,6 @@
 #define EM_CPU_H
 
 #include "core/em_core.h"
-#include "dispatch/em_dispatch.h"
 #include "em_kernels_decl.h" /* generated: every kernel's prototype */
 
 /* ---- public API ---- */
