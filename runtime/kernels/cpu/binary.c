@@ -153,8 +153,8 @@ static inline uint64_t floordiv_i(uint64_t ua, uint64_t ub, bin_ctx *c) {
  * BINARY_OPS is the one list of binary ops: X(ENUM, name, FAMILY, KERNEL).
  * Adding an op is one line here plus its element function E_<name>(x, y)
  * above (and its schema entry). The line makes the enum B_<ENUM>, the
- * per-dtype loops <name>_<dtype>, the row of the loop table, the name used
- * in error messages and, for KERNEL = PLAIN, the kernel
+ * per-dtype loops <name>_<dtype>, the row of the loop table, its family
+ * and, for KERNEL = PLAIN, the kernel
  * em_cpu_<name>(ks, self, other); CUSTOM kernels (extra arguments) are
  * written below by hand.
  * FAMILY says which dtypes have a loop and what the op computes in:
@@ -232,11 +232,6 @@ static const binfam families[B_COUNT] = {
 #define X_FAM(E, name, FAM, K) F_##FAM,
     BINARY_OPS(X_FAM)
 #undef X_FAM
-};
-static const char *const op_names[B_COUNT] = {
-#define X_NAME(E, name, FAM, K) #name,
-    BINARY_OPS(X_NAME)
-#undef X_NAME
 };
 _Static_assert(sizeof tables / sizeof tables[0] == B_COUNT, "one table row per binary op");
 
