@@ -12,8 +12,10 @@
  * way is released at the end, and a NULL (failed part, error already set)
  * short-circuits the rest.
  */
+#include <math.h>
 #include <string.h>
 
+#include "autograd/em_autograd.h"
 #include "em_ops.h"
 #include "em_kernels_decl.h"
 
@@ -144,5 +146,119 @@ em_tensor *em_comp_linear(em_keyset ks, em_tensor *input, em_tensor *weight, em_
         r = wt ? cs_keep(&s, em_matmul(input, wt)) : NULL;
         if (r && bias) r = cs_keep(&s, em_add(r, bias, em_scalar_int(1)));
     }
+    return cs_finish(&s, r);
+}
+
+/* ---- reductions and normalisations ---- */
+
+/* Whether dims (0-based, maybe negative) are valid for t; sets *any_empty
+ * when one of them has size 0. Errors name op. */
+static bool check_dims(const em_tensor *t, em_intlist dim, const char *op, bool *any_empty) {
+    *any_empty = false;
+    for (int i = 0; i < dim.n; i++) {
+        int d = em_wrap_dim(dim.data[i], t->ndim, op);
+        if (d < 0) return false;
+        if (t->ndim && t->sizes[d] == 0) *any_empty = true;
+    }
+    return true;
+}
+
+/* amax(x, dim, keepdim=true) of x detached: a constant shift for the
+ * numerically stable exp-sums below (its gradient would cancel out, so
+ * nothing is recorded for it). */
+static em_tensor *cs_shift(cs_scope *s, em_tensor *x, em_intlist dim) {
+    em_tensor *xd = cs_keep(s, em_detach(x));
+    return xd ? cs_keep(s, em_amax(xd, dim, true)) : NULL;
+}
+
+/* Integer and bool inputs compute in the default float dtype (PyTorch's
+ * logsumexp); floating inputs stay as they are. */
+static em_tensor *cs_floating(cs_scope *s, em_tensor *x) {
+    return em_dtype_is_floating(x->dtype) ? x : cs_keep(s, em_to(x, EM_FLOAT32));
+}
+
+/* logsumexp(x, dim, keepdim) = log(sum(exp(x - m), dim)) + m with m the
+ * max over dim, where an infinite m is replaced by 0 (so that inf and
+ * all--inf rows give inf and -inf, not NaN), as PyTorch computes it. */
+em_tensor *em_comp_logsumexp(em_keyset ks, em_tensor *self, em_intlist dim, bool keepdim) {
+    bool empty;
+    if (dim.n <= 0) {
+        em_set_error(EM_EVALUE, "logsumexp: dim must name at least one dim");
+        return NULL;
+    }
+    if (!check_dims(self, dim, "logsumexp", &empty)) return NULL;
+    cs_scope s = { .n = 0 };
+    em_tensor *x = cs_floating(&s, self);
+    em_tensor *r;
+    if (x && (empty || x->numel == 0)) { /* log(0) = -inf over an empty dim; no max exists */
+        em_tensor *e = cs_keep(&s, em_exp(x));
+        em_tensor *sum = e ? cs_keep(&s, em_sum(e, dim, keepdim, EM_DTYPE_NONE)) : NULL;
+        r = sum ? cs_keep(&s, em_log(sum)) : NULL;
+        return cs_finish(&s, r);
+    }
+    em_tensor *m = x ? cs_shift(&s, x, dim) : NULL;
+    em_tensor *inf = m ? cs_scalar(&s, em_scalar_float(INFINITY)) : NULL;
+    em_tensor *zero = inf ? cs_scalar(&s, em_scalar_float(0)) : NULL;
+    em_tensor *am = zero ? cs_keep(&s, em_abs(m)) : NULL;
+    em_tensor *isinf = am ? cs_keep(&s, em_eq(am, inf)) : NULL;
+    em_tensor *mf = isinf ? cs_keep(&s, em_where(isinf, zero, m)) : NULL;
+    em_tensor *d = mf ? cs_keep(&s, em_sub(x, mf, em_scalar_int(1))) : NULL;
+    em_tensor *e = d ? cs_keep(&s, em_exp(d)) : NULL;
+    em_tensor *sum = e ? cs_keep(&s, em_sum(e, dim, keepdim, EM_DTYPE_NONE)) : NULL;
+    em_tensor *l = sum ? cs_keep(&s, em_log(sum)) : NULL;
+    em_tensor *mr = l ? (keepdim ? mf : cs_keep(&s, em_reshape(mf, (em_intlist){ l->sizes, l->ndim }))) : NULL;
+    r = mr ? cs_keep(&s, em_add(l, mr, em_scalar_int(1))) : NULL;
+    return cs_finish(&s, r);
+}
+
+/* The shared start of softmax and log_softmax: checks, the dtype cast,
+ * x - max over dim (*shifted), its exps (*e) and their sum (*sum, keepdim);
+ * *e stays NULL for an empty non-floating x (the result is x's copy).
+ * Returns false with the error set (the scope holds what was made). */
+static bool softmax_parts(cs_scope *s, em_tensor *self, int64_t dim, em_dtype dtype, const char *op,
+                          em_tensor **x_out, em_tensor **shifted, em_tensor **e, em_tensor **sum) {
+    int d = em_wrap_dim(dim, self->ndim, op);
+    if (d < 0) return false;
+    em_tensor *x = dtype != EM_DTYPE_NONE && dtype != self->dtype ? cs_keep(s, em_to(self, dtype)) : self;
+    if (!x) return false;
+    *x_out = x;
+    if (!em_dtype_is_floating(x->dtype)) {
+        if (x->numel == 0) return true; /* PyTorch returns an empty result of any dtype */
+        em_set_error(EM_ETYPE, "%s: expected a floating tensor, got %s (pass dtype= to convert)", op,
+                     em_dtype_name(x->dtype));
+        return false;
+    }
+    int64_t dd = d;
+    em_intlist dl = { &dd, 1 };
+    /* an empty tensor has no max; it needs no shift (the same graph otherwise) */
+    em_tensor *m = x->numel ? cs_shift(s, x, dl) : NULL;
+    *shifted = m ? cs_keep(s, em_sub(x, m, em_scalar_int(1))) : x->numel ? NULL : x;
+    *e = *shifted ? cs_keep(s, em_exp(*shifted)) : NULL;
+    *sum = *e ? cs_keep(s, em_sum(*e, dl, true, EM_DTYPE_NONE)) : NULL;
+    return *sum != NULL;
+}
+
+/* softmax(x, dim) = exp(x - m) / sum(exp(x - m)) with m the max over dim
+ * (PyTorch's kernel, so inf and all--inf rows give NaN as there). */
+em_tensor *em_comp_softmax(em_keyset ks, em_tensor *self, int64_t dim, em_dtype dtype) {
+    cs_scope s = { .n = 0 };
+    em_tensor *x = NULL, *shifted = NULL, *e = NULL, *sum = NULL, *r = NULL;
+    if (softmax_parts(&s, self, dim, dtype, "softmax", &x, &shifted, &e, &sum))
+        r = !e ? cs_keep(&s, em_clone(x)) : cs_keep(&s, em_div(e, sum));
+    else s.failed = true;
+    return cs_finish(&s, r);
+}
+
+/* log_softmax(x, dim) = (x - m) - log(sum(exp(x - m))). */
+em_tensor *em_comp_log_softmax(em_keyset ks, em_tensor *self, int64_t dim, em_dtype dtype) {
+    cs_scope s = { .n = 0 };
+    em_tensor *x = NULL, *shifted = NULL, *e = NULL, *sum = NULL, *r = NULL;
+    if (softmax_parts(&s, self, dim, dtype, "log_softmax", &x, &shifted, &e, &sum)) {
+        if (!e) r = cs_keep(&s, em_clone(x)); /* an empty non-floating tensor */
+        else {
+            em_tensor *l = cs_keep(&s, em_log(sum));
+            r = l ? cs_keep(&s, em_sub(shifted, l, em_scalar_int(1))) : NULL;
+        }
+    } else s.failed = true;
     return cs_finish(&s, r);
 }

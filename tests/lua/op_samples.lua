@@ -152,6 +152,24 @@ S.linear = function()
       gradgrad = true },
   }
 end
+S.logsumexp = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:logsumexp(2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return ember.logsumexp(a, { 1, 2 }, true) end, gradgrad = true },
+  }
+end
+S.softmax = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:softmax(2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return ember.nn.functional.softmax(a, 1) end, gradgrad = true },
+  }
+end
+S.log_softmax = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:log_softmax(-1) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return ember.log_softmax(a, 1) end, gradgrad = true },
+  }
+end
 
 -- ---- copies and conversions ----
 S.copy_ = function()

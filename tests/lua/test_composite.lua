@@ -52,6 +52,45 @@ function T.composite_errors_name_the_op()
   check_error(function() return F.linear(x) end, "linear: missing argument 'weight'")
 end
 
+function T.logsumexp_and_softmax_match_pytorch()
+  local a = t({ { 1, 2, 3 }, { 4, 5, 7 } })
+  check_tensor(a:logsumexp(2), { 3.4076059644443806, 7.169846019556286 }, 1e-12)
+  check_tensor(ember.logsumexp(a, { 1, 2 }), 7.1928119148004015, 1e-12)
+  check_tensor(a:logsumexp(1, true), { { 4.048587351573742, 5.048587351573742, 7.01814992791781 } }, 1e-12)
+  check_tensor(a:softmax(2), { { 0.09003057317038046, 0.24472847105479764, 0.6652409557748219 },
+    { 0.04201006613406606, 0.11419519938459449, 0.8437947344813395 } }, 1e-12)
+  check_tensor(ember.nn.functional.log_softmax(a, 1), { { -3.048587351573742, -3.048587351573742, -4.01814992791781 },
+    { -0.048587351573741945, -0.048587351573741945, -0.01814992791781 } }, 1e-12)
+  -- edges, as PyTorch 1.13
+  local inf = math.huge
+  check_tensor(ember.logsumexp(ember.tensor({ 1, 2 }), 1), 2.3132617, 1e-6) -- integers compute in float32
+  check_eq(ember.logsumexp(ember.tensor({ 1, 2 }), 1).dtype, "float32")
+  check_tensor(ember.logsumexp(ember.zeros(2, 0), 2), { -inf, -inf })
+  check_shape(ember.logsumexp(ember.zeros(2, 0), 1), { 0 })
+  check_tensor(ember.logsumexp(ember.tensor({ inf, 1 }), 1), inf)
+  check_tensor(ember.logsumexp(ember.tensor({ -inf, -inf }), 1), -inf)
+  local nan2 = ember.softmax(ember.tensor({ -inf, -inf }), 1):tolist()
+  check(nan2[1] ~= nan2[1] and nan2[2] ~= nan2[2], "softmax of an all -inf row is NaN")
+  check_tensor(ember.softmax(ember.tensor(3.0), 1), 1)
+  check_shape(ember.softmax(ember.zeros(2, 0), 2), { 2, 0 })
+  check_tensor(ember.log_softmax(ember.tensor({ 1, 2, 3 }), 1, { dtype = "float64" }),
+    { -2.4076059644443806, -1.4076059644443806, -0.4076059644443806 }, 1e-12)
+  check_error(function() return ember.softmax(ember.tensor({ 1, 2 }), 1) end,
+    "softmax: expected a floating tensor, got int64")
+  check_error(function() return a:softmax(3) end, "softmax: dim 3 out of range")
+  check_error(function() return ember.logsumexp(a, {}) end, "logsumexp: dim must name at least one dim")
+  check_error(function() return ember.logsumexp(a, { 4 }) end, "logsumexp: dim 4 out of range")
+end
+
+function T.softmax_gradient_matches_pytorch()
+  local a = t({ { 1, 2, 3 }, { 4, 5, 7 } }):requires_grad_()
+  local w = t({ { 0.5, -1, 2 }, { 1, 1, -3 } })
+  local y = a:softmax(2) * w
+  y:sum():backward()
+  check_tensor(a.grad, { { -0.05678847003696693, -0.5214597727496746, 0.5782482427866417 },
+    { 0.1417914903965511, 0.3854292317750701, -0.5272207221716212 } }, 1e-12)
+end
+
 function T.namespaces_place_the_function()
   local F = ember.nn.functional
   check(type(F) == "table" and type(F.linear) == "function")
