@@ -36,6 +36,8 @@ const cg_helper cg_helpers[] = {
     { "matmul_backward_other", "ttm" },
     { "zeros_like", "t" },
     { "as_strided_grad", "tgvvv" },
+    { "prod_backward", "ttvv" }, { "amax_backward", "tttvv" }, { "var_backward", "ttvvv" },
+    { "std_backward", "tttvvv" }, { "norm_backward", "tttvvv" },
     { NULL, NULL }
 };
 

@@ -36,4 +36,15 @@ EM_HIDDEN em_tensor *em_ag_fn_zeros_like(em_tensor *t);
 EM_HIDDEN em_tensor *em_ag_fn_as_strided_grad(em_tensor *grad, const em_geometry *self_geometry, em_intlist size,
                                               em_intlist stride, const int64_t *storage_offset);
 
+/* reductions (prod, amax/amin, var/std, norm): see formulas.c */
+EM_HIDDEN em_tensor *em_ag_fn_prod_backward(em_tensor *grad, em_tensor *self, const int64_t *dim, bool keepdim);
+EM_HIDDEN em_tensor *em_ag_fn_amax_backward(em_tensor *grad, em_tensor *self, em_tensor *result, em_intlist dim,
+                                            bool keepdim);
+EM_HIDDEN em_tensor *em_ag_fn_var_backward(em_tensor *grad, em_tensor *self, em_intlist dim, int64_t correction,
+                                           bool keepdim);
+EM_HIDDEN em_tensor *em_ag_fn_std_backward(em_tensor *grad, em_tensor *self, em_tensor *result, em_intlist dim,
+                                           int64_t correction, bool keepdim);
+EM_HIDDEN em_tensor *em_ag_fn_norm_backward(em_tensor *grad, em_tensor *self, em_tensor *result, em_scalar p,
+                                            em_intlist dim, bool keepdim);
+
 #endif

@@ -122,6 +122,56 @@ S.mean = function()
   }
 end
 
+-- ---- reductions: prod amax amin var std norm ----
+-- distinct values for amax/amin and the inf norms (ties have no derivative);
+-- prod with zeros: exact first derivatives, no double backward there
+S.prod = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:prod() end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:prod(2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:prod(1, { keepdim = true }) end, gradgrad = true },
+    { inputs = { t({ { 0.5, 0, 2 }, { 1.5, 0.3, -0.7 } }) }, fn = function(a) return a:prod(2) end, gradgrad = false },
+    { inputs = { t({ { 0.5, 0, 2 }, { 0, 0.3, -0.7 } }) }, fn = function(a) return a:prod() end, gradgrad = false },
+  }
+end
+S.amax = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:amax() end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:amax(2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:amax({ 1, 2 }, { keepdim = true }) end, gradgrad = true },
+  }
+end
+S.amin = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return ember.amin(a) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:amin(1, { keepdim = true }) end, gradgrad = true },
+  }
+end
+S.var = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:var() end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:var(2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:var(1, { correction = 0, keepdim = true }) end, gradgrad = true },
+  }
+end
+S.std = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:std() end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:std(2, { keepdim = true, correction = 2 }) end, gradgrad = true },
+  }
+end
+S.norm = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:norm() end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:norm(1, 2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:norm(math.huge, 2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:norm(-math.huge) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:norm(3, 1, { keepdim = true }) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:norm(0.5) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:norm(2, { 1, 2 }) end, gradgrad = true },
+  }
+end
+
 -- ---- linear algebra ----
 S.mm = function()
   return one({ m23(), t({ { 0.1, 0.2 }, { -0.3, 0.4 }, { 0.5, -0.6 } }) },
