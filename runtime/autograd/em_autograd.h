@@ -269,11 +269,12 @@ EM_API em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_ro
 typedef em_status (*em_custom_apply_fn)(void *ud, em_node *node, em_tensor **grads, em_tensor **out);
 EM_API em_node *em_custom_node_new(const char *name, int num_inputs, int num_next,
                                    em_custom_apply_fn apply, void *ud, void (*free_ud)(void *));
-/* Gives a custom node (from em_custom_node_new only) a release_saved
- * callback: the engine calls release_saved(ud) after running the node in a
- * backward without retain_graph (as for every node's saved variables), so
- * the ud frees what it saved for backward; NULL removes it. */
-EM_API void em_custom_node_set_release(em_node *node, void (*release_saved)(void *ud));
+/* Gives a custom node (from em_custom_node_new) a release_saved callback:
+ * the engine calls release_saved(ud) after running the node in a backward
+ * without retain_graph (as for every node's saved variables), so the ud
+ * frees what it saved for backward; NULL removes it. Returns EM_OK, or
+ * EM_EVALUE for a node that is not a custom one. */
+EM_API em_status em_custom_node_set_release(em_node *node, void (*release_saved)(void *ud));
 
 /* Graphviz DOT text of the graph behind the roots (malloc'd; caller frees). */
 EM_API char *em_autograd_dot(em_tensor **roots, int n_roots);
