@@ -36,6 +36,7 @@ const cg_type_info cg_types[CG_TYPE_COUNT] = {
     [CG_DTYPE]        = { "dtype",     "em_dtype ",         false },
     [CG_DTYPE_OPT]    = { "dtype?",    "em_dtype ",         true },
     [CG_INT_OPT]      = { "int?",      "const int64_t *",   true },
+    [CG_TENSORLIST]   = { "Tensor[]",  "em_tensorlist ",    false },
 };
 
 const char *const cg_key_names[CG_KEY_COUNT] = { "CPU", "CUDA", "PrivateUse1", "Autograd" };
@@ -59,11 +60,14 @@ bool cg_type_is_tensor(cg_type t) { return t == CG_TENSOR || t == CG_TENSOR_OPT;
 bool cg_type_is_list(cg_type t) {
     return t == CG_INTLIST || t == CG_DIMLIST || t == CG_DIMLIST_OPT;
 }
+bool cg_op_ret_list(const cg_op *op) { return op->nrets == 1 && op->rets[0].list; }
+const char *cg_ret_ctype(const cg_op *op) { return cg_op_ret_list(op) ? "em_tensor **" : "em_tensor *"; }
 
 /* Names the generated C uses for its own locals and parameters; an
  * argument may not take them (nor a C keyword). */
 static const char *const reserved_names[] = {
-    "ks", "op", "k", "fn", "st", "r", "L", "tmp", "opt", "top", "pos", "names",
+    "ks", "op", "key", "fn", "st", "r", "L", "tmp", "opt", "top", "pos", "names",
+    "nresults", "i", "rv", "nr", "lst",
     "auto", "break", "case", "char", "const", "continue", "default", "do", "double",
     "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long",
     "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct",
@@ -399,11 +403,82 @@ static bool is_reserved(const char *name) {
     return false;
 }
 
-/* Parses a func string into op (name, args, return alias). */
+/* Parses the return part after "->": `Tensor`, `Tensor(a!)`, `Tensor[]` or
+ * `(Tensor name, Tensor name, ...)` (see Note [Several results]). */
+static void parse_returns(sig_lexer *x, cg_op *op) {
+    char *alias;
+    bool write;
+    skip_ws(x);
+    if (lex_accept(x, "(")) {
+        for (;;) {
+            if (op->nrets == CG_MAX_RETS)
+                sig_error(x, "more than %d results (the boxed stack's size)", CG_MAX_RETS);
+            skip_ws(x);
+            const char *at = x->p;
+            cg_type t = lex_type(x, &alias, &write);
+            if (t != CG_TENSOR || alias)
+                sig_error(x, "result %d is '%.*s': each result of a tuple must be a plain Tensor",
+                          op->nrets + 1, (int)(x->p - at), at);
+            cg_ret *r = &op->rets[op->nrets];
+            r->name = lex_ident(x, "a result name");
+            if (is_reserved(r->name))
+                sig_error(x, "result name '%s' is reserved (a C keyword or a name the generated "
+                          "code uses)", r->name);
+            for (int i = 0; i < op->nargs; i++)
+                if (strcmp(op->args[i].name, r->name) == 0)
+                    sig_error(x, "result '%s' has the name of an argument", r->name);
+            for (int i = 0; i < op->nrets; i++)
+                if (strcmp(op->rets[i].name, r->name) == 0)
+                    sig_error(x, "result '%s' given twice", r->name);
+            op->nrets++;
+            if (lex_accept(x, ")")) break;
+            lex_expect(x, ",");
+        }
+        if (op->nrets < 2)
+            sig_error(x, "a tuple of results needs at least two (write '-> Tensor' for one)");
+        return;
+    }
+    const char *ret_at = x->p;
+    cg_type rt = lex_type(x, &alias, &write);
+    if (rt == CG_TENSORLIST) {
+        op->nrets = 1;
+        op->rets[0].list = true;
+        return;
+    }
+    if (rt != CG_TENSOR) {
+        skip_ws(x);
+        sig_error(x, "unsupported return type '%.*s' (Tensor, Tensor[] or a tuple "
+                  "(Tensor a, Tensor b) are supported)", (int)(x->p - ret_at), ret_at);
+    }
+    op->nrets = 1;
+    op->ret_alias = alias;
+    op->ret_alias_write = write;
+}
+
+/* Parses a func string into op (name, overload, args, results). */
 static void parse_signature(const char *path, int line, const char *func, cg_op *op) {
     sig_lexer x = { path, line, func, func };
-    op->name = lex_ident(&x, "the op name");
-    if (is_reserved(op->name)) sig_error(&x, "op name '%s' is reserved", op->name);
+    op->base = lex_ident(&x, "the op name");
+    if (is_reserved(op->base)) sig_error(&x, "op name '%s' is reserved", op->base);
+    static const char *const runtime_types[] = { "stack", "tensor", "storage", "scalar", "ivalue",
+                                                 "intlist", "tensorlist", "device", "dtype", "keyset",
+                                                 "status", "version", NULL };
+    for (int i = 0; runtime_types[i]; i++)
+        if (strcmp(op->base, runtime_types[i]) == 0 && *x.p != '.')
+            sig_error(&x, "op name '%s' would make C function em_%s, which is a runtime type; give it "
+                      "an overload name ('%s.list') so its C name differs (the Lua name stays '%s')",
+                      op->base, op->base, op->base, op->base);
+    if (*x.p == '.') {
+        x.p++;
+        if (!is_ident_start((unsigned char)*x.p))
+            sig_error(&x, "expected an overload name after '%s.'", op->base);
+        op->overload = lex_ident(&x, "an overload name");
+        size_t n = strlen(op->base) + strlen(op->overload) + 2;
+        op->name = cg_xmalloc(n);
+        snprintf(op->name, n, "%s_%s", op->base, op->overload);
+    } else {
+        op->name = cg_xstrdup(op->base);
+    }
     lex_expect(&x, "(");
     bool kwonly = false, seen_default = false;
     skip_ws(&x);
@@ -429,6 +504,8 @@ static void parse_signature(const char *path, int line, const char *func, cg_op 
                     sig_error(&x, "argument '%s' given twice", a->name);
             a->def.kind = CG_DEF_NONE_GIVEN;
             if (lex_accept(&x, "=")) {
+                if (a->type == CG_TENSORLIST)
+                    sig_error(&x, "argument '%s' of type Tensor[] cannot have a default", a->name);
                 parse_default(&x, a, lex_default(&x));
                 if (!kwonly) seen_default = true;
             } else if (!kwonly && seen_default) {
@@ -441,21 +518,20 @@ static void parse_signature(const char *path, int line, const char *func, cg_op 
         }
     }
     if (kwonly && op->npositional == op->nargs) sig_error(&x, "'*' must be followed by an argument");
-    lex_expect(&x, "->");
-    char *alias;
-    bool write;
-    skip_ws(&x);
-    const char *ret_at = x.p;
-    cg_type rt = lex_type(&x, &alias, &write);
-    if (rt != CG_TENSOR) {
-        skip_ws(&x);
-        sig_error(&x, "unsupported return type '%.*s' (only Tensor is supported)",
-                  (int)(x.p - ret_at), ret_at);
+    int nlists = 0, ntensors = 0;
+    for (int i = 0; i < op->nargs; i++) {
+        nlists += op->args[i].type == CG_TENSORLIST;
+        ntensors += cg_type_is_tensor(op->args[i].type);
     }
+    if (nlists > 1 || (nlists && ntensors))
+        sig_error(&x, "an op with a Tensor[] argument may have no other Tensor or Tensor[] "
+                  "argument (its autograd edges are the list's elements)");
+    lex_expect(&x, "->");
+    parse_returns(&x, op);
     skip_ws(&x);
     if (*x.p) sig_error(&x, "unexpected '%s' after the return type", x.p);
-    op->ret_alias = alias;
-    op->ret_alias_write = write;
+    const char *alias = op->ret_alias;
+    bool write = op->ret_alias_write;
     if (alias) {
         bool found = false;
         for (int i = 0; i < op->nargs; i++)
@@ -620,10 +696,17 @@ void cg_parse_ops(const char *path, cg_schema *s) {
     for (int i = 0; it < end; it++, i++) {
         cg_op *op = &s->ops[i];
         parse_op(path, &doc, yaml_document_get_node(&doc, *it), op);
-        for (int j = 0; j < i; j++)
+        for (int j = 0; j < i; j++) {
             if (strcmp(s->ops[j].name, op->name) == 0)
                 cg_error_at(path, op->line, "duplicate op '%s' (first defined at line %d)", op->name,
                             s->ops[j].line);
+            /* Note [Overloads]: one Lua binding per name, so the variants agree */
+            if (strcmp(s->ops[j].base, op->base) == 0 &&
+                (s->ops[j].v_function != op->v_function || s->ops[j].v_method != op->v_method))
+                cg_error_at(path, op->line, "overload '%s' of '%s' has other variants than the one "
+                            "at line %d (all overloads of a name share one binding)", op->name,
+                            op->base, s->ops[j].line);
+        }
         for (int b = 0; b < nb; b++)
             if (banners[b].line < op->line) op->group = banners[b].name;
     }
@@ -639,20 +722,30 @@ static const cg_arg *find_arg(const cg_op *op, const char *name) {
     return NULL;
 }
 
-/* output_differentiability: [false] (or [true], the default): one flag per
- * output, and every op has one output. */
+/* output_differentiability: [flag, ...], one true/false per result (a
+ * Tensor[] result is one result); fills d->ret_nondiff and returns whether
+ * some result is differentiable. */
 static bool parse_output_diff(const char *path, yaml_document_t *doc, yaml_node_t *v,
-                              const cg_op *op) {
-    if (v->type != YAML_SEQUENCE_NODE || v->data.sequence.items.top - v->data.sequence.items.start != 1)
+                              const cg_op *op, cg_deriv *d) {
+    if (v->type != YAML_SEQUENCE_NODE ||
+        v->data.sequence.items.top - v->data.sequence.items.start != op->nrets)
         cg_error_at(path, mark_line(v), "output_differentiability of %s must be a list with one "
-                    "flag per output, [true] or [false] (ops have one output)", op->name);
-    yaml_node_t *f = yaml_document_get_node(doc, *v->data.sequence.items.start);
-    expect_scalar(path, f, "an output_differentiability flag");
-    const char *t = scalar_of(f);
-    if (strcmp(t, "false") == 0 || strcmp(t, "False") == 0) return false;
-    if (strcmp(t, "true") == 0 || strcmp(t, "True") == 0) return true;
-    cg_error_at(path, mark_line(f), "output_differentiability flag '%s' of %s must be true or false",
-                t, op->name);
+                    "flag per result (%d), like [%s]", op->name, op->nrets,
+                    op->nrets == 1 ? "false" : op->nrets == 2 ? "true, false" : "true, false, ...");
+    bool any = false;
+    int i = 0;
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+         it++, i++) {
+        yaml_node_t *f = yaml_document_get_node(doc, *it);
+        expect_scalar(path, f, "an output_differentiability flag");
+        const char *t = scalar_of(f);
+        if (strcmp(t, "false") == 0 || strcmp(t, "False") == 0) d->ret_nondiff[i] = true;
+        else if (strcmp(t, "true") == 0 || strcmp(t, "True") == 0) any = true;
+        else
+            cg_error_at(path, mark_line(f), "output_differentiability flag '%s' of %s must be true "
+                        "or false", t, op->name);
+    }
+    return any;
 }
 
 /* save: [names] documents what the node keeps; it must list exactly the
@@ -773,7 +866,7 @@ void cg_parse_derivatives(const char *path, cg_schema *s) {
             if (strcmp(key, "output_differentiability") == 0) {
                 if (have_outdiff) cg_error_at(path, mark_line(k), "key '%s' given twice", key);
                 have_outdiff = true;
-                d->output_nondiff = !parse_output_diff(path, &doc, v, op);
+                d->output_nondiff = !parse_output_diff(path, &doc, v, op, d);
                 continue;
             }
             const cg_arg *a = find_arg(op, key);
@@ -782,9 +875,9 @@ void cg_parse_derivatives(const char *path, cg_schema *s) {
                             "argument names; other keys: name, save, output_differentiability, "
                             "may_return_self)",
                             key, op->schema);
-            if (!cg_type_is_tensor(a->type))
+            if (!cg_type_is_tensor(a->type) && a->type != CG_TENSORLIST)
                 cg_error_at(path, mark_line(k), "'%s' of %s is a %s, not a Tensor: only Tensor "
-                            "arguments are differentiable", key, op->name,
+                            "and Tensor[] arguments are differentiable", key, op->name,
                             cg_types[a->type].spelling);
             expect_scalar(path, v, "a formula");
             if (!*scalar_of(v))
