@@ -103,7 +103,7 @@ bool cg_expr_uses_meta(const cg_expr *e, int arg) {
 /* Locals of the generated apply functions and kernels, and node fields. */
 static const char *const ag_reserved[] = {
     "grad", "result", "node", "n", "out", "grads", "mark", "below", "any", "base", "orig",
-    "prev", NULL
+    "prev", "results", "rs", NULL
 };
 
 static bool ends_with(const char *s, const char *suffix) {
@@ -116,17 +116,23 @@ void cg_check_autograd_names(const char *path, int line, const cg_op *op) {
         const char *name = op->args[i].name;
         bool bad = strncmp(name, "has_", 4) == 0 || ends_with(name, "_") || ends_with(name, "_meta") ||
                    ends_with(name, "_n");
-        if (name[0] == 'v' && name[1]) {
-            bad = true; /* v1, v2, ... are temporaries */
-            for (const char *p = name + 1; *p; p++)
-                if (!isdigit((unsigned char)*p)) bad = false;
+        /* v1, v2, ... are temporaries; gk0, res0, ... gradients and results */
+        static const char *const numbered[] = { "v", "gk", "res", NULL };
+        for (int k = 0; numbered[k]; k++) {
+            size_t m = strlen(numbered[k]);
+            if (strncmp(name, numbered[k], m) != 0 || !name[m]) continue;
+            bool digits = true;
+            for (const char *p = name + m; *p; p++)
+                if (!isdigit((unsigned char)*p)) digits = false;
+            bad |= digits;
         }
         for (int r = 0; ag_reserved[r]; r++)
             if (strcmp(ag_reserved[r], name) == 0) bad = true;
         if (bad)
             cg_error_at(path, line, "argument '%s' of %s clashes with a name of the generated "
                         "autograd code (reserved: grad, result, node, n, out, grads, mark, below, "
-                        "any, base, orig, prev, v<N>, has_*, *_, *_meta, *_n); rename it in %s",
+                        "any, base, orig, prev, results, rs, v<N>, gk<N>, res<N>, has_*, *_, *_meta, *_n); "
+                        "rename it in %s",
                         name, op->name, "ops.yaml");
     }
 }
