@@ -42,6 +42,8 @@ typedef enum {
     CG_DIM, CG_DIM_OPT, CG_DIMLIST, CG_DIMLIST_OPT, CG_INDEX, CG_INDEX_OPT,
     CG_ENDINDEX_OPT, CG_FLOAT, CG_BOOL, CG_DTYPE, CG_DTYPE_OPT, CG_INT_OPT,
     CG_TENSORLIST, /* Tensor[]: em_tensorlist (borrowed); see Note [Tensor lists] */
+    CG_INTLIST_OPT,/* int[]?: em_intlist, n == -1 when absent */
+    CG_STR,        /* str{a,b,c}: const char *, one of the values listed in the schema */
     CG_TYPE_COUNT
 } cg_type;
 
@@ -68,7 +70,8 @@ extern const char *const cg_dtype_enums[CG_DTYPE_COUNT];
 typedef enum {
     CG_DEF_NONE_GIVEN, /* no default: the argument is required */
     CG_DEF_NULL,       /* None */
-    CG_DEF_INT, CG_DEF_FLOAT, CG_DEF_BOOL, CG_DEF_LIST, CG_DEF_DTYPE
+    CG_DEF_INT, CG_DEF_FLOAT, CG_DEF_BOOL, CG_DEF_LIST, CG_DEF_DTYPE,
+    CG_DEF_STR        /* "mean": str (text keeps the quotes; str is the value) */
 } cg_default_kind;
 
 typedef struct {
@@ -80,6 +83,7 @@ typedef struct {
     int64_t *list;    /* CG_DEF_LIST */
     int nlist;
     int dtype;        /* CG_DEF_DTYPE: index into cg_dtype_names */
+    char *str;        /* CG_DEF_STR: the value without quotes */
 } cg_default;
 
 typedef struct {
@@ -88,6 +92,8 @@ typedef struct {
     char *alias;      /* "a" for Tensor(a) / Tensor(a!), else NULL */
     bool alias_write; /* Tensor(a!) */
     bool kwonly;      /* after `*`: only by name (Lua options table) */
+    char **choices;   /* str{mean,sum,none}: the allowed values */
+    int nchoices;
     cg_default def;
 } cg_arg;
 
@@ -220,6 +226,8 @@ bool cg_op_has_formulas(const cg_op *op);
 bool cg_type_is_ptr_opt(cg_type t);
 bool cg_type_is_tensor(cg_type t);
 bool cg_type_is_list(cg_type t);
+/* Whether list type t holds dims (1-based in Lua, 0-based in C). */
+bool cg_type_is_dims(cg_type t);
 /* Whether op returns a Tensor[] (its C entry returns em_tensor ** and a count). */
 bool cg_op_ret_list(const cg_op *op);
 /* The C return type of op's entry points and kernels: "em_tensor *" or "em_tensor **". */

@@ -125,7 +125,7 @@ static void arg_cvalue(cg_buf *b, const cg_arg *a) {
     case CG_SCALAR_OPT: case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT: case CG_INT_OPT:
         cg_printf(b, "(n->has_%s ? &n->%s : NULL)", x, x);
         break;
-    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT:
+    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: case CG_INTLIST_OPT:
         cg_printf(b, "((em_intlist){ n->%s, n->%s_n })", x, x);
         break;
     default:
@@ -173,9 +173,10 @@ static void emit_node_struct(cg_buf *b, const cg_op *op, const char *ctype) {
         case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT: case CG_INT_OPT:
             cg_printf(b, "    int64_t %s;\n    bool has_%s; /* given */\n", x, x);
             break;
-        case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT:
+        case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: case CG_INTLIST_OPT:
             cg_printf(b, "    int64_t %s[EM_MAX_DIMS];\n    int %s_n; /* entries; -1: absent */\n", x, x);
             break;
+        case CG_STR: cg_printf(b, "    char %s[64]; /* one of the str type's values */\n", x); break;
         case CG_FLOAT: cg_printf(b, "    double %s;\n", x); break;
         case CG_BOOL: cg_printf(b, "    bool %s;\n", x); break;
         case CG_DTYPE: case CG_DTYPE_OPT: cg_printf(b, "    em_dtype %s;\n", x); break;
@@ -260,11 +261,12 @@ static char *default_value(const cg_arg *a) {
     const cg_default *d = &a->def;
     cg_type t = a->type;
     if (d->kind == CG_DEF_NULL) {
-        if (t == CG_DIMLIST_OPT) return cg_xstrdup("((em_intlist){ NULL, -1 })");
+        if (t == CG_DIMLIST_OPT || t == CG_INTLIST_OPT) return cg_xstrdup("((em_intlist){ NULL, -1 })");
         if (t == CG_DTYPE_OPT) return cg_xstrdup("EM_DTYPE_NONE");
         return cg_xstrdup("NULL");
     }
     if (d->kind == CG_DEF_DTYPE) return cg_xstrdup(cg_dtype_enums[d->dtype]);
+    if (d->kind == CG_DEF_STR) return fmt("\"%s\"", d->str);
     if (d->kind == CG_DEF_BOOL) {
         if (t == CG_SCALAR) return fmt("em_scalar_bool(%s)", d->b ? "true" : "false");
         if (t == CG_SCALAR_OPT) return fmt("(const em_scalar[]){ em_scalar_bool(%s) }", d->b ? "true" : "false");
@@ -276,7 +278,7 @@ static char *default_value(const cg_arg *a) {
         cg_puts(&v, "((em_intlist){ (const int64_t[]){ ");
         for (int i = 0; i < d->nlist; i++) {
             int64_t x = d->list[i];
-            if (t != CG_INTLIST && x > 0) x--; /* dims are 1-based in the schema */
+            if (cg_type_is_dims(t) && x > 0) x--; /* dims are 1-based in the schema */
             cg_printf(&v, "%s%lld", i ? ", " : "", (long long)x);
         }
         cg_printf(&v, " }, %d })", d->nlist);
@@ -673,7 +675,10 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
         case CG_SCALAR_OPT: case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT: case CG_INT_OPT:
             cg_printf(b, "    if (%s) {\n        n->%s = *%s;\n        n->has_%s = true;\n    }\n", x, x, x, x);
             break;
-        case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT:
+        case CG_STR:
+            cg_printf(b, "    snprintf(n->%s, sizeof n->%s, \"%%s\", %s);\n", x, x, x);
+            break;
+        case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: case CG_INTLIST_OPT:
             cg_printf(b, "    if (%s.n > EM_MAX_DIMS) {\n"
                          "        em_set_error(EM_EVALUE, \"%s: argument '%s' has %%d entries, more than %%d\", "
                          "%s.n, EM_MAX_DIMS);\n        goto fail;\n    }\n"
@@ -847,7 +852,7 @@ void cg_emit_autograd(cg_buf *b, const cg_schema *s) {
                " * (em_ag_k_NAME, in em_op_table at EM_KEY_AUTOGRAD) and the backward node\n"
                " * types whose apply evaluates the formulas of schema/derivatives.yaml. See\n"
                " * Note [Autograd key] and Note [Formula scopes] in autograd/em_autograd.h. */\n"
-               "#include <stdlib.h>\n#include <string.h>\n\n"
+               "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
                "#include \"autograd/em_autograd.h\"\n#include \"autograd/em_formulas.h\"\n"
                "#include \"em_ops.h\"\n#include \"em_kernels_decl.h\"\n\n");
     cg_puts(b, "/* Whether an element of a Tensor[] argument requires grad. */\n"

@@ -220,6 +220,12 @@ static const char ops_c_helpers[] =
     "    v.v.tl = l;\n"
     "    return v;\n"
     "}\n"
+    "static inline __attribute__((unused)) em_ivalue iv_str(const char *s) {\n"
+    "    em_ivalue v;\n"
+    "    v.tag = EM_IV_STRING;\n"
+    "    v.v.str = s;\n"
+    "    return v;\n"
+    "}\n"
     "static inline em_ivalue iv_dtype(em_dtype dt) {\n"
     "    em_ivalue v = iv_none();\n"
     "    if (dt != EM_DTYPE_NONE) { v.tag = EM_IV_DTYPE; v.v.dt = dt; }\n"
@@ -303,6 +309,12 @@ static const char ops_c_helpers[] =
     "                                                              const char *name, em_tensorlist *out) {\n"
     "    if (st->args[i].tag != EM_IV_TENSORLIST) return bad_arg(st, i, op, name);\n"
     "    *out = st->args[i].v.tl;\n"
+    "    return EM_OK;\n"
+    "}\n"
+    "static inline __attribute__((unused)) em_status un_str(const em_stack *st, int i, const char *op,\n"
+    "                                                       const char *name, const char **out) {\n"
+    "    if (st->args[i].tag != EM_IV_STRING || !st->args[i].v.str) return bad_arg(st, i, op, name);\n"
+    "    *out = st->args[i].v.str;\n"
     "    return EM_OK;\n"
     "}\n"
     "\n"
@@ -411,7 +423,8 @@ static const char *box_fn(cg_type t) {
     case CG_SCALAR_OPT: return "iv_opt_scalar";
     case CG_INT: case CG_DIM: case CG_INDEX: return "iv_int";
     case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT: case CG_INT_OPT: return "iv_opt_int";
-    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: return "iv_list";
+    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: case CG_INTLIST_OPT: return "iv_list";
+    case CG_STR: return "iv_str";
     case CG_FLOAT: return "iv_double";
     case CG_BOOL: return "iv_bool";
     case CG_DTYPE: case CG_DTYPE_OPT: return "iv_dtype";
@@ -445,6 +458,20 @@ static void emit_entry(cg_buf *b, const cg_op *op) {
                          "        ks |= %s.data[i]->keyset;\n    }\n",
                       a->name, a->name, a->name, op->name, a->name, a->name, a->name, op->name,
                       a->name, a->name);
+            continue;
+        }
+        if (a->type == CG_STR) {
+            /* C callers may pass any string: it must be one of the set */
+            cg_printf(b, "    if (!%s || !(", a->name);
+            cg_buf set = { 0 };
+            for (int c = 0; c < a->nchoices; c++) {
+                cg_printf(b, "%sstrcmp(%s, \"%s\") == 0", c ? " || " : "", a->name, a->choices[c]);
+                cg_printf(&set, "%s%s", c ? ", " : "", a->choices[c]);
+            }
+            cg_printf(b, ")) {\n        em_set_error(EM_EVALUE, \"%s: argument '%s' must be one of: %s "
+                         "(got '%%s')\", %s ? %s : \"NULL\");\n        return NULL;\n    }\n",
+                      op->name, a->name, set.data, a->name, a->name);
+            free(set.data);
             continue;
         }
         if (a->type != CG_TENSOR) continue;
@@ -533,7 +560,8 @@ static const char *zero_value(cg_type t) {
     case CG_TENSOR: case CG_TENSOR_OPT: case CG_SCALAR_OPT: case CG_DIM_OPT: case CG_INDEX_OPT:
     case CG_ENDINDEX_OPT: case CG_INT_OPT: return "NULL";
     case CG_SCALAR: return "em_scalar_int(0)";
-    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: return "{ NULL, -1 }";
+    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: case CG_INTLIST_OPT: return "{ NULL, -1 }";
+    case CG_STR: return "NULL";
     case CG_FLOAT: return "0.0";
     case CG_BOOL: return "false";
     case CG_DTYPE: case CG_DTYPE_OPT: return "EM_DTYPE_NONE";
@@ -578,7 +606,10 @@ static void emit_adapter(cg_buf *b, const cg_op *op) {
             cg_printf(b, "un_opt_int(st, %d, op->name, \"%s\", &buf_%d, &%s)", i, a->name, i,
                       a->name);
             break;
-        case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT:
+        case CG_STR:
+            cg_printf(b, "un_str(st, %d, op->name, \"%s\", &%s)", i, a->name, a->name);
+            break;
+        case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: case CG_INTLIST_OPT:
             cg_printf(b, "un_list(st, %d, op->name, \"%s\", %s, &%s)", i, a->name, opt, a->name);
             break;
         case CG_FLOAT:
@@ -649,7 +680,7 @@ void cg_emit_ops_c(cg_buf *b, const cg_schema *s) {
     cg_generated_banner(b, s->ops_path);
     cg_puts(b, "/* em_ops.c -- the op table and every op's dispatching entry points and boxing\n"
                " * adapters. See Note [How a call is dispatched] in em_dispatch.h. */\n"
-               "#include \"em_ops.h\"\n#include \"em_kernels_decl.h\"\n\n");
+               "#include <string.h>\n\n#include \"em_ops.h\"\n#include \"em_kernels_decl.h\"\n\n");
     cg_puts(b, ops_c_helpers);
     const char *last = NULL;
     for (int i = 0; i < s->nops; i++) {

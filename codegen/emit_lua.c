@@ -130,12 +130,24 @@ static void emit_locals(cg_buf *b, const cg_op *op) {
                           has ? (d->i > 0 ? d->i : d->i + 1) : 0);
             cg_printf(b, "    const int64_t *a_%s = NULL;\n", a->name);
             break;
-        case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT:
+        case CG_STR: {
+            /* a_NAME always points into ch_NAME (static): the default's entry */
+            int def = -1;
+            cg_printf(b, "    static const char *const ch_%s[] = { ", a->name);
+            for (int c = 0; c < a->nchoices; c++) {
+                cg_printf(b, "\"%s\", ", a->choices[c]);
+                if (d->kind == CG_DEF_STR && strcmp(d->str, a->choices[c]) == 0) def = c;
+            }
+            if (def >= 0) cg_printf(b, "NULL };\n    const char *a_%s = ch_%s[%d];\n", a->name, a->name, def);
+            else cg_printf(b, "NULL };\n    const char *a_%s = NULL;\n", a->name);
+            break;
+        }
+        case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: case CG_INTLIST_OPT:
             if (d->kind == CG_DEF_LIST && d->nlist > 0) {
                 cg_printf(b, "    static const int64_t def_%s[] = {", a->name);
                 for (int j = 0; j < d->nlist; j++) {
                     int64_t v = d->list[j];
-                    if (a->type != CG_INTLIST && v > 0) v--; /* dims: 1-based -> 0-based */
+                    if (cg_type_is_dims(a->type) && v > 0) v--; /* dims: 1-based -> 0-based */
                     cg_printf(b, "%s%" PRId64, j ? ", " : " ", v);
                 }
                 cg_puts(b, " };\n");
@@ -208,8 +220,10 @@ static void emit_convert(cg_buf *b, const cg_op *op, int i) {
         cg_printf(b, "        %s_%s = %s(L, i_%s, \"%s\", \"%s\");\n",
                   cg_type_is_ptr_opt(a->type) ? "v" : "a", n, checker, n, o, n);
     }
-    if (a->type == CG_INTLIST || a->type == CG_DIMLIST || a->type == CG_DIMLIST_OPT) {
-        bool is_dim = a->type != CG_INTLIST;
+    if (a->type == CG_STR)
+        cg_printf(b, "        a_%s = em_lua_check_choice(L, i_%s, \"%s\", \"%s\", ch_%s);\n", n, n, o, n, n);
+    if (cg_type_is_list(a->type)) {
+        bool is_dim = cg_type_is_dims(a->type);
         cg_printf(b, "        int used = 1;\n");
         const char *dimarg = is_dim ? "true" : "false";
         bool va = !a->kwonly && list_varargs(op, i);
@@ -373,8 +387,9 @@ static const char *lua_type_test(cg_type t) {
     case CG_ENDINDEX_OPT: case CG_FLOAT:
         return "(lt == LUA_TNUMBER)";
     case CG_BOOL: return "(lt == LUA_TBOOLEAN)";
-    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT:
+    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: case CG_INTLIST_OPT:
         return "(lt == LUA_TTABLE || lt == LUA_TNUMBER)";
+    case CG_STR: return "(lt == LUA_TSTRING)";
     case CG_DTYPE: case CG_DTYPE_OPT: return "(lt == LUA_TSTRING)";
     case CG_TENSORLIST: return "(lt == LUA_TTABLE)";
     default: return "false";

@@ -46,7 +46,7 @@ static void lua_arg(cg_buf *b, const cg_arg *a) {
  * "x:sum(dim=nil, keepdim=false, {dtype=nil})". */
 static void call_form(cg_buf *b, const cg_op *op, bool method) {
     cg_buf t = { 0 };
-    cg_printf(&t, "%s%s(", method ? "x:" : "ember.", op->name);
+    cg_printf(&t, "%s%s(", method ? "x:" : "ember.", op->base);
     bool first = true;
     for (int i = method ? 1 : 0; i < op->npositional; i++) {
         if (!first) cg_puts(&t, ", ");

@@ -37,6 +37,8 @@ const cg_type_info cg_types[CG_TYPE_COUNT] = {
     [CG_DTYPE_OPT]    = { "dtype?",    "em_dtype ",         true },
     [CG_INT_OPT]      = { "int?",      "const int64_t *",   true },
     [CG_TENSORLIST]   = { "Tensor[]",  "em_tensorlist ",    false },
+    [CG_INTLIST_OPT]  = { "int[]?",    "em_intlist ",       true },
+    [CG_STR]          = { "str{...}",  "const char *",      false },
 };
 
 const char *const cg_key_names[CG_KEY_COUNT] = { "CPU", "CUDA", "PrivateUse1", "Autograd" };
@@ -58,8 +60,9 @@ bool cg_type_is_ptr_opt(cg_type t) {
 }
 bool cg_type_is_tensor(cg_type t) { return t == CG_TENSOR || t == CG_TENSOR_OPT; }
 bool cg_type_is_list(cg_type t) {
-    return t == CG_INTLIST || t == CG_DIMLIST || t == CG_DIMLIST_OPT;
+    return t == CG_INTLIST || t == CG_DIMLIST || t == CG_DIMLIST_OPT || t == CG_INTLIST_OPT;
 }
+bool cg_type_is_dims(cg_type t) { return t == CG_DIMLIST || t == CG_DIMLIST_OPT; }
 bool cg_op_ret_list(const cg_op *op) { return op->nrets == 1 && op->rets[0].list; }
 const char *cg_ret_ctype(const cg_op *op) { return cg_op_ret_list(op) ? "em_tensor **" : "em_tensor *"; }
 
@@ -230,10 +233,42 @@ static __attribute__((noreturn)) void unknown_type(sig_lexer *x, const char *spe
     sig_error(x, "unknown type '%s' (known types: %s)", spelled, known);
 }
 
+/* Parses the value set of str{a,b,c} (after "str") into *choices. */
+static void lex_choices(sig_lexer *x, char ***choices, int *n) {
+    if (*x->p != '{')
+        sig_error(x, "a str type lists its allowed values, like str{mean,sum,none}");
+    x->p++;
+    *choices = cg_xmalloc(sizeof(char *) * 32);
+    *n = 0;
+    for (;;) {
+        if (*n == 32) sig_error(x, "a str type may list at most 32 values");
+        char *v = lex_ident(x, "a value of the str type (an identifier)");
+        for (int i = 0; i < *n; i++)
+            if (strcmp((*choices)[i], v) == 0) sig_error(x, "str value '%s' listed twice", v);
+        (*choices)[(*n)++] = v;
+        skip_ws(x);
+        if (*x->p == '}') { x->p++; break; }
+        if (*x->p != ',') sig_error(x, "expected ',' or '}' in the values of a str type at '%.20s'", x->p);
+        x->p++;
+    }
+}
+
 /* Parses "Tensor(a!)?" style types: base, optional [], optional alias
- * annotation (Tensor only), optional ?. */
+ * annotation (Tensor only), optional ?. `ScalarType` is another spelling of
+ * dtype (PyTorch's); `str{a,b}` is a string from a closed set (the caller
+ * reads the set with lex_choices). */
 static cg_type lex_type(sig_lexer *x, char **alias, bool *alias_write) {
     char *base = lex_ident(x, "a type");
+    if (strcmp(base, "str") == 0) {
+        free(base);
+        *alias = NULL;
+        *alias_write = false;
+        return CG_STR;
+    }
+    if (strcmp(base, "ScalarType") == 0) {
+        free(base);
+        base = cg_xstrdup("dtype");
+    }
     char spelled[128];
     bool list = false, opt = false;
     *alias = NULL;
@@ -321,6 +356,11 @@ static void parse_default(sig_lexer *x, cg_arg *a, char *text) {
             free(item);
         }
         free(inner);
+    } else if (text[0] == '"') {
+        size_t n = strlen(text);
+        if (n < 2 || text[n - 1] != '"') sig_error(x, "bad string default %s for argument '%s'", text, a->name);
+        d->kind = CG_DEF_STR;
+        d->str = cg_xstrndup(text + 1, n - 2);
     } else if (dtype_index(text) >= 0) {
         d->kind = CG_DEF_DTYPE;
         d->dtype = dtype_index(text);
@@ -347,7 +387,7 @@ static void parse_default(sig_lexer *x, cg_arg *a, char *text) {
         ok = d->kind == CG_DEF_INT; want = "an integer"; break;
     case CG_INTLIST: case CG_DIMLIST:
         ok = d->kind == CG_DEF_LIST; want = "a list of integers like [1, 2]"; break;
-    case CG_DIMLIST_OPT:
+    case CG_DIMLIST_OPT: case CG_INTLIST_OPT:
         ok = d->kind == CG_DEF_NULL || d->kind == CG_DEF_LIST;
         want = "None or a list of integers"; break;
     case CG_DIM: case CG_INDEX:
@@ -368,6 +408,12 @@ static void parse_default(sig_lexer *x, cg_arg *a, char *text) {
     case CG_DTYPE_OPT:
         ok = d->kind == CG_DEF_NULL || d->kind == CG_DEF_DTYPE;
         want = "None or a dtype name like float32"; break;
+    case CG_STR: {
+        ok = false;
+        for (int i = 0; d->kind == CG_DEF_STR && i < a->nchoices; i++) ok |= strcmp(d->str, a->choices[i]) == 0;
+        want = "one of the str type's values, quoted (\"mean\")";
+        break;
+    }
     default:
         ok = false; want = "?"; break;
     }
@@ -494,6 +540,7 @@ static void parse_signature(const char *path, int line, const char *func, cg_op 
                 sig_error(&x, "more than %d arguments (the boxed stack's size)", CG_MAX_ARGS);
             cg_arg *a = &op->args[op->nargs];
             a->type = lex_type(&x, &a->alias, &a->alias_write);
+            if (a->type == CG_STR) lex_choices(&x, &a->choices, &a->nchoices);
             a->name = lex_ident(&x, "an argument name");
             a->kwonly = kwonly;
             if (is_reserved(a->name))

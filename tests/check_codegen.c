@@ -317,6 +317,41 @@ START_TEST(test_codegen_multi_fixture) {
 }
 END_TEST
 
+/* int[]?, ScalarType? and str{...} (types_ops.yaml): C types, the binding's
+ * set check, the entry's check for C callers, the node keeping a str. */
+START_TEST(test_codegen_types_fixture) {
+    run_result r;
+    run_codegen(&r, "types_ops.yaml", "types_derivs.yaml");
+    ck_assert_msg(r.status == 0, "codegen failed: %s", r.err);
+    assert_compiles(&r);
+    char *h = slurp(&r, "gen/em_ops.h");
+    ck_assert_ptr_nonnull(strstr(h, "EM_API em_tensor *em_reduce(em_tensor *self, em_intlist sizes, em_dtype dtype, "
+                                    "const char *reduction);"));
+    free(h);
+    char *c = slurp(&r, "gen/em_ops.c");
+    ck_assert_ptr_nonnull(strstr(c, "if (!reduction || !(strcmp(reduction, \"mean\") == 0 || strcmp(reduction, "
+                                    "\"sum\") == 0 || strcmp(reduction, \"none\") == 0)) {"));
+    ck_assert_ptr_nonnull(strstr(c, "\"reduce: argument 'reduction' must be one of: mean, sum, none (got '%s')\""));
+    ck_assert_ptr_nonnull(strstr(c, "st.args[3] = iv_str(reduction);"));
+    ck_assert_ptr_nonnull(strstr(c, "un_list(st, 1, op->name, \"sizes\", true, &sizes)"));
+    free(c);
+    char *l = slurp(&r, "gen/em_lua_ops.c");
+    ck_assert_ptr_nonnull(strstr(l, "static const char *const ch_reduction[] = { \"mean\", \"sum\", \"none\", NULL };\n"
+                                    "    const char *a_reduction = ch_reduction[0];"));
+    ck_assert_ptr_nonnull(strstr(l, "a_reduction = em_lua_check_choice(L, i_reduction, \"reduce\", \"reduction\", "
+                                    "ch_reduction);"));
+    ck_assert_ptr_nonnull(strstr(l, "em_intlist a_sizes = { NULL, -1 };"));
+    ck_assert_ptr_nonnull(strstr(l, "const char *a_which = NULL;"));
+    free(l);
+    char *a = slurp(&r, "gen/em_autograd_gen.c");
+    ck_assert_ptr_nonnull(strstr(a, "char reduction[64];"));
+    ck_assert_ptr_nonnull(strstr(a, "snprintf(n->reduction, sizeof n->reduction, \"%s\", reduction);"));
+    ck_assert_ptr_nonnull(strstr(a, "em_reduce(grad, ((em_intlist){ n->sizes, n->sizes_n }), n->dtype, n->reduction)"));
+    free(a);
+    cleanup(&r);
+}
+END_TEST
+
 START_TEST(test_codegen_real_schema) {
     run_result r;
     run_codegen(&r, "schema/ops.yaml", "schema/derivatives.yaml");
@@ -393,6 +428,11 @@ static const bad_case bad_cases[] = {
       "save: the formulas of mul use 'other' but save does not list it" },
     { "deriv_ops.yaml", "deriv_no_op.yaml", "deriv_no_op.yaml:3:",
       "the formula needs op 'sub' (for its arithmetic)" },
+    /* str{...} */
+    { "bad_str_default.yaml", NULL, "bad_str_default.yaml:2:",
+      "bad default '\"avg\"' for argument 'reduction' of type str{...}: expected one of the str type's values" },
+    { "bad_str_set.yaml", NULL, "bad_str_set.yaml:2:", "a str type lists its allowed values, like str{mean,sum,none}" },
+    { "bad_str_twice.yaml", NULL, "bad_str_twice.yaml:2:", "str value 'mean' listed twice" },
     /* overloads, several results, lists */
     { "bad_overload.yaml", NULL, "bad_overload.yaml:2:", "expected an overload name after 'neg.'" },
     { "bad_ret_one.yaml", NULL, "bad_ret_one.yaml:2:", "a tuple of results needs at least two" },
@@ -443,6 +483,7 @@ Suite *make_codegen_suite(void) {
     tcase_add_test(core, test_codegen_derivatives_good);
     tcase_add_test(core, test_codegen_autograd_fixture);
     tcase_add_test(core, test_codegen_multi_fixture);
+    tcase_add_test(core, test_codegen_types_fixture);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("errors");
     tcase_add_loop_test(errors, test_codegen_errors, 0, (int)(sizeof bad_cases / sizeof bad_cases[0]));

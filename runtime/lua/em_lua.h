@@ -59,6 +59,11 @@ EM_API em_tensor *em_lua_check_tensor(lua_State *L, int idx, const char *op,
  * (see Note [Tensor lists] in codegen/codegen.h). */
 EM_API em_tensorlist em_lua_check_tensorlist(lua_State *L, int idx, const char *op,
                                              const char *arg);
+/* str{a,b,c}: a Lua string that must be one of choices (NULL-terminated);
+ * returns the matching entry of choices (static), else raises "bad argument
+ * #idx to 'op' (arg: expected one of "a", "b", "c", got "x")". */
+EM_API const char *em_lua_check_choice(lua_State *L, int idx, const char *op, const char *arg,
+                                       const char *const *choices);
 /* Pushes the k results of a multi-result op as k values (taking over the
  * references); r == NULL raises the op's error after releasing outs. */
 EM_API void em_lua_push_results(lua_State *L, em_tensor *r, em_tensor **outs, int k,

@@ -214,6 +214,29 @@ void em_lua_push_tensor_array(lua_State *L, em_tensor **arr, int n, const char *
     em_tensors_free(arr, n);
 }
 
+const char *em_lua_check_choice(lua_State *L, int idx, const char *op, const char *arg,
+                                const char *const *choices) {
+    if (lua_type(L, idx) == LUA_TSTRING) {
+        const char *s = lua_tostring(L, idx);
+        for (int i = 0; choices[i]; i++)
+            if (strcmp(choices[i], s) == 0) return choices[i];
+    }
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int i = 0; choices[i]; i++) {
+        luaL_addstring(&b, i ? ", \"" : "\"");
+        luaL_addstring(&b, choices[i]);
+        luaL_addchar(&b, '"');
+    }
+    luaL_pushresult(&b);
+    if (lua_type(L, idx) == LUA_TSTRING)
+        em_lua_argerror(L, idx, op, "%s: expected one of %s, got \"%s\"", arg, lua_tostring(L, -1),
+                        lua_tostring(L, idx));
+    em_lua_argerror(L, idx, op, "%s: expected one of %s, got %s", arg, lua_tostring(L, -1),
+                    luaL_typename(L, idx));
+    return NULL;
+}
+
 int em_lua_no_overload(lua_State *L, const char *op, const char *const *schemas) {
     luaL_Buffer b;
     int top = lua_gettop(L);

@@ -194,6 +194,33 @@ function T.inplace_on_a_multi_output_view_is_refused()
   check_tensor(b, { 1, 1, 5, 5 })
 end
 
+-- ---- str arguments with a closed set of values ----
+
+function T.searchsorted_and_its_side()
+  local s = t({ 1, 3, 5, 7, 9 })
+  local v = t({ 3, 6, 9, 0, 10 })
+  -- torch (+1): left [2,4,5,1,6], right [3,4,6,1,6]
+  check_tensor(ember.searchsorted(s, v), { 2, 4, 5, 1, 6 })
+  check_tensor(ember.searchsorted(s, v, { side = "left" }), { 2, 4, 5, 1, 6 })
+  check_tensor(ember.searchsorted(s, v, { side = "right" }), { 3, 4, 6, 1, 6 })
+  check_tensor(ember.searchsorted(t({ { 1, 3, 5 }, { 2, 4, 6 } }), t({ { 3, 6 }, { 1, 4 } })), { { 2, 4 }, { 1, 2 } })
+  local r = ember.searchsorted(s, 4)
+  check_eq(#r.shape, 0); check_eq(r:item(), 3); check_eq(r.dtype, "int64")
+  check_eq(shape(ember.searchsorted(s, ember.zeros(0))), "0")
+  check_tensor(ember.searchsorted(t({ 0.5, 1.5 }), t({ 1, 2 })), { 2, 3 }) -- int values, float boundaries
+end
+
+function T.str_argument_errors()
+  local s = t({ 1, 3, 5 })
+  check_error(function() ember.searchsorted(s, 2, { side = "middle" }) end,
+    "to 'searchsorted' (side: expected one of \"left\", \"right\", got \"middle\")")
+  check_error(function() ember.searchsorted(s, 2, { side = 1 }) end,
+    "side: expected one of \"left\", \"right\", got number")
+  check_error(function() ember.searchsorted(t(1), 2) end, "sorted_sequence must have at least one dim")
+  check_error(function() ember.searchsorted(t({ { 1, 2 } }), t({ 1, 2, 3 })) end,
+    "searchsorted: sorted_sequence {1,2} and self {3} must have the same leading dims")
+end
+
 -- ---- overloads and bindings ----
 
 function T.overload_resolution_and_its_error()

@@ -346,3 +346,74 @@ em_tensor *em_cpu_gather_backward(em_keyset ks, em_tensor *grad_output, em_intli
     }
     return z;
 }
+
+/* ---- searchsorted ---- */
+
+/* The 0-based insertion point of v in the n sorted values at p (stride st
+ * elements): the first position whose value is >= v (side left) or > v
+ * (side right). Floats compare as double, integers as int64. */
+static int64_t insertion_point(const char *p, int64_t st, int64_t n, em_dtype dt, const char *vp, em_dtype vdt,
+                               bool floating, bool right) {
+    size_t es = em_dtype_size(dt);
+    int64_t lo = 0, hi = n;
+    double vd = floating ? em_load_as_double(vp, vdt) : 0;
+    int64_t vi = floating ? 0 : em_load_as_int64(vp, vdt);
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        const char *e = p + mid * st * (int64_t)es;
+        bool go_right;
+        if (floating) {
+            double x = em_load_as_double(e, dt);
+            go_right = right ? !(x > vd) : x < vd;
+        } else {
+            int64_t x = em_load_as_int64(e, dt);
+            go_right = right ? x <= vi : x < vi;
+        }
+        if (go_right) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+em_tensor *em_cpu_searchsorted(em_keyset ks, em_tensor *sorted_sequence, em_tensor *self, const char *side) {
+    (void)ks;
+    const em_tensor *seq = sorted_sequence;
+    char a[EM_SHAPE_STR_MAX], b[EM_SHAPE_STR_MAX];
+    if (seq->ndim == 0) {
+        em_set_error(EM_ESHAPE, "searchsorted: sorted_sequence must have at least one dim, got a 0-dim tensor");
+        return NULL;
+    }
+    bool one_d = seq->ndim == 1;
+    if (!one_d && (self->ndim != seq->ndim ||
+                   memcmp(self->sizes, seq->sizes, sizeof(int64_t) * (size_t)(seq->ndim - 1)) != 0)) {
+        em_set_error(EM_ESHAPE, "searchsorted: sorted_sequence %s and self %s must have the same leading dims "
+                     "(all but the last), or sorted_sequence must be 1-d",
+                     em_shape_str(seq->ndim, seq->sizes, a, sizeof a), em_shape_str(self->ndim, self->sizes, b, sizeof b));
+        return NULL;
+    }
+    if (seq->dtype == EM_BOOL || self->dtype == EM_BOOL) {
+        em_set_error(EM_ETYPE, "searchsorted: bool tensors are not supported");
+        return NULL;
+    }
+    em_tensor *out = em_tensor_new(self->ndim, self->sizes, EM_INT64, self->device);
+    if (!out || self->numel == 0) return out;
+    bool right = strcmp(side, "right") == 0;
+    bool floating = em_cpu_is_float(seq->dtype) || em_cpu_is_float(self->dtype);
+    int64_t n = seq->sizes[seq->ndim - 1], sst = seq->strides[seq->ndim - 1];
+    const char *sd = (const char *)em_tensor_data(seq), *vd = (const char *)em_tensor_data(self);
+    size_t ses = em_dtype_size(seq->dtype), ves = em_dtype_size(self->dtype);
+    int64_t *od = (int64_t *)em_tensor_data(out);
+    int64_t pos[EM_MAX_DIMS] = { 0 };
+    for (int64_t k = 0; k < self->numel; k++) {
+        /* offsets of this element of self, and of its row of seq */
+        int64_t voff = 0, soff = 0;
+        for (int d = 0; d < self->ndim; d++) {
+            voff += pos[d] * self->strides[d];
+            if (!one_d && d < seq->ndim - 1) soff += pos[d] * seq->strides[d];
+        }
+        od[k] = 1 + insertion_point(sd + soff * (int64_t)ses, sst, n, seq->dtype, vd + voff * (int64_t)ves,
+                                    self->dtype, floating, right);
+        for (int d = self->ndim - 1; d >= 0 && ++pos[d] == self->sizes[d]; d--) pos[d] = 0;
+    }
+    return out;
+}
