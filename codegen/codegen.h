@@ -44,6 +44,7 @@ typedef enum {
     CG_TENSORLIST, /* Tensor[]: em_tensorlist (borrowed); see Note [Tensor lists] */
     CG_INTLIST_OPT,/* int[]?: em_intlist, n == -1 when absent */
     CG_STR,        /* str{a,b,c}: const char *, one of the values listed in the schema */
+    CG_FLOATLIST_OPT, /* float[]?: em_floatlist, n == -1 when absent */
     CG_TYPE_COUNT
 } cg_type;
 

@@ -286,6 +286,10 @@ static cg_expr *parse_ident(fparser *x) {
         return e;
     }
     int a = find_arg_index(x->op, name);
+    if (a >= 0 && x->op->args[a].type == CG_FLOATLIST_OPT)
+        ferror_at(x, "'%s' is a float[]? argument, which formulas cannot use", name);
+    if (a >= 0 && x->op->args[a].type == CG_TENSORLIST)
+        ferror_at(x, "'%s' is a Tensor[] argument: name its element i's meta %s_meta, not the list", name, name);
     if (a >= 0) {
         cg_expr *e = new_expr(CG_EX_ARG);
         e->arg = a;

@@ -220,6 +220,11 @@ static const char ops_c_helpers[] =
     "    v.v.tl = l;\n"
     "    return v;\n"
     "}\n"
+    "static inline __attribute__((unused)) em_ivalue iv_flist(em_floatlist l) {\n"
+    "    em_ivalue v = iv_none();\n"
+    "    if (l.n >= 0) { v.tag = EM_IV_FLOATLIST; v.v.fl = l; }\n"
+    "    return v;\n"
+    "}\n"
     "static inline __attribute__((unused)) em_ivalue iv_str(const char *s) {\n"
     "    em_ivalue v;\n"
     "    v.tag = EM_IV_STRING;\n"
@@ -310,6 +315,13 @@ static const char ops_c_helpers[] =
     "    if (st->args[i].tag != EM_IV_TENSORLIST) return bad_arg(st, i, op, name);\n"
     "    *out = st->args[i].v.tl;\n"
     "    return EM_OK;\n"
+    "}\n"
+    "static inline __attribute__((unused)) em_status un_flist(const em_stack *st, int i, const char *op,\n"
+    "                                                         const char *name, em_floatlist *out) {\n"
+    "    const em_ivalue *v = &st->args[i];\n"
+    "    if (v->tag == EM_IV_FLOATLIST) { *out = v->v.fl; return EM_OK; }\n"
+    "    if (v->tag == EM_IV_NONE) { out->data = NULL; out->n = -1; return EM_OK; }\n"
+    "    return bad_arg(st, i, op, name);\n"
     "}\n"
     "static inline __attribute__((unused)) em_status un_str(const em_stack *st, int i, const char *op,\n"
     "                                                       const char *name, const char **out) {\n"
@@ -425,6 +437,7 @@ static const char *box_fn(cg_type t) {
     case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT: case CG_INT_OPT: return "iv_opt_int";
     case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: case CG_INTLIST_OPT: return "iv_list";
     case CG_STR: return "iv_str";
+    case CG_FLOATLIST_OPT: return "iv_flist";
     case CG_FLOAT: return "iv_double";
     case CG_BOOL: return "iv_bool";
     case CG_DTYPE: case CG_DTYPE_OPT: return "iv_dtype";
@@ -562,6 +575,7 @@ static const char *zero_value(cg_type t) {
     case CG_SCALAR: return "em_scalar_int(0)";
     case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: case CG_INTLIST_OPT: return "{ NULL, -1 }";
     case CG_STR: return "NULL";
+    case CG_FLOATLIST_OPT: return "{ NULL, -1 }";
     case CG_FLOAT: return "0.0";
     case CG_BOOL: return "false";
     case CG_DTYPE: case CG_DTYPE_OPT: return "EM_DTYPE_NONE";
@@ -605,6 +619,9 @@ static void emit_adapter(cg_buf *b, const cg_op *op) {
         case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT: case CG_INT_OPT:
             cg_printf(b, "un_opt_int(st, %d, op->name, \"%s\", &buf_%d, &%s)", i, a->name, i,
                       a->name);
+            break;
+        case CG_FLOATLIST_OPT:
+            cg_printf(b, "un_flist(st, %d, op->name, \"%s\", &%s)", i, a->name, a->name);
             break;
         case CG_STR:
             cg_printf(b, "un_str(st, %d, op->name, \"%s\", &%s)", i, a->name, a->name);

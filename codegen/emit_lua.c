@@ -130,6 +130,9 @@ static void emit_locals(cg_buf *b, const cg_op *op) {
                           has ? (d->i > 0 ? d->i : d->i + 1) : 0);
             cg_printf(b, "    const int64_t *a_%s = NULL;\n", a->name);
             break;
+        case CG_FLOATLIST_OPT:
+            cg_printf(b, "    em_floatlist a_%s = { NULL, -1 };\n", a->name);
+            break;
         case CG_STR: {
             /* a_NAME always points into ch_NAME (static): the default's entry */
             int def = -1;
@@ -220,6 +223,8 @@ static void emit_convert(cg_buf *b, const cg_op *op, int i) {
         cg_printf(b, "        %s_%s = %s(L, i_%s, \"%s\", \"%s\");\n",
                   cg_type_is_ptr_opt(a->type) ? "v" : "a", n, checker, n, o, n);
     }
+    if (a->type == CG_FLOATLIST_OPT)
+        cg_printf(b, "        a_%s = em_lua_check_floatlist(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
     if (a->type == CG_STR)
         cg_printf(b, "        a_%s = em_lua_check_choice(L, i_%s, \"%s\", \"%s\", ch_%s);\n", n, n, o, n, n);
     if (cg_type_is_list(a->type)) {
@@ -390,6 +395,7 @@ static const char *lua_type_test(cg_type t) {
     case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: case CG_INTLIST_OPT:
         return "(lt == LUA_TTABLE || lt == LUA_TNUMBER)";
     case CG_STR: return "(lt == LUA_TSTRING)";
+    case CG_FLOATLIST_OPT: return "(lt == LUA_TTABLE || lt == LUA_TNUMBER)";
     case CG_DTYPE: case CG_DTYPE_OPT: return "(lt == LUA_TSTRING)";
     case CG_TENSORLIST: return "(lt == LUA_TTABLE)";
     default: return "false";

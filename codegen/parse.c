@@ -39,6 +39,7 @@ const cg_type_info cg_types[CG_TYPE_COUNT] = {
     [CG_TENSORLIST]   = { "Tensor[]",  "em_tensorlist ",    false },
     [CG_INTLIST_OPT]  = { "int[]?",    "em_intlist ",       true },
     [CG_STR]          = { "str{...}",  "const char *",      false },
+    [CG_FLOATLIST_OPT]= { "float[]?",  "em_floatlist ",     true },
 };
 
 const char *const cg_key_names[CG_KEY_COUNT] = { "CPU", "CUDA", "PrivateUse1", "Autograd" };
@@ -408,6 +409,8 @@ static void parse_default(sig_lexer *x, cg_arg *a, char *text) {
     case CG_DTYPE_OPT:
         ok = d->kind == CG_DEF_NULL || d->kind == CG_DEF_DTYPE;
         want = "None or a dtype name like float32"; break;
+    case CG_FLOATLIST_OPT:
+        ok = d->kind == CG_DEF_NULL; want = "None"; break;
     case CG_STR: {
         ok = false;
         for (int i = 0; d->kind == CG_DEF_STR && i < a->nchoices; i++) ok |= strcmp(d->str, a->choices[i]) == 0;

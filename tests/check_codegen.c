@@ -327,12 +327,14 @@ START_TEST(test_codegen_types_fixture) {
     char *h = slurp(&r, "gen/em_ops.h");
     ck_assert_ptr_nonnull(strstr(h, "EM_API em_tensor *em_reduce(em_tensor *self, em_intlist sizes, em_dtype dtype, "
                                     "const char *reduction);"));
+    ck_assert_ptr_nonnull(strstr(h, "EM_API em_tensor *em_quant(em_tensor *self, em_floatlist q);"));
     free(h);
     char *c = slurp(&r, "gen/em_ops.c");
     ck_assert_ptr_nonnull(strstr(c, "if (!reduction || !(strcmp(reduction, \"mean\") == 0 || strcmp(reduction, "
                                     "\"sum\") == 0 || strcmp(reduction, \"none\") == 0)) {"));
     ck_assert_ptr_nonnull(strstr(c, "\"reduce: argument 'reduction' must be one of: mean, sum, none (got '%s')\""));
     ck_assert_ptr_nonnull(strstr(c, "st.args[3] = iv_str(reduction);"));
+    ck_assert_ptr_nonnull(strstr(c, "un_flist(st, 1, op->name, \"q\", &q)"));
     ck_assert_ptr_nonnull(strstr(c, "un_list(st, 1, op->name, \"sizes\", true, &sizes)"));
     free(c);
     char *l = slurp(&r, "gen/em_lua_ops.c");
@@ -342,6 +344,8 @@ START_TEST(test_codegen_types_fixture) {
                                     "ch_reduction);"));
     ck_assert_ptr_nonnull(strstr(l, "em_intlist a_sizes = { NULL, -1 };"));
     ck_assert_ptr_nonnull(strstr(l, "const char *a_which = NULL;"));
+    ck_assert_ptr_nonnull(strstr(l, "em_floatlist a_q = { NULL, -1 };"));
+    ck_assert_ptr_nonnull(strstr(l, "a_q = em_lua_check_floatlist(L, i_q, \"quant\", \"q\");"));
     free(l);
     char *a = slurp(&r, "gen/em_autograd_gen.c");
     ck_assert_ptr_nonnull(strstr(a, "char reduction[64];"));
@@ -433,6 +437,8 @@ static const bad_case bad_cases[] = {
       "bad default '\"avg\"' for argument 'reduction' of type str{...}: expected one of the str type's values" },
     { "bad_str_set.yaml", NULL, "bad_str_set.yaml:2:", "a str type lists its allowed values, like str{mean,sum,none}" },
     { "bad_str_twice.yaml", NULL, "bad_str_twice.yaml:2:", "str value 'mean' listed twice" },
+    { "types_ops.yaml", "deriv_floatlist.yaml", "deriv_floatlist.yaml:3:",
+      "'q' is a float[]? argument, which formulas cannot use" },
     /* overloads, several results, lists */
     { "bad_overload.yaml", NULL, "bad_overload.yaml:2:", "expected an overload name after 'neg.'" },
     { "bad_ret_one.yaml", NULL, "bad_ret_one.yaml:2:", "a tuple of results needs at least two" },

@@ -59,6 +59,9 @@ EM_API em_tensor *em_lua_check_tensor(lua_State *L, int idx, const char *op,
  * (see Note [Tensor lists] in codegen/codegen.h). */
 EM_API em_tensorlist em_lua_check_tensorlist(lua_State *L, int idx, const char *op,
                                              const char *arg);
+/* float[]?: a Lua array of numbers, or one number (a list of one); the
+ * storage is a userdata pushed onto the stack (collected with it). */
+EM_API em_floatlist em_lua_check_floatlist(lua_State *L, int idx, const char *op, const char *arg);
 /* str{a,b,c}: a Lua string that must be one of choices (NULL-terminated);
  * returns the matching entry of choices (static), else raises "bad argument
  * #idx to 'op' (arg: expected one of "a", "b", "c", got "x")". */

@@ -214,6 +214,33 @@ void em_lua_push_tensor_array(lua_State *L, em_tensor **arr, int n, const char *
     em_tensors_free(arr, n);
 }
 
+em_floatlist em_lua_check_floatlist(lua_State *L, int idx, const char *op, const char *arg) {
+    em_floatlist out = { NULL, 0 };
+    idx = lua_absindex(L, idx);
+    if (lua_type(L, idx) == LUA_TNUMBER) {
+        double *one = lua_newuserdatauv(L, sizeof(double), 0);
+        *one = (double)lua_tonumber(L, idx);
+        out.data = one;
+        out.n = 1;
+        return out;
+    }
+    if (lua_type(L, idx) != LUA_TTABLE)
+        em_lua_argerror(L, idx, op, "%s: table of numbers expected, got %s", arg, luaL_typename(L, idx));
+    lua_Unsigned len = lua_rawlen(L, idx);
+    if (len > (lua_Unsigned)INT32_MAX / sizeof(double))
+        em_lua_argerror(L, idx, op, "%s: too many numbers (%d)", arg, (int)len);
+    double *buf = lua_newuserdatauv(L, (len ? len : 1) * sizeof *buf, 0);
+    for (lua_Unsigned i = 1; i <= len; i++) {
+        if (lua_rawgeti(L, idx, (lua_Integer)i) != LUA_TNUMBER)
+            em_lua_argerror(L, idx, op, "%s: number expected at [%d], got %s", arg, (int)i, luaL_typename(L, -1));
+        buf[i - 1] = (double)lua_tonumber(L, -1);
+        lua_pop(L, 1);
+    }
+    out.data = buf;
+    out.n = (int)len;
+    return out;
+}
+
 const char *em_lua_check_choice(lua_State *L, int idx, const char *op, const char *arg,
                                 const char *const *choices) {
     if (lua_type(L, idx) == LUA_TSTRING) {
