@@ -117,6 +117,14 @@ EM_API em_dtype em_scalar_dtype(em_scalar s);
 
 /* A borrowed list of ints (sizes, dims): n == -1 means absent. */
 typedef struct { const int64_t *data; int n; } em_intlist;
+/* A borrowed list of tensors (a Tensor[] argument; see Note [Several
+ * results] in codegen/codegen.h for the owned form of a Tensor[] result). */
+typedef struct { struct em_tensor *const *data; int n; } em_tensorlist;
+/* A borrowed list of floats (a float[]? argument): n == -1 means absent. */
+typedef struct { const double *data; int n; } em_floatlist;
+/* Frees an owned Tensor[] result: releases its n tensors (NULL entries
+ * skipped), then the array itself (malloc'd). NULL is a no-op. */
+EM_API void em_tensors_free(struct em_tensor **ts, int n);
 
 /* ---- devices and dispatch keys ---- */
 
