@@ -693,7 +693,7 @@ START_TEST(test_kernels_reduce_deterministic)
 END_TEST
 
 /* max/min over a dim with indices, argmax/argmin: first index of ties,
- * NaN wins, strided input, integer dtype; errors. */
+ * NaN wins, strided input, integer dtype; errors. Indices are 1-based. */
 START_TEST(test_kernels_max_dim)
 {
     double v[] = { 1, 5, 5, 2, /* row 2 */ 3, NAN, 7, NAN, /* row 3 */ -1, -1, -4, -4 };
@@ -707,56 +707,56 @@ START_TEST(test_kernels_max_dim)
     ck_assert_double_eq(at(m, 0), 5);
     ck_assert(isnan(at(m, 1)));
     ck_assert_double_eq(at(m, 2), -1);
-    ck_assert_double_eq(at(idx, 0), 1);
-    ck_assert_double_eq(at(idx, 1), 1);
-    ck_assert_double_eq(at(idx, 2), 0);
+    ck_assert_double_eq(at(idx, 0), 2);
+    ck_assert_double_eq(at(idx, 1), 2);
+    ck_assert_double_eq(at(idx, 2), 1);
     em_tensor_release(m);
     em_tensor_release(idx);
     m = em_cpu_min_dim(KS, x, -1, true, &idx);
     assert_shape(m, 2, SZ(3, 1));
     ck_assert_double_eq(at(m, 0), 1);
-    ck_assert_double_eq(at(idx, 1), 1);
+    ck_assert_double_eq(at(idx, 1), 2);
     ck_assert_double_eq(at(m, 2), -4);
-    ck_assert_double_eq(at(idx, 2), 2);
+    ck_assert_double_eq(at(idx, 2), 3);
     em_tensor_release(m);
     em_tensor_release(idx);
     /* over dim 0 (strided columns) */
     m = em_cpu_max_dim(KS, x, 0, false, &idx);
     assert_shape(m, 1, SZ(4));
     ck_assert_double_eq(at(m, 0), 3);
-    ck_assert_double_eq(at(idx, 0), 1);
+    ck_assert_double_eq(at(idx, 0), 2);
     ck_assert(isnan(at(m, 1)));
-    ck_assert_double_eq(at(idx, 1), 1);
+    ck_assert_double_eq(at(idx, 1), 2);
     ck_assert_double_eq(at(m, 2), 7);
-    ck_assert_double_eq(at(idx, 3), 1);
+    ck_assert_double_eq(at(idx, 3), 2);
     em_tensor_release(m);
     em_tensor_release(idx);
     em_tensor *t = em_core_transpose(x, 0, 1); /* {4,3} */
     m = em_cpu_min_dim(KS, t, 0, false, &idx);
     ck_assert_double_eq(at(m, 0), 1);
     ck_assert(isnan(at(m, 1)));
-    ck_assert_double_eq(at(idx, 1), 1);
+    ck_assert_double_eq(at(idx, 1), 2);
     ck_assert_double_eq(at(m, 2), -4);
-    ck_assert_double_eq(at(idx, 2), 2);
+    ck_assert_double_eq(at(idx, 2), 3);
     em_tensor_release(m);
     em_tensor_release(idx);
     em_tensor_release(t);
     /* argmax of the flattened tensor: the first NaN */
     em_tensor *a = em_cpu_argmax(KS, x, NULL, false);
     ck_assert_int_eq(a->ndim, 0);
-    ck_assert_double_eq(at(a, 0), 5);
+    ck_assert_double_eq(at(a, 0), 6);
     em_tensor_release(a);
     a = em_cpu_argmin(KS, x, SZ(-1), true);
     assert_shape(a, 2, SZ(3, 1));
-    ck_assert_double_eq(at(a, 2), 2);
+    ck_assert_double_eq(at(a, 2), 3);
     em_tensor_release(a);
     /* integers, ties: the first; all-reductions keep the dtype */
     em_tensor *xi = mk(EM_INT32, 2, SZ(2, 70000), f_small);
     m = em_cpu_max_dim(KS, xi, 1, false, &idx);
     ck_assert_int_eq(m->dtype, EM_INT32);
     ck_assert_double_eq(at(m, 0), 7);
-    ck_assert_double_eq(at(idx, 0), 6);
-    ck_assert_double_eq(at(idx, 1), 70000 % 7 == 0 ? 6 : (7 - 70000 % 7 + 6) % 7);
+    ck_assert_double_eq(at(idx, 0), 7);
+    ck_assert_double_eq(at(idx, 1), (70000 % 7 == 0 ? 6 : (7 - 70000 % 7 + 6) % 7) + 1);
     em_tensor_release(m);
     em_tensor_release(idx);
     m = em_cpu_max_all(KS, xi);

@@ -283,6 +283,10 @@ out:
     return r;
 }
 
+em_tensor *em_ag_fn_max_all_backward(em_tensor *grad, em_tensor *self, em_tensor *result) {
+    return em_ag_fn_amax_backward(grad, self, result, (em_intlist){ NULL, -1 }, false);
+}
+
 /* N: the number of elements each output of a reduction over dim folds */
 static int64_t reduced_count(const em_tensor *self, em_intlist dim) {
     int64_t n = 1;

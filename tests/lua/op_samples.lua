@@ -134,6 +134,25 @@ S.prod = function()
     { inputs = { t({ { 0.5, 0, 2 }, { 0, 0.3, -0.7 } }) }, fn = function(a) return a:prod() end, gradgrad = false },
   }
 end
+S.max = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:max() end, gradgrad = true },
+    { inputs = { t({ { 1, 3 }, { 3, 2 } }) }, fn = function(a) return ember.max(a) end, gradgrad = false }, -- a tie shares (a kink for gradgrad)
+  }
+end
+S.max_dim = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return (a:max(2)) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return (ember.max(a, 1, true)) end, gradgrad = true },
+  }
+end
+S.min = function() return one({ m23() }, function(a) return a:min() end) end
+S.min_dim = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return (a:min(-1)) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return (ember.min(a, 1, true)) end, gradgrad = true },
+  }
+end
 S.amax = function()
   return {
     { inputs = { m23() }, fn = function(a) return a:amax() end, gradgrad = true },

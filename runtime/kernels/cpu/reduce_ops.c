@@ -478,12 +478,21 @@ done:
     return st;
 }
 
+/* Index results hold 1-based positions (DESIGN.md, "API conventions"; as
+ * sort/topk and gather): argreduce's fresh int64 tensor i gets + 1. */
+static em_tensor *one_based(em_tensor *i) {
+    if (!i) return NULL;
+    int64_t *p = em_tensor_data(i);
+    for (int64_t k = 0; k < i->numel; k++) p[k] += 1;
+    return i;
+}
+
 em_tensor *em_cpu_argmax(em_keyset ks, em_tensor *self, const int64_t *dim, bool keepdim) {
     (void)ks;
     em_tensor *i;
     int d = dim ? em_wrap_dim(*dim, self->ndim, "argmax") : -1;
     if (dim && d < 0) return NULL;
-    return argreduce(self, d, keepdim, true, "argmax", NULL, &i) == EM_OK ? i : NULL;
+    return argreduce(self, d, keepdim, true, "argmax", NULL, &i) == EM_OK ? one_based(i) : NULL;
 }
 
 em_tensor *em_cpu_argmin(em_keyset ks, em_tensor *self, const int64_t *dim, bool keepdim) {
@@ -491,7 +500,7 @@ em_tensor *em_cpu_argmin(em_keyset ks, em_tensor *self, const int64_t *dim, bool
     em_tensor *i;
     int d = dim ? em_wrap_dim(*dim, self->ndim, "argmin") : -1;
     if (dim && d < 0) return NULL;
-    return argreduce(self, d, keepdim, false, "argmin", NULL, &i) == EM_OK ? i : NULL;
+    return argreduce(self, d, keepdim, false, "argmin", NULL, &i) == EM_OK ? one_based(i) : NULL;
 }
 
 em_tensor *em_cpu_max_dim(em_keyset ks, em_tensor *self, int64_t dim, bool keepdim, em_tensor **indices) {
@@ -500,7 +509,9 @@ em_tensor *em_cpu_max_dim(em_keyset ks, em_tensor *self, int64_t dim, bool keepd
     *indices = NULL;
     int d = em_wrap_dim(dim, self->ndim, "max");
     if (d < 0) return NULL;
-    return argreduce(self, d, keepdim, true, "max", &v, indices) == EM_OK ? v : NULL;
+    if (argreduce(self, d, keepdim, true, "max", &v, indices) != EM_OK) return NULL;
+    one_based(*indices);
+    return v;
 }
 
 em_tensor *em_cpu_min_dim(em_keyset ks, em_tensor *self, int64_t dim, bool keepdim, em_tensor **indices) {
@@ -509,7 +520,9 @@ em_tensor *em_cpu_min_dim(em_keyset ks, em_tensor *self, int64_t dim, bool keepd
     *indices = NULL;
     int d = em_wrap_dim(dim, self->ndim, "min");
     if (d < 0) return NULL;
-    return argreduce(self, d, keepdim, false, "min", &v, indices) == EM_OK ? v : NULL;
+    if (argreduce(self, d, keepdim, false, "min", &v, indices) != EM_OK) return NULL;
+    one_based(*indices);
+    return v;
 }
 
 em_tensor *em_cpu_max_all(em_keyset ks, em_tensor *self) {
