@@ -55,7 +55,8 @@ LDLIBS  := $(BLAS_LIBS) -lm -pthread
 HOSTCFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -MMD -MP
 
 GEN      := $(BUILD)/gen
-GEN_C    := $(GEN)/em_ops.c $(GEN)/em_autograd_gen.c $(GEN)/em_lua_ops.c $(GEN)/em_stdlib.c
+GEN_C    := $(GEN)/em_ops.c $(GEN)/em_autograd_gen.c $(GEN)/em_lua_ops.c $(GEN)/em_stdlib.c \
+            $(GEN)/em_structured.c
 LUA_STDLIB := $(sort $(wildcard lua/stdlib/*.lua))
 GEN_STAMP := $(GEN)/.stamp
 RT_SRC   := $(sort $(wildcard runtime/core/*.c runtime/dispatch/*.c runtime/autograd/*.c \
@@ -109,7 +110,7 @@ $(GEN_STAMP): $(BUILD)/codegen schema/ops.yaml schema/derivatives.yaml
 	@mkdir -p $(GEN) $(BUILD)/man
 	$(BUILD)/codegen --ops schema/ops.yaml --derivatives schema/derivatives.yaml --out $(GEN) --man $(BUILD)/man
 	@touch $@
-$(GEN)/em_ops.c $(GEN)/em_autograd_gen.c $(GEN)/em_lua_ops.c $(BUILD)/man/ember-ops.7: $(GEN_STAMP)
+$(GEN)/em_ops.c $(GEN)/em_autograd_gen.c $(GEN)/em_lua_ops.c $(GEN)/em_structured.c $(BUILD)/man/ember-ops.7: $(GEN_STAMP)
 	@:
 gen: $(GEN_STAMP)
 

@@ -187,6 +187,18 @@ typedef struct {
     bool v_function, v_method;
     char *kernel[CG_KEY_COUNT]; /* C function per key, NULL for none */
     bool composite;    /* kernels: {Composite: fn}: fn at every key (Note [Composite ops]) */
+    /* Note [Structured kernels] (runtime/kernels/em_structured.h): the out=
+     * op of a family says `structured: em_meta_NAME` (meta) and names its
+     * backend impls in kernels: (impl); name and name_ say
+     * `structured_delegate: name.out` (delegate) and name no kernels. For
+     * both, kernel[k] is the generated wrapper em_<key>_<op> of every key
+     * the family has an impl for (emit_structured.c writes them). */
+    char *meta;        /* the out= op: its meta function, else NULL */
+    char *impl[CG_KEY_COUNT]; /* the out= op: its backend impl per key */
+    int out_arg;       /* the out= op: index of its `Tensor(a!) out` argument */
+    int delegate;      /* a delegating op: index of its out= op; -1 otherwise */
+    char *delegate_name; /* structured_delegate as written ("add.out"), or NULL */
+    int structured_line; /* line of the structured / structured_delegate key */
     char *namespaces[CG_MAX_NAMESPACES]; /* where the function variant lives: "" = ember */
     int nnamespaces;   /* 0: just ember */
     char *doc;
@@ -289,6 +301,15 @@ void cg_emit_autograd(cg_buf *b, const cg_schema *s);
 bool cg_op_gets_autograd(const cg_op *op);
 void cg_emit_lua(cg_buf *b, const cg_schema *s);
 void cg_emit_man(cg_buf *b, const cg_schema *s);
+/* emit_structured.c: the generated wrappers of structured families. */
+void cg_emit_structured(cg_buf *b, const cg_schema *s);
+/* The out= op of op's structured family (op itself, or its delegate), or NULL. */
+const cg_op *cg_structured_family(const cg_schema *s, const cg_op *op);
+/* Appends the meta/impl parameters: "const em_meta *m, em_tensor *self, ..."
+ * (the out= op's arguments without out; with_out appends "em_tensor *out"). */
+void cg_emit_structured_params(cg_buf *b, const cg_op *out_op, bool impl);
+/* The meta and impl prototypes (appended to em_kernels_decl.h). */
+void cg_emit_structured_decls(cg_buf *b, const cg_schema *s);
 
 /* Appends "(em_tensor *self, em_tensor *other, em_scalar alpha)"'s inside:
  * the op's C parameters; with_ks prefixes "em_keyset ks, ". The out-parameters

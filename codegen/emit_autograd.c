@@ -585,6 +585,20 @@ static void emit_kernel_nondiff(cg_buf *b, const cg_op *op) {
     cg_puts(b, ";\n}\n\n");
 }
 
+/* The out= op of a structured family (Note [Structured kernels]): no graph
+ * is recorded, so with grad mode on no argument (out included) may require
+ * grad -- PyTorch's rule for out= arguments. */
+static void emit_kernel_out(cg_buf *b, const cg_op *op) {
+    kernel_head(b, op, "an out= variant: it records nothing and refuses arguments that require grad");
+    cg_puts(b, "    if (em_is_grad_enabled() && (");
+    requires_any(b, op, true, -1);
+    cg_printf(b, ")) {\n        em_set_error(EM_ETYPE, \"%s: out= arguments don't support automatic "
+                 "differentiation, but one of the arguments requires grad\");\n"
+                 "        return NULL;\n    }\n    return ", op->base);
+    redispatch_call(b, op, "ks & em_keys_below(EM_KEY_AUTOGRAD)");
+    cg_puts(b, ";\n}\n\n");
+}
+
 static void emit_kernel_undefined(cg_buf *b, const cg_op *op, const char *derivs_path) {
     kernel_head(b, op, "no derivatives entry, so it refuses inputs that require grad");
     cg_puts(b, "    if (");
@@ -865,6 +879,10 @@ void cg_emit_autograd(cg_buf *b, const cg_schema *s) {
         if (!cg_op_gets_autograd(op)) continue;
         cg_group_banner(b, op, &last);
         const cg_deriv *d = op->deriv;
+        if (op->meta) {
+            emit_kernel_out(b, op);
+            continue;
+        }
         if (!d) {
             emit_kernel_undefined(b, op, s->derivs_path);
             continue;

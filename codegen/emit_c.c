@@ -134,7 +134,7 @@ void cg_emit_kernels_decl_h(cg_buf *b, const cg_schema *s) {
             " * from its schema fails to compile. Kernels return a new reference (in-place\n"
             " * ops return self retained), or NULL with the thread's error set. */\n"
             "#ifndef EM_KERNELS_DECL_H\n#define EM_KERNELS_DECL_H\n\n"
-            "#include \"core/em_core.h\"\n\n");
+            "#include \"core/em_core.h\"\n#include \"kernels/em_structured.h\"\n\n");
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];
         for (int k = 0; k < CG_KEY_COUNT; k++) {
@@ -156,6 +156,7 @@ void cg_emit_kernels_decl_h(cg_buf *b, const cg_schema *s) {
             cg_puts(b, ");\n");
         }
     }
+    cg_emit_structured_decls(b, s);
     cg_puts(b, "\n/* Autograd kernels generated from derivatives.yaml (em_autograd_gen.c). */\n");
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];

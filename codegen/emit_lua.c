@@ -343,11 +343,14 @@ static void emit_binding(cg_buf *b, const cg_op *op) {
     }
     if (factory)
         cg_printf(b, "    if (r && opt && !set_requires_grad(L, opt, r, \"%s\"))\n        r = NULL;\n", o);
-    if (op->nargs > 0 && op->args[0].type == CG_TENSOR) {
+    int same = op->nargs > 0 && op->args[0].type == CG_TENSOR ? 0 : -1;
+    for (int i = 0; i < op->nargs && op->ret_alias_write; i++) /* out= returns out */
+        if (op->args[i].alias_write && op->args[i].type == CG_TENSOR) same = i;
+    if (same >= 0) {
         /* an op that returns its input itself (in-place ops, to() of the
-         * same dtype) returns the same Lua value, as PyTorch returns the
-         * same Python object */
-        const char *x = op->args[0].name;
+         * same dtype, out=) returns the same Lua value, as PyTorch returns
+         * the same Python object */
+        const char *x = op->args[same].name;
         cg_printf(b, "    if (r && r == a_%s && lua_type(L, i_%s) == LUA_TUSERDATA) {\n"
                      "        em_lua_argtmp_release(&tmp);\n        em_tensor_release(r);\n"
                      "        lua_pushvalue(L, i_%s);\n        return 1;\n    }\n", x, x, x);
@@ -411,6 +414,20 @@ static const char *lua_type_test(cg_type t) {
 /* match_NAME: whether the Lua arguments fit overload op -- the count of
  * positional values, each one's Lua type, and the options table's names. */
 static void emit_matcher(cg_buf *b, const cg_op *op) {
+    if (op->meta) {
+        /* the out= op of a structured family: chosen by an out option alone,
+         * so that its binding (or the functional one) reports what is wrong */
+        int np = 0;
+        for (int i = 0; i < op->nargs; i++)
+            np += !op->args[i].kwonly && op->args[i].def.kind == CG_DEF_NONE_GIVEN &&
+                  !cg_types[op->args[i].type].optional;
+        cg_printf(b, "static bool match_%s(lua_State *L)\n{\n"
+                     "    int opt = em_lua_options_index_req(L, %d);\n    bool has;\n\n"
+                     "    if (!opt)\n        return false;\n"
+                     "    has = lua_getfield(L, opt, \"%s\") != LUA_TNIL;\n    lua_pop(L, 1);\n"
+                     "    return has;\n}\n\n", op->name, np, op->args[op->out_arg].name);
+        return;
+    }
     int nreq = 0;
     bool varargs = false;
     for (int i = 0; i < op->nargs; i++) {
@@ -425,10 +442,18 @@ static void emit_matcher(cg_buf *b, const cg_op *op) {
     cg_printf(b, "NULL };\n    int opt = em_lua_options_index_req(L, %d);\n"
                  "    int top = opt ? opt - 1 : lua_gettop(L);\n\n"
                  "    if (top < %d)\n        return false;\n"
-                 "    if (opt && !options_known(L, opt, names))\n        return false;\n"
-                 "    for (int j = 1; j <= top; j++) {\n        int lt = lua_type(L, j);\n\n"
-                 "        switch (j) {\n",
+                 "    if (opt && !options_known(L, opt, names))\n        return false;\n",
               nreq, nreq);
+    /* a required keyword-only argument (out=) must be in the options table */
+    for (int i = 0; i < op->nargs; i++) {
+        const cg_arg *a = &op->args[i];
+        if (!a->kwonly || a->def.kind != CG_DEF_NONE_GIVEN || cg_types[a->type].optional) continue;
+        cg_printf(b, "    if (!opt || lua_getfield(L, opt, \"%s\") == LUA_TNIL) {\n"
+                     "        if (opt)\n            lua_pop(L, 1);\n        return false;\n    }\n"
+                     "    lua_pop(L, 1);\n", a->name);
+    }
+    cg_puts(b, "    for (int j = 1; j <= top; j++) {\n        int lt = lua_type(L, j);\n\n"
+               "        switch (j) {\n");
     int pos = 0;
     for (int i = 0; i < op->nargs; i++) {
         const cg_arg *a = &op->args[i];
@@ -488,8 +513,11 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
         const cg_op *op = &s->ops[i];
         if (first_of_group(s, i) != i) continue;
         if (group_size(s, i) < 2) continue;
+        int nplain = 0; /* overloads that are not out= ops */
+        for (int j = i; j < s->nops; j++) nplain += strcmp(s->ops[j].base, op->base) == 0 && !s->ops[j].meta;
         for (int j = i; j < s->nops; j++)
-            if (strcmp(s->ops[j].base, op->base) == 0) emit_matcher(b, &s->ops[j]);
+            if (strcmp(s->ops[j].base, op->base) == 0 && (s->ops[j].meta || nplain > 1))
+                emit_matcher(b, &s->ops[j]);
         cg_printf(b, "/* ember.%s / x:%s: the overloads of '%s', tried in schema order. */\n"
                      "static int lo_%s(lua_State *L)\n{\n    static const char *const schemas[] = {\n",
                   op->base, op->base, op->base, op->base);
@@ -500,8 +528,24 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
             cg_puts(b, "\",\n");
         }
         cg_puts(b, "        NULL\n    };\n\n");
+        /* out= ops first (an out option picks them); when one other
+         * overload is left it is called without matching, so that its own
+         * binding reports bad arguments */
+        int nother = 0, other = -1;
+        for (int j = i; j < s->nops; j++) {
+            if (strcmp(s->ops[j].base, op->base) != 0) continue;
+            if (s->ops[j].meta)
+                cg_printf(b, "    if (match_%s(L))\n        return l_%s(L);\n", s->ops[j].name,
+                          s->ops[j].name);
+            else
+                nother++, other = j;
+        }
+        if (nother == 1) {
+            cg_printf(b, "    (void)schemas;\n    return l_%s(L);\n}\n\n", s->ops[other].name);
+            continue;
+        }
         for (int j = i; j < s->nops; j++)
-            if (strcmp(s->ops[j].base, op->base) == 0)
+            if (strcmp(s->ops[j].base, op->base) == 0 && !s->ops[j].meta)
                 cg_printf(b, "    if (match_%s(L))\n        return l_%s(L);\n", s->ops[j].name,
                           s->ops[j].name);
         cg_printf(b, "    return em_lua_no_overload(L, \"%s\", schemas);\n}\n\n", op->base);

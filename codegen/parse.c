@@ -726,6 +726,7 @@ static void parse_op(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_
         cg_error_at(path, op->line, "an op entry must be a mapping with func, variants, kernels "
                     "and doc, found %s", node_kind(n));
     yaml_node_t *func = NULL, *variants = NULL, *kernels = NULL, *docn = NULL, *ns = NULL;
+    yaml_node_t *structured = NULL, *delegate = NULL;
     for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
         yaml_node_t *k = yaml_document_get_node(doc, pr->key);
         yaml_node_t *v = yaml_document_get_node(doc, pr->value);
@@ -736,10 +737,12 @@ static void parse_op(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_
                              : strcmp(key, "kernels") == 0  ? &kernels
                              : strcmp(key, "doc") == 0      ? &docn
                              : strcmp(key, "namespace") == 0 ? &ns
+                             : strcmp(key, "structured") == 0 ? &structured
+                             : strcmp(key, "structured_delegate") == 0 ? &delegate
                                                             : NULL;
         if (!slot)
             cg_error_at(path, mark_line(k), "unknown key '%s' (known keys: func, variants, kernels, "
-                        "namespace, doc)", key);
+                        "namespace, structured, structured_delegate, doc)", key);
         if (*slot) cg_error_at(path, mark_line(k), "key '%s' given twice", key);
         *slot = v;
     }
@@ -747,18 +750,141 @@ static void parse_op(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_
     expect_scalar(path, func, "func");
     op->schema = trim_dup(scalar_of(func), strlen(scalar_of(func)));
     parse_signature(path, mark_line(func), op->schema, op);
-    if (!kernels) cg_error_at(path, op->line, "op '%s' has no 'kernels'", op->name);
+    op->delegate = -1;
+    if (structured && delegate)
+        cg_error_at(path, mark_line(delegate), "op '%s' has both 'structured' and 'structured_delegate'; "
+                    "the out= op of a family is structured, the others delegate to it", op->name);
+    if (delegate) {
+        expect_scalar(path, delegate, "structured_delegate");
+        op->delegate_name = cg_xstrdup(scalar_of(delegate));
+        op->structured_line = mark_line(delegate);
+        if (kernels)
+            cg_error_at(path, mark_line(kernels), "op '%s' has 'structured_delegate' and 'kernels'; its "
+                        "kernels are generated from %s's meta and impls", op->name, op->delegate_name);
+    } else if (!kernels) {
+        cg_error_at(path, op->line, "op '%s' has no 'kernels'", op->name);
+    }
+    if (structured) {
+        expect_scalar(path, structured, "structured");
+        op->meta = cg_xstrdup(scalar_of(structured));
+        op->structured_line = mark_line(structured);
+    }
     if (!docn) cg_error_at(path, op->line, "op '%s' has no 'doc'", op->name);
     expect_scalar(path, docn, "doc");
     op->doc = trim_dup(scalar_of(docn), strlen(scalar_of(docn)));
     if (!*op->doc) cg_error_at(path, mark_line(docn), "op '%s' has an empty 'doc'", op->name);
     if (variants) parse_variants(path, doc, variants, op);
     else op->v_function = true;
-    parse_kernels(path, doc, kernels, op);
+    if (kernels) parse_kernels(path, doc, kernels, op);
     if (ns) parse_namespaces(path, doc, ns, op);
     if (op->v_method && (op->nargs == 0 || op->args[0].type != CG_TENSOR || op->args[0].kwonly))
         cg_error_at(path, mark_line(func), "op '%s' has a method variant but its first argument "
                     "is not a positional Tensor", op->name);
+}
+
+/* ---- structured families (Note [Structured kernels]) ---- */
+
+static bool is_c_ident(const char *p) {
+    if (!*p || (*p >= '0' && *p <= '9')) return false;
+    for (; *p; p++)
+        if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
+            return false;
+    return true;
+}
+
+/* The generated wrapper of op at backend key k: em_cpu_add_out. */
+static char *wrapper_name(const cg_op *op, int k) {
+    cg_buf b = { 0 };
+    cg_puts(&b, "em_");
+    for (const char *p = cg_key_names[k]; *p; p++)
+        cg_printf(&b, "%c", *p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+    cg_printf(&b, "_%s", op->name);
+    return b.data;
+}
+
+/* The out= op: `name.out(..., *, Tensor(a!) out) -> Tensor(a!)`, with impls
+ * at backend keys only. Its kernel slots become the generated wrappers. */
+static void check_structured_out(const char *path, cg_op *op) {
+    int line = op->structured_line;
+    if (!is_c_ident(op->meta))
+        cg_error_at(path, line, "op '%s': structured names its meta function, a C name like em_meta_%s; "
+                    "got '%s'", op->name, op->base, op->meta);
+    const cg_arg *last = op->nargs ? &op->args[op->nargs - 1] : NULL;
+    if (!last || last->type != CG_TENSOR || !last->kwonly || !last->alias_write || op->nrets != 1 ||
+        cg_op_ret_list(op) || !op->ret_alias_write || strcmp(op->ret_alias, last->alias) != 0)
+        cg_error_at(path, line, "structured op '%s' must be an out= overload: its last argument a keyword-only "
+                    "Tensor(a!) out, returning Tensor(a!)", op->name);
+    for (int i = 0; i < op->nargs - 1; i++)
+        if (op->args[i].alias_write)
+            cg_error_at(path, line, "structured op '%s' writes argument '%s'; only its out argument may be "
+                        "written", op->name, op->args[i].name);
+    if (op->composite || op->kernel[CG_KEY_AUTOGRAD])
+        cg_error_at(path, line, "structured op '%s' names backend impls only (no Composite or Autograd "
+                    "kernel)", op->name);
+    op->out_arg = op->nargs - 1;
+    bool any = false;
+    for (int k = 0; k < CG_KEY_COUNT; k++) {
+        if (!op->kernel[k]) continue;
+        char *w = wrapper_name(op, k);
+        if (strcmp(w, op->kernel[k]) == 0)
+            cg_error_at(path, line, "structured op '%s': impl '%s' has the name of the generated %s kernel; "
+                        "name the impl differently (em_%s_impl)", op->name, w, cg_key_names[k], op->base);
+        op->impl[k] = op->kernel[k];
+        op->kernel[k] = w;
+        any = true;
+    }
+    if (!any) cg_error_at(path, line, "structured op '%s' names no backend impl in kernels", op->name);
+}
+
+/* A delegating op: its arguments are the out= op's without out (same
+ * names, types, defaults and keyword-only split); in-place (name_) writes
+ * self and returns it, the functional form writes nothing. */
+static void check_delegate(const char *path, cg_schema *s, cg_op *op) {
+    int line = op->structured_line, target = -1;
+    for (int j = 0; j < s->nops; j++) {
+        const cg_op *t = &s->ops[j];
+        size_t nb = strlen(t->base);
+        if (strncmp(op->delegate_name, t->base, nb) == 0 &&
+            ((t->overload && op->delegate_name[nb] == '.' && strcmp(op->delegate_name + nb + 1, t->overload) == 0) ||
+             (!t->overload && op->delegate_name[nb] == 0)))
+            target = j;
+    }
+    if (target < 0)
+        cg_error_at(path, line, "op '%s': structured_delegate '%s' names no op", op->name, op->delegate_name);
+    const cg_op *t = &s->ops[target];
+    if (!t->meta)
+        cg_error_at(path, line, "op '%s': structured_delegate '%s' is not structured (it has no "
+                    "'structured: em_meta_...' key)", op->name, op->delegate_name);
+    bool same = op->nargs == t->nargs - 1;
+    for (int i = 0; same && i < op->nargs; i++) {
+        const cg_arg *a = &op->args[i], *b = &t->args[i];
+        same = strcmp(a->name, b->name) == 0 && a->type == b->type && a->kwonly == b->kwonly &&
+               a->def.kind == b->def.kind &&
+               (!a->def.text || !b->def.text || strcmp(a->def.text, b->def.text) == 0);
+    }
+    if (!same)
+        cg_error_at(path, line, "op '%s' must take the arguments of '%s' without out (same names, types and "
+                    "defaults)", op->name, op->delegate_name);
+    bool inplace = op->ret_alias_write;
+    if (inplace && (!op->nargs || !op->args[0].alias_write || op->nrets != 1))
+        cg_error_at(path, line, "in-place op '%s' must write its first argument and return it", op->name);
+    for (int i = inplace ? 1 : 0; i < op->nargs; i++)
+        if (op->args[i].alias_write)
+            cg_error_at(path, line, "op '%s' writes argument '%s'; a delegate writes only self (in-place)",
+                        op->name, op->args[i].name);
+    if (op->nrets != 1 || cg_op_ret_list(op))
+        cg_error_at(path, line, "op '%s' must return one Tensor like '%s'", op->name, op->delegate_name);
+    op->delegate = target;
+    for (int k = 0; k < CG_KEY_COUNT; k++)
+        if (t->impl[k]) op->kernel[k] = wrapper_name(op, k);
+}
+
+static void check_structured(cg_schema *s) {
+    for (int i = 0; i < s->nops; i++)
+        if (s->ops[i].meta) check_structured_out(s->ops_path, &s->ops[i]);
+        else s->ops[i].out_arg = -1;
+    for (int i = 0; i < s->nops; i++)
+        if (s->ops[i].delegate_name) check_delegate(s->ops_path, s, &s->ops[i]);
 }
 
 /* Two ops naming one kernel must give it the same C signature. */
@@ -812,6 +938,7 @@ void cg_parse_ops(const char *path, cg_schema *s) {
             if (banners[b].line < op->line) op->group = banners[b].name;
     }
     yaml_document_delete(&doc);
+    check_structured(s);
     check_kernel_signatures(s);
 }
 
@@ -930,6 +1057,10 @@ void cg_parse_derivatives(const char *path, cg_schema *s) {
             cg_error_at(path, mark_line(n), "'%s' is a composite op (kernels: {Composite: ...} in "
                         "%s): its gradient comes from the ops it calls, so it takes no derivatives "
                         "entry", op->name, s->ops_path);
+        if (op->meta)
+            cg_error_at(path, mark_line(n), "'%s' is the out= op of a structured family: out= variants "
+                        "record nothing, so it takes no derivatives entry (give one to its functional "
+                        "and in-place ops)", op->name);
         if (op->deriv)
             cg_error_at(path, mark_line(n), "duplicate derivatives entry for '%s' (first at line %d)",
                         op->name, op->deriv->line);

@@ -112,7 +112,7 @@ static bool exists(const run_result *r, const char *rel) {
 
 static const char *const outputs[] = {
     "gen/em_ops.h", "gen/em_kernels_decl.h", "gen/em_ops.c", "gen/em_autograd_gen.c", "gen/em_lua_ops.c",
-    "man/ember-ops.7"
+    "gen/em_structured.c", "man/ember-ops.7"
 };
 
 /* ---- good schemas ---- */
@@ -175,10 +175,10 @@ static void assert_compiles(run_result *r) {
     const char *cc = getenv("EM_CODEGEN_CC");
     char cmd[1024];
     snprintf(cmd, sizeof cmd,
-             "for f in %s/gen/em_ops.c %s/gen/em_autograd_gen.c %s/gen/em_lua_ops.c; do %s "
+             "for f in %s/gen/em_ops.c %s/gen/em_autograd_gen.c %s/gen/em_lua_ops.c %s/gen/em_structured.c; do %s "
              "-std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -fPIC -fvisibility=hidden -I runtime "
              "-I %s/gen $(pkg-config --cflags lua5.4) -c -o /dev/null $f || exit 1; done 2>%s/cc.txt",
-             r->dir, r->dir, r->dir, cc && *cc ? cc : "cc", r->dir, r->dir);
+             r->dir, r->dir, r->dir, r->dir, cc && *cc ? cc : "cc", r->dir, r->dir);
     int st = system(cmd);
     char *log = slurp(r, "cc.txt");
     ck_assert_msg(st == 0, "generated C does not compile: %s", log ? log : "");
@@ -264,6 +264,59 @@ END_TEST
 /* Overloads, several results, Tensor[] arguments and results (multi_ops.yaml,
  * multi_derivs.yaml): the C shapes of Note [Several results], the Lua
  * overload resolver, and the autograd nodes; the generated C compiles. */
+/* A structured family (st_ops.yaml): one wrapper per variant at CPU, each
+ * running the meta, then allocation / the in-place checks / the out=
+ * checks, then the impl; the out= op's Autograd kernel refuses grad; the
+ * Lua binding picks add.out by its out option. */
+START_TEST(test_codegen_structured_fixture) {
+    run_result r;
+    run_codegen(&r, "st_ops.yaml", NULL);
+    ck_assert_msg(r.status == 0, "codegen failed: %s", r.err);
+    assert_compiles(&r);
+    char *d = slurp(&r, "gen/em_kernels_decl.h");
+    ck_assert_ptr_nonnull(strstr(d, "EM_HIDDEN em_status em_meta_add(em_meta *m, em_tensor *self, em_tensor *other, "
+                                    "em_scalar alpha);"));
+    ck_assert_ptr_nonnull(strstr(d, "EM_HIDDEN em_status em_cpu_add_impl(em_keyset ks, const em_meta *m, "
+                                    "em_tensor *self, em_tensor *other, em_scalar alpha, em_tensor *out);"));
+    ck_assert_ptr_nonnull(strstr(d, "em_tensor *em_cpu_add_out(em_keyset ks, em_tensor *self, em_tensor *other, "
+                                    "em_scalar alpha, em_tensor *out);"));
+    free(d);
+    char *c = slurp(&r, "gen/em_structured.c");
+    const char *fn = strstr(c, "em_tensor *em_cpu_add(em_keyset ks");
+    const char *ip = strstr(c, "em_tensor *em_cpu_add_(em_keyset ks");
+    const char *out = strstr(c, "em_tensor *em_cpu_add_out(em_keyset ks");
+    ck_assert_ptr_nonnull(fn);
+    ck_assert_ptr_nonnull(ip);
+    ck_assert_ptr_nonnull(out);
+    /* functional: meta, alloc, impl (in that order, before the next wrapper) */
+    const char *m1 = strstr(fn, "em_meta_add(&m, self, other, alpha)");
+    const char *a1 = strstr(fn, "em_structured_alloc(&m)");
+    const char *i1 = strstr(fn, "em_cpu_add_impl(ks, &m, self, other, alpha, r)");
+    ck_assert(m1 && a1 && i1 && m1 < a1 && a1 < i1);
+    ck_assert_ptr_nonnull(strstr(ip, "m.op = \"add_\";"));
+    const char *c2 = strstr(ip, "em_structured_check_inplace(&m, self, in, 1)");
+    const char *i2 = strstr(ip, "em_cpu_add_impl(ks, &m, self, other, alpha, self)");
+    ck_assert(c2 && i2 && c2 < i2);
+    ck_assert_ptr_nonnull(strstr(ip, "em_tensor_bump_version(self);"));
+    const char *c3 = strstr(out, "em_structured_check_out(&m, out, in, 2)");
+    const char *i3 = strstr(out, "em_cpu_add_impl(ks, &m, self, other, alpha, out)");
+    ck_assert(c3 && i3 && c3 < i3);
+    ck_assert_ptr_nonnull(strstr(out, "return em_tensor_retain(out);"));
+    free(c);
+    char *o = slurp(&r, "gen/em_ops.c");
+    ck_assert_ptr_nonnull(strstr(o, "[EM_KEY_CPU] = (void *)em_cpu_add_out"));
+    free(o);
+    char *g = slurp(&r, "gen/em_autograd_gen.c");
+    ck_assert_ptr_nonnull(strstr(g, "add: out= arguments don't support automatic differentiation"));
+    free(g);
+    char *l = slurp(&r, "gen/em_lua_ops.c");
+    ck_assert_ptr_nonnull(strstr(l, "if (match_add_out(L))\n        return l_add_out(L);\n"
+                                    "    (void)schemas;\n    return l_add(L);"));
+    free(l);
+    cleanup(&r);
+}
+END_TEST
+
 START_TEST(test_codegen_multi_fixture) {
     run_result r;
     run_codegen(&r, "multi_ops.yaml", "multi_derivs.yaml");
@@ -440,6 +493,18 @@ static const bad_case bad_cases[] = {
       "op 'neg': a namespace places the function variant, but the op has none" },
     { "composite_ops.yaml", "deriv_composite.yaml", "deriv_composite.yaml:2:",
       "'square' is a composite op" },
+    /* structured families */
+    { "st_no_target.yaml", NULL, "st_no_target.yaml:5:", "op 'add': structured_delegate 'add.outt' names no op" },
+    { "st_not_structured.yaml", NULL, "st_not_structured.yaml:9:",
+      "structured_delegate 'add.out' is not structured (it has no 'structured: em_meta_...' key)" },
+    { "st_bad_meta.yaml", NULL, "st_bad_meta.yaml:4:", "structured names its meta function, a C name" },
+    { "st_not_out.yaml", NULL, "st_not_out.yaml:4:", "structured op 'add' must be an out= overload" },
+    { "st_delegate_kernels.yaml", NULL, "st_delegate_kernels.yaml:10:",
+      "op 'add' has 'structured_delegate' and 'kernels'" },
+    { "st_args.yaml", NULL, "st_args.yaml:9:", "op 'add' must take the arguments of 'add.out' without out" },
+    { "st_impl_name.yaml", NULL, "st_impl_name.yaml:4:", "impl 'em_cpu_add_out' has the name of the generated CPU kernel" },
+    { "st_ops.yaml", "deriv_st_out.yaml", "deriv_st_out.yaml:2:",
+      "'add_out' is the out= op of a structured family: out= variants record nothing" },
     /* str{...} */
     { "bad_str_default.yaml", NULL, "bad_str_default.yaml:2:",
       "bad default '\"avg\"' for argument 'reduction' of type str{...}: expected one of the str type's values" },
@@ -497,6 +562,7 @@ Suite *make_codegen_suite(void) {
     tcase_add_test(core, test_codegen_derivatives_good);
     tcase_add_test(core, test_codegen_autograd_fixture);
     tcase_add_test(core, test_codegen_multi_fixture);
+    tcase_add_test(core, test_codegen_structured_fixture);
     tcase_add_test(core, test_codegen_types_fixture);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("errors");

@@ -155,8 +155,8 @@ static inline uint64_t floordiv_i(uint64_t ua, uint64_t ub, bin_ctx *c) {
  * above (and its schema entry). The line makes the enum B_<ENUM>, the
  * per-dtype loops <name>_<dtype>, the row of the loop table, its family
  * and, for KERNEL = PLAIN, the kernel
- * em_cpu_<name>(ks, self, other); CUSTOM kernels (extra arguments) are
- * written below by hand.
+ * em_cpu_<name>(ks, self, other); CUSTOM kernels (extra arguments, or
+ * the structured impls of add sub mul div) are written below by hand.
  * FAMILY says which dtypes have a loop and what the op computes in:
  *   ARITH  every dtype, computing in the common dtype
  *   FLOAT  floating dtypes only; integer/bool operands compute in float32
@@ -168,8 +168,8 @@ static inline uint64_t floordiv_i(uint64_t ua, uint64_t ub, bin_ctx *c) {
 #define BINARY_OPS(X)                                            \
     X(ADD, add, ARITH, CUSTOM)                                   \
     X(SUB, sub, ARITH, CUSTOM)                                   \
-    X(MUL, mul, ARITH, PLAIN)                                    \
-    X(DIV, div, FLOAT, PLAIN)                                    \
+    X(MUL, mul, ARITH, CUSTOM)                                   \
+    X(DIV, div, FLOAT, CUSTOM)                                   \
     X(POW, pow, ARITH, PLAIN)                                    \
     X(REM, remainder, ARITH, PLAIN)                              \
     X(FDIV, floor_divide, ARITH, PLAIN)                          \
@@ -260,11 +260,13 @@ static bool same_sizes(const em_tensor *a, const em_tensor *b) {
 
 /* The common fast case: both operands contiguous with one shape, or one
  * of them a single element with no more dims than the other. Returns the
- * output, or NULL with *handled false when the general path must run. */
+ * output (out retained when given: contiguous, of the broadcast shape and
+ * dtype out_dtype; else a new tensor), or NULL with *handled false when
+ * the general path must run. */
 static em_tensor *binary_fast(em_cpu_loop fn, bin_ctx *ctx, em_tensor *a, em_tensor *b,
-                              em_dtype compute, em_dtype out_dtype, bool *handled) {
+                              em_dtype compute, em_dtype out_dtype, em_tensor *out, bool *handled) {
     *handled = false;
-    if (!a->is_contiguous || !b->is_contiguous) return NULL;
+    if (!a->is_contiguous || !b->is_contiguous || (out && !out->is_contiguous)) return NULL;
     const em_tensor *big;
     int64_t sa, sb;
     size_t es = em_dtype_size(compute);
@@ -292,7 +294,7 @@ static em_tensor *binary_fast(em_cpu_loop fn, bin_ctx *ctx, em_tensor *a, em_ten
         return NULL;
     }
     *handled = true;
-    em_tensor *out = em_tensor_new(big->ndim, big->sizes, out_dtype, em_cpu_dev());
+    out = out ? em_tensor_retain(out) : em_tensor_new(big->ndim, big->sizes, out_dtype, em_cpu_dev());
     if (!out) return NULL;
     flat_ctx fc = { fn, ctx, { em_tensor_data(out), pa, pb },
                     { (int64_t)em_dtype_size(out_dtype), sa, sb } };
@@ -303,13 +305,6 @@ static em_tensor *binary_fast(em_cpu_loop fn, bin_ctx *ctx, em_tensor *a, em_ten
         em_cpu_parallel_for(n, EM_CPU_GRAIN, flat_range, &fc);
     }
     return out;
-}
-
-/* PyTorch's can_cast: no cast into a lower category (float -> int -> bool). */
-static bool can_cast(em_dtype from, em_dtype to) {
-    int cf = from == EM_BOOL ? 0 : em_dtype_is_floating(from) ? 2 : 1;
-    int ct = to == EM_BOOL ? 0 : em_dtype_is_floating(to) ? 2 : 1;
-    return cf <= ct;
 }
 
 /* PyTorch's refusals of bool and integer operands that would otherwise
@@ -400,7 +395,7 @@ static em_tensor *binary(binop op, em_tensor *a, em_tensor *b, em_scalar alpha, 
     if (!alpha_ok(op, alpha, compute, &alpha, name)) return NULL;
     bin_ctx ctx = { em_scalar_to_double(alpha), em_scalar_to_int(alpha), 0 };
     bool handled;
-    em_tensor *out = binary_fast(fn, &ctx, a, b, compute, out_dtype, &handled);
+    em_tensor *out = binary_fast(fn, &ctx, a, b, compute, out_dtype, NULL, &handled);
     if (!handled) {
         em_cpu_iter it;
         em_tensor *in[2] = { a, b };
@@ -416,76 +411,83 @@ static em_tensor *binary(binop op, em_tensor *a, em_tensor *b, em_scalar alpha, 
     return out;
 }
 
-/* In-place: self = self OP other, other broadcast to self's shape. */
-static em_tensor *binary_(binop op, em_tensor *self, em_tensor *other, em_scalar alpha, const char *name) {
-    em_dtype rt = em_result_type2(self, other);
-    if (families[op] == F_FLOAT && !em_dtype_is_floating(rt)) rt = EM_FLOAT32;
-    if (!can_cast(rt, self->dtype)) {
-        em_set_error(EM_ETYPE, "%s: result type %s can't be cast to the desired output type %s", name,
-                     em_dtype_name(rt), em_dtype_name(self->dtype));
-        return NULL;
+/* The structured impl of add sub mul div (Note [Structured kernels] in
+ * kernels/em_structured.h): meta (kernels/meta.c) checked the operands and
+ * gave the common dtype m->compute and the broadcast shape, which out has;
+ * out's dtype is m->compute or one it casts to; out may be an input (in
+ * place) but overlaps none partially. */
+static em_status binary_into(binop op, const em_meta *m, em_tensor *a, em_tensor *b, em_scalar alpha,
+                             em_tensor *out) {
+    em_dtype compute = m->compute;
+    em_cpu_loop fn = tables[op][compute];
+    if (!fn) return em_set_error(EM_ETYPE, "%s: not supported for dtype %s", m->op, em_dtype_name(compute));
+    if (out->dtype != compute) {
+        /* compute in the common dtype, then cast into out */
+        em_tensor *tmp = em_tensor_new(m->ndim, m->sizes, compute, out->device);
+        if (!tmp) return em_error_kind();
+        em_status st = binary_into(op, m, a, b, alpha, tmp);
+        if (st == EM_OK) st = em_cpu_copy_into(out, tmp, m->op);
+        em_tensor_release(tmp);
+        return st;
     }
-    int64_t shape[EM_MAX_DIMS];
-    int nd = em_broadcast_shapes(self->ndim, self->sizes, other->ndim, other->sizes, shape, name);
-    if (nd < 0) return NULL;
-    if (nd != self->ndim || memcmp(shape, self->sizes, sizeof(int64_t) * (size_t)nd) != 0) {
-        char b1[EM_SHAPE_STR_MAX], b2[EM_SHAPE_STR_MAX];
-        em_set_error(EM_ESHAPE, "%s: other's shape %s cannot broadcast to self's shape %s", name,
-                     em_shape_str(other->ndim, other->sizes, b1, sizeof b1),
-                     em_shape_str(self->ndim, self->sizes, b2, sizeof b2));
-        return NULL;
-    }
-    if ((op == B_ADD || op == B_SUB) && alpha.kind == EM_SCALAR_FLOAT && !em_dtype_is_floating(rt)) {
-        em_set_error(EM_ETYPE, "%s: for integral input tensors, argument alpha must not be a floating point number",
-                     name);
-        return NULL;
-    }
-    if (!operands_ok(op, self, other, rt, name)) return NULL;
-    if (rt == self->dtype && !alpha_ok(op, alpha, rt, &alpha, name)) return NULL;
-    if (em_core_check_no_internal_overlap(self, name) != EM_OK) return NULL;
-    if (em_core_check_no_partial_overlap(self, other, name) != EM_OK) return NULL;
-    if (rt == self->dtype) {
-        /* compute straight into self; a partly overlapping other is copied first */
-        em_tensor *hold = NULL;
-        if (other->storage == self->storage && !(other->offset == self->offset && other->ndim == self->ndim &&
-              memcmp(other->strides, self->strides, sizeof(int64_t) * (size_t)self->ndim) == 0)) {
-            hold = em_cpu_to_dtype(other, other->dtype, name);
-            if (!hold) return NULL;
-            other = hold;
+    if (compute == EM_BOOL) alpha = em_scalar_bool(em_scalar_to_double(alpha) != 0);
+    bin_ctx ctx = { em_scalar_to_double(alpha), em_scalar_to_int(alpha), 0 };
+    /* an input in out's memory that is not out itself (a broadcast view of
+     * it) is copied first, so that writes cannot change what is read */
+    em_tensor *in[2] = { a, b }, *hold[2] = { NULL, NULL };
+    for (int k = 0; k < 2; k++) {
+        em_tensor *t = in[k];
+        if (t->storage != out->storage || t->numel == 0 ||
+            (t->offset == out->offset && t->ndim == out->ndim &&
+             memcmp(t->strides, out->strides, sizeof(int64_t) * (size_t)t->ndim) == 0 &&
+             memcmp(t->sizes, out->sizes, sizeof(int64_t) * (size_t)t->ndim) == 0))
+            continue;
+        hold[k] = em_cpu_to_dtype(t, t->dtype, m->op);
+        if (!hold[k]) {
+            em_tensor_release(hold[0]);
+            return em_error_kind();
         }
-        em_cpu_loop fn = tables[op][rt];
-        bin_ctx ctx = { em_scalar_to_double(alpha), em_scalar_to_int(alpha), 0 };
-        em_cpu_iter it;
-        em_tensor *in[2] = { self, other };
-        em_tensor *out = em_cpu_iter_build(&it, self, rt, 2, in, rt, name);
-        if (out) em_cpu_iter_run(&it, fn, &ctx, EM_CPU_GRAIN);
-        em_cpu_iter_done(&it);
-        em_tensor_release(hold);
-        if (!out) return NULL;
-        em_tensor_bump_version(self);
-        return out;
+        in[k] = hold[k];
     }
-    /* compute in the wider dtype, then cast into self */
-    em_tensor *tmp = binary(op, self, other, alpha, name);
-    if (!tmp) return NULL;
-    em_status st = em_cpu_copy_into(self, tmp, name);
-    em_tensor_release(tmp);
-    if (st != EM_OK) return NULL;
-    em_tensor_bump_version(self);
-    return em_tensor_retain(self);
+    bool handled;
+    em_tensor *r = binary_fast(fn, &ctx, in[0], in[1], compute, compute, out, &handled);
+    if (!handled) {
+        em_cpu_iter it;
+        r = em_cpu_iter_build(&it, out, compute, 2, in, compute, m->op);
+        if (r) em_cpu_iter_run(&it, fn, &ctx, EM_CPU_GRAIN);
+        em_cpu_iter_done(&it);
+    }
+    em_tensor_release(hold[0]);
+    em_tensor_release(hold[1]);
+    if (!r) return em_error_kind();
+    em_tensor_release(r);
+    if (atomic_load(&ctx.err)) return em_set_error(EM_EVALUE, "%s: integer division by zero", m->op);
+    return EM_OK;
 }
 
 /* ---- kernels ---- */
 
 static const em_scalar one = { EM_SCALAR_INT, { .i = 1 } };
 
-em_tensor *em_cpu_add(em_keyset ks, em_tensor *self, em_tensor *other, em_scalar alpha) {
+/* add sub mul div: the structured impls (their kernels em_cpu_add,
+ * em_cpu_add_, em_cpu_add_out, ... are generated: build/gen/em_structured.c) */
+em_status em_cpu_add_impl(em_keyset ks, const em_meta *m, em_tensor *self, em_tensor *other, em_scalar alpha,
+                          em_tensor *out) {
     (void)ks;
-    return binary(B_ADD, self, other, alpha, "add");
+    return binary_into(B_ADD, m, self, other, alpha, out);
 }
-em_tensor *em_cpu_sub(em_keyset ks, em_tensor *self, em_tensor *other, em_scalar alpha) {
+em_status em_cpu_sub_impl(em_keyset ks, const em_meta *m, em_tensor *self, em_tensor *other, em_scalar alpha,
+                          em_tensor *out) {
     (void)ks;
-    return binary(B_SUB, self, other, alpha, "sub");
+    return binary_into(B_SUB, m, self, other, alpha, out);
+}
+em_status em_cpu_mul_impl(em_keyset ks, const em_meta *m, em_tensor *self, em_tensor *other, em_tensor *out) {
+    (void)ks;
+    return binary_into(B_MUL, m, self, other, one, out);
+}
+em_status em_cpu_div_impl(em_keyset ks, const em_meta *m, em_tensor *self, em_tensor *other, em_tensor *out) {
+    (void)ks;
+    return binary_into(B_DIV, m, self, other, one, out);
 }
 em_tensor *em_cpu_threshold_backward(em_keyset ks, em_tensor *grad_output, em_tensor *self, em_scalar threshold) {
     (void)ks;
@@ -513,23 +515,6 @@ em_tensor *em_cpu_threshold_backward(em_keyset ks, em_tensor *grad_output, em_te
 #define X_KERNEL(E, name, FAM, K) KERNEL_##K(E, name)
 BINARY_OPS(X_KERNEL)
 #undef X_KERNEL
-
-em_tensor *em_cpu_add_(em_keyset ks, em_tensor *self, em_tensor *other, em_scalar alpha) {
-    (void)ks;
-    return binary_(B_ADD, self, other, alpha, "add_");
-}
-em_tensor *em_cpu_sub_(em_keyset ks, em_tensor *self, em_tensor *other, em_scalar alpha) {
-    (void)ks;
-    return binary_(B_SUB, self, other, alpha, "sub_");
-}
-em_tensor *em_cpu_mul_(em_keyset ks, em_tensor *self, em_tensor *other) {
-    (void)ks;
-    return binary_(B_MUL, self, other, one, "mul_");
-}
-em_tensor *em_cpu_div_(em_keyset ks, em_tensor *self, em_tensor *other) {
-    (void)ks;
-    return binary_(B_DIV, self, other, one, "div_");
-}
 
 /* ---- where (ternary) ---- */
 

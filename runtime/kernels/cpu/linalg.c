@@ -195,40 +195,38 @@ em_tensor *em_cpu_mm(em_keyset ks, em_tensor *self, em_tensor *mat2) {
     return out;
 }
 
-em_tensor *em_cpu_matmul(em_keyset ks, em_tensor *self, em_tensor *other) {
+/* The structured impl of matmul: em_meta_matmul (kernels/meta.c) checked
+ * the dtypes and shapes and refused bool products that would have to run.
+ * The product goes straight into out when out is contiguous, of the
+ * operands' dtype and shares no memory with them; else into a temporary
+ * that is then copied (cast) into out. */
+em_status em_cpu_matmul_impl(em_keyset ks, const em_meta *m, em_tensor *self, em_tensor *other, em_tensor *out) {
     (void)ks;
     const em_tensor *a = self, *b = other;
     int da = a->ndim, db = b->ndim;
-    if (da == 0 || db == 0) {
-        em_set_error(EM_ESHAPE, "matmul: both arguments need at least 1 dim, got %d-d and %d-d", da, db);
-        return NULL;
+    if (a->dtype == EM_BOOL) { /* meta let through only products with nothing to sum */
+        em_tensor *z = bool_product(m->ndim, m->sizes, da ? a->sizes[da - 1] : 0, false, m->op);
+        em_status st = z ? em_cpu_copy_into(out, z, m->op) : em_error_kind();
+        em_tensor_release(z);
+        return st;
     }
-    if (!check_dtypes(a, b, "matmul")) return NULL;
-    /* a as [batch..., M, K], b as [batch..., K, N] */
+    if (!out->is_contiguous || out->dtype != a->dtype || out->storage == a->storage ||
+        out->storage == b->storage) {
+        em_tensor *tmp = em_tensor_new(m->ndim, m->sizes, a->dtype, out->device);
+        if (!tmp) return em_error_kind();
+        em_status st = em_cpu_matmul_impl(ks, m, self, other, tmp);
+        if (st == EM_OK) st = em_cpu_copy_into(out, tmp, m->op);
+        em_tensor_release(tmp);
+        return st;
+    }
     int64_t M = da >= 2 ? a->sizes[da - 2] : 1, K = a->sizes[da - 1];
-    int64_t K2 = db >= 2 ? b->sizes[db - 2] : b->sizes[0], N = db >= 2 ? b->sizes[db - 1] : 1;
-    if (K != K2) {
-        shape_error(a, b, K, K2, "matmul");
-        return NULL;
-    }
+    int64_t N = db >= 2 ? b->sizes[db - 1] : 1;
     int64_t a_s0 = da >= 2 ? a->strides[da - 2] : K, a_s1 = a->strides[da - 1];
     int64_t b_s0 = db >= 2 ? b->strides[db - 2] : b->strides[0], b_s1 = db >= 2 ? b->strides[db - 1] : 1;
     int nba = da > 2 ? da - 2 : 0, nbb = db > 2 ? db - 2 : 0;
     int64_t bshape[EM_MAX_DIMS];
-    int nb = em_broadcast_shapes(nba, a->sizes, nbb, b->sizes, bshape, "matmul");
-    if (nb < 0) return NULL;
-    int64_t osz[EM_MAX_DIMS];
-    int ond = 0;
-    for (int d = 0; d < nb; d++) osz[ond++] = bshape[d];
-    if (da >= 2) osz[ond++] = M;
-    if (db >= 2) osz[ond++] = N;
-    if (ond > EM_MAX_DIMS) {
-        em_set_error(EM_ESHAPE, "matmul: too many dims");
-        return NULL;
-    }
-    if (a->dtype == EM_BOOL) return bool_product(ond, osz, K, da == 1 && db == 1, "matmul");
-    em_tensor *out = em_tensor_new(ond, osz, a->dtype, em_cpu_dev());
-    if (!out) return NULL;
+    int nb = em_broadcast_shapes(nba, a->sizes, nbb, b->sizes, bshape, m->op);
+    if (nb < 0) return em_error_kind();
     size_t es = em_dtype_size(a->dtype);
     char *c = em_tensor_data(out);
     em_status st = EM_OK;
@@ -262,9 +260,5 @@ em_tensor *em_cpu_matmul(em_keyset ks, em_tensor *self, em_tensor *other) {
             st = gemm(a->dtype, ma, mb, c + (size_t)(i * M * N) * es);
         }
     }
-    if (st != EM_OK) {
-        em_tensor_release(out);
-        return NULL;
-    }
-    return out;
+    return st;
 }

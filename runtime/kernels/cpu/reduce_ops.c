@@ -70,8 +70,11 @@ static bool dtype_ok(em_dtype dtype, const char *name) {
 
 typedef enum { K_SUM, K_MEAN, K_PROD } sumkind;
 
-static em_tensor *sumlike(em_tensor *self, em_intlist dim, bool keepdim, em_dtype dtype, sumkind kind,
-                          const char *name) {
+/* sum/mean/prod of self; into out when given (retained and returned; its
+ * shape is the result's and its dtype one the result casts to), else into
+ * a new tensor. */
+static em_tensor *sumlike_into(em_tensor *self, em_intlist dim, bool keepdim, em_dtype dtype, sumkind kind,
+                               const char *name, em_tensor *out) {
     if (!dtype_ok(dtype, name)) return NULL;
     em_dtype out_dt = dtype;
     if (kind == K_MEAN) {
@@ -111,12 +114,27 @@ static em_tensor *sumlike(em_tensor *self, em_intlist dim, bool keepdim, em_dtyp
         double *a = em_tensor_data(acc);
         for (int64_t i = 0; i < acc->numel; i++) a[i] /= (double)rs.count;
     }
-    return finish(acc, out_dt, name);
+    if (!out) return finish(acc, out_dt, name);
+    /* the result rounds to its dtype first when out's differs */
+    em_tensor *r = out->dtype == out_dt ? acc : finish(acc, out_dt, name);
+    em_status st = r ? em_cpu_copy_into(out, r, name) : em_error_kind();
+    em_tensor_release(r);
+    return st == EM_OK ? em_tensor_retain(out) : NULL;
 }
 
-em_tensor *em_cpu_sum(em_keyset ks, em_tensor *self, em_intlist dim, bool keepdim, em_dtype dtype) {
+static em_tensor *sumlike(em_tensor *self, em_intlist dim, bool keepdim, em_dtype dtype, sumkind kind,
+                          const char *name) {
+    return sumlike_into(self, dim, keepdim, dtype, kind, name, NULL);
+}
+
+/* The structured impl of sum (meta: em_meta_sum in kernels/meta.c). */
+em_status em_cpu_sum_impl(em_keyset ks, const em_meta *m, em_tensor *self, em_intlist dim, bool keepdim,
+                          em_dtype dtype, em_tensor *out) {
     (void)ks;
-    return sumlike(self, dim, keepdim, dtype, K_SUM, "sum");
+    em_tensor *r = sumlike_into(self, dim, keepdim, dtype, K_SUM, m->op, out);
+    if (!r) return em_error_kind();
+    em_tensor_release(r);
+    return EM_OK;
 }
 
 em_tensor *em_cpu_mean(em_keyset ks, em_tensor *self, em_intlist dim, bool keepdim, em_dtype dtype) {

@@ -1,0 +1,86 @@
+/* structured.c -- the checks and allocation every generated structured
+ * wrapper runs (Note [Structured kernels] in em_structured.h). */
+#include "kernels/em_structured.h"
+
+#include <string.h>
+
+bool em_structured_can_cast(em_dtype from, em_dtype to) {
+    int cf = from == EM_BOOL ? 0 : em_dtype_is_floating(from) ? 2 : 1;
+    int ct = to == EM_BOOL ? 0 : em_dtype_is_floating(to) ? 2 : 1;
+    return cf <= ct;
+}
+
+em_tensor *em_structured_alloc(const em_meta *m) {
+    return em_tensor_new(m->ndim, m->sizes, m->dtype, m->device);
+}
+
+static bool same_shape(const em_meta *m, const em_tensor *t) {
+    return t->ndim == m->ndim && memcmp(t->sizes, m->sizes, sizeof(int64_t) * (size_t)m->ndim) == 0;
+}
+
+static em_status cast_error(const em_meta *m, em_dtype to) {
+    return em_set_error(EM_ETYPE, "%s: result type %s can't be cast to the desired output type %s", m->op,
+                        em_dtype_name(m->dtype), em_dtype_name(to));
+}
+
+static em_status overlaps(const em_meta *m, em_tensor *out, em_tensor *const *in, int n) {
+    if (em_core_check_no_internal_overlap(out, m->op) != EM_OK) return em_error_kind();
+    for (int i = 0; i < n; i++)
+        if (in[i] && em_core_check_no_partial_overlap(out, in[i], m->op) != EM_OK) return em_error_kind();
+    return EM_OK;
+}
+
+em_status em_structured_check_inplace(const em_meta *m, em_tensor *self, em_tensor *const *in, int n) {
+    if (!same_shape(m, self)) {
+        char b1[EM_SHAPE_STR_MAX], b2[EM_SHAPE_STR_MAX];
+        return em_set_error(EM_ESHAPE, "%s: output with shape %s doesn't match the broadcast shape %s", m->op,
+                            em_shape_str(self->ndim, self->sizes, b1, sizeof b1),
+                            em_shape_str(m->ndim, m->sizes, b2, sizeof b2));
+    }
+    if (!em_structured_can_cast(m->dtype, self->dtype)) return cast_error(m, self->dtype);
+    return overlaps(m, self, in, n);
+}
+
+/* Gives the empty, non-view out new contiguous storage of m's shape. */
+static em_status resize_empty(const em_meta *m, em_tensor *out) {
+    if (out->view_base) {
+        char b1[EM_SHAPE_STR_MAX];
+        return em_set_error(EM_ESHAPE, "%s: out= tensor with shape %s is an empty view; it cannot take the "
+                                       "result's shape (pass a tensor that is not a view)", m->op,
+                            em_shape_str(out->ndim, out->sizes, b1, sizeof b1));
+    }
+    int64_t numel = 1;
+    for (int d = 0; d < m->ndim; d++) numel *= m->sizes[d];
+    em_storage *st = em_storage_new((size_t)numel * em_dtype_size(out->dtype), out->device);
+    if (!st) return em_error_kind();
+    em_storage_release(out->storage);
+    out->storage = st;
+    out->offset = 0;
+    out->ndim = m->ndim;
+    int64_t stride = 1;
+    for (int d = m->ndim - 1; d >= 0; d--) {
+        out->sizes[d] = m->sizes[d];
+        out->strides[d] = stride;
+        stride *= m->sizes[d] > 1 ? m->sizes[d] : 1;
+    }
+    em_tensor_refresh(out);
+    return EM_OK;
+}
+
+em_status em_structured_check_out(const em_meta *m, em_tensor *out, em_tensor *const *in, int n) {
+    if (out->device.type != m->device.type || out->device.index != m->device.index)
+        return em_set_error(EM_EVALUE, "%s: expected the out= tensor on device %s, but it is on %s", m->op,
+                            em_device_name(m->device), em_device_name(out->device));
+    if (!em_structured_can_cast(m->dtype, out->dtype)) return cast_error(m, out->dtype);
+    if (!same_shape(m, out)) {
+        if (out->numel != 0) {
+            char b1[EM_SHAPE_STR_MAX], b2[EM_SHAPE_STR_MAX];
+            return em_set_error(EM_ESHAPE, "%s: out= tensor has shape %s but the result has shape %s (pass a "
+                                           "tensor of the result's shape, or an empty one)", m->op,
+                                em_shape_str(out->ndim, out->sizes, b1, sizeof b1),
+                                em_shape_str(m->ndim, m->sizes, b2, sizeof b2));
+        }
+        if (resize_empty(m, out) != EM_OK) return em_error_kind();
+    }
+    return overlaps(m, out, in, n);
+}
