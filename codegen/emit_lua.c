@@ -310,6 +310,10 @@ static void emit_binding(cg_buf *b, const cg_op *op) {
             cg_printf(b, "    if (!i_%s)\n        return missing(L, \"%s\", \"%s\");\n"
                          "    precheck_tensor(L, i_%s, \"%s\", \"%s\", false, &tmp);\n",
                       a->name, o, a->name, a->name, o, a->name);
+        if (a->type == CG_TENSOR && a->kwonly && a->alias_write) /* out=: written, so a real tensor */
+            cg_printf(b, "    if (!em_lua_totensor(L, i_%s))\n"
+                         "        return luaL_error(L, \"%s: argument '%s' must be a tensor (the op writes into it), "
+                         "got %%s\", luaL_typename(L, i_%s));\n", a->name, o, a->name, a->name);
         else if (a->type == CG_TENSOR_OPT)
             cg_printf(b, "    if (i_%s)\n        precheck_tensor(L, i_%s, \"%s\", \"%s\", true, &tmp);\n",
                       a->name, a->name, o, a->name);

@@ -84,7 +84,8 @@ static void emit_wrapper(cg_buf *b, const cg_op *x, const cg_op *o, int k) {
     if (is_out) n = inputs(b, o, -1);
     else if (inplace) n = inputs(b, o, 0);
     /* messages name the Lua op: add for add and add.out, add_ in place */
-    cg_printf(b, "\n    m.op = \"%s\";\n    if (%s(&m", inplace ? x->name : o->base, o->meta);
+    cg_printf(b, "\n    m.op = \"%s\";\n    m.out_dtype = EM_META_OUT_CAST;\n    if (%s(&m",
+              inplace ? x->name : o->base, o->meta);
     family_args(b, o);
     cg_puts(b, ") != EM_OK)\n        return NULL;\n");
     if (is_out)

@@ -374,6 +374,76 @@ START_TEST(test_kernels_unary)
 }
 END_TEST
 
+/* The structured families (Note [Structured kernels]): the meta alone, and
+ * the generated out= kernels em_cpu_*_out: shape, empty out, dtype, overlap,
+ * version, and that out comes back itself. */
+START_TEST(test_kernels_structured_out)
+{
+    em_tensor *a = mk(EM_FLOAT32, 2, SZ(2, 3), f_iota), *b = mk(EM_FLOAT32, 1, SZ(3), f_small);
+    em_meta m;
+    m.op = "add";
+    m.out_dtype = EM_META_OUT_CAST;
+    ck_assert_int_eq(em_meta_add(&m, a, b, ONE), EM_OK);
+    ck_assert_int_eq(m.ndim, 2);
+    ck_assert_int_eq(m.sizes[0], 2);
+    ck_assert_int_eq(m.sizes[1], 3);
+    ck_assert_int_eq(m.dtype, EM_FLOAT32);
+    ck_assert_int_eq(m.device.type, EM_CPU);
+    em_tensor *i64 = mk(EM_INT64, 1, SZ(3), f_iota);
+    m.op = "div";
+    ck_assert_int_eq(em_meta_div(&m, i64, i64), EM_OK);
+    ck_assert_int_eq(m.dtype, EM_FLOAT32);
+    /* out= of the right shape: written, returned itself, version bumped */
+    em_tensor *out = em_tensor_new(2, SZ(2, 3), EM_FLOAT64, em_cpu_device());
+    uint32_t v0 = em_tensor_version(out);
+    em_tensor *r = em_cpu_add_out(KS, a, b, em_scalar_int(2), out);
+    ck_assert_ptr_eq(r, out);
+    em_tensor_release(r);
+    ck_assert_uint_eq(em_tensor_version(out), v0 + 1);
+    for (int64_t i = 0; i < 6; i++) ck_assert_double_eq(at(out, i), (double)i + 2 * f_small(i % 3));
+    /* a wrong shape with elements: refused, naming both shapes */
+    em_tensor *bad = em_tensor_new(1, SZ(6), EM_FLOAT32, em_cpu_device());
+    ck_assert_ptr_null(em_cpu_mul_out(KS, a, b, bad));
+    assert_error(EM_ESHAPE, "mul: out= tensor has shape {6} but the result has shape {2,3}");
+    /* an empty out takes the result's shape */
+    em_tensor *empty = em_tensor_new(1, SZ(0), EM_FLOAT32, em_cpu_device());
+    r = em_cpu_sub_out(KS, a, b, ONE, empty);
+    ck_assert_ptr_eq(r, empty);
+    em_tensor_release(r);
+    assert_shape(empty, 2, SZ(2, 3));
+    ck_assert(empty->is_contiguous);
+    ck_assert_double_eq(at(empty, 5), 5 - f_small(2));
+    ck_assert_ptr_null(em_cpu_div_out(KS, i64, i64, bad));
+    assert_error(EM_ESHAPE, "div: out= tensor has shape {6} but the result has shape {3}");
+    /* float result into an integer out: refused */
+    em_tensor *iout = em_tensor_new(1, SZ(3), EM_INT64, em_cpu_device());
+    ck_assert_ptr_null(em_cpu_div_out(KS, i64, i64, iout));
+    assert_error(EM_ETYPE, "div: result type float32 can't be cast to the desired output type int64");
+    /* partial overlap with an input: refused */
+    em_tensor *big = mk(EM_FLOAT32, 1, SZ(4), f_iota);
+    em_tensor *lo = em_core_narrow(big, 0, 0, 3), *hi = em_core_narrow(big, 0, 1, 3);
+    ck_assert_ptr_null(em_cpu_add_out(KS, lo, b, ONE, hi));
+    ck_assert_int_eq(em_error_kind(), EM_EVALUE);
+    em_clear_error();
+    /* sum.out with keepdim; matmul.out */
+    em_tensor *s = em_tensor_new(2, SZ(2, 1), EM_FLOAT32, em_cpu_device());
+    r = em_cpu_sum_out(KS, a, IL(1), true, EM_DTYPE_NONE, s);
+    ck_assert_ptr_eq(r, s);
+    em_tensor_release(r);
+    ck_assert_double_eq(at(s, 0), 0 + 1 + 2);
+    ck_assert_double_eq(at(s, 1), 3 + 4 + 5);
+    em_tensor *mo = em_tensor_new(1, SZ(2), EM_FLOAT32, em_cpu_device());
+    r = em_cpu_matmul_out(KS, a, b, mo);
+    ck_assert_ptr_eq(r, mo);
+    em_tensor_release(r);
+    ck_assert_double_eq(at(mo, 0), 0 * 1 + 1 * 2 + 2 * 3);
+    ck_assert_ptr_null(em_cpu_matmul_out(KS, a, b, out));
+    assert_error(EM_ETYPE, "matmul: expected the out= tensor to have dtype float32, but it has float64");
+    em_tensor *objs[] = { a, b, i64, out, bad, empty, iout, big, lo, hi, s, mo };
+    for (size_t k = 0; k < sizeof objs / sizeof objs[0]; k++) em_tensor_release(objs[k]);
+}
+END_TEST
+
 START_TEST(test_kernels_inplace)
 {
     em_tensor *a = mk(EM_FLOAT32, 2, SZ(2, 3), f_iota), *b = mk(EM_FLOAT32, 1, SZ(3), f_small);
@@ -1403,6 +1473,7 @@ Suite *make_kernels_suite(void) {
     tcase_add_test(tc, test_kernels_matmul_shapes);
     tcase_add_test(tc, test_kernels_views);
     tcase_add_test(tc, test_kernels_threads);
+    tcase_add_test(tc, test_kernels_structured_out);
     suite_add_tcase(s, tc);
     return s;
 }

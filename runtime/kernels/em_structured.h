@@ -32,6 +32,13 @@
 
 #include "core/em_core.h"
 
+/* The dtypes an out= tensor may have (PyTorch's rule per op). */
+typedef enum {
+    EM_META_OUT_CAST = 0, /* any dtype the result casts to (elementwise ops) */
+    EM_META_OUT_EXACT,    /* exactly m->dtype (matmul; sum with a dtype argument) */
+    EM_META_OUT_ANY       /* any: the result takes out's dtype (sum without dtype) */
+} em_meta_out;
+
 /* What a meta function computes about an op's result. */
 typedef struct em_meta {
     const char *op;              /* the op's name in error messages (set by the caller) */
@@ -40,6 +47,7 @@ typedef struct em_meta {
     em_dtype dtype;              /* the result's dtype */
     em_device device;            /* where the result lives (the inputs' device) */
     em_dtype compute;            /* the dtype the impl computes in (binary family) */
+    em_meta_out out_dtype;       /* which dtypes an out= tensor may have */
 } em_meta;
 
 /* PyTorch's canCast: no cast into a lower category (float -> integer -> bool). */
@@ -53,8 +61,8 @@ EM_API em_tensor *em_structured_alloc(const em_meta *m);
  * partially. EM_OK or the error, naming m->op and both shapes/dtypes. */
 EM_API em_status em_structured_check_inplace(const em_meta *m, em_tensor *self, em_tensor *const *in,
                                              int n);
-/* The out= checks: out is on m's device, m->dtype can be cast to out's
- * dtype, out has m's shape -- or no elements, in which case it gets new
+/* The out= checks: out is on m's device, its dtype is one m->out_dtype
+ * allows (the wrapper sets EM_META_OUT_CAST before the meta runs), out has m's shape -- or no elements, in which case it gets new
  * storage of m's shape (see Note [out= resizing]) -- has no internal
  * overlap and overlaps none of the n inputs partially. */
 EM_API em_status em_structured_check_out(const em_meta *m, em_tensor *out, em_tensor *const *in, int n);

@@ -64,7 +64,7 @@ em_status em_meta_div(em_meta *m, em_tensor *self, em_tensor *other) {
 /* ---- sum ---- */
 
 /* PyTorch's sum: bool and integers sum as int64, floats keep their dtype,
- * dtype overrides; dims wrap (1-based in messages) and may not repeat; no
+ * dtype overrides (an out= tensor's dtype does when dtype is absent); dims wrap (1-based in messages) and may not repeat; no
  * dim (or an empty list, or a 0-dim input) reduces every dim. */
 em_status em_meta_sum(em_meta *m, em_tensor *self, em_intlist dim, bool keepdim, em_dtype dtype) {
     if (dtype != EM_DTYPE_NONE && (dtype < 0 || dtype >= EM_DTYPE_COUNT))
@@ -90,6 +90,9 @@ em_status em_meta_sum(em_meta *m, em_tensor *self, em_intlist dim, bool keepdim,
         if (!red[d]) m->sizes[m->ndim++] = self->sizes[d];
         else if (keepdim) m->sizes[m->ndim++] = 1;
     m->dtype = dtype != EM_DTYPE_NONE ? dtype : em_dtype_is_floating(self->dtype) ? self->dtype : EM_INT64;
+    /* PyTorch: without dtype the sum is computed in out's dtype, whatever it
+     * is; with one, out must have it */
+    m->out_dtype = dtype != EM_DTYPE_NONE ? EM_META_OUT_EXACT : EM_META_OUT_ANY;
     m->compute = m->dtype;
     m->device = self->device;
     return EM_OK;
@@ -135,5 +138,6 @@ em_status em_meta_matmul(em_meta *m, em_tensor *self, em_tensor *other) {
     m->dtype = a->dtype;
     m->compute = a->dtype;
     m->device = a->device;
+    m->out_dtype = EM_META_OUT_EXACT; /* PyTorch: matmul's out has the operands' dtype */
     return EM_OK;
 }

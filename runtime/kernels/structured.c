@@ -71,7 +71,11 @@ em_status em_structured_check_out(const em_meta *m, em_tensor *out, em_tensor *c
     if (out->device.type != m->device.type || out->device.index != m->device.index)
         return em_set_error(EM_EVALUE, "%s: expected the out= tensor on device %s, but it is on %s", m->op,
                             em_device_name(m->device), em_device_name(out->device));
-    if (!em_structured_can_cast(m->dtype, out->dtype)) return cast_error(m, out->dtype);
+    if (m->out_dtype == EM_META_OUT_EXACT && out->dtype != m->dtype)
+        return em_set_error(EM_ETYPE, "%s: expected the out= tensor to have dtype %s, but it has %s", m->op,
+                            em_dtype_name(m->dtype), em_dtype_name(out->dtype));
+    if (m->out_dtype == EM_META_OUT_CAST && !em_structured_can_cast(m->dtype, out->dtype))
+        return cast_error(m, out->dtype);
     if (!same_shape(m, out)) {
         if (out->numel != 0) {
             char b1[EM_SHAPE_STR_MAX], b2[EM_SHAPE_STR_MAX];

@@ -87,8 +87,19 @@ function T.out_dtype_rules()
   local s = ember.zeros(2, { dtype = "float64" })
   ember.sum(ember.tensor({ { 1, 2 }, { 3, 4 } }, { dtype = "int32" }), 2, { out = s })
   check_tensor(s, { 3, 7 })
-  check_error(function() return ember.sum(f, { out = ember.zeros({}, { dtype = "int64" }) }) end,
-    "sum", "float32", "int64")
+  -- without dtype, sum computes in out's dtype (PyTorch): floats cast to int64 first
+  local si = ember.zeros({}, { dtype = "int64" })
+  ember.sum(ember.tensor({ 1e8, 1.5, -1e8, 3 }), { out = si })
+  check_tensor(si, { 4 })
+  local sb = ember.zeros({}, { dtype = "bool" })
+  ember.sum(ember.tensor({ 1, 2 }), { out = sb })
+  check_tensor(sb, { true })
+  local sd = ember.zeros({}, { dtype = "float64" })
+  ember.sum(ember.tensor({ 1e8, 1, -1e8, 3 }), { out = sd })
+  check_tensor(sd, { 4 }, 0)
+  -- with dtype, out must have it
+  check_error(function() return ember.sum(f, 1, { dtype = "float64", out = ember.zeros({}) }) end,
+    "sum", "out=", "float64", "float32")
 end
 
 function T.out_overlap()
@@ -164,9 +175,20 @@ function T.matmul_out()
   local c = ember.zeros(2)
   check(rawequal(ember.matmul(a, v, { out = c }), c))
   check_tensor(c, { 3, 7 })
-  local c64 = ember.zeros(2, 2, { dtype = "float64" })
-  a:matmul(a, { out = c64 })
-  check_tensor(c64, { 7, 10, 15, 22 })
+  -- out must have the operands' dtype (PyTorch)
+  check_error(function() return a:matmul(a, { out = ember.zeros(2, 2, { dtype = "float64" }) }) end,
+    "matmul", "out=", "float32", "float64")
+  local c2 = ember.zeros(2, 2)
+  a:matmul(a, { out = c2 })
+  check_tensor(c2, { 7, 10, 15, 22 })
+  -- a transposed (non-contiguous) out
+  local ct = ember.zeros(2, 2)
+  a:matmul(a, { out = ct:t() })
+  check_tensor(ct, { 7, 15, 10, 22 })
+  -- batched, broadcast
+  local bo = ember.zeros(3, 2, 2)
+  ember.matmul(ember.ones(3, 2, 2), a, { out = bo })
+  check_tensor(bo, { 4, 6, 4, 6, 4, 6, 4, 6, 4, 6, 4, 6 })
   check_error(function() return ember.matmul(a, ember.ones(3), { out = c }) end, "matmul", "{2,2}", "{3}")
   check_error(function() return ember.matmul(a, a, { out = c }) end, "matmul", "{2}", "{2,2}")
 end
@@ -187,7 +209,8 @@ function T.unknown_options_still_error()
   local a = ember.ones(2)
   check_error(function() return ember.add(a, a, { outt = a }) end, "bad option 'outt'", "add")
   check_error(function() return ember.add(a, a, { out = a, foo = 1 }) end, "bad option 'foo'", "add")
-  check_error(function() return ember.add(a, a, { out = 3 }) end, "add", "out")
+  check_error(function() return ember.add(a, a, { out = 3 }) end, "add", "argument 'out' must be a tensor", "number")
+  check_error(function() return ember.ones({}):add(1, { out = 3 }) end, "add", "argument 'out' must be a tensor")
 end
 
 return T

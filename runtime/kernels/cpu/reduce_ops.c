@@ -131,7 +131,9 @@ static em_tensor *sumlike(em_tensor *self, em_intlist dim, bool keepdim, em_dtyp
 em_status em_cpu_sum_impl(em_keyset ks, const em_meta *m, em_tensor *self, em_intlist dim, bool keepdim,
                           em_dtype dtype, em_tensor *out) {
     (void)ks;
-    em_tensor *r = sumlike_into(self, dim, keepdim, dtype, K_SUM, m->op, out);
+    /* without dtype the sum is computed in out's dtype (em_meta_sum) */
+    em_dtype dt = dtype == EM_DTYPE_NONE && out->dtype != m->dtype ? out->dtype : dtype;
+    em_tensor *r = sumlike_into(self, dim, keepdim, dt, K_SUM, m->op, out);
     if (!r) return em_error_kind();
     em_tensor_release(r);
     return EM_OK;
