@@ -53,8 +53,11 @@ typedef struct em_meta {
 /* PyTorch's canCast: no cast into a lower category (float -> integer -> bool). */
 EM_API bool em_structured_can_cast(em_dtype from, em_dtype to);
 /* A new contiguous tensor of m's shape, dtype and device (from the device's
- * allocator), or NULL with the error set. */
-EM_API em_tensor *em_structured_alloc(const em_meta *m);
+ * allocator), or NULL with the error set. Inline: the functional path of
+ * every family is hot (1-element add). */
+static inline em_tensor *em_structured_alloc(const em_meta *m) {
+    return em_tensor_new(m->ndim, m->sizes, m->dtype, m->device);
+}
 /* The in-place checks: self has m's shape exactly (no broadcasting into
  * self), m->dtype can be cast to self's dtype, self has no internal
  * overlap and overlaps none of the n inputs (NULL entries skipped)

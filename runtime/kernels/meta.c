@@ -21,7 +21,9 @@ enum { MB_ALPHA = 1, MB_FLOAT = 2, MB_SUB = 4 };
  * alphas the result dtype cannot hold), the common dtype (float32 for
  * integer operands of MB_FLOAT ops) and the broadcast shape. */
 static em_status meta_binary(em_meta *m, const em_tensor *a, const em_tensor *b, em_scalar alpha, int flags) {
-    em_dtype compute = em_result_type2(a, b);
+    /* one dtype promotes to itself (wrapped numbers included): the hot case
+     * skips the category walk of em_result_type2 */
+    em_dtype compute = a->dtype == b->dtype ? a->dtype : em_result_type2(a, b);
     if ((flags & MB_FLOAT) && !em_dtype_is_floating(compute)) compute = EM_FLOAT32;
     if ((flags & MB_SUB) && (a->dtype == EM_BOOL || b->dtype == EM_BOOL))
         return em_set_error(EM_ETYPE, "%s: subtraction, the `-` operator, with a bool tensor is not supported; "

@@ -10,10 +10,6 @@ bool em_structured_can_cast(em_dtype from, em_dtype to) {
     return cf <= ct;
 }
 
-em_tensor *em_structured_alloc(const em_meta *m) {
-    return em_tensor_new(m->ndim, m->sizes, m->dtype, m->device);
-}
-
 static bool same_shape(const em_meta *m, const em_tensor *t) {
     return t->ndim == m->ndim && memcmp(t->sizes, m->sizes, sizeof(int64_t) * (size_t)m->ndim) == 0;
 }

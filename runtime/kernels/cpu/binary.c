@@ -260,11 +260,12 @@ static bool same_sizes(const em_tensor *a, const em_tensor *b) {
 
 /* The common fast case: both operands contiguous with one shape, or one
  * of them a single element with no more dims than the other. Returns the
- * output (out retained when given: contiguous, of the broadcast shape and
- * dtype out_dtype; else a new tensor), or NULL with *handled false when
- * the general path must run. */
-static em_tensor *binary_fast(em_cpu_loop fn, bin_ctx *ctx, em_tensor *a, em_tensor *b,
-                              em_dtype compute, em_dtype out_dtype, em_tensor *out, bool *handled) {
+ * output (out itself, not retained, when given: contiguous, of the
+ * broadcast shape and dtype out_dtype; else a new tensor), or NULL with
+ * *handled false when the general path must run. */
+static inline __attribute__((always_inline)) em_tensor *
+binary_fast(em_cpu_loop fn, bin_ctx *ctx, em_tensor *a, em_tensor *b, em_dtype compute, em_dtype out_dtype,
+            em_tensor *out, bool *handled) {
     *handled = false;
     if (!a->is_contiguous || !b->is_contiguous || (out && !out->is_contiguous)) return NULL;
     const em_tensor *big;
@@ -294,7 +295,7 @@ static em_tensor *binary_fast(em_cpu_loop fn, bin_ctx *ctx, em_tensor *a, em_ten
         return NULL;
     }
     *handled = true;
-    out = out ? em_tensor_retain(out) : em_tensor_new(big->ndim, big->sizes, out_dtype, em_cpu_dev());
+    if (!out) out = em_tensor_new(big->ndim, big->sizes, out_dtype, em_cpu_dev());
     if (!out) return NULL;
     flat_ctx fc = { fn, ctx, { em_tensor_data(out), pa, pb },
                     { (int64_t)em_dtype_size(out_dtype), sa, sb } };
@@ -435,7 +436,7 @@ static em_status binary_into(binop op, const em_meta *m, em_tensor *a, em_tensor
     /* an input in out's memory that is not out itself (a broadcast view of
      * it) is copied first, so that writes cannot change what is read */
     em_tensor *in[2] = { a, b }, *hold[2] = { NULL, NULL };
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 2 && (a->storage == out->storage || b->storage == out->storage); k++) {
         em_tensor *t = in[k];
         if (t->storage != out->storage || t->numel == 0 ||
             (t->offset == out->offset && t->ndim == out->ndim &&
@@ -449,18 +450,21 @@ static em_status binary_into(binop op, const em_meta *m, em_tensor *a, em_tensor
         }
         in[k] = hold[k];
     }
-    bool handled;
-    em_tensor *r = binary_fast(fn, &ctx, in[0], in[1], compute, compute, out, &handled);
+    bool handled, ok = true;
+    (void)binary_fast(fn, &ctx, in[0], in[1], compute, compute, out, &handled);
     if (!handled) {
         em_cpu_iter it;
-        r = em_cpu_iter_build(&it, out, compute, 2, in, compute, m->op);
+        em_tensor *r = em_cpu_iter_build(&it, out, compute, 2, in, compute, m->op);
         if (r) em_cpu_iter_run(&it, fn, &ctx, EM_CPU_GRAIN);
         em_cpu_iter_done(&it);
+        ok = r != NULL;
+        em_tensor_release(r);
     }
-    em_tensor_release(hold[0]);
-    em_tensor_release(hold[1]);
-    if (!r) return em_error_kind();
-    em_tensor_release(r);
+    if (hold[0] || hold[1]) {
+        em_tensor_release(hold[0]);
+        em_tensor_release(hold[1]);
+    }
+    if (!ok) return em_error_kind();
     if (atomic_load(&ctx.err)) return em_set_error(EM_EVALUE, "%s: integer division by zero", m->op);
     return EM_OK;
 }
