@@ -36,6 +36,9 @@ const cg_type_info cg_types[CG_TYPE_COUNT] = {
     [CG_DTYPE]        = { "dtype",     "em_dtype ",         false },
     [CG_DTYPE_OPT]    = { "dtype?",    "em_dtype ",         true },
     [CG_INT_OPT]      = { "int?",      "const int64_t *",   true },
+    [CG_DEVICE]       = { "Device",    "em_device ",        false },
+    [CG_DEVICE_OPT]   = { "Device?",   "em_device ",        true }, /* EM_DEVICE_NONE: absent */
+    [CG_GENERATOR_OPT] = { "Generator?", "em_generator *",  true }, /* NULL: the default */
 };
 
 const char *const cg_key_names[CG_KEY_COUNT] = { "CPU", "CUDA", "PrivateUse1", "Autograd" };
@@ -364,6 +367,8 @@ static void parse_default(sig_lexer *x, cg_arg *a, char *text) {
     case CG_DTYPE_OPT:
         ok = d->kind == CG_DEF_NULL || d->kind == CG_DEF_DTYPE;
         want = "None or a dtype name like float32"; break;
+    case CG_DEVICE_OPT: case CG_GENERATOR_OPT:
+        ok = d->kind == CG_DEF_NULL; want = "None"; break;
     default:
         ok = false; want = "?"; break;
     }

@@ -622,7 +622,7 @@ em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_roots, em
                 break;
             }
             bool prev = em_set_grad_enabled(false);
-            g = em_ones((em_intlist){ r->sizes, r->ndim }, r->dtype);
+            g = em_ones((em_intlist){ r->sizes, r->ndim }, r->dtype, r->device);
             em_set_grad_enabled(prev);
             if (!g) { st = em_error_kind(); break; }
         } else {
