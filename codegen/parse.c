@@ -369,6 +369,8 @@ static void parse_default(sig_lexer *x, cg_arg *a, char *text) {
         want = "None or a dtype name like float32"; break;
     case CG_DEVICE_OPT: case CG_GENERATOR_OPT:
         ok = d->kind == CG_DEF_NULL; want = "None"; break;
+    case CG_DEVICE:
+        ok = false; want = "no default (a Device argument is required; use Device? for None)"; break;
     default:
         ok = false; want = "?"; break;
     }
