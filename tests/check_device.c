@@ -38,6 +38,7 @@ static struct {
     int nblocks;
     int depth;          /* > 0 while a fake kernel runs: pages are readable */
     long allocs, frees, kernel_calls;
+    bool fail_next;     /* the next allocation returns NULL (out of memory) */
 } fake;
 
 static size_t page_round(size_t n) {
@@ -69,7 +70,9 @@ static void *fake_alloc(const em_allocator *self, size_t nbytes) {
     size_t len = page_round(nbytes ? nbytes : 1);
     pthread_mutex_lock(&fake.mu);
     void *p = NULL;
-    if (fake.nblocks < FAKE_MAX_BLOCKS) {
+    if (fake.fail_next) {
+        fake.fail_next = false;
+    } else if (fake.nblocks < FAKE_MAX_BLOCKS) {
         p = mmap(NULL, len, fake.depth > 0 ? PROT_READ | PROT_WRITE : PROT_NONE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) p = NULL;
@@ -375,6 +378,9 @@ START_TEST(test_device_allocator_registry) {
     ck_assert_int_eq((uintptr_t)s->data % 64, 0);
     em_storage_release(s);
     ck_assert_int_eq(fake.nblocks, 0);
+    /* the cpu cannot be unregistered: it falls back to the caching allocator */
+    ck_assert_int_eq(em_register_allocator(EM_CPU, NULL), EM_OK);
+    ck_assert_ptr_eq(em_get_allocator(EM_CPU), em_cpu_allocator());
     /* cpu storage still comes from the caching allocator */
     em_storage *c = em_storage_new(100, em_cpu_device());
     ck_assert_ptr_eq(c->allocator, em_cpu_allocator());
@@ -413,6 +419,11 @@ START_TEST(test_device_generators) {
     em_generator_release(h);
     em_generator_release(em_default_generator()); /* never freed */
     ck_assert_uint_eq(em_generator_initial_seed(em_default_generator()), 11);
+    /* out of memory is an error, not a crash */
+    em_memory_fail_after(1);
+    ck_assert_ptr_null(em_generator_new());
+    ck_assert_int_eq(em_error_kind(), EM_ENOMEM);
+    em_clear_error();
 }
 END_TEST
 
@@ -462,6 +473,12 @@ START_TEST(test_device_fake_factories) {
     ck_assert_ptr_null(em_arange(em_scalar_int(3), NULL, em_scalar_int(1), EM_DTYPE_NONE, FAKE));
     ck_assert_msg(strstr(em_error_message(), "no kernel for the arguments' device") != NULL, "%s",
                   em_error_message());
+    em_clear_error();
+    /* the device's allocator failing: an error naming the device */
+    fake.fail_next = true;
+    ck_assert_ptr_null(em_ones(IL(2), EM_DTYPE_NONE, FAKE));
+    ck_assert_int_eq(em_error_kind(), EM_ENOMEM);
+    ck_assert_str_eq(em_error_message(), "out of memory allocating 8 bytes on privateuseone:0");
     em_clear_error();
     /* a dtype the backend refuses: its own error */
     ck_assert_ptr_null(em_zeros(IL(2), EM_FLOAT64, FAKE));

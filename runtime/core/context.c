@@ -171,7 +171,7 @@ static void generator_init(em_generator *g)
 
 em_generator *em_generator_new(void)
 {
-    em_generator *g = malloc(sizeof *g);
+    em_generator *g = em_core_should_fail() ? NULL : malloc(sizeof *g);
     if (!g) {
         em_set_error(EM_ENOMEM, "out of memory allocating a generator");
         return NULL;

@@ -191,7 +191,8 @@ EM_API const em_allocator *em_cpu_allocator(void);
  * One allocator per device type. Storage allocation (em_storage_new) asks
  * the registry for the device's allocator; a backend makes its device
  * type available by registering one (from its init code, without touching
- * core). The CPU entry is the caching allocator from the start.
+ * core). The CPU entry is the caching allocator from the start (and again
+ * after NULL is registered for it: the cpu is always available).
  * Registering NULL removes a backend (tests); the allocator must outlive
  * every storage made from it. Registration is not synchronised with
  * concurrent allocation: do it before using the device. */
