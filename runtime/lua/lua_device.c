@@ -217,14 +217,18 @@ static void push_same_or_new(lua_State *L, em_tensor *self, em_tensor *r, const 
     em_lua_push_tensor(L, r, op);
 }
 
-/* A device given at idx: an ember.device, or a string that names one. */
+/* A device given at idx: an ember.device, or a string that starts with a
+ * device type ("cuda:x" is a bad device, not a bad dtype). */
 static bool is_device_arg(lua_State *L, int idx) {
     if (todevice(L, idx)) return true;
     if (lua_type(L, idx) != LUA_TSTRING) return false;
-    em_device d;
-    bool ok = em_device_parse(lua_tostring(L, idx), &d, "to") == EM_OK;
-    em_clear_error();
-    return ok;
+    const char *s = lua_tostring(L, idx);
+    size_t n = strcspn(s, ":");
+    for (int t = 0; t < EM_DEVICE_COUNT; t++) {
+        const char *name = em_device_name((em_device){ (int8_t)t, -1 });
+        if (strlen(name) == n && strncmp(name, s, n) == 0) return true;
+    }
+    return false;
 }
 
 /* x:to(device), x:to(dtype), x:to(device, dtype): PyTorch's Tensor.to
