@@ -241,6 +241,15 @@ static em_tensor *fake_copy_(em_keyset ks, em_tensor *self, em_tensor *src) {
     return out;
 }
 
+/* fill_: copy_ of the 0-dim value (a cpu number or a fake tensor) */
+static em_tensor *fake_fill_(em_keyset ks, em_tensor *self, em_tensor *value) {
+    if (value->ndim != 0) {
+        em_set_error(EM_EVALUE, "fill_: expected a 0-dim value, got %d dims", value->ndim);
+        return NULL;
+    }
+    return fake_copy_(ks, self, value);
+}
+
 /* clone: empty + copy_ (AccumulateGrad clones an expanded gradient). */
 static em_tensor *fake_clone(em_keyset ks, em_tensor *self) {
     em_tensor *out = fake_new((em_intlist){ self->sizes, self->ndim }, self->dtype, self->device, "clone");
@@ -259,6 +268,7 @@ static const struct { const char *op; void *fn; } fake_kernels[] = {
     { "mul", (void *)(em_kfn_mul)fake_mul },
     { "sum", (void *)(em_kfn_sum)fake_sum },
     { "copy_", (void *)(em_kfn_copy_)fake_copy_ },
+    { "fill_", (void *)(em_kfn_fill_)fake_fill_ },
     { "clone", (void *)(em_kfn_clone)fake_clone },
 };
 #define N_FAKE_KERNELS (sizeof fake_kernels / sizeof fake_kernels[0])
@@ -541,6 +551,13 @@ START_TEST(test_device_fake_moves) {
     /* a strided fake view (a Default-key view kernel) moves back correctly */
     em_tensor *t = em_transpose(d, 0, 1);
     assert_values(t, (const float[]){ 0, 3, 1, 4, 2, 5 }, 6);
+    /* a reshape that must copy: done by the device, or refused; never a
+     * host access (the guard would fault) */
+    em_tensor *rs = em_reshape(t, IL(6));
+    if (rs) assert_values(rs, (const float[]){ 0, 3, 1, 4, 2, 5 }, 6);
+    else ck_assert_int_ne(em_error_kind(), EM_OK);
+    em_clear_error();
+    em_tensor_release(rs);
     /* same device: the tensor itself */
     em_tensor *same = em_to_device(d, (em_device){ EM_PRIVATEUSE1, 0 });
     ck_assert_ptr_eq(same, d);
@@ -648,6 +665,11 @@ START_TEST(test_device_fake_lua) {
         "lines[#lines + 1] = tostring(c.device) .. ' ' .. tostring(c)\n"
         "local back = c:to('privateuseone')\n"
         "lines[#lines + 1] = tostring(back.device)\n"
+        "local z = ember.zeros(2, 3, {device = 'privateuseone'})\n"
+        "z[1] = 5\n"
+        "z[{2, {2, 3}}] = ember.tensor(7.0, {device = 'privateuseone'})\n"
+        "z[2][1] = ember.tensor(-1.0)\n"
+        "lines[#lines + 1] = z[1][2]:item() .. ',' .. z[2][3]:item() .. ',' .. z[2][1]:item()\n"
         "local e = ember.tensor({1.5, 2}, {device = 'privateuseone'})\n"
         "lines[#lines + 1] = tostring(e)\n"
         "lines[#lines + 1] = tostring((e * 2)[2])\n"
@@ -667,7 +689,7 @@ START_TEST(test_device_fake_lua) {
         "|cpu tensor([0.5000, 0.5000])";
     ck_assert_msg(strncmp(out, want, strlen(want)) == 0, "got: %s", out);
     const char *rest = out + strlen(want);
-    ck_assert_msg(strstr(rest, "|privateuseone:0|tensor([1.5000, 2.0000], device='privateuseone:0')"
+    ck_assert_msg(strstr(rest, "|privateuseone:0|5.0,7.0,-1.0|tensor([1.5000, 2.0000], device='privateuseone:0')"
                                "|tensor(4., device='privateuseone:0')|false ") == rest, "got: %s", rest);
     ck_assert_msg(strstr(rest, "exp: no kernel for the arguments' device (exp has kernels for: CPU)") != NULL,
                   "got: %s", rest);
