@@ -120,7 +120,7 @@ void cg_emit_kernels_decl_h(cg_buf *b, const cg_schema *s) {
             " * from its schema fails to compile. Kernels return a new reference (in-place\n"
             " * ops return self retained), or NULL with the thread's error set. */\n"
             "#ifndef EM_KERNELS_DECL_H\n#define EM_KERNELS_DECL_H\n\n"
-            "#include \"dispatch/em_dispatch.h\"\n\n");
+            "#include \"core/em_core.h\"\n\n");
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];
         for (int k = 0; k < CG_KEY_COUNT; k++) {

@@ -317,6 +317,12 @@ static int method_self_pos(const cg_op *op) {
     return -1;
 }
 
+static bool has_tensor_arg(const cg_op *op) {
+    for (int i = 0; i < op->nargs; i++)
+        if (cg_type_is_tensor(op->args[i].type)) return true;
+    return false;
+}
+
 void cg_emit_lua(cg_buf *b, const cg_schema *s) {
     cg_generated_banner(b, s->ops_path);
     cg_puts(b, "/* em_lua_ops.c -- the Lua bindings of every op: ember.NAME and x:NAME.\n"
@@ -354,24 +360,34 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
                          "    lua_insert(L, top < %d ? top : %d);\n    return l_%s(L);\n}\n\n",
                       op->name, k + 1, op->name, k + 1, k + 1, op->name);
     }
-    cg_puts(b, "/* ---- registration ---- */\n\nstatic const luaL_Reg functions[] = {\n");
-    for (int i = 0; i < s->nops; i++)
-        if (s->ops[i].v_function) cg_printf(b, "    { \"%s\", l_%s },\n", s->ops[i].name, s->ops[i].name);
-    cg_puts(b, "    { NULL, NULL }\n};\n\nstatic const luaL_Reg methods[] = {\n");
+    cg_puts(b, "/* ---- registration ---- */\n\n"
+               "/* Function variants: {namespace (\"\" = ember), name, binding}. */\n"
+               "static const struct { const char *ns, *name; lua_CFunction func; } functions[] = {\n");
+    for (int i = 0; i < s->nops; i++) {
+        const cg_op *op = &s->ops[i];
+        if (!op->v_function) continue;
+        if (!op->nnamespaces) cg_printf(b, "    { \"\", \"%s\", l_%s },\n", op->name, op->name);
+        for (int k = 0; k < op->nnamespaces; k++)
+            cg_printf(b, "    { \"%s\", \"%s\", l_%s },\n", op->namespaces[k], op->name, op->name);
+    }
+    cg_puts(b, "    { NULL, NULL, NULL }\n};\n\nstatic const luaL_Reg methods[] = {\n");
     for (int i = 0; i < s->nops; i++)
         if (s->ops[i].v_method)
             cg_printf(b, "    { \"%s\", l%s_%s },\n", s->ops[i].name, method_self_pos(&s->ops[i]) > 0 ? "m" : "",
                       s->ops[i].name);
     cg_puts(b, "    { NULL, NULL }\n};\n\n"
-               "/* Sets module[NAME] for function variants and methods[NAME] for method\n"
-               " * variants (the same C function when self is the first argument, else\n"
-               " * lm_NAME, which moves the receiver to self's place). */\n"
+               "/* Sets module[NAME] (or module.NS[NAME] for an op with a namespace) for\n"
+               " * function variants and methods[NAME] for method variants (the same C\n"
+               " * function when self is the first argument, else lm_NAME, which moves\n"
+               " * the receiver to self's place). */\n"
                "void em_lua_register_ops(lua_State *L, int module_idx, int methods_idx)\n{\n"
                "    module_idx = lua_absindex(L, module_idx);\n"
                "    methods_idx = lua_absindex(L, methods_idx);\n"
-               "    for (const luaL_Reg *f = functions; f->name; f++) {\n"
-               "        lua_pushcfunction(L, f->func);\n"
-               "        lua_setfield(L, module_idx, f->name);\n"
+               "    for (int i = 0; functions[i].name; i++) {\n"
+               "        em_lua_push_namespace(L, module_idx, functions[i].ns);\n"
+               "        lua_pushcfunction(L, functions[i].func);\n"
+               "        lua_setfield(L, -2, functions[i].name);\n"
+               "        lua_pop(L, 1);\n"
                "    }\n"
                "    for (const luaL_Reg *f = methods; f->name; f++) {\n"
                "        lua_pushcfunction(L, f->func);\n"
@@ -387,10 +403,12 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
         cg_puts(b, "\" },\n");
     }
     cg_puts(b, "    { NULL, NULL, NULL }\n};\n\n"
-               "/* Ops with backward formulas in derivatives.yaml (gradcheck needs samples\n"
-               " * for each), NULL-terminated; declared in em_lua.h. */\n"
+               "/* Ops with backward formulas in derivatives.yaml, and composite ops with a\n"
+               " * Tensor argument (their parts differentiate them): gradcheck needs samples\n"
+               " * for each. NULL-terminated; declared in em_lua.h. */\n"
                "const char *const em_lua_differentiable_ops[] = {\n");
     for (int i = 0; i < s->nops; i++)
-        if (cg_op_has_formulas(&s->ops[i])) cg_printf(b, "    \"%s\",\n", s->ops[i].name);
+        if (cg_op_has_formulas(&s->ops[i]) || (s->ops[i].composite && has_tensor_arg(&s->ops[i])))
+            cg_printf(b, "    \"%s\",\n", s->ops[i].name);
     cg_puts(b, "    NULL\n};\n");
 }

@@ -366,6 +366,14 @@ static const bad_case bad_cases[] = {
       "save: the formulas of mul use 'other' but save does not list it" },
     { "deriv_ops.yaml", "deriv_no_op.yaml", "deriv_no_op.yaml:3:",
       "the formula needs op 'sub' (for its arithmetic)" },
+    { "composite_mixed.yaml", NULL, "composite_mixed.yaml:3:",
+      "op 'neg': a Composite kernel is the op's only kernel" },
+    { "bad_namespace.yaml", NULL, "bad_namespace.yaml:4:",
+      "op 'neg': namespace 'nn..functional' is not a dotted Lua name" },
+    { "namespace_method_only.yaml", NULL, "namespace_method_only.yaml:5:",
+      "op 'neg': a namespace places the function variant, but the op has none" },
+    { "composite_ops.yaml", "deriv_composite.yaml", "deriv_composite.yaml:2:",
+      "'square' is a composite op" },
 };
 
 START_TEST(test_codegen_errors) {

@@ -1,13 +1,14 @@
 -- autograd.lua -- the Lua half of ember.autograd: grad-mode guards,
 -- custom Functions, detect_anomaly, gradcheck and gradgradcheck.
 --
--- The C half (runtime/lua/lua_autograd.c) provides ember.autograd.grad, dot,
+-- The C half (runtime/lua/lua_autograd.c and the files split from it, listed
+-- in runtime/lua/em_lua_int.h) provides ember.autograd.grad, dot,
 -- differentiable_ops and the raw mode switches (_set_grad_enabled, ...) that
 -- the guards below wrap. Every guard works in two forms:
 --   ember.no_grad(function() ... end)   -- runs fn, returns its results,
 --                                        -- restores the mode even on error
 --   local g <close> = ember.no_grad()   -- restores when g goes out of scope
-local ember = ...
+local ember = require "ember"
 local autograd = ember.autograd
 
 local set_grad = autograd._set_grad_enabled
@@ -338,4 +339,4 @@ function autograd.gradgradcheck(fn, inputs, opts)
   return autograd.gradcheck(gradfn, all, o2)
 end
 
-return nil
+return autograd

@@ -338,6 +338,7 @@ typedef struct {
     em_custom_apply_fn apply;
     void *ud;
     void (*free_ud)(void *);
+    void (*release_ud)(void *); /* frees the saved state in ud; see em_custom_node_set_release */
     char name[48];
     em_node_vtable vt;
 } custom_node;
@@ -345,6 +346,11 @@ typedef struct {
 static em_status custom_apply(em_node *self, em_tensor **grads, em_tensor **out) {
     custom_node *c = (custom_node *)self;
     return c->apply(c->ud, self, grads, out);
+}
+
+static void custom_release_saved(em_node *self) {
+    custom_node *c = (custom_node *)self;
+    c->release_ud(c->ud);
 }
 
 static void custom_destroy(em_node *self) {
@@ -368,4 +374,10 @@ em_node *em_custom_node_new(const char *name, int num_inputs, int num_next, em_c
     c->ud = ud;
     c->free_ud = free_ud;
     return &c->base;
+}
+
+void em_custom_node_set_release(em_node *node, void (*release_saved)(void *ud)) {
+    custom_node *c = (custom_node *)node;
+    c->release_ud = release_saved;
+    c->vt.release_saved = release_saved ? custom_release_saved : NULL;
 }

@@ -4,6 +4,7 @@
  * see Note [View history] in runtime/autograd/em_autograd.h).
  */
 #include "kernels/cpu/em_cpu.h"
+#include "dispatch/em_dispatch.h" /* em_disp_tls_keys: the grad mode a view is made in */
 
 /* Tags a new view v of self with the grad mode it was made in. */
 static em_tensor *made(em_tensor *v, const em_tensor *self) {

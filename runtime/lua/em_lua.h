@@ -101,6 +101,11 @@ EM_API void em_lua_check_option_names(lua_State *L, int opt, const char *op,
 /* Generated: registers every schema op's function variants into the table
  * at module_idx and its method variants into the table at methods_idx. */
 EM_API void em_lua_register_ops(lua_State *L, int module_idx, int methods_idx);
+/* Pushes the table module.NS for a dotted namespace ("nn.functional"),
+ * creating the missing tables on the way; ns "" pushes the module itself.
+ * A new table is also stored as package.loaded["ember." .. NS], so that
+ * require "ember.nn.functional" finds it. */
+EM_API void em_lua_push_namespace(lua_State *L, int module_idx, const char *ns);
 /* Generated: for help(): op name -> "signature\n  doc" pairs, NULL-ended. */
 EM_API extern const char *const em_lua_op_docs[][3]; /* {name, schema, doc} */
 

@@ -424,23 +424,77 @@ static int l_help(lua_State *L) {
 
 /* ---- the module ---- */
 
-/* Runs the embedded lua/stdlib chunks in order, each with the module as
- * its argument (a chunk installs itself, e.g. ember.nn = ...); a chunk that
- * returns a value whose name is still free in the module is stored there.
- * Runs after the module is in the registry, so a chunk's require "ember"
- * gets the same table. Errors propagate: a broken stdlib is a bug. */
+/* Note [Stdlib modules]
+ * Each embedded chunk lua/stdlib/NAME.lua is the module "ember.NAME": its
+ * loader sits in package.preload (the registry's _PRELOAD table), and a
+ * chunk names what it needs with require ("ember", "ember.autograd", ...),
+ * so modules load in dependency order whatever their file names. The
+ * loader runs the chunk with (modname, extra) like any Lua loader; what the
+ * chunk returns is package.loaded's value and, when the name is free, the
+ * module field ember.NAME. luaopen_ember puts the module in package.loaded
+ * first and then requires every chunk (alphabetically; a chunk already
+ * loaded as a dependency is not run twice). */
+
+/* The preload loader of stdlib chunk upvalue(1) (an index into em_lua_stdlib). */
+static int stdlib_loader(lua_State *L) {
+    const em_lua_chunk *c = &em_lua_stdlib[lua_tointeger(L, lua_upvalueindex(1))];
+    lua_pushfstring(L, "@lua/stdlib/%s.lua", c->name);
+    if (luaL_loadbuffer(L, c->src, c->len, lua_tostring(L, -1)) != LUA_OK) return lua_error(L);
+    lua_insert(L, 1);
+    lua_settop(L, 3); /* chunk, modname, extra */
+    lua_call(L, 2, 1);
+    return 1;
+}
+
+/* require(name) without the package library's globals: _LOADED[name], or
+ * run _PRELOAD[name] and store its result (true for nil). Leaves the
+ * module on the stack. */
+static void require_preloaded(lua_State *L, const char *name) {
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    if (lua_getfield(L, -1, name) != LUA_TNIL) {
+        lua_remove(L, -2);
+        return;
+    }
+    lua_pop(L, 1);
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+    lua_getfield(L, -1, name);
+    lua_remove(L, -2);
+    lua_pushstring(L, name);
+    lua_pushliteral(L, ":preload:");
+    lua_call(L, 2, 1);
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        lua_pushboolean(L, 1);
+    }
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, name);
+    lua_remove(L, -2);
+}
+
+/* Registers the stdlib loaders and loads them (Note [Stdlib modules]).
+ * Errors propagate: a broken stdlib is a bug. */
 static void run_stdlib(lua_State *L, int mod) {
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    lua_pushvalue(L, mod);
+    lua_setfield(L, -2, "ember");
+    lua_pop(L, 1);
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
     for (int i = 0; em_lua_stdlib[i].name; i++) {
-        const em_lua_chunk *c = &em_lua_stdlib[i];
-        lua_pushfstring(L, "@lua/stdlib/%s.lua", c->name);
-        if (luaL_loadbuffer(L, c->src, c->len, lua_tostring(L, -1)) != LUA_OK) lua_error(L);
-        lua_remove(L, -2); /* the chunk name */
-        lua_pushvalue(L, mod);
-        lua_call(L, 1, 1);
-        if (!lua_isnil(L, -1)) {
-            bool taken = lua_getfield(L, mod, c->name) != LUA_TNIL;
+        lua_pushinteger(L, i);
+        lua_pushcclosure(L, stdlib_loader, 1);
+        lua_pushfstring(L, "ember.%s", em_lua_stdlib[i].name);
+        lua_insert(L, -2);
+        lua_settable(L, -3);
+    }
+    lua_pop(L, 1);
+    for (int i = 0; em_lua_stdlib[i].name; i++) {
+        const char *name = em_lua_stdlib[i].name;
+        lua_pushfstring(L, "ember.%s", name);
+        require_preloaded(L, lua_tostring(L, -1));
+        if (lua_istable(L, -1)) {
+            bool taken = lua_getfield(L, mod, name) != LUA_TNIL;
             lua_pop(L, 1);
-            if (!taken) lua_setfield(L, mod, c->name); /* pops the result */
+            if (!taken) lua_setfield(L, mod, name); /* pops the module */
         }
         lua_settop(L, mod);
     }

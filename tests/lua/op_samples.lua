@@ -134,6 +134,42 @@ S.matmul = function()
     { inputs = { m23(), v3() }, fn = function(a, b) return a:matmul(b) end, gradgrad = true },
   }
 end
+S.addmm = function()
+  local w = t({ { 0.1, 0.2 }, { -0.3, 0.4 }, { 0.5, -0.6 } })
+  return {
+    { inputs = { t({ 0.25, -0.5 }), m23(), w },
+      fn = function(s, a, b) return ember.addmm(s, a, b, { beta = 0.5, alpha = 2 }) end, gradgrad = true },
+    { inputs = { m23():matmul(w), m23(), w }, fn = function(s, a, b) return s:addmm(a, b) end, gradgrad = true },
+  }
+end
+S.linear = function()
+  local F = ember.nn.functional
+  local w = t({ { 0.1, 0.2, 0.3 }, { -0.4, 0.5, -0.6 } })
+  return {
+    { inputs = { m23(), w, t({ 0.25, -0.5 }) }, fn = function(x, w, b) return F.linear(x, w, b) end, gradgrad = true },
+    { inputs = { v3(), w }, fn = function(x, w) return F.linear(x, w) end, gradgrad = true },
+    { inputs = { m23():view(1, 2, 3), w, t({ 0.25, -0.5 }) }, fn = function(x, w, b) return F.linear(x, w, b) end,
+      gradgrad = true },
+  }
+end
+S.logsumexp = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:logsumexp(2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return ember.logsumexp(a, { 1, 2 }, true) end, gradgrad = true },
+  }
+end
+S.softmax = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:softmax(2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return ember.nn.functional.softmax(a, 1) end, gradgrad = true },
+  }
+end
+S.log_softmax = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:log_softmax(-1) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return ember.log_softmax(a, 1) end, gradgrad = true },
+  }
+end
 
 -- ---- copies and conversions ----
 S.copy_ = function()
