@@ -19,16 +19,30 @@
 
 /* ---- shared pieces ---- */
 
+/* The out-parameters after the arguments (Note [Several results]). */
+static bool has_outs(const cg_op *op) { return op->nrets > 1 || cg_op_ret_list(op); }
+
 void cg_emit_params(cg_buf *b, const cg_op *op, bool with_ks) {
-    if (with_ks) cg_puts(b, op->nargs ? "em_keyset ks, " : "em_keyset ks");
-    if (!with_ks && !op->nargs) cg_puts(b, "void");
+    bool any = op->nargs || has_outs(op);
+    if (with_ks) cg_puts(b, any ? "em_keyset ks, " : "em_keyset ks");
+    if (!with_ks && !any) cg_puts(b, "void");
+    int n = 0;
     for (int i = 0; i < op->nargs; i++)
-        cg_printf(b, "%s%s%s", i ? ", " : "", cg_types[op->args[i].type].ctype, op->args[i].name);
+        cg_printf(b, "%s%s%s", n++ ? ", " : "", cg_types[op->args[i].type].ctype, op->args[i].name);
+    for (int r = 1; r < op->nrets; r++)
+        cg_printf(b, "%sem_tensor **%s", n++ ? ", " : "", op->rets[r].name);
+    if (cg_op_ret_list(op)) cg_printf(b, "%sint *nresults", n++ ? ", " : "");
 }
 
 void cg_emit_arg_names(cg_buf *b, const cg_op *op) {
-    for (int i = 0; i < op->nargs; i++) cg_printf(b, "%s%s", i ? ", " : "", op->args[i].name);
+    int n = 0;
+    for (int i = 0; i < op->nargs; i++) cg_printf(b, "%s%s", n++ ? ", " : "", op->args[i].name);
+    for (int r = 1; r < op->nrets; r++) cg_printf(b, "%s%s", n++ ? ", " : "", op->rets[r].name);
+    if (cg_op_ret_list(op)) cg_printf(b, "%snresults", n++ ? ", " : "");
 }
+
+/* ", " when the op's C call has arguments after ks. */
+static const char *args_sep(const cg_op *op) { return op->nargs || has_outs(op) ? ", " : ""; }
 
 /* Appends text as comment lines " * " + prefix, wrapped at about 90 columns. */
 static void wrap_comment(cg_buf *b, const char *indent, const char *text) {
@@ -91,7 +105,7 @@ void cg_emit_ops_h(cg_buf *b, const cg_schema *s) {
                " * em_disp_register_kernel(op, key, (void *)(em_kfn_NAME)my_kernel). */\n");
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];
-        cg_printf(b, "typedef em_tensor *(*em_kfn_%s)(", op->name);
+        cg_printf(b, "typedef %s(*em_kfn_%s)(", cg_ret_ctype(op), op->name);
         cg_emit_params(b, op, true);
         cg_puts(b, ");\n");
     }
@@ -101,9 +115,9 @@ void cg_emit_ops_h(cg_buf *b, const cg_schema *s) {
         const cg_op *op = &s->ops[i];
         cg_group_banner(b, op, &last);
         op_comment(b, op, "");
-        cg_printf(b, "EM_API em_tensor *em_%s(", op->name);
+        cg_printf(b, "EM_API %sem_%s(", cg_ret_ctype(op), op->name);
         cg_emit_params(b, op, false);
-        cg_printf(b, ");\nEM_API em_tensor *em_redispatch_%s(", op->name);
+        cg_printf(b, ");\nEM_API %sem_redispatch_%s(", cg_ret_ctype(op), op->name);
         cg_emit_params(b, op, true);
         cg_puts(b, ");\n\n");
     }
@@ -136,7 +150,7 @@ void cg_emit_kernels_decl_h(cg_buf *b, const cg_schema *s) {
             for (int kk = k; kk < CG_KEY_COUNT; kk++)
                 if (op->kernel[kk] && strcmp(op->kernel[kk], fn) == 0)
                     cg_printf(b, " %s", cg_key_names[kk]);
-            cg_puts(b, " */\nEM_HIDDEN em_tensor *");
+            cg_printf(b, " */\nEM_HIDDEN %s", cg_ret_ctype(op));
             cg_printf(b, "%s(", fn);
             cg_emit_params(b, op, true);
             cg_puts(b, ");\n");
@@ -146,7 +160,7 @@ void cg_emit_kernels_decl_h(cg_buf *b, const cg_schema *s) {
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];
         if (!cg_op_gets_autograd(op)) continue;
-        cg_printf(b, "EM_HIDDEN em_tensor *em_ag_k_%s(", op->name);
+        cg_printf(b, "EM_HIDDEN %sem_ag_k_%s(", cg_ret_ctype(op), op->name);
         cg_emit_params(b, op, true);
         cg_puts(b, ");\n");
     }
@@ -198,6 +212,23 @@ static const char ops_c_helpers[] =
     "    em_ivalue v;\n"
     "    v.tag = EM_IV_BOOL;\n"
     "    v.v.b = b;\n"
+    "    return v;\n"
+    "}\n"
+    "static inline em_ivalue iv_tensorlist(em_tensorlist l) {\n"
+    "    em_ivalue v;\n"
+    "    v.tag = EM_IV_TENSORLIST;\n"
+    "    v.v.tl = l;\n"
+    "    return v;\n"
+    "}\n"
+    "static inline __attribute__((unused)) em_ivalue iv_flist(em_floatlist l) {\n"
+    "    em_ivalue v = iv_none();\n"
+    "    if (l.n >= 0) { v.tag = EM_IV_FLOATLIST; v.v.fl = l; }\n"
+    "    return v;\n"
+    "}\n"
+    "static inline __attribute__((unused)) em_ivalue iv_str(const char *s) {\n"
+    "    em_ivalue v;\n"
+    "    v.tag = EM_IV_STRING;\n"
+    "    v.v.str = s;\n"
     "    return v;\n"
     "}\n"
     "static inline em_ivalue iv_dtype(em_dtype dt) {\n"
@@ -279,6 +310,25 @@ static const char ops_c_helpers[] =
     "    if (v->tag == EM_IV_NONE && optional) { *out = EM_DTYPE_NONE; return EM_OK; }\n"
     "    return bad_arg(st, i, op, name);\n"
     "}\n"
+    "static inline __attribute__((unused)) em_status un_tensorlist(const em_stack *st, int i, const char *op,\n"
+    "                                                              const char *name, em_tensorlist *out) {\n"
+    "    if (st->args[i].tag != EM_IV_TENSORLIST) return bad_arg(st, i, op, name);\n"
+    "    *out = st->args[i].v.tl;\n"
+    "    return EM_OK;\n"
+    "}\n"
+    "static inline __attribute__((unused)) em_status un_flist(const em_stack *st, int i, const char *op,\n"
+    "                                                         const char *name, em_floatlist *out) {\n"
+    "    const em_ivalue *v = &st->args[i];\n"
+    "    if (v->tag == EM_IV_FLOATLIST) { *out = v->v.fl; return EM_OK; }\n"
+    "    if (v->tag == EM_IV_NONE) { out->data = NULL; out->n = -1; return EM_OK; }\n"
+    "    return bad_arg(st, i, op, name);\n"
+    "}\n"
+    "static inline __attribute__((unused)) em_status un_str(const em_stack *st, int i, const char *op,\n"
+    "                                                       const char *name, const char **out) {\n"
+    "    if (st->args[i].tag != EM_IV_STRING || !st->args[i].v.str) return bad_arg(st, i, op, name);\n"
+    "    *out = st->args[i].v.str;\n"
+    "    return EM_OK;\n"
+    "}\n"
     "\n"
     "/* ---- boxed call plumbing ---- */\n"
     "\n"
@@ -300,41 +350,79 @@ static const char ops_c_helpers[] =
     "    return fn;\n"
     "}\n"
     "\n"
-    "/* Stores a kernel's result as the stack's one owned return value. */\n"
-    "static em_status put_result(const em_op *op, em_stack *st, em_tensor *r) {\n"
+    "/* Stores a kernel's k results (r and the k-1 out-parameters, owned) as the\n"
+    " * stack's return values. On failure (r NULL) releases any out-parameter the\n"
+    " * kernel set and returns the error. See Note [Several results] in codegen.h. */\n"
+    "static em_status put_results(const em_op *op, em_stack *st, em_tensor *r, em_tensor **outs, int k) {\n"
     "    if (!r) {\n"
+    "        for (int i = 1; i < k; i++) {\n"
+    "            em_tensor_release(outs[i - 1]);\n"
+    "            outs[i - 1] = NULL;\n"
+    "        }\n"
     "        if (em_error_kind() != EM_OK) return em_error_kind();\n"
     "        return em_set_error(EM_EINTERNAL, \"%s: kernel failed without setting an error\", op->name);\n"
     "    }\n"
     "    st->rets[0] = iv_tensor(r);\n"
+    "    for (int i = 1; i < k; i++) {\n"
+    "        if (!outs[i - 1]) {\n"
+    "            st->nrets = i;\n"
+    "            em_stack_clear_rets(st);\n"
+    "            return em_set_error(EM_EINTERNAL, \"%s: kernel left result %d unset\", op->name, i + 1);\n"
+    "        }\n"
+    "        st->rets[i] = iv_tensor(outs[i - 1]);\n"
+    "    }\n"
+    "    st->nrets = k;\n"
+    "    return EM_OK;\n"
+    "}\n"
+    "static inline __attribute__((unused)) em_status put_result(const em_op *op, em_stack *st, em_tensor *r) {\n"
+    "    return put_results(op, st, r, NULL, 1);\n"
+    "}\n"
+    "/* A Tensor[] result: the array (owned, with its n tensors) as rets[0]. */\n"
+    "static inline __attribute__((unused)) em_status put_list_result(const em_op *op, em_stack *st,\n"
+    "                                                                em_tensor **r, int n) {\n"
+    "    if (!r) {\n"
+    "        if (em_error_kind() != EM_OK) return em_error_kind();\n"
+    "        return em_set_error(EM_EINTERNAL, \"%s: kernel failed without setting an error\", op->name);\n"
+    "    }\n"
+    "    st->rets[0].tag = EM_IV_TENSORLIST;\n"
+    "    st->rets[0].v.tl.data = r;\n"
+    "    st->rets[0].v.tl.n = n;\n"
     "    st->nrets = 1;\n"
     "    return EM_OK;\n"
     "}\n"
     "\n"
     "/* Runs a boxed call that resolve chose (fallback, or an unboxed kernel that\n"
-    " * was registered after the fast path looked) and takes the result tensor\n"
-    " * off the stack: a new reference, or NULL with the error set. */\n"
-    "static em_tensor *run_boxed(const em_op *op, em_keyset ks, em_stack *st, void *fn,\n"
-    "                            em_boxed_fn boxed, void *ud) {\n"
+    " * was registered after the fast path looked) and checks that it left k\n"
+    " * tensor results (one owned tensor list when list is set) on the stack.\n"
+    " * EM_OK, or the error with the stack's results released. */\n"
+    "static em_status run_boxed(const em_op *op, em_keyset ks, em_stack *st, void *fn,\n"
+    "                           em_boxed_fn boxed, void *ud, int k, bool list) {\n"
     "    em_status s;\n"
-    "    em_tensor *r;\n"
     "    st->nrets = 0;\n"
     "    s = fn ? op->call_unboxed_from_boxed(op, ks, st) : boxed(op, ks, st, ud);\n"
     "    if (s != EM_OK) {\n"
     "        em_stack_clear_rets(st);\n"
     "        if (em_error_kind() == EM_OK)\n"
     "            em_set_error(EM_EINTERNAL, \"%s: boxed kernel failed without setting an error\", op->name);\n"
-    "        return NULL;\n"
+    "        return em_error_kind();\n"
     "    }\n"
-    "    if (st->nrets < 1 || st->rets[0].tag != EM_IV_TENSOR || !st->rets[0].v.t) {\n"
+    "    bool ok = st->nrets == k;\n"
+    "    for (int i = 0; ok && i < k; i++)\n"
+    "        ok = list ? st->rets[i].tag == EM_IV_TENSORLIST && (st->rets[i].v.tl.data || !st->rets[i].v.tl.n)\n"
+    "                  : st->rets[i].tag == EM_IV_TENSOR && st->rets[i].v.t;\n"
+    "    if (!ok) {\n"
     "        em_stack_clear_rets(st);\n"
-    "        em_set_error(EM_EINTERNAL, \"%s: boxed kernel returned no tensor\", op->name);\n"
-    "        return NULL;\n"
+    "        return em_set_error(EM_EINTERNAL, \"%s: boxed kernel returned %d values, the schema has %d %s\",\n"
+    "                            op->name, st->nrets, k, list ? \"tensor list\" : \"tensor(s)\");\n"
     "    }\n"
-    "    r = st->rets[0].v.t;\n"
-    "    st->rets[0].tag = EM_IV_NONE;\n"
-    "    em_stack_clear_rets(st);\n"
-    "    return r;\n"
+    "    return EM_OK;\n"
+    "}\n"
+    "\n"
+    "/* Takes the owned tensor rets[i] off the stack. */\n"
+    "static inline __attribute__((unused)) em_tensor *take_ret(em_stack *st, int i) {\n"
+    "    em_tensor *t = st->rets[i].v.t;\n"
+    "    st->rets[i].tag = EM_IV_NONE;\n"
+    "    return t;\n"
     "}\n"
     "\n";
 
@@ -347,12 +435,15 @@ static const char *box_fn(cg_type t) {
     case CG_SCALAR_OPT: return "iv_opt_scalar";
     case CG_INT: case CG_DIM: case CG_INDEX: return "iv_int";
     case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT: case CG_INT_OPT: return "iv_opt_int";
-    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: return "iv_list";
+    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: case CG_INTLIST_OPT: return "iv_list";
+    case CG_STR: return "iv_str";
+    case CG_FLOATLIST_OPT: return "iv_flist";
     case CG_FLOAT: return "iv_double";
     case CG_BOOL: return "iv_bool";
     case CG_DTYPE: case CG_DTYPE_OPT: return "iv_dtype";
     case CG_DEVICE: case CG_DEVICE_OPT: return "em_iv_device";
     case CG_GENERATOR_OPT: return "em_iv_generator";
+    case CG_TENSORLIST: return "iv_tensorlist";
     default: return NULL;
     }
 }
@@ -361,21 +452,57 @@ static const char *box_fn(cg_type t) {
 static void emit_entry(cg_buf *b, const cg_op *op) {
     int ntensor = 0, nrequired = 0;
     for (int i = 0; i < op->nargs; i++)
-        if (cg_type_is_tensor(op->args[i].type)) {
+        if (cg_type_is_tensor(op->args[i].type) || op->args[i].type == CG_TENSORLIST) {
             ntensor++;
-            if (op->args[i].type == CG_TENSOR) nrequired++;
+            if (op->args[i].type != CG_TENSOR_OPT) nrequired++;
         }
     op_comment(b, op, "");
-    cg_printf(b, "em_tensor *em_%s(", op->name);
+    cg_printf(b, "%sem_%s(", cg_ret_ctype(op), op->name);
     cg_emit_params(b, op, false);
     cg_puts(b, ")\n{\n    em_keyset ks = 0;\n\n");
     for (int i = 0; i < op->nargs; i++) {
         const cg_arg *a = &op->args[i];
+        if (a->type == CG_TENSORLIST) {
+            cg_printf(b, "    if (%s.n < 0 || (%s.n > 0 && !%s.data)) {\n"
+                         "        em_set_error(EM_EVALUE, \"%s: argument '%s' is not a valid tensor list\");\n"
+                         "        return NULL;\n    }\n"
+                         "    for (int i = 0; i < %s.n; i++) {\n"
+                         "        if (!%s.data[i]) {\n"
+                         "            em_set_error(EM_EVALUE, \"%s: argument '%s' element %%d is NULL\", i + 1);\n"
+                         "            return NULL;\n        }\n"
+                         "        ks |= %s.data[i]->keyset;\n    }\n",
+                      a->name, a->name, a->name, op->name, a->name, a->name, a->name, op->name,
+                      a->name, a->name);
+            continue;
+        }
+        if (a->type == CG_STR) {
+            /* C callers may pass any string: it must be one of the set */
+            cg_printf(b, "    if (!%s || !(", a->name);
+            cg_buf set = { 0 };
+            for (int c = 0; c < a->nchoices; c++) {
+                cg_printf(b, "%sstrcmp(%s, \"%s\") == 0", c ? " || " : "", a->name, a->choices[c]);
+                cg_printf(&set, "%s%s", c ? ", " : "", a->choices[c]);
+            }
+            cg_printf(b, ")) {\n        em_set_error(EM_EVALUE, \"%s: argument '%s' must be one of: %s "
+                         "(got '%%s')\", %s ? %s : \"NULL\");\n        return NULL;\n    }\n",
+                      op->name, a->name, set.data, a->name, a->name);
+            free(set.data);
+            continue;
+        }
         if (a->type != CG_TENSOR) continue;
         cg_printf(b, "    if (!%s) {\n"
                      "        em_set_error(EM_EVALUE, \"%s: argument '%s' is NULL\");\n"
                      "        return NULL;\n    }\n", a->name, op->name, a->name);
     }
+    for (int r = 1; r < op->nrets; r++)
+        cg_printf(b, "    if (!%s) {\n"
+                     "        em_set_error(EM_EVALUE, \"%s: out-parameter '%s' is NULL\");\n"
+                     "        return NULL;\n    }\n    *%s = NULL;\n",
+                  op->rets[r].name, op->name, op->rets[r].name, op->rets[r].name);
+    if (cg_op_ret_list(op))
+        cg_printf(b, "    if (!nresults) {\n"
+                     "        em_set_error(EM_EVALUE, \"%s: out-parameter 'nresults' is NULL\");\n"
+                     "        return NULL;\n    }\n    *nresults = 0;\n", op->name);
     int idev = -1; /* a Device argument: validated, and the key of a factory */
     for (int i = 0; i < op->nargs; i++)
         if (op->args[i].type == CG_DEVICE || op->args[i].type == CG_DEVICE_OPT) idev = i;
@@ -394,21 +521,23 @@ static void emit_entry(cg_buf *b, const cg_op *op) {
             else if (a->type == CG_TENSOR_OPT)
                 cg_printf(b, "    if (%s)\n        ks |= %s->keyset;\n", a->name, a->name);
         }
-        if (nrequired == 0)
-            cg_puts(b, "    if (!ks)\n        ks = EM_KS(EM_KEY_CPU); /* every tensor absent */\n");
+        /* every tensor absent, or an empty list: the default backend */
+        cg_puts(b, "    if (!ks)\n        ks = EM_KS(EM_KEY_CPU);\n");
         if (idev >= 0) /* a move between devices: the kernel of the non-CPU side */
             cg_printf(b, "    ks |= EM_KS(em_backend_key(%s));\n", op->args[idev].name);
     }
+    (void)nrequired;
     cg_printf(b, "    ks = em_disp_compute(&em_op_table[EM_OP_%s], ks);\n", op->name);
-    cg_printf(b, "    return em_redispatch_%s(ks%s", op->name, op->nargs ? ", " : "");
+    cg_printf(b, "    return em_redispatch_%s(ks%s", op->name, args_sep(op));
     cg_emit_arg_names(b, op);
     cg_puts(b, ");\n}\n\n");
 }
 
 /* The slow path: resolve, box, call. */
 static void emit_boxed(cg_buf *b, const cg_op *op) {
+    const char *rt = cg_ret_ctype(op);
     cg_printf(b, "/* Slow path of em_redispatch_%s: no unboxed kernel at the highest key. */\n"
-                 "static __attribute__((noinline, cold)) em_tensor *boxed_%s(", op->name, op->name);
+                 "static __attribute__((noinline, cold)) %sboxed_%s(", op->name, rt, op->name);
     cg_emit_params(b, op, true);
     cg_printf(b, ")\n{\n"
                  "    const em_op *op = &em_op_table[EM_OP_%s];\n"
@@ -422,20 +551,30 @@ static void emit_boxed(cg_buf *b, const cg_op *op) {
     for (int i = 0; i < op->nargs; i++)
         cg_printf(b, "    st.args[%d] = %s(%s);\n", i, box_fn(op->args[i].type), op->args[i].name);
     cg_printf(b, "    st.nargs = %d;\n", op->nargs);
-    cg_puts(b, "    return run_boxed(op, ks, &st, fn, boxed, ud);\n}\n\n");
+    bool list = cg_op_ret_list(op);
+    cg_printf(b, "    if (run_boxed(op, ks, &st, fn, boxed, ud, %d, %s) != EM_OK)\n        return NULL;\n",
+              op->nrets, list ? "true" : "false");
+    if (list) {
+        cg_puts(b, "    *nresults = st.rets[0].v.tl.n;\n"
+                   "    st.rets[0].tag = EM_IV_NONE;\n"
+                   "    return (em_tensor **)st.rets[0].v.tl.data;\n}\n\n");
+        return;
+    }
+    for (int r = 1; r < op->nrets; r++) cg_printf(b, "    *%s = take_ret(&st, %d);\n", op->rets[r].name, r);
+    cg_puts(b, "    return take_ret(&st, 0);\n}\n\n");
 }
 
 static void emit_redispatch(cg_buf *b, const cg_op *op) {
-    cg_printf(b, "em_tensor *em_redispatch_%s(", op->name);
+    cg_printf(b, "%sem_redispatch_%s(", cg_ret_ctype(op), op->name);
     cg_emit_params(b, op, true);
     cg_printf(b, ")\n{\n"
-                 "    int k = em_keyset_highest(ks);\n"
-                 "    void *fn = (unsigned)k < EM_KEY_COUNT ? em_op_table[EM_OP_%s].kernel[k] : NULL;\n\n"
+                 "    int key = em_keyset_highest(ks);\n"
+                 "    void *fn = (unsigned)key < EM_KEY_COUNT ? em_op_table[EM_OP_%s].kernel[key] : NULL;\n\n"
                  "    if (fn)\n"
                  "        return ((em_kfn_%s)fn)(ks%s",
-              op->name, op->name, op->nargs ? ", " : "");
+              op->name, op->name, args_sep(op));
     cg_emit_arg_names(b, op);
-    cg_printf(b, ");\n    return boxed_%s(ks%s", op->name, op->nargs ? ", " : "");
+    cg_printf(b, ");\n    return boxed_%s(ks%s", op->name, args_sep(op));
     cg_emit_arg_names(b, op);
     cg_puts(b, ");\n}\n\n");
 }
@@ -447,12 +586,15 @@ static const char *zero_value(cg_type t) {
     case CG_TENSOR: case CG_TENSOR_OPT: case CG_SCALAR_OPT: case CG_DIM_OPT: case CG_INDEX_OPT:
     case CG_ENDINDEX_OPT: case CG_INT_OPT: return "NULL";
     case CG_SCALAR: return "em_scalar_int(0)";
-    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: return "{ NULL, -1 }";
+    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: case CG_INTLIST_OPT: return "{ NULL, -1 }";
+    case CG_STR: return "NULL";
+    case CG_FLOATLIST_OPT: return "{ NULL, -1 }";
     case CG_FLOAT: return "0.0";
     case CG_BOOL: return "false";
     case CG_DTYPE: case CG_DTYPE_OPT: return "EM_DTYPE_NONE";
     case CG_DEVICE: case CG_DEVICE_OPT: return "em_no_device()";
     case CG_GENERATOR_OPT: return "NULL";
+    case CG_TENSORLIST: return "{ NULL, 0 }";
     default: return "0";
     }
 }
@@ -493,7 +635,13 @@ static void emit_adapter(cg_buf *b, const cg_op *op) {
             cg_printf(b, "un_opt_int(st, %d, op->name, \"%s\", &buf_%d, &%s)", i, a->name, i,
                       a->name);
             break;
-        case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT:
+        case CG_FLOATLIST_OPT:
+            cg_printf(b, "un_flist(st, %d, op->name, \"%s\", &%s)", i, a->name, a->name);
+            break;
+        case CG_STR:
+            cg_printf(b, "un_str(st, %d, op->name, \"%s\", &%s)", i, a->name, a->name);
+            break;
+        case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: case CG_INTLIST_OPT:
             cg_printf(b, "un_list(st, %d, op->name, \"%s\", %s, &%s)", i, a->name, opt, a->name);
             break;
         case CG_FLOAT:
@@ -513,14 +661,35 @@ static void emit_adapter(cg_buf *b, const cg_op *op) {
             cg_printf(b, "(em_un_generator(st, %d, &%s) ? EM_OK : bad_arg(st, %d, op->name, \"%s\"))",
                       i, a->name, i, a->name);
             break;
+        case CG_TENSORLIST:
+            cg_printf(b, "un_tensorlist(st, %d, op->name, \"%s\", &%s)", i, a->name, a->name);
+            break;
         default:
             break;
         }
         cg_puts(b, i == op->nargs - 1 ? " != EM_OK)\n        return EM_EINTERNAL;\n"
                                       : " != EM_OK ||\n");
     }
+    if (cg_op_ret_list(op)) {
+        cg_printf(b, "    {\n        int nres = 0;\n        int *nresults = &nres;\n"
+                     "        em_tensor **rv = ((em_kfn_%s)fn)(ks%s", op->name, args_sep(op));
+        cg_emit_arg_names(b, op);
+        cg_puts(b, ");\n\n        return put_list_result(op, st, rv, nres);\n    }\n}\n\n");
+        return;
+    }
+    if (op->nrets > 1) {
+        cg_puts(b, "    {\n        em_tensor *outs[] = {");
+        for (int r = 1; r < op->nrets; r++) cg_printf(b, "%sNULL", r > 1 ? ", " : " ");
+        cg_puts(b, " };\n");
+        for (int r = 1; r < op->nrets; r++)
+            cg_printf(b, "        em_tensor **%s = &outs[%d];\n", op->rets[r].name, r - 1);
+        cg_printf(b, "        em_tensor *rv = ((em_kfn_%s)fn)(ks%s", op->name, args_sep(op));
+        cg_emit_arg_names(b, op);
+        cg_printf(b, ");\n\n        return put_results(op, st, rv, outs, %d);\n    }\n}\n\n", op->nrets);
+        return;
+    }
     cg_printf(b, "    return put_result(op, st, ((em_kfn_%s)fn)(ks%s", op->name,
-              op->nargs ? ", " : "");
+              args_sep(op));
     cg_emit_arg_names(b, op);
     cg_puts(b, "));\n}\n\n");
 }
@@ -551,7 +720,7 @@ void cg_emit_ops_c(cg_buf *b, const cg_schema *s) {
     cg_generated_banner(b, s->ops_path);
     cg_puts(b, "/* em_ops.c -- the op table and every op's dispatching entry points and boxing\n"
                " * adapters. See Note [How a call is dispatched] in em_dispatch.h. */\n"
-               "#include \"em_ops.h\"\n#include \"em_kernels_decl.h\"\n\n");
+               "#include <string.h>\n\n#include \"em_ops.h\"\n#include \"em_kernels_decl.h\"\n\n");
     cg_puts(b, ops_c_helpers);
     const char *last = NULL;
     for (int i = 0; i < s->nops; i++) {

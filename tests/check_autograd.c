@@ -494,7 +494,7 @@ START_TEST(test_autograd_custom_node_release) {
     em_tensor *x = leaf(2, 1.0f);
     em_tensor *y = apply_node(mk_ud(2.0, 1), &x, 1, 2);
     em_node *n = em_grad_fn(y);
-    em_custom_node_set_release(n, count_release);
+    ck_assert_int_eq(em_custom_node_set_release(n, count_release), EM_OK);
     em_tensor *g = filled(2, 1.0f);
     em_backward_opts keep = { true, false, true, false };
     ck_assert_int_eq(em_backward(&y, &g, 1, NULL, 0, NULL, &keep), EM_OK);
@@ -505,9 +505,14 @@ START_TEST(test_autograd_custom_node_release) {
     ck_assert(n->saved_released);
     em_tensor *gx = em_grad(x);
     ck_assert_float_eq(at(gx, 0), 4.0f);
-    em_custom_node_set_release(n, NULL); /* removed: nothing is called */
+    ck_assert_int_eq(em_custom_node_set_release(n, NULL), EM_OK); /* removed: nothing is called */
     ck_assert_int_eq(em_backward(&y, &g, 1, NULL, 0, NULL, NULL), EM_OK);
     ck_assert_int_eq(released_count, 1);
+    /* only custom nodes take one */
+    em_tensor *w = em_mul(y, y);
+    ck_assert_int_eq(em_custom_node_set_release(em_grad_fn(w), count_release), EM_EVALUE);
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "MulBackward is not a custom node"));
+    em_tensor_release(w);
     em_tensor_release(gx); em_tensor_release(g); em_tensor_release(y); em_tensor_release(x);
 }
 END_TEST

@@ -51,6 +51,9 @@ local function guard_maker(kind, enter, nparams)
   end
 end
 
+-- The one way the guards save and restore grad mode (as em_grad_guard does
+-- in C, Note [Grad mode guard]): restore_grad(set_grad(on)) switches and
+-- returns the function that puts the previous mode back.
 local function restore_grad(prev)
   return function() set_grad(prev) end
 end
@@ -74,11 +77,11 @@ ember.set_grad_enabled = guard_maker("set_grad_enabled", function(on)
 end, 1)
 
 ember.inference_mode = guard_maker("inference_mode", function()
-  local prev_grad = set_grad(false)
+  local restore = restore_grad(set_grad(false))
   local prev_inf = set_inference(true)
   return function()
     set_inference(prev_inf)
-    set_grad(prev_grad)
+    restore()
   end
 end, 0)
 

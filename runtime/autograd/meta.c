@@ -654,8 +654,19 @@ em_status em_rebase_history(em_tensor *t, em_node *node) {
 
 /* ---- in-place checks (Note [View history]) ---- */
 
+em_status em_ag_mark_multi_view(em_tensor *t, const char *name) {
+    em_ag_meta *m = t->autograd_meta;
+    if (t->view_base && m) m->multi_view_of = name;
+    return EM_OK;
+}
+
 em_status em_ag_check_inplace(em_tensor *self, const char *op) {
     em_ag_meta *m = self->autograd_meta;
+    if (m && m->multi_view_of && self->view_base)
+        return em_set_error(EM_EVALUE, "%s: output %u of %s is a view and is being modified in place; "
+                                       "it is one of several views returned by one op, which does not "
+                                       "allow writing into them in place (use an out-of-place op, or "
+                                       "clone() it first)", op, (unsigned)m->output_nr + 1, m->multi_view_of);
     if (m && !m->grad_fn && m->requires_grad)
         return em_set_error(EM_EVALUE, "%s: a leaf tensor that requires grad is being used in an "
                                        "in-place operation (do it under ember.no_grad())", op);

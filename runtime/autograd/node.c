@@ -376,8 +376,12 @@ em_node *em_custom_node_new(const char *name, int num_inputs, int num_next, em_c
     return &c->base;
 }
 
-void em_custom_node_set_release(em_node *node, void (*release_saved)(void *ud)) {
+em_status em_custom_node_set_release(em_node *node, void (*release_saved)(void *ud)) {
+    if (!node || node->vt->apply != custom_apply)
+        return em_set_error(EM_EVALUE, "set_release: %s is not a custom node",
+                            node ? em_node_name(node) : "NULL");
     custom_node *c = (custom_node *)node;
     c->release_ud = release_saved;
     c->vt.release_saved = release_saved ? custom_release_saved : NULL;
+    return EM_OK;
 }

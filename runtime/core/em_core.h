@@ -117,6 +117,14 @@ EM_API em_dtype em_scalar_dtype(em_scalar s);
 
 /* A borrowed list of ints (sizes, dims): n == -1 means absent. */
 typedef struct { const int64_t *data; int n; } em_intlist;
+/* A borrowed list of tensors (a Tensor[] argument; see Note [Several
+ * results] in codegen/codegen.h for the owned form of a Tensor[] result). */
+typedef struct { struct em_tensor *const *data; int n; } em_tensorlist;
+/* A borrowed list of floats (a float[]? argument): n == -1 means absent. */
+typedef struct { const double *data; int n; } em_floatlist;
+/* Frees an owned Tensor[] result: releases its n tensors (NULL entries
+ * skipped), then the array itself (malloc'd). NULL is a no-op. */
+EM_API void em_tensors_free(struct em_tensor **ts, int n);
 
 /* ---- devices and dispatch keys ---- */
 
@@ -383,8 +391,21 @@ EM_API em_dtype em_result_type_scalar(const em_tensor *a, em_scalar s);
 /* view: sizes may contain one -1; fails when the strides do not allow a
  * view (then reshape copies). */
 EM_API em_tensor *em_core_view(const em_tensor *t, int n, const int64_t *sizes, const char *op);
-/* reshape: a view when possible, else a contiguous copy. */
-EM_API em_tensor *em_core_reshape(const em_tensor *t, int n, const int64_t *sizes);
+/* Note [Reshape copies outside core]
+ * Core makes no copies (it has no dtype-cast loops; the one copy/cast
+ * table is the CPU kernel module's, and other backends have their own).
+ * A reshape is therefore two halves: em_core_reshape_view returns a view
+ * when t's strides allow one; when they do not it returns NULL with
+ * *needs_copy set and the error slot clear. The caller -- the reshape
+ * kernel, em_kv_reshape -- then runs contiguous(t) through the dispatcher
+ * (so the tensor's backend copies) and hands that copy to
+ * em_core_reshape_copied, which gives it the new shape. A bad shape is an
+ * error (NULL, *needs_copy false). */
+EM_API em_tensor *em_core_reshape_view(const em_tensor *t, int n, const int64_t *sizes, bool *needs_copy);
+/* The result of a reshape that copied: c (a contiguous copy) with the new
+ * shape (one size may be -1), sharing c's storage and version but not a
+ * view of anything (Note [View base]). */
+EM_API em_tensor *em_core_reshape_copied(const em_tensor *c, int n, const int64_t *sizes);
 EM_API em_tensor *em_core_transpose(const em_tensor *t, int64_t d0, int64_t d1);
 EM_API em_tensor *em_core_permute(const em_tensor *t, int n, const int64_t *dims);
 /* expand: -1 keeps a size; new leading dims allowed; only size-1 dims grow. */
@@ -422,12 +443,5 @@ EM_API em_status em_core_check_no_internal_overlap(const em_tensor *t, const cha
  * start, end and strides is a full overlap, which elementwise ops handle).
  * Only dense, non-overlapping tensors are judged; others pass. */
 EM_API em_status em_core_check_no_partial_overlap(const em_tensor *out, const em_tensor *in, const char *op);
-
-/* ---- copying ---- */
-/* Elementwise copy with broadcasting of src to dst's shape and dtype
- * conversion; serial, no thread pool (the CPU kernel module has the fast
- * parallel version). Used by core's reshape-copy and by tests. */
-EM_API em_status em_core_copy(em_tensor *dst, const em_tensor *src);
-EM_API em_tensor *em_core_contiguous(const em_tensor *t);
 
 #endif

@@ -147,6 +147,8 @@ em_status em_disp_call_boxed(const em_op *op, em_keyset ks, em_stack *st) {
 void em_stack_clear_rets(em_stack *st) {
     for (int i = 0; i < st->nrets; i++) {
         if (st->rets[i].tag == EM_IV_TENSOR) em_tensor_release(st->rets[i].v.t);
+        if (st->rets[i].tag == EM_IV_TENSORLIST)
+            em_tensors_free((em_tensor **)st->rets[i].v.tl.data, st->rets[i].v.tl.n);
         st->rets[i].tag = EM_IV_NONE;
     }
     st->nrets = 0;

@@ -20,7 +20,7 @@
 
 typedef enum {
     EM_IV_NONE, EM_IV_TENSOR, EM_IV_SCALAR, EM_IV_INT, EM_IV_DOUBLE,
-    EM_IV_BOOL, EM_IV_INTLIST, EM_IV_DTYPE,
+    EM_IV_BOOL, EM_IV_INTLIST, EM_IV_DTYPE, EM_IV_TENSORLIST, EM_IV_STRING, EM_IV_FLOATLIST,
     EM_IV_DEVICE, EM_IV_GENERATOR
 } em_ivalue_tag;
 
@@ -34,6 +34,10 @@ typedef struct {
         bool b;
         em_intlist l;   /* borrowed */
         em_dtype dt;
+        const char *str;  /* a str{...} argument: borrowed */
+        em_floatlist fl;  /* borrowed */
+        em_tensorlist tl; /* arguments: borrowed; results: an owned array of
+                             owned tensors (Note [Several results]) */
         em_device dev;
         em_generator *g; /* borrowed */
     } v;
@@ -43,7 +47,7 @@ typedef struct {
 typedef struct {
     em_ivalue args[EM_STACK_MAX];
     int nargs;
-    em_ivalue rets[4];   /* results: tensors are owned references */
+    em_ivalue rets[4];   /* results: tensors (and tensor lists) are owned */
     int nrets;
 } em_stack;
 

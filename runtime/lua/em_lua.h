@@ -53,6 +53,31 @@ EM_API void em_lua_argtmp_release(em_lua_argtmp *tmp);
  * bool for booleans; owned by tmp). */
 EM_API em_tensor *em_lua_check_tensor(lua_State *L, int idx, const char *op,
                                       const char *arg, em_lua_argtmp *tmp);
+/* Tensor[]: a Lua array of ember tensors (borrowed; the array's storage is
+ * a userdata pushed onto the stack, collected with it). An element that is
+ * not a tensor raises "op: argument 'arg' element K is not a tensor (got T)"
+ * (see Note [Tensor lists] in codegen/codegen.h). */
+EM_API em_tensorlist em_lua_check_tensorlist(lua_State *L, int idx, const char *op,
+                                             const char *arg);
+/* float[]?: a Lua array of numbers, or one number (a list of one); the
+ * storage is a userdata pushed onto the stack (collected with it). */
+EM_API em_floatlist em_lua_check_floatlist(lua_State *L, int idx, const char *op, const char *arg);
+/* str{a,b,c}: a Lua string that must be one of choices (NULL-terminated);
+ * returns the matching entry of choices (static), else raises "bad argument
+ * #idx to 'op' (arg: expected one of "a", "b", "c", got "x")". */
+EM_API const char *em_lua_check_choice(lua_State *L, int idx, const char *op, const char *arg,
+                                       const char *const *choices);
+/* Pushes the k results of a multi-result op as k values (taking over the
+ * references); r == NULL raises the op's error after releasing outs. */
+EM_API void em_lua_push_results(lua_State *L, em_tensor *r, em_tensor **outs, int k,
+                                const char *op);
+/* Pushes a Tensor[] result as a Lua array (taking over arr and its n
+ * tensors); arr == NULL raises the op's error. */
+EM_API void em_lua_push_tensor_array(lua_State *L, em_tensor **arr, int n, const char *op);
+/* Raises "op: no overload matches the arguments (types); expected one of:
+ * sig1 | sig2 ..." for an overloaded name (schemas NULL-terminated). */
+EM_API int em_lua_no_overload(lua_State *L, const char *op, const char *const *schemas);
+
 /* Tensor?: nil gives NULL. */
 EM_API em_tensor *em_lua_opt_tensor(lua_State *L, int idx, const char *op,
                                     const char *arg, em_lua_argtmp *tmp);

@@ -12,7 +12,6 @@
 
 #include "autograd/em_autograd.h"
 #include "lua/em_lua_int.h"
-#include "em_ops.h"
 
 /* ---- tensor properties and methods ---- */
 
@@ -75,7 +74,6 @@ static int m_retain_grad(lua_State *L) {
     return 0;
 }
 
-
 static int l_differentiable_ops(lua_State *L) {
     lua_newtable(L);
     for (int i = 0; em_lua_differentiable_ops[i]; i++) {
@@ -84,7 +82,6 @@ static int l_differentiable_ops(lua_State *L) {
     }
     return 1;
 }
-
 
 /* ---- grad modes and anomaly mode ---- */
 
@@ -155,7 +152,6 @@ static int l_set_anomaly_raw(lua_State *L) {
     lua_pushboolean(L, prev);
     return 1;
 }
-
 
 /* ---- registration ---- */
 

@@ -334,7 +334,10 @@ int em_lua_function_apply(lua_State *L) {
         fn_ud_free(f);
         return em_lua_error(L, "Function");
     }
-    em_custom_node_set_release(node, fn_release_saved);
+    if (em_custom_node_set_release(node, fn_release_saved) != EM_OK) {
+        em_node_release(node); /* frees f through fn_ud_free */
+        return em_lua_error(L, "Function");
+    }
     for (int i = 0; i < nargs; i++) {
         em_tensor *t = em_lua_totensor(L, 2 + i);
         if (t && grad_on && em_requires_grad(t)) node->next[i] = em_gradient_edge(t);

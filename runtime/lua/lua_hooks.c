@@ -12,13 +12,13 @@
 
 #define HANDLE_MT "ember.HookHandle"
 
+/* ---- node hooks ---- */
+
+/* Pushes t (a new reference) or false for "no gradient". */
 static void push_maybe_tensor(lua_State *L, em_tensor *t) {
     if (t) em_lua_push_tensor(L, em_tensor_retain(t), "autograd");
     else lua_pushboolean(L, 0);
 }
-
-
-/* ---- node hooks ---- */
 
 /* Node hooks (Lua): fn(grad_inputs, grad_outputs) as PyTorch passes them:
  * grad_inputs are the gradients the node computed for its forward inputs,
@@ -186,7 +186,6 @@ static em_tensor *tensor_hook_cb(void *ud, em_tensor *grad) {
 int em_lua_tensor_register_hook(lua_State *L) {
     return em_lua_register_hook(L, em_lua_checkself(L, 1, "register_hook"), NULL);
 }
-
 
 void em_lua_open_hooks(lua_State *L) {
     static const luaL_Reg handle_meta[] = {

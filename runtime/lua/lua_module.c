@@ -383,6 +383,9 @@ static int l_help(lua_State *L) {
         luaL_addstring(&b, "ember ops (ember.help(\"name\") shows one):\n");
         int col = 0;
         for (int i = 0; em_lua_op_docs[i][0]; i++) {
+            bool seen = false; /* overloads share a name: list it once */
+            for (int j = 0; j < i && !seen; j++) seen = strcmp(em_lua_op_docs[j][0], em_lua_op_docs[i][0]) == 0;
+            if (seen) continue;
             int w = (int)strlen(em_lua_op_docs[i][0]);
             if (col && col + 1 + w > 78) { luaL_addchar(&b, '\n'); col = 0; }
             luaL_addstring(&b, col ? " " : "  ");
@@ -405,12 +408,18 @@ static int l_help(lua_State *L) {
     if (!name)
         return em_lua_argerror(L, 1, "help", "name: op name or ember function expected, got %s",
                                luaL_typename(L, 1));
-    for (int i = 0; em_lua_op_docs[i][0]; i++) {
-        if (strcmp(em_lua_op_docs[i][0], name) == 0) {
+    int found = 0; /* every overload of the name */
+    for (int i = 0; em_lua_op_docs[i][0]; i++) found += strcmp(em_lua_op_docs[i][0], name) == 0;
+    if (found) {
+        luaL_buffinit(L, &b);
+        for (int i = 0; em_lua_op_docs[i][0]; i++) {
+            if (strcmp(em_lua_op_docs[i][0], name) != 0) continue;
             lua_pushfstring(L, "%s\n  %s\n", em_lua_op_docs[i][1], em_lua_op_docs[i][2]);
-            emit(L);
-            return 0;
+            luaL_addvalue(&b);
         }
+        luaL_pushresult(&b);
+        emit(L);
+        return 0;
     }
     for (int i = 0; extra_docs[i][0]; i++) {
         if (strcmp(extra_docs[i][0], name) == 0) {

@@ -84,7 +84,6 @@ static int node_index(lua_State *L) {
     return 1;
 }
 
-
 void em_lua_open_nodes(lua_State *L) {
     static const luaL_Reg node_meta[] = {
         { "__index", node_index }, { "__gc", node_gc }, { "__close", node_gc },

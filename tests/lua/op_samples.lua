@@ -122,6 +122,56 @@ S.mean = function()
   }
 end
 
+-- ---- reductions: prod amax amin var std norm ----
+-- distinct values for amax/amin and the inf norms (ties have no derivative);
+-- prod with zeros: exact first derivatives, no double backward there
+S.prod = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:prod() end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:prod(2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:prod(1, { keepdim = true }) end, gradgrad = true },
+    { inputs = { t({ { 0.5, 0, 2 }, { 1.5, 0.3, -0.7 } }) }, fn = function(a) return a:prod(2) end, gradgrad = false },
+    { inputs = { t({ { 0.5, 0, 2 }, { 0, 0.3, -0.7 } }) }, fn = function(a) return a:prod() end, gradgrad = false },
+  }
+end
+S.amax = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:amax() end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:amax(2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:amax({ 1, 2 }, { keepdim = true }) end, gradgrad = true },
+  }
+end
+S.amin = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return ember.amin(a) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:amin(1, { keepdim = true }) end, gradgrad = true },
+  }
+end
+S.var = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:var() end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:var(2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:var(1, { correction = 0, keepdim = true }) end, gradgrad = true },
+  }
+end
+S.std = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:std() end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:std(2, { keepdim = true, correction = 2 }) end, gradgrad = true },
+  }
+end
+S.norm = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:norm() end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:norm(1, 2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:norm(math.huge, 2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:norm(-math.huge) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:norm(3, 1, { keepdim = true }) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:norm(0.5) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:norm(2, { 1, 2 }) end, gradgrad = true },
+  }
+end
+
 -- ---- linear algebra ----
 S.mm = function()
   return one({ m23(), t({ { 0.1, 0.2 }, { -0.3, 0.4 }, { 0.5, -0.6 } }) },
@@ -259,5 +309,69 @@ S.squeeze = function()
   }
 end
 S.unsqueeze = function() return one({ v3() }, function(a) return a:unsqueeze(2) end) end
+
+-- ---- several results and tensor lists (samples keyed by C name: split_sizes
+-- is split.sizes, stack_list is stack) ----
+local function m34()
+  return t({ { 0.5, -1.2, 0.8, 2.2 }, { 1.5, 0.3, -0.7, 0.1 }, { -0.4, 1.1, 0.9, -2.0 } })
+end
+local function idx23() return ember.tensor({ { 1, 3 }, { 2, 2 } }) end -- int64, a repeated index
+local function many(list)
+  local r = {}
+  for _, s in ipairs(list) do r[#r + 1] = { inputs = s[1], fn = s[2], gradgrad = true } end
+  return r
+end
+S.sort = function()
+  return many({
+    { { m34() }, function(a) local v = a:sort(); return v end },
+    { { m34() }, function(a) local v, i = a:sort(1, true); return v * 2 end },
+  })
+end
+S.topk = function()
+  return many({
+    { { m34() }, function(a) local v = a:topk(2); return v end },
+    { { m34() }, function(a) local v = a:topk(2, 1, { largest = false }); return v end },
+  })
+end
+S.gather = function()
+  return one({ m23() }, function(a) return a:gather(2, idx23()) end)
+end
+S.gather_backward = function()
+  return one({ t({ { 0.5, -1.2 }, { 1.5, 0.3 } }) }, function(g)
+    return ember.gather_backward(g * g, { 2, 3 }, 2, idx23())
+  end)
+end
+S.cat = function()
+  return many({
+    { { m23(), t({ { 0.1, 0.2, 0.3 } }) }, function(a, b) return ember.cat({ a, b }) end },
+    { { m23(), m23() }, function(a, b) return ember.cat({ a, b * b, a }, -1) end },
+    { { m23() }, function(a) return ember.cat({ ember.zeros(0, { dtype = "float64" }), a }) end },
+  })
+end
+S.stack_list = function()
+  return many({
+    { { m23(), p23() }, function(a, b) return ember.stack({ a, b }) end },
+    { { v3(), v3() }, function(a, b) return ember.stack({ a, b * b }, 2) end },
+  })
+end
+S.split = function()
+  return many({
+    { { m23() }, function(a) local p = a:split(2, 2); return ember.cat({ p[1] * 2, p[2] * 3 }, 2) end },
+    -- only one piece used: the others' gradients are undefined (zeros)
+    { { m34() }, function(a) return a:split(1)[2] * 2 end },
+  })
+end
+S.split_sizes = function()
+  return one({ m34() }, function(a) local p = a:split({ 1, 3 }, 2); return p[2] * p[2] end)
+end
+S.chunk = function()
+  return one({ m34() }, function(a) local p = a:chunk(2); return ember.cat({ p[2], p[1] * 3 }) end)
+end
+S.unbind = function()
+  return many({
+    { { m23() }, function(a) local r = a:unbind(); return r[1] * 2 + r[2] * r[2] end },
+    { { m23() }, function(a) return a:unbind(2)[3] end },
+  })
+end
 
 return S

@@ -52,16 +52,18 @@
 #define C_ADD(a, b) ((a) + (b))
 #define C_MUL(a, b) ((a) * (b))
 /* b is the new value: NaN wins and stays (NaN > a is false, a != a keeps it) */
-#define C_MAX(a, b) (((b) > (a) || (b) != (b)) ? (b) : (a))
-#define C_MIN(a, b) (((b) < (a) || (b) != (b)) ? (b) : (a))
+#define C_MAX(a, b) ((((b) > (a)) | ((b) != (b))) ? (b) : (a))
+#define C_MIN(a, b) ((((b) < (a)) | ((b) != (b))) ? (b) : (a))
 
 #define BLOCK 4096
-#define COLS 256
+#define COLS 2048
+#define WIDE 16384 /* columns of a split column block */
 
-/* RUN: fold n contiguous elements: LANES lanes of LT, refolded into AT every
- * BLK elements. COLF: fold one row of m columns into m accumulators (AT).
+/* run: fold n contiguous elements: LANES lanes of LT, refolded into AT every
+ * BLK elements. cols: fold nrows rows (rs elements apart) of m columns into
+ * m accumulators (AT), eight rows at a time in CLT first.
  * mu: the run's mean (EM_CPU_R_SQDEV), mus[j] the column's; p: the exponent. */
-#define DEF_FOLD(OP, N, T, LT, AT, LANES, BLK, ID, EL, COMB)                                   \
+#define DEF_FOLD(OP, N, T, LT, CLT, AT, LANES, BLK, ID, EL, COMB)                                   \
     CLONE_##N static void run_##OP##_##N(const void *x_, int64_t n, const double *mup,          \
                                          double p_, void *res) {                                 \
         const T *restrict x = x_;                                                               \
@@ -91,18 +93,42 @@
         }                                                                                       \
         *(AT *)res = total;                                                                     \
     }                                                                                           \
-    CLONE_##N static void cols_##OP##_##N(void *acc_, const void *x_, int64_t m,                \
-                                          const double *mus, double p_) {                        \
+    CLONE_##N static void cols_##OP##_##N(void *acc_, const void *x_, int64_t rs, int64_t nrows,          \
+                                          int64_t m, const double *mus, double p_) {                    \
         AT *restrict acc = acc_;                                                                \
         const T *restrict x = x_;                                                               \
+        int64_t r = 0;                                                                          \
+        {   /* eight rows at a time folded in CLT, then into the AT accumulators */              \
+            const CLT p = (CLT)p_;                                                                \
+            (void)p;                                                                            \
+            for (; r + 8 <= nrows; r += 8) {                                                    \
+                const T *restrict q = x + r * rs;                                               \
+                for (int64_t j = 0; j < m; j++) {                                               \
+                    const CLT mu = mus ? (CLT)mus[j] : (CLT)0;                                     \
+                    (void)mu;                                                                   \
+                    CLT s = (CLT)q[j];                                                            \
+                    s = EL(s);                                                                  \
+                    _Pragma("GCC unroll 8")                                                     \
+                    for (int k = 1; k < 8; k++) {                                               \
+                        CLT v = (CLT)q[k * rs + j];                                               \
+                        v = EL(v);                                                              \
+                        s = COMB(s, v);                                                         \
+                    }                                                                           \
+                    acc[j] = COMB(acc[j], (AT)s);                                               \
+                }                                                                               \
+            }                                                                                   \
+        }                                                                                       \
         const AT p = (AT)p_;                                                                    \
         (void)p;                                                                                \
-        for (int64_t j = 0; j < m; j++) {                                                       \
-            const AT mu = mus ? (AT)mus[j] : (AT)0;                                             \
-            (void)mu;                                                                           \
-            AT v = (AT)x[j];                                                                    \
-            v = EL(v);                                                                          \
-            acc[j] = COMB(acc[j], v);                                                           \
+        for (; r < nrows; r++) {                                                                \
+            const T *restrict q = x + r * rs;                                                   \
+            for (int64_t j = 0; j < m; j++) {                                                   \
+                const AT mu = mus ? (AT)mus[j] : (AT)0;                                         \
+                (void)mu;                                                                       \
+                AT v = (AT)q[j];                                                                \
+                v = EL(v);                                                                      \
+                acc[j] = COMB(acc[j], v);                                                       \
+            }                                                                                   \
         }                                                                                       \
     }                                                                                           \
     static void comb_##OP##_##N(void *a_, const void *b_) {                                     \
@@ -112,28 +138,32 @@
     }
 
 /* float32: float lanes folded into double; float64: 16 lanes, no blocks */
-#define F32(OP, ID, EL, COMB) DEF_FOLD(OP, f32, float, float, double, 32, BLOCK, ID, EL, COMB)
-#define F64(OP, ID, EL, COMB) DEF_FOLD(OP, f64, double, double, double, 16, INT64_MAX, ID, EL, COMB)
+#define F32(OP, ID, EL, COMB) DEF_FOLD(OP, f32, float, float, float, double, 32, BLOCK, ID, EL, COMB)
+#define F64(OP, ID, EL, COMB) DEF_FOLD(OP, f64, double, double, double, double, 16, INT64_MAX, ID, EL, COMB)
+/* max-like float32 folds: columns compare in double (exact; GCC vectorizes
+ * the NaN-aware select there, not in float mixed with double) */
+#define F32X(OP, ID, EL, COMB) DEF_FOLD(OP, f32, float, float, double, double, 32, BLOCK, ID, EL, COMB)
 /* int64 sums and products wrap (uint64_t); max/min compare signed */
-#define I64U(OP, ID, COMB) DEF_FOLD(OP, i64, int64_t, uint64_t, uint64_t, 8, INT64_MAX, ID, EL_ID, COMB)
-#define I64S(OP, ID, COMB) DEF_FOLD(OP, i64, int64_t, int64_t, int64_t, 8, INT64_MAX, ID, EL_ID, COMB)
-#define U8(OP, ID, COMB) DEF_FOLD(OP, u8, uint8_t, uint8_t, int64_t, 32, INT64_MAX, ID, EL_ID, COMB)
+#define I64U(OP, ID, COMB) DEF_FOLD(OP, i64, int64_t, uint64_t, uint64_t, uint64_t, 8, INT64_MAX, ID, EL_ID, COMB)
+#define I64S(OP, ID, COMB) DEF_FOLD(OP, i64, int64_t, int64_t, int64_t, int64_t, 8, INT64_MAX, ID, EL_ID, COMB)
+#define U8(OP, ID, COMB) DEF_FOLD(OP, u8, uint8_t, uint8_t, int64_t, int64_t, 32, INT64_MAX, ID, EL_ID, COMB)
 
 F32(sum, 0, EL_ID, C_ADD) F64(sum, 0, EL_ID, C_ADD) I64U(sum, 0, C_ADD)
 F32(prod, 1, EL_ID, C_MUL) F64(prod, 1, EL_ID, C_MUL) I64U(prod, 1, C_MUL)
-F32(max, -INFINITY, EL_ID, C_MAX) F64(max, -INFINITY, EL_ID, C_MAX) I64S(max, INT64_MIN, C_MAX)
-F32(min, INFINITY, EL_ID, C_MIN) F64(min, INFINITY, EL_ID, C_MIN) I64S(min, INT64_MAX, C_MIN)
+F32X(max, -INFINITY, EL_ID, C_MAX) F64(max, -INFINITY, EL_ID, C_MAX) I64S(max, INT64_MIN, C_MAX)
+F32X(min, INFINITY, EL_ID, C_MIN) F64(min, INFINITY, EL_ID, C_MIN) I64S(min, INT64_MAX, C_MIN)
 U8(max, 0, C_MAX) U8(min, 1, C_MIN)
 F32(sq, 0, EL_SQ, C_ADD) F64(sq, 0, EL_SQ, C_ADD)
 F32(sqdev, 0, EL_DEV, C_ADD) F64(sqdev, 0, EL_DEV, C_ADD)
 F32(asum, 0, EL_ABS, C_ADD) F64(asum, 0, EL_ABS, C_ADD)
 F32(psum, 0, EL_POW, C_ADD) F64(psum, 0, EL_POW, C_ADD)
-F32(amax, 0, EL_ABS, C_MAX) F64(amax, 0, EL_ABS, C_MAX)
-F32(amin, INFINITY, EL_ABS, C_MIN) F64(amin, INFINITY, EL_ABS, C_MIN)
+F32X(amax, 0, EL_ABS, C_MAX) F64(amax, 0, EL_ABS, C_MAX)
+F32X(amin, INFINITY, EL_ABS, C_MIN) F64(amin, INFINITY, EL_ABS, C_MIN)
 F32(nnz, 0, EL_NZ, C_ADD) F64(nnz, 0, EL_NZ, C_ADD)
 
 typedef void (*run_fn)(const void *x, int64_t n, const double *mu, double p, void *res);
-typedef void (*cols_fn)(void *acc, const void *x, int64_t m, const double *mus, double p);
+typedef void (*cols_fn)(void *acc, const void *x, int64_t rs, int64_t nrows, int64_t m, const double *mus,
+                        double p);
 typedef void (*comb_fn)(void *a, const void *b);
 typedef struct {
     run_fn run;
@@ -238,7 +268,8 @@ typedef struct {
     double p;                /* exponent (EM_CPU_R_PSUM) */
     /* split strategies */
     int64_t nparts;
-    int64_t nblk;
+    int64_t nblk;            /* column blocks per outer position */
+    int64_t bw;              /* columns per block (COLS, or wider when split) */
     char *part;              /* partial accumulators */
 } plan_t;
 
@@ -281,14 +312,21 @@ static void parts_range(int64_t b, int64_t e, void *arg) {
 
 /* columns: fold rows [r0, r1) of column block w into acc (m columns) */
 static void cols_block(const plan_t *p, int64_t w, int64_t r0, int64_t r1, char *acc, int64_t *mout) {
-    int64_t ok = w / p->nblk, j0 = (w % p->nblk) * COLS;
-    int64_t m = p->inner - j0 < COLS ? p->inner - j0 : COLS;
+    int64_t ok = w / p->nblk, j0 = (w % p->nblk) * p->bw;
+    int64_t m = p->inner - j0 < p->bw ? p->inner - j0 : p->bw;
     int64_t base = offset_of(ok, p->nk, p->ksz, p->kst) + j0;
     for (int64_t j = 0; j < m; j++) memcpy(acc + j * 8, &p->id, 8);
     const double *mus = p->mus ? p->mus + ok * p->inner + j0 : NULL;
+    if (p->nr <= 1) {
+        /* rows a constant stride apart: several at a time */
+        int64_t rs = p->nr ? p->rst[0] : 0;
+        p->f->cols(acc, p->src + (size_t)(base + r0 * rs) * p->es, rs, r1 - r0, m, mus, p->p);
+        *mout = m;
+        return;
+    }
     for (int64_t r = r0; r < r1; r++) {
         const char *x = p->src + (size_t)(base + offset_of(r, p->nr, p->rsz, p->rst)) * p->es;
-        p->f->cols(acc, x, m, mus, p->p);
+        p->f->cols(acc, x, 0, 1, m, mus, p->p);
     }
     *mout = m;
 }
@@ -300,20 +338,20 @@ static void cols_range(int64_t b, int64_t e, void *arg) {
         _Alignas(64) char acc[COLS * 8];
         int64_t m;
         cols_block(p, w, 0, p->nred, acc, &m);
-        int64_t ok = w / p->nblk, j0 = (w % p->nblk) * COLS;
+        int64_t ok = w / p->nblk, j0 = (w % p->nblk) * p->bw;
         memcpy(p->acc + (size_t)(ok * p->inner + j0) * 8, acc, (size_t)m * 8);
     }
 }
 
 /* columns with few blocks and many rows: item = block x part of the rows,
- * each writing its partial columns to part[item] */
+ * each writing its partial columns to part[item] (bw columns per item) */
 static void colparts_range(int64_t b, int64_t e, void *arg) {
     const plan_t *p = arg;
     for (int64_t it = b; it < e; it++) {
         int64_t w = it / p->nparts, i = it % p->nparts;
         int64_t r0 = p->nred * i / p->nparts, r1 = p->nred * (i + 1) / p->nparts;
         int64_t m;
-        cols_block(p, w, r0, r1, p->part + (size_t)it * COLS * 8, &m);
+        cols_block(p, w, r0, r1, p->part + (size_t)it * (size_t)p->bw * 8, &m);
     }
 }
 
@@ -393,24 +431,30 @@ em_status em_cpu_reduce_run(const em_cpu_rplan_in *in, em_tensor *acc_t) {
         int64_t grain = per >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / (per ? per : 1);
         em_cpu_parallel_for(p.nouter, grain, runs_range, &p);
     } else {
+        p.bw = COLS;
         p.nblk = (p.inner + COLS - 1) / COLS;
         int64_t nitems = p.nouter * p.nblk;
         int64_t per = p.nred * (p.inner < COLS ? p.inner : COLS);
         if (nitems < 8 && per >= 4 * EM_CPU_GRAIN) {
-            /* few column blocks, many rows: fixed parts of the rows */
-            p.nparts = per / (2 * EM_CPU_GRAIN);
+            /* few column blocks, many rows: fixed parts of the rows, each
+             * folding whole rows (up to WIDE columns: sequential reads) */
+            p.bw = p.inner < WIDE ? p.inner : WIDE;
+            p.nblk = (p.inner + p.bw - 1) / p.bw;
+            nitems = p.nouter * p.nblk;
+            p.nparts = p.nred * (p.inner < p.bw ? p.inner : p.bw) / (2 * EM_CPU_GRAIN);
             if (p.nparts > 16) p.nparts = 16;
             if (p.nparts > p.nred) p.nparts = p.nred;
-            p.part = malloc((size_t)(nitems * p.nparts) * COLS * 8);
+            if (p.nparts < 1) p.nparts = 1;
+            p.part = malloc((size_t)(nitems * p.nparts) * (size_t)p.bw * 8);
             if (!p.part) { em_set_error(EM_ENOMEM, "%s: out of memory", in->name); return EM_ENOMEM; }
             em_cpu_parallel_for(nitems * p.nparts, 1, colparts_range, &p);
             for (int64_t w = 0; w < nitems; w++) {
-                int64_t ok = w / p.nblk, j0 = (w % p.nblk) * COLS;
-                int64_t m = p.inner - j0 < COLS ? p.inner - j0 : COLS;
+                int64_t ok = w / p.nblk, j0 = (w % p.nblk) * p.bw;
+                int64_t m = p.inner - j0 < p.bw ? p.inner - j0 : p.bw;
                 char *dst = p.acc + (size_t)(ok * p.inner + j0) * 8;
-                memcpy(dst, p.part + (size_t)(w * p.nparts) * COLS * 8, (size_t)m * 8);
+                memcpy(dst, p.part + (size_t)(w * p.nparts) * (size_t)p.bw * 8, (size_t)m * 8);
                 for (int64_t i = 1; i < p.nparts; i++) {
-                    const char *pp = p.part + (size_t)(w * p.nparts + i) * COLS * 8;
+                    const char *pp = p.part + (size_t)(w * p.nparts + i) * (size_t)p.bw * 8;
                     for (int64_t j = 0; j < m; j++) f->comb(dst + j * 8, pp + j * 8);
                 }
             }
