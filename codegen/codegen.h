@@ -55,6 +55,7 @@ typedef enum {
     CG_INTLIST_OPT,/* int[]?: em_intlist, n == -1 when absent */
     CG_STR,        /* str{a,b,c}: const char *, one of the values listed in the schema */
     CG_FLOATLIST_OPT, /* float[]?: em_floatlist, n == -1 when absent */
+    CG_DEVICE, CG_DEVICE_OPT, CG_GENERATOR_OPT, /* devices: em_device, em_generator * */
     CG_TYPE_COUNT
 } cg_type;
 

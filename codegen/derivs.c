@@ -35,6 +35,7 @@ const cg_helper cg_helpers[] = {
     { "matmul_backward_self", "tmt" },
     { "matmul_backward_other", "ttm" },
     { "zeros_like", "t" },
+    { "to_device_backward", "tm" },
     { "as_strided_grad", "tgvvv" },
     { "prod_backward", "ttvv" }, { "amax_backward", "tttvv" }, { "max_all_backward", "ttt" }, { "var_backward", "ttvvv" },
     { "std_backward", "tttvvv" }, { "norm_backward", "tttvvv" },

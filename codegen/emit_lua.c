@@ -171,6 +171,12 @@ static void emit_locals(cg_buf *b, const cg_op *op) {
             cg_printf(b, "    em_dtype a_%s = %s;\n", a->name,
                       has ? cg_dtype_enums[d->dtype] : "EM_DTYPE_NONE");
             break;
+        case CG_DEVICE: case CG_DEVICE_OPT:
+            cg_printf(b, "    em_device a_%s = em_no_device();\n", a->name);
+            break;
+        case CG_GENERATOR_OPT:
+            cg_printf(b, "    em_generator *a_%s = NULL;\n", a->name);
+            break;
         case CG_TENSORLIST:
             cg_printf(b, "    em_tensorlist a_%s = { NULL, 0 };\n", a->name);
             break;
@@ -202,6 +208,8 @@ static const char *simple_checker(cg_type t) {
     case CG_FLOAT: return "em_lua_check_float";
     case CG_BOOL: return "em_lua_check_bool";
     case CG_DTYPE: case CG_DTYPE_OPT: return "em_lua_check_dtype";
+    case CG_DEVICE: case CG_DEVICE_OPT: return "em_lua_check_device";
+    case CG_GENERATOR_OPT: return "em_lua_check_generator";
     default: return NULL;
     }
 }
@@ -404,6 +412,8 @@ static const char *lua_type_test(cg_type t) {
     case CG_FLOATLIST_OPT: return "(lt == LUA_TTABLE || lt == LUA_TNUMBER)";
     case CG_DTYPE: case CG_DTYPE_OPT: return "(lt == LUA_TSTRING)";
     case CG_TENSORLIST: return "(lt == LUA_TTABLE)";
+    case CG_DEVICE: case CG_DEVICE_OPT: return "(lt == LUA_TSTRING || lt == LUA_TUSERDATA)";
+    case CG_GENERATOR_OPT: return "(lt == LUA_TUSERDATA)";
     default: return "false";
     }
 }

@@ -40,6 +40,9 @@ const cg_type_info cg_types[CG_TYPE_COUNT] = {
     [CG_INTLIST_OPT]  = { "int[]?",    "em_intlist ",       true },
     [CG_STR]          = { "str{...}",  "const char *",      false },
     [CG_FLOATLIST_OPT]= { "float[]?",  "em_floatlist ",     true },
+    [CG_DEVICE]       = { "Device",    "em_device ",        false },
+    [CG_DEVICE_OPT]   = { "Device?",   "em_device ",        true }, /* EM_DEVICE_NONE: absent */
+    [CG_GENERATOR_OPT] = { "Generator?", "em_generator *",  true }, /* NULL: the default */
 };
 
 const char *const cg_key_names[CG_KEY_COUNT] = { "CPU", "CUDA", "PrivateUse1", "Autograd" };
@@ -417,6 +420,10 @@ static void parse_default(sig_lexer *x, cg_arg *a, char *text) {
         want = "one of the str type's values, quoted (\"mean\")";
         break;
     }
+    case CG_DEVICE_OPT: case CG_GENERATOR_OPT:
+        ok = d->kind == CG_DEF_NULL; want = "None"; break;
+    case CG_DEVICE:
+        ok = false; want = "no default (a Device argument is required; use Device? for None)"; break;
     default:
         ok = false; want = "?"; break;
     }

@@ -33,6 +33,7 @@ EM_HIDDEN em_tensor *em_ag_fn_pow_exponent_backward(em_tensor *grad, em_tensor *
 EM_HIDDEN em_tensor *em_ag_fn_matmul_backward_self(em_tensor *grad, const em_input_meta *self, em_tensor *other);
 EM_HIDDEN em_tensor *em_ag_fn_matmul_backward_other(em_tensor *grad, em_tensor *self, const em_input_meta *other);
 EM_HIDDEN em_tensor *em_ag_fn_zeros_like(em_tensor *t);
+EM_HIDDEN em_tensor *em_ag_fn_to_device_backward(em_tensor *grad, const em_input_meta *self_meta);
 EM_HIDDEN em_tensor *em_ag_fn_as_strided_grad(em_tensor *grad, const em_geometry *self_geometry, em_intlist size,
                                               em_intlist stride, const int64_t *storage_offset);
 

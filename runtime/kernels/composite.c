@@ -107,7 +107,7 @@ em_tensor *em_comp_addmm(em_keyset ks, em_tensor *self, em_tensor *mat1, em_tens
     cs_scope s = { .n = 0 };
     em_tensor *r;
     if (scalar_is(alpha, 0)) { /* like BLAS, alpha == 0 does not read the product (inf * 0) */
-        r = cs_keep(&s, em_zeros((em_intlist){ out, 2 }, mat2->dtype));
+        r = cs_keep(&s, em_zeros((em_intlist){ out, 2 }, mat2->dtype, mat2->device));
         if (r && !scalar_is(beta, 0)) r = cs_keep(&s, em_add(r, self, beta));
         return cs_finish(&s, r);
     }

@@ -20,13 +20,9 @@
 #include "core/em_core.h"
 #include "em_kernels_decl.h" /* generated: every kernel's prototype */
 
-/* ---- public API ---- */
-
-/* Seed the global random generator (rand, randn): same seed, same values. */
-EM_API void em_manual_seed(uint64_t seed);
-/* Set the number of threads of ember's pool AND of OpenBLAS (n >= 1). */
-EM_API void em_set_num_threads(int n);
-EM_API int em_get_num_threads(void);
+/* Seeding (em_manual_seed) and the thread count (em_set_num_threads) live
+ * in core's runtime context (Note [Runtime context] in em_core.h); the
+ * pool follows the thread count through a hook. */
 
 /* ---- thread pool (pool.c) ---- */
 
