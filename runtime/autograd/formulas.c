@@ -251,6 +251,7 @@ static void release_all(int n, em_tensor **t) {
  * grad * P / x when nz == 0, grad * P at the single zero when nz == 1, and
  * 0 otherwise. */
 em_tensor *em_ag_fn_prod_backward(em_tensor *grad, em_tensor *self, const int64_t *dim, bool keepdim) {
+    if (self->ndim == 0) return em_tensor_retain(grad); /* as PyTorch: no history through self */
     em_intlist dl = { dim, dim ? 1 : -1 };
     enum { G, Z, ONE, ZERO, X1, P, NZ, A, E0, E1, B0, B1, V, K };
     em_tensor *t[K] = { NULL };

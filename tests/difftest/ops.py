@@ -439,6 +439,23 @@ def _py_narrow_backward(st, pa, pk):
         g, sizes, dim, start, start, length)
 
 
+def gen_norm(g, op):
+    """norm's generic arguments, but p = 0 only on a tensor that does not
+    require grad: torch's p = 0 backward gives no gradient (None), ember's
+    gives zeros (an accepted difference, README)."""
+    r = gen_generic(g, op)
+    if r and len(r['args']) > 1 and r['args'][1][0] in ('int', 'num') and r['args'][1][1] == 0 \
+            and g.t(r['args'][0][1]).requires_grad:
+        r['args'][1] = ['int', 2]
+    return r
+
+
+def _py_norm(st, pa, pk):
+    # ember's p defaults to 2; torch.norm's default ('fro') refuses a dtype
+    a = pa + (['2'] if len(pa) == 1 else [])
+    return 'torch.norm(%s)' % ', '.join(a + ['%s=%s' % kv for kv in sorted(pk.items())])
+
+
 MAP = {
     'narrow': dict(gen=gen_narrow),
     'select': dict(gen=gen_select),
@@ -470,6 +487,7 @@ MAP = {
     'add_': dict(weight=1.5), 'sub_': dict(weight=1.2), 'mul_': dict(weight=1.5),
     'div_': dict(weight=1.2), 'copy_': dict(weight=2), 'zero_': dict(weight=1.2),
     'requires_grad_': dict(weight=0.3), 'detach': dict(weight=0.5),
+    'norm': dict(gen=gen_norm, py=_py_norm),
 }
 
 # Hand-written methods of runtime/lua (not in ops.yaml), same format.

@@ -228,9 +228,10 @@ em_tensor *em_cpu_norm(em_keyset ks, em_tensor *self, em_scalar p, em_intlist di
     (void)ks;
     const char *name = "norm";
     if (!dtype_ok(dtype, name)) return NULL;
-    if (!em_dtype_is_floating(self->dtype)) {
-        em_set_error(EM_ETYPE, "%s: input dtype should be floating point, got %s", name,
-                     em_dtype_name(self->dtype));
+    /* with a dtype the input is converted first (PyTorch accepts integers then) */
+    if (dtype == EM_DTYPE_NONE && !em_dtype_is_floating(self->dtype)) {
+        em_set_error(EM_ETYPE, "%s: input dtype should be floating point, got %s (or give a floating dtype)",
+                     name, em_dtype_name(self->dtype));
         return NULL;
     }
     if (dtype != EM_DTYPE_NONE && !em_dtype_is_floating(dtype)) {
