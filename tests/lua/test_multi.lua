@@ -59,6 +59,16 @@ function T.topk_values_and_indices()
   check_eq(shape(v), "0"); check_eq(shape(i), "0")
   v, i = ember.zeros(0, 3):topk(0, 1)
   check_eq(shape(v), "0,3")
+  -- ties: PyTorch's selection decides which equal values come back (Note
+  -- [topk ties] in sort.c); expected indices from torch.topk, plus one
+  local ties = t({ 1.0, 3, 3, 2, 3, nan, 0 })
+  _, i = ties:topk(3)
+  check_tensor(i, { 6, 3, 5 })
+  local y = t({ 1.0, 3, 3, 2, 3, 0, 3, 3, 3, 1, 1, 3 })
+  v, i = y:topk(4)
+  check_tensor(v, { 3, 3, 3, 3 }); check_tensor(i, { 9, 8, 7, 12 })
+  _, i = y:topk(2, { largest = false })
+  check_tensor(i, { 6, 11 })
   check_error(function() x:topk(6) end, "topk: k (6) is out of range for dim 1 of size 5")
   check_error(function() x:topk(-1) end, "out of range")
 end
