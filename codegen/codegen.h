@@ -32,6 +32,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Note [Composite ops]
+ * An op whose ops.yaml entry says `kernels: {Composite: em_comp_NAME}` has
+ * no backend kernel and no formula: em_comp_NAME (runtime/kernels/composite.c)
+ * is registered at every dispatch key, Autograd included, and computes the
+ * op by calling other ops through the public API (em_ops.h). Autograd,
+ * every backend and double backward therefore come from its parts; a
+ * derivatives.yaml entry for it is an error. (PyTorch's
+ * CompositeImplicitAutograd.) */
+
+#define CG_MAX_NAMESPACES 4
 #define CG_MAX_ARGS 16 /* EM_STACK_MAX: every argument must fit on a boxed stack */
 #define CG_MAX_RETS 4  /* em_stack.rets: every result must fit on a boxed stack */
 
@@ -45,6 +55,7 @@ typedef enum {
     CG_INTLIST_OPT,/* int[]?: em_intlist, n == -1 when absent */
     CG_STR,        /* str{a,b,c}: const char *, one of the values listed in the schema */
     CG_FLOATLIST_OPT, /* float[]?: em_floatlist, n == -1 when absent */
+    CG_DEVICE, CG_DEVICE_OPT, CG_GENERATOR_OPT, /* devices: em_device, em_generator * */
     CG_TYPE_COUNT
 } cg_type;
 
@@ -176,6 +187,9 @@ typedef struct {
     bool ret_alias_write;
     bool v_function, v_method;
     char *kernel[CG_KEY_COUNT]; /* C function per key, NULL for none */
+    bool composite;    /* kernels: {Composite: fn}: fn at every key (Note [Composite ops]) */
+    char *namespaces[CG_MAX_NAMESPACES]; /* where the function variant lives: "" = ember */
+    int nnamespaces;   /* 0: just ember */
     char *doc;
     const char *group; /* the "# ---- x ----" banner above it, or NULL */
     int line;          /* 1-based line of the entry in ops.yaml */

@@ -134,7 +134,7 @@ void cg_emit_kernels_decl_h(cg_buf *b, const cg_schema *s) {
             " * from its schema fails to compile. Kernels return a new reference (in-place\n"
             " * ops return self retained), or NULL with the thread's error set. */\n"
             "#ifndef EM_KERNELS_DECL_H\n#define EM_KERNELS_DECL_H\n\n"
-            "#include \"dispatch/em_dispatch.h\"\n\n");
+            "#include \"core/em_core.h\"\n\n");
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];
         for (int k = 0; k < CG_KEY_COUNT; k++) {
@@ -441,6 +441,8 @@ static const char *box_fn(cg_type t) {
     case CG_FLOAT: return "iv_double";
     case CG_BOOL: return "iv_bool";
     case CG_DTYPE: case CG_DTYPE_OPT: return "iv_dtype";
+    case CG_DEVICE: case CG_DEVICE_OPT: return "em_iv_device";
+    case CG_GENERATOR_OPT: return "em_iv_generator";
     case CG_TENSORLIST: return "iv_tensorlist";
     default: return NULL;
     }
@@ -501,7 +503,16 @@ static void emit_entry(cg_buf *b, const cg_op *op) {
         cg_printf(b, "    if (!nresults) {\n"
                      "        em_set_error(EM_EVALUE, \"%s: out-parameter 'nresults' is NULL\");\n"
                      "        return NULL;\n    }\n    *nresults = 0;\n", op->name);
-    if (ntensor == 0) {
+    int idev = -1; /* a Device argument: validated, and the key of a factory */
+    for (int i = 0; i < op->nargs; i++)
+        if (op->args[i].type == CG_DEVICE || op->args[i].type == CG_DEVICE_OPT) idev = i;
+    if (idev >= 0)
+        cg_printf(b, "    if (!em_device_resolve(%s, &%s, \"%s\"))\n        return NULL;\n",
+                  op->args[idev].name, op->args[idev].name, op->name);
+    if (ntensor == 0 && idev >= 0) {
+        cg_printf(b, "    ks = EM_KS(em_backend_key(%s)); /* a factory: the device's backend */\n",
+                  op->args[idev].name);
+    } else if (ntensor == 0) {
         cg_puts(b, "    ks = EM_KS(EM_KEY_CPU); /* no tensor arguments: the default backend */\n");
     } else {
         for (int i = 0; i < op->nargs; i++) {
@@ -512,6 +523,8 @@ static void emit_entry(cg_buf *b, const cg_op *op) {
         }
         /* every tensor absent, or an empty list: the default backend */
         cg_puts(b, "    if (!ks)\n        ks = EM_KS(EM_KEY_CPU);\n");
+        if (idev >= 0) /* a move between devices: the kernel of the non-CPU side */
+            cg_printf(b, "    ks |= EM_KS(em_backend_key(%s));\n", op->args[idev].name);
     }
     (void)nrequired;
     cg_printf(b, "    ks = em_disp_compute(&em_op_table[EM_OP_%s], ks);\n", op->name);
@@ -579,6 +592,8 @@ static const char *zero_value(cg_type t) {
     case CG_FLOAT: return "0.0";
     case CG_BOOL: return "false";
     case CG_DTYPE: case CG_DTYPE_OPT: return "EM_DTYPE_NONE";
+    case CG_DEVICE: case CG_DEVICE_OPT: return "em_no_device()";
+    case CG_GENERATOR_OPT: return "NULL";
     case CG_TENSORLIST: return "{ NULL, 0 }";
     default: return "0";
     }
@@ -637,6 +652,14 @@ static void emit_adapter(cg_buf *b, const cg_op *op) {
             break;
         case CG_DTYPE: case CG_DTYPE_OPT:
             cg_printf(b, "un_dtype(st, %d, op->name, \"%s\", %s, &%s)", i, a->name, opt, a->name);
+            break;
+        case CG_DEVICE: case CG_DEVICE_OPT:
+            cg_printf(b, "(em_un_device(st, %d, %s, &%s) ? EM_OK : bad_arg(st, %d, op->name, \"%s\"))",
+                      i, opt, a->name, i, a->name);
+            break;
+        case CG_GENERATOR_OPT:
+            cg_printf(b, "(em_un_generator(st, %d, &%s) ? EM_OK : bad_arg(st, %d, op->name, \"%s\"))",
+                      i, a->name, i, a->name);
             break;
         case CG_TENSORLIST:
             cg_printf(b, "un_tensorlist(st, %d, op->name, \"%s\", &%s)", i, a->name, a->name);

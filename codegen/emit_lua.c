@@ -171,6 +171,12 @@ static void emit_locals(cg_buf *b, const cg_op *op) {
             cg_printf(b, "    em_dtype a_%s = %s;\n", a->name,
                       has ? cg_dtype_enums[d->dtype] : "EM_DTYPE_NONE");
             break;
+        case CG_DEVICE: case CG_DEVICE_OPT:
+            cg_printf(b, "    em_device a_%s = em_no_device();\n", a->name);
+            break;
+        case CG_GENERATOR_OPT:
+            cg_printf(b, "    em_generator *a_%s = NULL;\n", a->name);
+            break;
         case CG_TENSORLIST:
             cg_printf(b, "    em_tensorlist a_%s = { NULL, 0 };\n", a->name);
             break;
@@ -202,6 +208,8 @@ static const char *simple_checker(cg_type t) {
     case CG_FLOAT: return "em_lua_check_float";
     case CG_BOOL: return "em_lua_check_bool";
     case CG_DTYPE: case CG_DTYPE_OPT: return "em_lua_check_dtype";
+    case CG_DEVICE: case CG_DEVICE_OPT: return "em_lua_check_device";
+    case CG_GENERATOR_OPT: return "em_lua_check_generator";
     default: return NULL;
     }
 }
@@ -367,6 +375,12 @@ static int method_self_pos(const cg_op *op) {
     return -1;
 }
 
+static bool has_tensor_arg(const cg_op *op) {
+    for (int i = 0; i < op->nargs; i++)
+        if (cg_type_is_tensor(op->args[i].type)) return true;
+    return false;
+}
+
 /* ---- overloads ---- */
 
 /* The index of the first op with op i's base name, and how many share it. */
@@ -398,6 +412,8 @@ static const char *lua_type_test(cg_type t) {
     case CG_FLOATLIST_OPT: return "(lt == LUA_TTABLE || lt == LUA_TNUMBER)";
     case CG_DTYPE: case CG_DTYPE_OPT: return "(lt == LUA_TSTRING)";
     case CG_TENSORLIST: return "(lt == LUA_TTABLE)";
+    case CG_DEVICE: case CG_DEVICE_OPT: return "(lt == LUA_TSTRING || lt == LUA_TUSERDATA)";
+    case CG_GENERATOR_OPT: return "(lt == LUA_TUSERDATA)";
     default: return "false";
     }
 }
@@ -500,13 +516,20 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
                           s->ops[j].name);
         cg_printf(b, "    return em_lua_no_overload(L, \"%s\", schemas);\n}\n\n", op->base);
     }
-    cg_puts(b, "/* ---- registration ---- */\n\nstatic const luaL_Reg functions[] = {\n");
+    cg_puts(b, "/* ---- registration ---- */\n\n"
+               "/* Function variants: {namespace (\"\" = ember), name, binding}. */\n"
+               "static const struct { const char *ns, *name; lua_CFunction func; } functions[] = {\n");
     for (int i = 0; i < s->nops; i++) {
-        if (!s->ops[i].v_function || first_of_group(s, i) != i) continue;
-        cg_printf(b, "    { \"%s\", l%s_%s },\n", s->ops[i].base, group_size(s, i) > 1 ? "o" : "",
-                  group_size(s, i) > 1 ? s->ops[i].base : s->ops[i].name);
+        const cg_op *op = &s->ops[i];
+        if (!op->v_function || first_of_group(s, i) != i) continue;
+        /* an overloaded name's binding is lo_BASE; the group shares the first's namespaces */
+        const char *pre = group_size(s, i) > 1 ? "o" : "";
+        const char *fn = group_size(s, i) > 1 ? op->base : op->name;
+        if (!op->nnamespaces) cg_printf(b, "    { \"\", \"%s\", l%s_%s },\n", op->base, pre, fn);
+        for (int k = 0; k < op->nnamespaces; k++)
+            cg_printf(b, "    { \"%s\", \"%s\", l%s_%s },\n", op->namespaces[k], op->base, pre, fn);
     }
-    cg_puts(b, "    { NULL, NULL }\n};\n\nstatic const luaL_Reg methods[] = {\n");
+    cg_puts(b, "    { NULL, NULL, NULL }\n};\n\nstatic const luaL_Reg methods[] = {\n");
     for (int i = 0; i < s->nops; i++) {
         if (!s->ops[i].v_method || first_of_group(s, i) != i) continue;
         if (group_size(s, i) > 1)
@@ -516,15 +539,18 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
                       method_self_pos(&s->ops[i]) > 0 ? "m" : "", s->ops[i].name);
     }
     cg_puts(b, "    { NULL, NULL }\n};\n\n"
-               "/* Sets module[NAME] for function variants and methods[NAME] for method\n"
-               " * variants (the same C function when self is the first argument, else\n"
-               " * lm_NAME, which moves the receiver to self's place). */\n"
+               "/* Sets module[NAME] (or module.NS[NAME] for an op with a namespace) for\n"
+               " * function variants and methods[NAME] for method variants (the same C\n"
+               " * function when self is the first argument, else lm_NAME, which moves\n"
+               " * the receiver to self's place). */\n"
                "void em_lua_register_ops(lua_State *L, int module_idx, int methods_idx)\n{\n"
                "    module_idx = lua_absindex(L, module_idx);\n"
                "    methods_idx = lua_absindex(L, methods_idx);\n"
-               "    for (const luaL_Reg *f = functions; f->name; f++) {\n"
-               "        lua_pushcfunction(L, f->func);\n"
-               "        lua_setfield(L, module_idx, f->name);\n"
+               "    for (int i = 0; functions[i].name; i++) {\n"
+               "        em_lua_push_namespace(L, module_idx, functions[i].ns);\n"
+               "        lua_pushcfunction(L, functions[i].func);\n"
+               "        lua_setfield(L, -2, functions[i].name);\n"
+               "        lua_pop(L, 1);\n"
                "    }\n"
                "    for (const luaL_Reg *f = methods; f->name; f++) {\n"
                "        lua_pushcfunction(L, f->func);\n"
@@ -540,10 +566,12 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
         cg_puts(b, "\" },\n");
     }
     cg_puts(b, "    { NULL, NULL, NULL }\n};\n\n"
-               "/* Ops with backward formulas in derivatives.yaml (gradcheck needs samples\n"
-               " * for each), NULL-terminated; declared in em_lua.h. */\n"
+               "/* Ops with backward formulas in derivatives.yaml, and composite ops with a\n"
+               " * Tensor argument (their parts differentiate them): gradcheck needs samples\n"
+               " * for each. NULL-terminated; declared in em_lua.h. */\n"
                "const char *const em_lua_differentiable_ops[] = {\n");
     for (int i = 0; i < s->nops; i++)
-        if (cg_op_has_formulas(&s->ops[i])) cg_printf(b, "    \"%s\",\n", s->ops[i].name);
+        if (cg_op_has_formulas(&s->ops[i]) || (s->ops[i].composite && has_tensor_arg(&s->ops[i])))
+            cg_printf(b, "    \"%s\",\n", s->ops[i].name);
     cg_puts(b, "    NULL\n};\n");
 }

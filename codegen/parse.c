@@ -40,6 +40,9 @@ const cg_type_info cg_types[CG_TYPE_COUNT] = {
     [CG_INTLIST_OPT]  = { "int[]?",    "em_intlist ",       true },
     [CG_STR]          = { "str{...}",  "const char *",      false },
     [CG_FLOATLIST_OPT]= { "float[]?",  "em_floatlist ",     true },
+    [CG_DEVICE]       = { "Device",    "em_device ",        false },
+    [CG_DEVICE_OPT]   = { "Device?",   "em_device ",        true }, /* EM_DEVICE_NONE: absent */
+    [CG_GENERATOR_OPT] = { "Generator?", "em_generator *",  true }, /* NULL: the default */
 };
 
 const char *const cg_key_names[CG_KEY_COUNT] = { "CPU", "CUDA", "PrivateUse1", "Autograd" };
@@ -417,6 +420,10 @@ static void parse_default(sig_lexer *x, cg_arg *a, char *text) {
         want = "one of the str type's values, quoted (\"mean\")";
         break;
     }
+    case CG_DEVICE_OPT: case CG_GENERATOR_OPT:
+        ok = d->kind == CG_DEF_NULL; want = "None"; break;
+    case CG_DEVICE:
+        ok = false; want = "no default (a Device argument is required; use Device? for None)"; break;
     default:
         ok = false; want = "?"; break;
     }
@@ -649,6 +656,14 @@ static void parse_kernels(const char *path, yaml_document_t *doc, yaml_node_t *n
         if (!is_ident(fn))
             cg_error_at(path, mark_line(v), "kernel '%s' for key %s is not a C identifier", fn, key);
         count++;
+        if (strcmp(key, "Composite") == 0) { /* Note [Composite ops] */
+            if (n->data.mapping.pairs.top - n->data.mapping.pairs.start != 1)
+                cg_error_at(path, mark_line(k), "op '%s': a Composite kernel is the op's only "
+                            "kernel (it runs at every key)", op->name);
+            for (int i = 0; i < CG_KEY_COUNT; i++) op->kernel[i] = cg_xstrdup(fn);
+            op->composite = true;
+            continue;
+        }
         if (strcmp(key, "Default") == 0) {
             if (seen_default) cg_error_at(path, mark_line(k), "dispatch key Default given twice");
             seen_default = true;
@@ -662,7 +677,7 @@ static void parse_kernels(const char *path, yaml_document_t *doc, yaml_node_t *n
         if (idx < 0)
             cg_error_at(path, mark_line(k),
                         "unknown dispatch key '%s' (known keys: CPU, CUDA, PrivateUse1, Autograd, "
-                        "Default)", key);
+                        "Default, Composite)", key);
         if (explicit_key[idx]) cg_error_at(path, mark_line(k), "dispatch key %s given twice", key);
         explicit_key[idx] = true;
         free(op->kernel[idx]);
@@ -671,12 +686,53 @@ static void parse_kernels(const char *path, yaml_document_t *doc, yaml_node_t *n
     if (!count) cg_error_at(path, mark_line(n), "op '%s': kernels is empty", op->name);
 }
 
+/* namespace: nn.functional, or a list [ember, nn.functional]: the module
+ * tables the function variant is set in ("ember" is the module itself,
+ * stored as ""); without the key the function lives in ember only. */
+static void parse_namespaces(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_op *op) {
+    yaml_node_t *one[1] = { n };
+    yaml_node_t **items = one;
+    int count = 1;
+    yaml_node_t *buf[CG_MAX_NAMESPACES + 1];
+    if (n->type == YAML_SEQUENCE_NODE) {
+        count = 0;
+        for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+             it++) {
+            if (count == CG_MAX_NAMESPACES)
+                cg_error_at(path, mark_line(n), "op '%s': more than %d namespaces", op->name,
+                            CG_MAX_NAMESPACES);
+            buf[count++] = yaml_document_get_node(doc, *it);
+        }
+        items = buf;
+    }
+    if (!count) cg_error_at(path, mark_line(n), "op '%s': namespace list is empty", op->name);
+    if (!op->v_function)
+        cg_error_at(path, mark_line(n), "op '%s': a namespace places the function variant, but the "
+                    "op has none", op->name);
+    for (int i = 0; i < count; i++) {
+        expect_scalar(path, items[i], "a namespace");
+        const char *name = scalar_of(items[i]);
+        /* dotted Lua identifiers: nn.functional */
+        bool ok = *name != 0;
+        for (const char *p = name; *p && ok; p++) {
+            bool start = p == name || p[-1] == '.';
+            ok = *p == '.' ? !start && p[1] != 0
+                           : (*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                              (!start && *p >= '0' && *p <= '9'));
+        }
+        if (!ok)
+            cg_error_at(path, mark_line(items[i]), "op '%s': namespace '%s' is not a dotted Lua name "
+                        "like nn.functional", op->name, name);
+        op->namespaces[op->nnamespaces++] = cg_xstrdup(strcmp(name, "ember") == 0 ? "" : name);
+    }
+}
+
 static void parse_op(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_op *op) {
     op->line = mark_line(n);
     if (n->type != YAML_MAPPING_NODE)
         cg_error_at(path, op->line, "an op entry must be a mapping with func, variants, kernels "
                     "and doc, found %s", node_kind(n));
-    yaml_node_t *func = NULL, *variants = NULL, *kernels = NULL, *docn = NULL;
+    yaml_node_t *func = NULL, *variants = NULL, *kernels = NULL, *docn = NULL, *ns = NULL;
     for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
         yaml_node_t *k = yaml_document_get_node(doc, pr->key);
         yaml_node_t *v = yaml_document_get_node(doc, pr->value);
@@ -686,10 +742,11 @@ static void parse_op(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_
                              : strcmp(key, "variants") == 0 ? &variants
                              : strcmp(key, "kernels") == 0  ? &kernels
                              : strcmp(key, "doc") == 0      ? &docn
+                             : strcmp(key, "namespace") == 0 ? &ns
                                                             : NULL;
         if (!slot)
             cg_error_at(path, mark_line(k), "unknown key '%s' (known keys: func, variants, kernels, "
-                        "doc)", key);
+                        "namespace, doc)", key);
         if (*slot) cg_error_at(path, mark_line(k), "key '%s' given twice", key);
         *slot = v;
     }
@@ -705,6 +762,7 @@ static void parse_op(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_
     if (variants) parse_variants(path, doc, variants, op);
     else op->v_function = true;
     parse_kernels(path, doc, kernels, op);
+    if (ns) parse_namespaces(path, doc, ns, op);
     if (op->v_method && (op->nargs == 0 || op->args[0].type != CG_TENSOR || op->args[0].kwonly))
         cg_error_at(path, mark_line(func), "op '%s' has a method variant but its first argument "
                     "is not a positional Tensor", op->name);
@@ -875,6 +933,10 @@ void cg_parse_derivatives(const char *path, cg_schema *s) {
             free(name);
         }
         if (!op) cg_error_at(path, mark_line(n), "derivatives entry without 'name'");
+        if (op->composite)
+            cg_error_at(path, mark_line(n), "'%s' is a composite op (kernels: {Composite: ...} in "
+                        "%s): its gradient comes from the ops it calls, so it takes no derivatives "
+                        "entry", op->name, s->ops_path);
         if (op->deriv)
             cg_error_at(path, mark_line(n), "duplicate derivatives entry for '%s' (first at line %d)",
                         op->name, op->deriv->line);

@@ -396,6 +396,34 @@ START_TEST(test_codegen_derivatives_good) {
 }
 END_TEST
 
+/* Device, Device? and Generator?: C types, validation and the factory's
+ * key in the entry, boxing, and the Lua parsers. */
+START_TEST(test_codegen_device_types) {
+    run_result r;
+    run_codegen(&r, "schema/ops.yaml", "schema/derivatives.yaml");
+    ck_assert_msg(r.status == 0, "codegen failed on the real schema: %s", r.err);
+    char *h = slurp(&r, "gen/em_ops.h");
+    ck_assert_ptr_nonnull(strstr(h, "EM_API em_tensor *em_zeros(em_intlist size, em_dtype dtype, em_device device);"));
+    ck_assert_ptr_nonnull(strstr(h, "EM_API em_tensor *em_rand(em_intlist size, em_generator *generator, "
+                                    "em_dtype dtype, em_device device);"));
+    free(h);
+    char *c = slurp(&r, "gen/em_ops.c");
+    ck_assert_ptr_nonnull(strstr(c, "    if (!em_device_resolve(device, &device, \"zeros\"))\n        return NULL;\n"
+                                    "    ks = EM_KS(em_backend_key(device)); /* a factory: the device's backend */"));
+    ck_assert_ptr_nonnull(strstr(c, "    ks |= EM_KS(em_backend_key(device));\n"
+                                    "    ks = em_disp_compute(&em_op_table[EM_OP_to_device], ks);"));
+    ck_assert_ptr_nonnull(strstr(c, "em_iv_device(device)"));
+    ck_assert_ptr_nonnull(strstr(c, "em_iv_generator(generator)"));
+    ck_assert_ptr_nonnull(strstr(c, "em_un_generator(st, 1, &generator)"));
+    free(c);
+    char *l = slurp(&r, "gen/em_lua_ops.c");
+    ck_assert_ptr_nonnull(strstr(l, "a_device = em_lua_check_device(L, i_device, \"zeros\", \"device\");"));
+    ck_assert_ptr_nonnull(strstr(l, "a_generator = em_lua_check_generator(L, i_generator, \"randn\", \"generator\");"));
+    free(l);
+    cleanup(&r);
+}
+END_TEST
+
 /* ---- errors: FILE:LINE: message, non-zero exit, nothing written ---- */
 
 typedef struct {
@@ -411,6 +439,8 @@ static const bad_case bad_cases[] = {
     { "missing_doc.yaml", NULL, "missing_doc.yaml:7:", "op 'abs' has no 'doc'" },
     { "bad_default.yaml", NULL, "bad_default.yaml:2:",
       "bad default '3' for argument 'keepdim' of type bool" },
+    { "bad_device_default.yaml", NULL, "bad_device_default.yaml:2:",
+      "bad default 'None' for argument 'device' of type Device: expected no default" },
     { "dup_op.yaml", NULL, "dup_op.yaml:6:", "duplicate op 'neg'" },
     { "unknown_key.yaml", NULL, "unknown_key.yaml:3:", "unknown key 'kernal'" },
     { "unknown_dispatch_key.yaml", NULL, "unknown_dispatch_key.yaml:3:", "unknown dispatch key 'CPUU'" },
@@ -432,6 +462,14 @@ static const bad_case bad_cases[] = {
       "save: the formulas of mul use 'other' but save does not list it" },
     { "deriv_ops.yaml", "deriv_no_op.yaml", "deriv_no_op.yaml:3:",
       "the formula needs op 'sub' (for its arithmetic)" },
+    { "composite_mixed.yaml", NULL, "composite_mixed.yaml:3:",
+      "op 'neg': a Composite kernel is the op's only kernel" },
+    { "bad_namespace.yaml", NULL, "bad_namespace.yaml:4:",
+      "op 'neg': namespace 'nn..functional' is not a dotted Lua name" },
+    { "namespace_method_only.yaml", NULL, "namespace_method_only.yaml:5:",
+      "op 'neg': a namespace places the function variant, but the op has none" },
+    { "composite_ops.yaml", "deriv_composite.yaml", "deriv_composite.yaml:2:",
+      "'square' is a composite op" },
     /* str{...} */
     { "bad_str_default.yaml", NULL, "bad_str_default.yaml:2:",
       "bad default '\"avg\"' for argument 'reduction' of type str{...}: expected one of the str type's values" },
@@ -486,6 +524,7 @@ Suite *make_codegen_suite(void) {
     tcase_add_test(core, test_codegen_good_min_writes_all_files);
     tcase_add_test(core, test_codegen_good_min_compiles);
     tcase_add_test(core, test_codegen_real_schema);
+    tcase_add_test(core, test_codegen_device_types);
     tcase_add_test(core, test_codegen_derivatives_good);
     tcase_add_test(core, test_codegen_autograd_fixture);
     tcase_add_test(core, test_codegen_multi_fixture);

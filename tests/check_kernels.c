@@ -531,6 +531,355 @@ START_TEST(test_kernels_sum_mean_misc)
 }
 END_TEST
 
+/* ---- the reduction framework (reduce.c, reduce_ops.c) ---- */
+
+enum { RR_SUM, RR_PROD, RR_AMAX, RR_AMIN, RR_VAR, RR_N2, RR_N1, RR_NINF, RR_NMINF, RR_N0, RR_N3, RR_ALL, RR_ANY,
+       RR_COUNT };
+
+/* Runs reduction op k over dims (bit mask; 0 = all) of x. */
+static em_tensor *rr_run(int k, em_tensor *x, int mask, bool keepdim) {
+    int64_t d[EM_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < x->ndim; i++)
+        if (mask >> i & 1) d[n++] = i;
+    em_intlist dl = { d, n ? n : -1 };
+    const int64_t *d1 = n == 1 ? d : NULL;
+    switch (k) {
+    case RR_SUM: return em_cpu_sum(KS, x, dl, keepdim, EM_DTYPE_NONE);
+    case RR_PROD: return em_cpu_prod(KS, x, d1, keepdim, EM_DTYPE_NONE);
+    case RR_AMAX: return em_cpu_amax(KS, x, dl, keepdim);
+    case RR_AMIN: return em_cpu_amin(KS, x, dl, keepdim);
+    case RR_VAR: return em_cpu_var(KS, x, dl, 1, keepdim);
+    case RR_N2: return em_cpu_norm(KS, x, em_scalar_int(2), dl, keepdim, EM_DTYPE_NONE);
+    case RR_N1: return em_cpu_norm(KS, x, em_scalar_int(1), dl, keepdim, EM_DTYPE_NONE);
+    case RR_NINF: return em_cpu_norm(KS, x, em_scalar_float(INFINITY), dl, keepdim, EM_DTYPE_NONE);
+    case RR_NMINF: return em_cpu_norm(KS, x, em_scalar_float(-INFINITY), dl, keepdim, EM_DTYPE_NONE);
+    case RR_N0: return em_cpu_norm(KS, x, em_scalar_int(0), dl, keepdim, EM_DTYPE_NONE);
+    case RR_N3: return em_cpu_norm(KS, x, em_scalar_float(3), dl, keepdim, EM_DTYPE_NONE);
+    case RR_ALL: return em_cpu_all(KS, x, d1, keepdim);
+    default: return em_cpu_any(KS, x, d1, keepdim);
+    }
+}
+
+/* The reference: fold the elements of each output position naively. */
+static double rr_ref(int k, const double *v, int64_t n) {
+    double a = 0, m = 0;
+    switch (k) {
+    case RR_SUM: for (int64_t i = 0; i < n; i++) a += v[i]; return a;
+    case RR_PROD: a = 1; for (int64_t i = 0; i < n; i++) a *= v[i]; return a;
+    case RR_AMAX: a = -INFINITY; for (int64_t i = 0; i < n; i++) a = fmax(a, v[i]); return a;
+    case RR_AMIN: a = INFINITY; for (int64_t i = 0; i < n; i++) a = fmin(a, v[i]); return a;
+    case RR_VAR:
+        for (int64_t i = 0; i < n; i++) m += v[i] / (double)n;
+        for (int64_t i = 0; i < n; i++) a += (v[i] - m) * (v[i] - m);
+        return a / (double)(n - 1);
+    case RR_N2: for (int64_t i = 0; i < n; i++) a += v[i] * v[i]; return sqrt(a);
+    case RR_N1: for (int64_t i = 0; i < n; i++) a += fabs(v[i]); return a;
+    case RR_NINF: for (int64_t i = 0; i < n; i++) a = fmax(a, fabs(v[i])); return a;
+    case RR_NMINF: a = INFINITY; for (int64_t i = 0; i < n; i++) a = fmin(a, fabs(v[i])); return a;
+    case RR_N0: for (int64_t i = 0; i < n; i++) a += v[i] != 0; return a;
+    case RR_N3: for (int64_t i = 0; i < n; i++) a += pow(fabs(v[i]), 3); return cbrt(a);
+    case RR_ALL: a = 1; for (int64_t i = 0; i < n; i++) a = a && v[i] != 0; return a;
+    default: for (int64_t i = 0; i < n; i++) a = a || v[i] != 0; return a;
+    }
+}
+
+static double f_red(int64_t i) { return (double)((i * 37) % 11 - 3) * 0.25; }
+
+/* Every op over every set of dims of a 3-d tensor (contiguous, permuted,
+ * float32/float64/int64) against the naive reference. */
+START_TEST(test_kernels_reduce_ops)
+{
+    em_dtype dt = _i == 0 ? EM_FLOAT32 : _i == 1 ? EM_FLOAT64 : EM_INT64;
+    em_tensor *base = mk(dt, 3, SZ(4, 3, 5), f_red);
+    double *vals = malloc(sizeof(double) * 60);
+    for (int nc = 0; nc < 2; nc++) {
+        em_tensor *x = nc ? em_core_permute(base, 3, SZ(2, 0, 1)) : em_tensor_retain(base);
+        for (int k = 0; k < RR_COUNT; k++) {
+            bool floating_only = k == RR_VAR || (k >= RR_N2 && k <= RR_N3);
+            for (int mask = 0; mask < 8; mask++) {
+                bool one_dim = mask == 1 || mask == 2 || mask == 4;
+                if ((k == RR_PROD || k == RR_ALL || k == RR_ANY) && mask && !one_dim) continue;
+                for (int kd = 0; kd < 2; kd++) {
+                    em_tensor *r = rr_run(k, x, mask, kd);
+                    if (floating_only && dt == EM_INT64) {
+                        ck_assert_ptr_null(r);
+                        assert_error(EM_ETYPE, "int64");
+                        continue;
+                    }
+                    ck_assert_msg(r != NULL, "op %d mask %d: %s", k, mask, em_error_message());
+                    em_dtype want_dt = k >= RR_ALL ? EM_BOOL : dt;
+                    ck_assert_int_eq(r->dtype, want_dt);
+                    int m = mask ? mask : 7;
+                    /* output positions: kept coordinates, row-major */
+                    int64_t osz[3], on = 1;
+                    for (int d = 0; d < 3; d++) { osz[d] = (m >> d & 1) ? 1 : x->sizes[d]; on *= osz[d]; }
+                    ck_assert_int_eq(r->numel, on);
+                    if (kd) for (int d = 0; d < 3; d++) ck_assert_int_eq(r->sizes[d], osz[d]);
+                    for (int64_t o = 0; o < on; o++) {
+                        int64_t oc[3] = { o / (osz[1] * osz[2]), o / osz[2] % osz[1], o % osz[2] };
+                        int64_t n = 0;
+                        for (int64_t i = 0; i < x->numel; i++) {
+                            int64_t c[3] = { i / (x->sizes[1] * x->sizes[2]), i / x->sizes[2] % x->sizes[1],
+                                             i % x->sizes[2] };
+                            bool hit = true;
+                            for (int d = 0; d < 3; d++)
+                                if (!(m >> d & 1) && c[d] != oc[d]) hit = false;
+                            if (hit) vals[n++] = at(x, i);
+                        }
+                        double want = rr_ref(k, vals, n), got = at(r, o);
+                        ck_assert_msg(fabs(got - want) <= 1e-5 * (1 + fabs(want)),
+                                      "op %d mask %d kd %d nc %d out %lld: got %g want %g", k, mask, kd, nc,
+                                      (long long)o, got, want);
+                    }
+                    em_tensor_release(r);
+                }
+            }
+        }
+        em_tensor_release(x);
+    }
+    free(vals);
+    em_tensor_release(base);
+}
+END_TEST
+
+static bool same_bits(const em_tensor *a, const em_tensor *b) {
+    return a->numel == b->numel && a->dtype == b->dtype &&
+           memcmp(em_tensor_data(a), em_tensor_data(b), (size_t)a->numel * em_dtype_size(a->dtype)) == 0;
+}
+
+static double f_noise(int64_t i) { return sin((double)i * 0.7) * 3 + 1e-3 * (double)(i % 13); }
+
+/* Same bits on 1 and 2 threads for every strategy: many runs, few long
+ * runs (parts), column blocks, few column blocks over many rows. */
+START_TEST(test_kernels_reduce_deterministic)
+{
+    em_tensor *x = mk(EM_FLOAT32, 1, SZ(600000), f_noise);
+    struct { int nd; int64_t sz[2]; int64_t dim; } cases[] = {
+        { 1, { 600000 }, -1 }, { 2, { 3, 200000 }, 1 }, { 2, { 600, 1000 }, 1 },
+        { 2, { 600, 1000 }, 0 }, { 2, { 200000, 3 }, 0 }, { 2, { 3000, 200 }, 0 },
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        em_tensor *v = em_core_view(x, cases[c].nd, cases[c].sz, "view");
+        em_intlist dl = { &cases[c].dim, cases[c].dim < 0 ? -1 : 1 };
+        const int64_t *d1 = cases[c].dim < 0 ? NULL : &cases[c].dim;
+        em_tensor *r[2][6];
+        for (int th = 0; th < 2; th++) {
+            em_set_num_threads(th + 1);
+            r[th][0] = em_cpu_sum(KS, v, dl, false, EM_DTYPE_NONE);
+            r[th][1] = em_cpu_var(KS, v, dl, 1, false);
+            r[th][2] = em_cpu_norm(KS, v, em_scalar_float(2.5), dl, false, EM_DTYPE_NONE);
+            r[th][3] = em_cpu_amax(KS, v, cases[c].dim < 0 ? NODIM : dl, false);
+            r[th][4] = em_cpu_argmin(KS, v, d1, false);
+            r[th][5] = em_cpu_prod(KS, v, d1, false, EM_FLOAT64);
+        }
+        em_set_num_threads(1);
+        for (int k = 0; k < 6; k++) {
+            ck_assert_ptr_nonnull(r[0][k]);
+            ck_assert_msg(same_bits(r[0][k], r[1][k]), "case %zu op %d differs between 1 and 2 threads", c, k);
+            em_tensor_release(r[0][k]);
+            em_tensor_release(r[1][k]);
+        }
+        /* sum against a float64 reference */
+        em_tensor *s = em_cpu_sum(KS, v, dl, false, EM_DTYPE_NONE);
+        em_tensor *s64 = em_cpu_sum(KS, v, dl, false, EM_FLOAT64);
+        for (int64_t i = 0; i < s->numel; i++) ck_assert_double_eq_tol(at(s, i), at(s64, i), 1e-2);
+        em_tensor_release(s);
+        em_tensor_release(s64);
+        em_tensor_release(v);
+    }
+    em_tensor_release(x);
+}
+END_TEST
+
+/* max/min over a dim with indices, argmax/argmin: first index of ties,
+ * NaN wins, strided input, integer dtype; errors. Indices are 1-based. */
+START_TEST(test_kernels_max_dim)
+{
+    double v[] = { 1, 5, 5, 2, /* row 2 */ 3, NAN, 7, NAN, /* row 3 */ -1, -1, -4, -4 };
+    em_tensor *x = em_tensor_new(2, SZ(3, 4), EM_FLOAT32, em_cpu_device());
+    for (int i = 0; i < 12; i++) ((float *)em_tensor_data(x))[i] = (float)v[i];
+    em_tensor *idx;
+    em_tensor *m = em_cpu_max_dim(KS, x, 1, false, &idx);
+    ck_assert_ptr_nonnull(m);
+    assert_shape(m, 1, SZ(3));
+    ck_assert_int_eq(idx->dtype, EM_INT64);
+    ck_assert_double_eq(at(m, 0), 5);
+    ck_assert(isnan(at(m, 1)));
+    ck_assert_double_eq(at(m, 2), -1);
+    ck_assert_double_eq(at(idx, 0), 2);
+    ck_assert_double_eq(at(idx, 1), 2);
+    ck_assert_double_eq(at(idx, 2), 1);
+    em_tensor_release(m);
+    em_tensor_release(idx);
+    m = em_cpu_min_dim(KS, x, -1, true, &idx);
+    assert_shape(m, 2, SZ(3, 1));
+    ck_assert_double_eq(at(m, 0), 1);
+    ck_assert_double_eq(at(idx, 1), 2);
+    ck_assert_double_eq(at(m, 2), -4);
+    ck_assert_double_eq(at(idx, 2), 3);
+    em_tensor_release(m);
+    em_tensor_release(idx);
+    /* over dim 0 (strided columns) */
+    m = em_cpu_max_dim(KS, x, 0, false, &idx);
+    assert_shape(m, 1, SZ(4));
+    ck_assert_double_eq(at(m, 0), 3);
+    ck_assert_double_eq(at(idx, 0), 2);
+    ck_assert(isnan(at(m, 1)));
+    ck_assert_double_eq(at(idx, 1), 2);
+    ck_assert_double_eq(at(m, 2), 7);
+    ck_assert_double_eq(at(idx, 3), 2);
+    em_tensor_release(m);
+    em_tensor_release(idx);
+    em_tensor *t = em_core_transpose(x, 0, 1); /* {4,3} */
+    m = em_cpu_min_dim(KS, t, 0, false, &idx);
+    ck_assert_double_eq(at(m, 0), 1);
+    ck_assert(isnan(at(m, 1)));
+    ck_assert_double_eq(at(idx, 1), 2);
+    ck_assert_double_eq(at(m, 2), -4);
+    ck_assert_double_eq(at(idx, 2), 3);
+    em_tensor_release(m);
+    em_tensor_release(idx);
+    em_tensor_release(t);
+    /* argmax of the flattened tensor: the first NaN */
+    em_tensor *a = em_cpu_argmax(KS, x, NULL, false);
+    ck_assert_int_eq(a->ndim, 0);
+    ck_assert_double_eq(at(a, 0), 6);
+    em_tensor_release(a);
+    a = em_cpu_argmin(KS, x, SZ(-1), true);
+    assert_shape(a, 2, SZ(3, 1));
+    ck_assert_double_eq(at(a, 2), 3);
+    em_tensor_release(a);
+    /* integers, ties: the first; all-reductions keep the dtype */
+    em_tensor *xi = mk(EM_INT32, 2, SZ(2, 70000), f_small);
+    m = em_cpu_max_dim(KS, xi, 1, false, &idx);
+    ck_assert_int_eq(m->dtype, EM_INT32);
+    ck_assert_double_eq(at(m, 0), 7);
+    ck_assert_double_eq(at(idx, 0), 7);
+    ck_assert_double_eq(at(idx, 1), (70000 % 7 == 0 ? 6 : (7 - 70000 % 7 + 6) % 7) + 1);
+    em_tensor_release(m);
+    em_tensor_release(idx);
+    m = em_cpu_max_all(KS, xi);
+    ck_assert_int_eq(m->dtype, EM_INT32);
+    ck_assert_double_eq(at(m, 0), 7);
+    em_tensor_release(m);
+    m = em_cpu_min_all(KS, xi);
+    ck_assert_double_eq(at(m, 0), 1);
+    em_tensor_release(m);
+    /* errors */
+    ck_assert_ptr_null(em_cpu_max_dim(KS, x, 2, false, &idx));
+    ck_assert_ptr_null(idx);
+    ck_assert_int_eq(em_error_kind(), EM_EINDEX);
+    em_clear_error();
+    em_tensor *e = em_tensor_new(2, SZ(2, 0), EM_FLOAT32, em_cpu_device());
+    ck_assert_ptr_null(em_cpu_max_dim(KS, e, 1, false, &idx));
+    assert_error(EM_EINDEX, "dim 2 to have non-zero size");
+    m = em_cpu_max_dim(KS, e, 0, false, &idx);
+    assert_shape(m, 1, SZ(0));
+    assert_shape(idx, 1, SZ(0));
+    em_tensor_release(m);
+    em_tensor_release(idx);
+    ck_assert_ptr_null(em_cpu_max_all(KS, e));
+    assert_error(EM_EINDEX, "no elements");
+    ck_assert_ptr_null(em_cpu_argmax(KS, e, NULL, false));
+    assert_error(EM_EINDEX, "no elements");
+    em_tensor_release(e);
+    em_tensor_release(xi);
+    em_tensor_release(x);
+}
+END_TEST
+
+/* Empty inputs, NaN, dtype rules and errors of the other reductions. */
+START_TEST(test_kernels_reduce_edges)
+{
+    em_tensor *e = em_tensor_new(2, SZ(0, 3), EM_FLOAT32, em_cpu_device());
+    em_tensor *r = em_cpu_prod(KS, e, NULL, false, EM_DTYPE_NONE);
+    ck_assert_double_eq(at(r, 0), 1);
+    em_tensor_release(r);
+    r = em_cpu_all(KS, e, NULL, false);
+    ck_assert_int_eq(r->dtype, EM_BOOL);
+    ck_assert_double_eq(at(r, 0), 1);
+    em_tensor_release(r);
+    r = em_cpu_any(KS, e, SZ(0), false);
+    assert_shape(r, 1, SZ(3));
+    ck_assert_double_eq(at(r, 1), 0);
+    em_tensor_release(r);
+    r = em_cpu_norm(KS, e, em_scalar_float(-INFINITY), NODIM, false, EM_DTYPE_NONE);
+    ck_assert_double_eq(at(r, 0), 0);
+    em_tensor_release(r);
+    r = em_cpu_var(KS, e, NODIM, 1, false);
+    ck_assert(isnan(at(r, 0)));
+    em_tensor_release(r);
+    r = em_cpu_amax(KS, e, IL(1), false);
+    assert_shape(r, 1, SZ(0));
+    em_tensor_release(r);
+    ck_assert_ptr_null(em_cpu_amax(KS, e, IL(0), false));
+    assert_error(EM_EINDEX, "dim 1 to have non-zero size");
+    ck_assert_ptr_null(em_cpu_amin(KS, e, ((em_intlist){ NULL, 0 }), false));
+    assert_error(EM_EINDEX, "no elements");
+    em_tensor_release(e);
+    /* var: correction >= N gives inf (spread) or nan (none) */
+    em_tensor *x2 = mk(EM_FLOAT64, 1, SZ(2), f_iota);
+    r = em_cpu_var(KS, x2, NODIM, 3, false);
+    ck_assert(isinf(at(r, 0)));
+    em_tensor_release(r);
+    r = em_cpu_std(KS, x2, NODIM, 0, false);
+    ck_assert_double_eq_tol(at(r, 0), 0.5, 1e-12);
+    em_tensor_release(r);
+    /* NaN propagates through amax, norm inf; all/any treat it as true */
+    em_tensor *xn = mk(EM_FLOAT32, 1, SZ(3), f_iota);
+    ((float *)em_tensor_data(xn))[1] = NAN;
+    r = em_cpu_amax(KS, xn, ((em_intlist){ NULL, 0 }), false);
+    ck_assert(isnan(at(r, 0)));
+    em_tensor_release(r);
+    r = em_cpu_amin(KS, xn, IL(0), false);
+    ck_assert(isnan(at(r, 0)));
+    em_tensor_release(r);
+    r = em_cpu_norm(KS, xn, em_scalar_float(INFINITY), NODIM, false, EM_DTYPE_NONE);
+    ck_assert(isnan(at(r, 0)));
+    em_tensor_release(r);
+    r = em_cpu_all(KS, xn, NULL, false);
+    ck_assert_double_eq(at(r, 0), 0); /* element 0 is 0 */
+    em_tensor_release(r);
+    em_tensor_release(xn);
+    /* dtypes: prod of int32 is int64, of uint8 all is uint8, norm dtype */
+    em_tensor *xi = mk(EM_INT32, 1, SZ(5), f_small);
+    r = em_cpu_prod(KS, xi, NULL, false, EM_DTYPE_NONE);
+    ck_assert_int_eq(r->dtype, EM_INT64);
+    ck_assert_double_eq(at(r, 0), 120);
+    em_tensor_release(r);
+    r = em_cpu_amax(KS, xi, ((em_intlist){ NULL, 0 }), false);
+    ck_assert_int_eq(r->dtype, EM_INT32);
+    ck_assert_double_eq(at(r, 0), 5);
+    em_tensor_release(r);
+    ck_assert_ptr_null(em_cpu_norm(KS, xi, em_scalar_int(2), NODIM, false, EM_DTYPE_NONE));
+    assert_error(EM_ETYPE, "floating");
+    ck_assert_ptr_null(em_cpu_var(KS, xi, NODIM, 1, false));
+    assert_error(EM_ETYPE, "floating");
+    em_tensor *xu = mk(EM_UINT8, 1, SZ(5), f_small);
+    r = em_cpu_all(KS, xu, NULL, false);
+    ck_assert_int_eq(r->dtype, EM_UINT8);
+    ck_assert_double_eq(at(r, 0), 1);
+    em_tensor_release(r);
+    em_tensor_release(xu);
+    em_tensor *xf = mk(EM_FLOAT32, 1, SZ(2), f_small);
+    r = em_cpu_norm(KS, xf, em_scalar_int(2), NODIM, false, EM_FLOAT64);
+    ck_assert_int_eq(r->dtype, EM_FLOAT64);
+    ck_assert_double_eq_tol(at(r, 0), sqrt(5), 1e-12);
+    em_tensor_release(r);
+    ck_assert_ptr_null(em_cpu_norm(KS, xf, em_scalar_int(2), NODIM, false, EM_INT64));
+    assert_error(EM_ETYPE, "output dtype");
+    ck_assert_ptr_null(em_cpu_amax(KS, xf, IL(0, -1), false));
+    assert_error(EM_EVALUE, "multiple times");
+    ck_assert_ptr_null(em_cpu_prod(KS, xf, SZ(1), false, EM_DTYPE_NONE));
+    ck_assert_int_eq(em_error_kind(), EM_EINDEX);
+    em_clear_error();
+    em_tensor_release(xf);
+    em_tensor_release(xi);
+    em_tensor_release(x2);
+}
+END_TEST
+
 /* ---- copies ---- */
 
 START_TEST(test_kernels_copy_fill)
@@ -595,63 +944,218 @@ START_TEST(test_kernels_copy_fill)
 }
 END_TEST
 
+/* ---- copies (moved here from core with Note [Reshape copies outside core]) ---- */
+
+/* dst:copy_(src) through the kernel, which must succeed; returns its
+ * result (dst retained) for the caller to release. */
+static em_tensor *copy_ok(em_tensor *dst, em_tensor *src) {
+    em_tensor *r = em_cpu_copy_(KS, dst, src);
+    ck_assert_msg(r != NULL, "copy_ failed: %s", em_error_message());
+    ck_assert_ptr_eq(r, dst);
+    return r;
+}
+
+START_TEST(test_kernels_copy_broadcast)
+{
+    em_tensor *src = em_tensor_new(1, SZ(3), EM_FLOAT64, em_cpu_device());
+    double *s = em_tensor_data(src);
+    s[0] = 1.5, s[1] = -2.5, s[2] = 3.0;
+    em_tensor *dst = em_tensor_new(2, SZ(2, 3), EM_INT32, em_cpu_device());
+    em_tensor_release(copy_ok(dst, src));
+    int32_t *d = em_tensor_data(dst);
+    ck_assert_int_eq(d[0], 1);
+    ck_assert_int_eq(d[1], -2);
+    ck_assert_int_eq(d[5], 3);
+    em_tensor *bad = em_tensor_new(1, SZ(2), EM_FLOAT32, em_cpu_device());
+    ck_assert_ptr_null(em_cpu_copy_(KS, dst, bad));
+    assert_error(EM_ESHAPE, "{2,3}");
+    /* expanded destination is refused */
+    em_tensor *ex = em_core_expand(bad, 2, SZ(3, 2));
+    ck_assert_ptr_null(em_cpu_copy_(KS, ex, bad));
+    assert_error(EM_EVALUE, "single memory location");
+    em_tensor_release(ex);
+    em_tensor_release(bad);
+    em_tensor_release(dst);
+    em_tensor_release(src);
+}
+END_TEST
+
+START_TEST(test_kernels_copy_overlap)
+{
+    em_tensor *t = mk(EM_FLOAT32, 1, SZ(6), f_iota);
+    em_tensor *a = em_core_narrow(t, 0, 0, 5), *b = em_core_narrow(t, 0, 1, 5);
+    /* copy_ refuses a partial overlap (as PyTorch does); the copy under it
+     * has memmove semantics */
+    ck_assert_ptr_null(em_cpu_copy_(KS, b, a));
+    assert_error(EM_EVALUE, "copy_");
+    ck_assert_int_eq(em_cpu_copy_into(b, a, "copy_"), EM_OK);
+    float *p = em_tensor_data(t);
+    for (int i = 1; i < 6; i++) ck_assert_float_eq(p[i], (float)(i - 1));
+    em_tensor_release(copy_ok(a, a));
+    em_tensor_release(a);
+    em_tensor_release(b);
+    em_tensor_release(t);
+}
+END_TEST
+
+START_TEST(test_kernels_copy_scalar_and_expanded)
+{
+    em_tensor *a = em_tensor_new(0, NULL, EM_FLOAT64, em_cpu_device());
+    *(double *)em_tensor_data(a) = 2.75;
+    em_tensor *b = em_tensor_new(0, NULL, EM_BFLOAT16, em_cpu_device());
+    em_tensor_release(copy_ok(b, a));
+    ck_assert_double_eq(em_load_as_double(em_tensor_data(b), EM_BFLOAT16), 2.75);
+    em_tensor *m = em_tensor_new(2, SZ(2, 2), EM_INT8, em_cpu_device());
+    em_tensor_release(copy_ok(m, a)); /* 0-dim broadcasts to all */
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(((int8_t *)em_tensor_data(m))[i], 2);
+    /* reshape of an expanded tensor copies (through contiguous: Note
+     * [Reshape copies outside core]) and is no view */
+    em_tensor *c = mk(EM_FLOAT32, 2, SZ(3, 1), f_iota);
+    em_tensor *e = em_core_expand(c, 2, SZ(3, 4));
+    em_tensor *r = em_kv_reshape(KS, e, IL(12));
+    ck_assert_ptr_ne(r->storage, c->storage);
+    ck_assert_ptr_null(r->view_base);
+    ck_assert(r->is_contiguous);
+    ck_assert_float_eq(((float *)em_tensor_data(r))[5], 1.0f);
+    ck_assert_float_eq(((float *)em_tensor_data(r))[11], 2.0f);
+    em_tensor *r2 = em_kv_reshape(KS, e, IL(3, 2, 2)); /* splitting a zero-stride dim is a view */
+    ck_assert_ptr_eq(r2->storage, c->storage);
+    ck_assert_ptr_eq(r2->view_base, c);
+    assert_shape(r2, 3, SZ(3, 2, 2));
+    ck_assert_int_eq(r2->strides[0], 1);
+    ck_assert_int_eq(r2->strides[1], 0);
+    ck_assert_int_eq(r2->strides[2], 0);
+    /* a transposed tensor: values in row-major order of the transpose */
+    em_tensor *sq = mk(EM_FLOAT32, 2, SZ(2, 3), f_iota), *tt = em_core_transpose(sq, 0, 1);
+    em_tensor *r3 = em_kv_reshape(KS, tt, IL(-1));
+    const float want[6] = { 0, 3, 1, 4, 2, 5 };
+    for (int i = 0; i < 6; i++) ck_assert_float_eq(((float *)em_tensor_data(r3))[i], want[i]);
+    ck_assert_ptr_null(em_kv_reshape(KS, tt, IL(7)));
+    assert_error(EM_ESHAPE, "reshape: shape {7}");
+    em_tensor_release(r3);
+    em_tensor_release(tt);
+    em_tensor_release(sq);
+    em_tensor *a1[] = { r2, r, e, c, m, b, a };
+    for (int i = 0; i < 7; i++) em_tensor_release(a1[i]);
+}
+END_TEST
+
+/* every dtype pair, values that every dtype holds exactly */
+START_TEST(test_kernels_copy_dtypes)
+{
+    em_dtype from = (em_dtype)(_i / EM_DTYPE_COUNT), to = (em_dtype)(_i % EM_DTYPE_COUNT);
+    em_tensor *src = em_tensor_new(2, SZ(3, 2), from, em_cpu_device());
+    for (int i = 0; i < 6; i++)
+        em_store_from_double((char *)em_tensor_data(src) + i * em_dtype_size(from), from,
+                             from == EM_BOOL ? i % 2 : i);
+    em_tensor *srct = em_core_transpose(src, 0, 1); /* strided source */
+    em_tensor *dst = em_tensor_new(2, SZ(2, 3), to, em_cpu_device());
+    em_tensor_release(copy_ok(dst, srct));
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 3; c++) {
+            double want = from == EM_BOOL ? (c * 2 + r) % 2 : c * 2 + r;
+            if (to == EM_BOOL) want = want != 0;
+            double got = em_load_as_double((char *)em_tensor_data(dst) + (r * 3 + c) * em_dtype_size(to), to);
+            ck_assert_double_eq(got, want);
+        }
+    em_tensor_release(dst);
+    em_tensor_release(srct);
+    em_tensor_release(src);
+}
+END_TEST
+
+START_TEST(test_kernels_copy_conversions)
+{
+    em_tensor *src = em_tensor_new(1, SZ(5), EM_FLOAT32, em_cpu_device());
+    float *s = em_tensor_data(src);
+    s[0] = -1.0f, s[1] = 0.5f, s[2] = NAN, s[3] = 300.0f, s[4] = 1e30f;
+    em_tensor *u8 = em_tensor_new(1, SZ(5), EM_UINT8, em_cpu_device());
+    em_tensor_release(copy_ok(u8, src));
+    uint8_t *u = em_tensor_data(u8);
+    ck_assert_int_eq(u[0], 255);
+    ck_assert_int_eq(u[1], 0);
+    ck_assert_int_eq(u[3], 44);
+    em_tensor *b = em_tensor_new(1, SZ(5), EM_BOOL, em_cpu_device());
+    em_tensor_release(copy_ok(b, src));
+    uint8_t *bb = em_tensor_data(b);
+    ck_assert_int_eq(bb[0] + bb[1] + bb[2] + bb[3] + bb[4], 5);
+    em_tensor *h = em_tensor_new(1, SZ(5), EM_FLOAT16, em_cpu_device());
+    em_tensor_release(copy_ok(h, src));
+    em_half *hp = em_tensor_data(h);
+    ck_assert(isnan(em_half_to_float(hp[2])));
+    ck_assert(isinf(em_half_to_float(hp[4])));
+    ck_assert_float_eq(em_half_to_float(hp[1]), 0.5f);
+    em_tensor *i64 = em_tensor_new(1, SZ(1), EM_INT64, em_cpu_device());
+    *(int64_t *)em_tensor_data(i64) = (1LL << 53) + 1;
+    em_tensor *i32 = em_tensor_new(1, SZ(1), EM_INT64, em_cpu_device());
+    em_tensor_release(copy_ok(i32, i64));
+    ck_assert_int_eq(*(int64_t *)em_tensor_data(i32), (1LL << 53) + 1); /* exact, not via double */
+    em_tensor_release(i32);
+    em_tensor_release(i64);
+    em_tensor_release(h);
+    em_tensor_release(b);
+    em_tensor_release(u8);
+    em_tensor_release(src);
+}
+END_TEST
+
 /* ---- factories and random ---- */
 
 START_TEST(test_kernels_factories)
 {
-    em_tensor *t = em_cpu_full(KS, IL(2, 2), em_scalar_bool(true), EM_DTYPE_NONE);
+    em_tensor *t = em_cpu_full(KS, IL(2, 2), em_scalar_bool(true), EM_DTYPE_NONE, em_cpu_device());
     ck_assert_int_eq(t->dtype, EM_BOOL);
     ck_assert_double_eq(at(t, 3), 1);
     em_tensor_release(t);
-    t = em_cpu_full(KS, IL(2), em_scalar_int(7), EM_DTYPE_NONE);
+    t = em_cpu_full(KS, IL(2), em_scalar_int(7), EM_DTYPE_NONE, em_cpu_device());
     ck_assert_int_eq(t->dtype, EM_INT64);
     ck_assert_double_eq(at(t, 1), 7);
     em_tensor_release(t);
-    t = em_cpu_full(KS, IL(2), em_scalar_float(1.5), EM_DTYPE_NONE);
+    t = em_cpu_full(KS, IL(2), em_scalar_float(1.5), EM_DTYPE_NONE, em_cpu_device());
     ck_assert_int_eq(t->dtype, EM_FLOAT32);
     ck_assert_double_eq(at(t, 1), 1.5);
     em_tensor_release(t);
-    t = em_cpu_zeros(KS, IL(3, 0), EM_DTYPE_NONE);
+    t = em_cpu_zeros(KS, IL(3, 0), EM_DTYPE_NONE, em_cpu_device());
     assert_shape(t, 2, SZ(3, 0));
     em_tensor_release(t);
-    t = em_cpu_ones(KS, IL(4), EM_FLOAT16);
+    t = em_cpu_ones(KS, IL(4), EM_FLOAT16, em_cpu_device());
     ck_assert_double_eq(at(t, 3), 1);
     em_tensor_release(t);
-    t = em_cpu_zeros(KS, IL(5), EM_INT8);
+    t = em_cpu_zeros(KS, IL(5), EM_INT8, em_cpu_device());
     ck_assert_double_eq(at(t, 4), 0);
     em_tensor_release(t);
-    t = em_cpu_empty(KS, IL(2, 3), EM_DTYPE_NONE);
+    t = em_cpu_empty(KS, IL(2, 3), EM_DTYPE_NONE, em_cpu_device());
     ck_assert_int_eq(t->dtype, EM_FLOAT32);
     em_tensor_release(t);
-    ck_assert_ptr_null(em_cpu_zeros(KS, IL(2, -1), EM_DTYPE_NONE));
+    ck_assert_ptr_null(em_cpu_zeros(KS, IL(2, -1), EM_DTYPE_NONE, em_cpu_device()));
     assert_error(EM_EVALUE, "zeros");
-    ck_assert_ptr_null(em_cpu_empty(KS, IL(-3), EM_DTYPE_NONE));
+    ck_assert_ptr_null(em_cpu_empty(KS, IL(-3), EM_DTYPE_NONE, em_cpu_device()));
     assert_error(EM_EVALUE, "empty");
     /* arange */
-    t = em_cpu_arange(KS, em_scalar_int(5), NULL, ONE, EM_DTYPE_NONE);
+    t = em_cpu_arange(KS, em_scalar_int(5), NULL, ONE, EM_DTYPE_NONE, em_cpu_device());
     ck_assert_int_eq(t->dtype, EM_INT64);
     assert_shape(t, 1, SZ(5));
     ck_assert_double_eq(at(t, 4), 4);
     em_tensor_release(t);
     em_scalar e = em_scalar_float(2.5);
-    t = em_cpu_arange(KS, em_scalar_int(1), &e, em_scalar_float(0.5), EM_DTYPE_NONE);
+    t = em_cpu_arange(KS, em_scalar_int(1), &e, em_scalar_float(0.5), EM_DTYPE_NONE, em_cpu_device());
     ck_assert_int_eq(t->dtype, EM_FLOAT32);
     assert_shape(t, 1, SZ(3));
     ck_assert_double_eq(at(t, 2), 2.0);
     em_tensor_release(t);
     em_scalar e10 = em_scalar_int(10), em1 = em_scalar_int(-1);
-    t = em_cpu_arange(KS, em_scalar_int(0), &e10, em_scalar_int(3), EM_DTYPE_NONE);
+    t = em_cpu_arange(KS, em_scalar_int(0), &e10, em_scalar_int(3), EM_DTYPE_NONE, em_cpu_device());
     assert_shape(t, 1, SZ(4));
     ck_assert_double_eq(at(t, 3), 9);
     em_tensor_release(t);
-    t = em_cpu_arange(KS, em_scalar_int(3), &em1, em_scalar_int(-2), EM_FLOAT64);
+    t = em_cpu_arange(KS, em_scalar_int(3), &em1, em_scalar_int(-2), EM_FLOAT64, em_cpu_device());
     ck_assert_int_eq(t->dtype, EM_FLOAT64);
     assert_shape(t, 1, SZ(2));
     ck_assert_double_eq(at(t, 1), 1);
     em_tensor_release(t);
-    ck_assert_ptr_null(em_cpu_arange(KS, em_scalar_int(0), &e10, em_scalar_int(0), EM_DTYPE_NONE));
+    ck_assert_ptr_null(em_cpu_arange(KS, em_scalar_int(0), &e10, em_scalar_int(0), EM_DTYPE_NONE, em_cpu_device()));
     assert_error(EM_EVALUE, "arange");
-    ck_assert_ptr_null(em_cpu_arange(KS, em_scalar_int(0), &e10, em_scalar_int(-1), EM_DTYPE_NONE));
+    ck_assert_ptr_null(em_cpu_arange(KS, em_scalar_int(0), &e10, em_scalar_int(-1), EM_DTYPE_NONE, em_cpu_device()));
     assert_error(EM_EVALUE, "arange");
 }
 END_TEST
@@ -659,9 +1163,9 @@ END_TEST
 START_TEST(test_kernels_random)
 {
     em_manual_seed(42);
-    em_tensor *a = em_cpu_randn(KS, IL(100000), EM_DTYPE_NONE);
+    em_tensor *a = em_cpu_randn(KS, IL(100000), NULL, EM_DTYPE_NONE, em_cpu_device());
     em_manual_seed(42);
-    em_tensor *b = em_cpu_randn(KS, IL(100000), EM_DTYPE_NONE);
+    em_tensor *b = em_cpu_randn(KS, IL(100000), NULL, EM_DTYPE_NONE, em_cpu_device());
     ck_assert_int_eq(a->dtype, EM_FLOAT32);
     ck_assert(memcmp(em_tensor_data(a), em_tensor_data(b), 400000) == 0);
     double m = 0, v = 0;
@@ -671,9 +1175,9 @@ START_TEST(test_kernels_random)
     v = sqrt(v / 1e5);
     ck_assert_double_lt(fabs(m), 0.02);
     ck_assert_double_lt(fabs(v - 1), 0.02);
-    em_tensor *c = em_cpu_randn(KS, IL(100000), EM_DTYPE_NONE);
+    em_tensor *c = em_cpu_randn(KS, IL(100000), NULL, EM_DTYPE_NONE, em_cpu_device());
     ck_assert(memcmp(em_tensor_data(a), em_tensor_data(c), 400000) != 0);
-    em_tensor *u = em_cpu_rand(KS, IL(10000), EM_FLOAT64);
+    em_tensor *u = em_cpu_rand(KS, IL(10000), NULL, EM_FLOAT64, em_cpu_device());
     ck_assert_int_eq(u->dtype, EM_FLOAT64);
     double um = 0;
     for (int64_t i = 0; i < 10000; i++) {
@@ -682,9 +1186,9 @@ START_TEST(test_kernels_random)
         um += x;
     }
     ck_assert_double_lt(fabs(um / 1e4 - 0.5), 0.02);
-    ck_assert_ptr_null(em_cpu_randn(KS, IL(3), EM_INT64));
+    ck_assert_ptr_null(em_cpu_randn(KS, IL(3), NULL, EM_INT64, em_cpu_device()));
     assert_error(EM_ETYPE, "randn");
-    ck_assert_ptr_null(em_cpu_rand(KS, IL(-3), EM_DTYPE_NONE));
+    ck_assert_ptr_null(em_cpu_rand(KS, IL(-3), NULL, EM_DTYPE_NONE, em_cpu_device()));
     assert_error(EM_EVALUE, "rand");
     em_tensor_release(u);
     em_tensor_release(c);
@@ -883,7 +1387,16 @@ Suite *make_kernels_suite(void) {
     tcase_add_test(tc, test_kernels_inplace);
     tcase_add_loop_test(tc, test_kernels_sum_dims, 0, 4);
     tcase_add_test(tc, test_kernels_sum_mean_misc);
+    tcase_add_loop_test(tc, test_kernels_reduce_ops, 0, 3);
+    tcase_add_test(tc, test_kernels_reduce_deterministic);
+    tcase_add_test(tc, test_kernels_max_dim);
+    tcase_add_test(tc, test_kernels_reduce_edges);
     tcase_add_test(tc, test_kernels_copy_fill);
+    tcase_add_test(tc, test_kernels_copy_broadcast);
+    tcase_add_test(tc, test_kernels_copy_overlap);
+    tcase_add_test(tc, test_kernels_copy_scalar_and_expanded);
+    tcase_add_loop_test(tc, test_kernels_copy_dtypes, 0, EM_DTYPE_COUNT * EM_DTYPE_COUNT);
+    tcase_add_test(tc, test_kernels_copy_conversions);
     tcase_add_test(tc, test_kernels_factories);
     tcase_add_test(tc, test_kernels_random);
     tcase_add_loop_test(tc, test_kernels_mm, 0, 4);

@@ -237,6 +237,20 @@ EM_API void em_saved_release(em_saved_var *sv);
 EM_API bool em_is_grad_enabled(void);
 /* Set grad mode; returns the previous value. */
 EM_API bool em_set_grad_enabled(bool on);
+/* Note [Grad mode guard]
+ * Code that runs ops in a chosen grad mode (the engine under create_graph,
+ * a custom Function's forward under no_grad, ...) saves and restores the
+ * caller's mode through this pair, never with em_set_grad_enabled by hand:
+ *     em_grad_guard g = em_grad_guard_begin(false);
+ *     ... ops ...
+ *     em_grad_guard_end(g);
+ * Every path out of the region passes em_grad_guard_end exactly once, so
+ * keep the region free of early returns. (The Lua guards no_grad,
+ * enable_grad and set_grad_enabled in lua/stdlib/autograd.lua do the same
+ * through autograd._set_grad_enabled, which returns the previous mode.) */
+typedef struct { bool prev; } em_grad_guard;
+static inline em_grad_guard em_grad_guard_begin(bool on) { return (em_grad_guard){ em_set_grad_enabled(on) }; }
+static inline void em_grad_guard_end(em_grad_guard g) { em_set_grad_enabled(g.prev); }
 EM_API bool em_is_inference_mode(void);
 EM_API bool em_set_inference_mode(bool on);
 EM_API bool em_is_anomaly_enabled(void);
@@ -266,6 +280,12 @@ EM_API em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_ro
 typedef em_status (*em_custom_apply_fn)(void *ud, em_node *node, em_tensor **grads, em_tensor **out);
 EM_API em_node *em_custom_node_new(const char *name, int num_inputs, int num_next,
                                    em_custom_apply_fn apply, void *ud, void (*free_ud)(void *));
+/* Gives a custom node (from em_custom_node_new) a release_saved callback:
+ * the engine calls release_saved(ud) after running the node in a backward
+ * without retain_graph (as for every node's saved variables), so the ud
+ * frees what it saved for backward; NULL removes it. Returns EM_OK, or
+ * EM_EVALUE for a node that is not a custom one. */
+EM_API em_status em_custom_node_set_release(em_node *node, void (*release_saved)(void *ud));
 
 /* Graphviz DOT text of the graph behind the roots (malloc'd; caller frees). */
 EM_API char *em_autograd_dot(em_tensor **roots, int n_roots);

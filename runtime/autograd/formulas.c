@@ -1,5 +1,6 @@
 /* formulas.c -- helpers called by the backward formulas of
  * schema/derivatives.yaml (see em_formulas.h for the contract). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,7 +32,12 @@ em_tensor *em_ag_scalar_s(em_scalar s) {
 static em_intlist meta_sizes(const em_input_meta *m) { return (em_intlist){ m->sizes, m->ndim }; }
 
 em_tensor *em_ag_fn_zeros_like(em_tensor *t) {
-    return em_zeros((em_intlist){ t->sizes, t->ndim }, t->dtype);
+    return em_zeros((em_intlist){ t->sizes, t->ndim }, t->dtype, t->device);
+}
+
+/* to_device's gradient: grad back on the input's device. */
+em_tensor *em_ag_fn_to_device_backward(em_tensor *grad, const em_input_meta *self_meta) {
+    return em_to_device(grad, self_meta->device);
 }
 
 /* grad has the reduced shape; unsqueeze the reduced dims (when keepdim was
@@ -210,4 +216,168 @@ em_tensor *em_ag_fn_as_strided_grad(em_tensor *grad, const em_geometry *g, em_in
                                     const int64_t *storage_offset) {
     return em_as_strided_backward(grad, (em_intlist){ g->sizes, g->ndim }, (em_intlist){ g->strides, g->ndim },
                                   g->offset, size, stride, storage_offset ? *storage_offset : g->offset);
+}
+
+/* ---- reductions: prod, amax/amin, var/std, norm ---- */
+
+/* t (shaped like a reduction's result) with the reduced dims put back as
+ * size 1 when keepdim was false, so that it broadcasts against the input.
+ * dim.n <= 0 (all dims) needs nothing: the result is 0-dim or all ones. */
+static em_tensor *unreduce(em_tensor *t, int ndim, em_intlist dim, bool keepdim) {
+    if (keepdim || dim.n <= 0 || ndim == 0) return em_tensor_retain(t);
+    bool red[EM_MAX_DIMS] = { false };
+    for (int i = 0; i < dim.n; i++) {
+        int d = em_wrap_dim(dim.data[i], ndim, "reduction backward");
+        if (d < 0) return NULL;
+        red[d] = true;
+    }
+    em_tensor *g = em_tensor_retain(t);
+    for (int d = 0; d < ndim && g; d++) {
+        if (!red[d]) continue;
+        em_tensor *u = em_unsqueeze(g, d);
+        em_tensor_release(g);
+        g = u;
+    }
+    return g;
+}
+
+/* Releases n tensors (NULL allowed). */
+static void release_all(int n, em_tensor **t) {
+    for (int i = 0; i < n; i++) em_tensor_release(t[i]);
+}
+
+/* PyTorch's prod_backward, written so zeros are exact: with P the product
+ * of the nonzero elements and nz their count of zeros, an element gets
+ * grad * P / x when nz == 0, grad * P at the single zero when nz == 1, and
+ * 0 otherwise. */
+em_tensor *em_ag_fn_prod_backward(em_tensor *grad, em_tensor *self, const int64_t *dim, bool keepdim) {
+    em_intlist dl = { dim, dim ? 1 : -1 };
+    enum { G, Z, ONE, ZERO, X1, P, NZ, A, E0, E1, B0, B1, V, K };
+    em_tensor *t[K] = { NULL };
+    em_tensor *r = NULL;
+    if (!(t[G] = unreduce(grad, self->ndim, dl, keepdim))) goto out;
+    if (!(t[ONE] = em_ag_scalar(1)) || !(t[ZERO] = em_ag_scalar(0))) goto out;
+    if (!(t[Z] = em_eq(self, t[ZERO]))) goto out;
+    if (!(t[X1] = em_where(t[Z], t[ONE], self))) goto out;
+    if (!(t[P] = em_prod(t[X1], dim, true, EM_DTYPE_NONE))) goto out;
+    if (!(t[NZ] = em_sum(t[Z], dl, true, EM_DTYPE_NONE))) goto out;
+    if (!(t[A] = em_div(t[P], t[X1]))) goto out;
+    if (!(t[E0] = em_eq(t[NZ], t[ZERO])) || !(t[E1] = em_eq(t[NZ], t[ONE]))) goto out;
+    if (!(t[B0] = em_where(t[E0], t[A], t[ZERO])) || !(t[B1] = em_where(t[E1], t[P], t[ZERO]))) goto out;
+    if (!(t[V] = em_where(t[Z], t[B1], t[B0]))) goto out;
+    r = em_mul(t[G], t[V]);
+out:
+    release_all(K, t);
+    return r;
+}
+
+/* amax/amin: the gradient split evenly among the elements equal to the
+ * result (PyTorch's amax backward). */
+em_tensor *em_ag_fn_amax_backward(em_tensor *grad, em_tensor *self, em_tensor *result, em_intlist dim,
+                                  bool keepdim) {
+    enum { G, R, M, C, GM, K };
+    em_tensor *t[K] = { NULL };
+    em_tensor *r = NULL;
+    if (!(t[G] = unreduce(grad, self->ndim, dim, keepdim)) || !(t[R] = unreduce(result, self->ndim, dim, keepdim)))
+        goto out;
+    if (!(t[M] = em_eq(self, t[R])) || !(t[C] = em_sum(t[M], dim, true, EM_DTYPE_NONE))) goto out;
+    if (!(t[GM] = em_mul(t[G], t[M]))) goto out;
+    r = em_div(t[GM], t[C]);
+out:
+    release_all(K, t);
+    return r;
+}
+
+em_tensor *em_ag_fn_max_all_backward(em_tensor *grad, em_tensor *self, em_tensor *result) {
+    return em_ag_fn_amax_backward(grad, self, result, (em_intlist){ NULL, -1 }, false);
+}
+
+/* N: the number of elements each output of a reduction over dim folds */
+static int64_t reduced_count(const em_tensor *self, em_intlist dim) {
+    int64_t n = 1;
+    if (dim.n <= 0 || self->ndim == 0) return self->numel;
+    for (int i = 0; i < dim.n; i++) {
+        int d = em_wrap_dim(dim.data[i], self->ndim, "reduction backward");
+        if (d < 0) return -1;
+        n *= self->sizes[d];
+    }
+    return n;
+}
+
+/* var: grad * 2 (x - mean) / max(0, N - correction) */
+em_tensor *em_ag_fn_var_backward(em_tensor *grad, em_tensor *self, em_intlist dim, int64_t correction,
+                                 bool keepdim) {
+    int64_t n = reduced_count(self, dim);
+    if (n < 0) return NULL;
+    double div = (double)n - (double)correction;
+    enum { G, MU, D, S, GD, K };
+    em_tensor *t[K] = { NULL };
+    em_tensor *r = NULL;
+    if (!(t[G] = unreduce(grad, self->ndim, dim, keepdim))) goto out;
+    if (!(t[MU] = em_mean(self, dim, true, EM_DTYPE_NONE))) goto out;
+    if (!(t[D] = em_sub(self, t[MU], em_scalar_int(1)))) goto out;
+    if (!(t[S] = em_ag_scalar(2.0 / (div > 0 ? div : 0)))) goto out;
+    if (!(t[GD] = em_mul(t[G], t[D]))) goto out;
+    r = em_mul(t[GD], t[S]);
+out:
+    release_all(K, t);
+    return r;
+}
+
+/* std = sqrt(var): var's gradient of grad / (2 std), 0 where std is 0 */
+em_tensor *em_ag_fn_std_backward(em_tensor *grad, em_tensor *self, em_tensor *result, em_intlist dim,
+                                 int64_t correction, bool keepdim) {
+    enum { TWO, ZERO, R2, Q, Z, G, K };
+    em_tensor *t[K] = { NULL };
+    em_tensor *r = NULL;
+    if (!(t[TWO] = em_ag_scalar(2)) || !(t[ZERO] = em_ag_scalar(0))) goto out;
+    if (!(t[R2] = em_mul(result, t[TWO])) || !(t[Q] = em_div(grad, t[R2]))) goto out;
+    if (!(t[Z] = em_eq(result, t[ZERO])) || !(t[G] = em_where(t[Z], t[ZERO], t[Q]))) goto out;
+    r = em_ag_fn_var_backward(t[G], self, dim, correction, keepdim);
+out:
+    release_all(K, t);
+    return r;
+}
+
+/* norm: p = 2: grad x / norm; 1: grad sign(x); inf/-inf: grad sign(x)
+ * split evenly among the |x| equal to the norm; 0: zero; other p:
+ * grad x |x|^(p-2) / norm^(p-1). Where x (or the norm) is 0 the gradient is
+ * 0 (the subgradient PyTorch picks). */
+em_tensor *em_ag_fn_norm_backward(em_tensor *grad, em_tensor *self, em_tensor *result, em_scalar p,
+                                  em_intlist dim, bool keepdim) {
+    double pv = em_scalar_to_double(p);
+    if (pv == 0) return em_ag_fn_zeros_like(self);
+    enum { G, R, ZERO, SG, AB, M, C, Q, W, PW, E, Z, K };
+    em_tensor *t[K] = { NULL };
+    em_tensor *r = NULL;
+    if (!(t[G] = unreduce(grad, self->ndim, dim, keepdim)) || !(t[R] = unreduce(result, self->ndim, dim, keepdim)))
+        goto out;
+    if (!(t[ZERO] = em_ag_scalar(0))) goto out;
+    if (pv == 1) {
+        if (!(t[SG] = em_sign(self))) goto out;
+        r = em_mul(t[G], t[SG]);
+    } else if (isinf(pv)) {
+        if (!(t[SG] = em_sign(self)) || !(t[AB] = em_abs(self))) goto out;
+        if (!(t[M] = em_eq(t[AB], t[R])) || !(t[C] = em_sum(t[M], dim, true, EM_DTYPE_NONE))) goto out;
+        if (!(t[Q] = em_mul(t[SG], t[M])) || !(t[W] = em_div(t[Q], t[C]))) goto out;
+        r = em_mul(t[G], t[W]);
+    } else {
+        /* Q = grad / norm^(p-1); W = x |x|^(p-2) Q; 0 where x is 0 */
+        if (pv == 2) {
+            if (!(t[Q] = em_div(t[G], t[R])) || !(t[W] = em_mul(self, t[Q]))) goto out;
+        } else {
+            if (!(t[E] = em_ag_scalar(pv - 1)) || !(t[PW] = em_pow(t[R], t[E]))) goto out;
+            if (!(t[Q] = em_div(t[G], t[PW]))) goto out;
+            em_tensor_release(t[E]);
+            t[E] = NULL;
+            if (!(t[AB] = em_abs(self)) || !(t[E] = em_ag_scalar(pv - 2))) goto out;
+            if (!(t[SG] = em_pow(t[AB], t[E])) || !(t[M] = em_mul(self, t[SG]))) goto out;
+            if (!(t[W] = em_mul(t[M], t[Q]))) goto out;
+        }
+        if (!(t[Z] = em_eq(self, t[ZERO]))) goto out;
+        r = em_where(t[Z], t[ZERO], t[W]);
+    }
+out:
+    release_all(K, t);
+    return r;
 }

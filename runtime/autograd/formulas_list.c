@@ -8,11 +8,24 @@
 
 static em_intlist sizes_of(const em_input_meta *m) { return (em_intlist){ m->sizes, m->ndim }; }
 
-em_tensor *em_ag_zeros_from_meta(const em_input_meta *m) { return em_zeros(sizes_of(m), m->dtype); }
+em_tensor *em_ag_zeros_from_meta(const em_input_meta *m) { return em_zeros(sizes_of(m), m->dtype, m->device); }
 
 em_tensor *em_ag_fn_value_selecting_backward(em_tensor *grad, int64_t dim, em_tensor *indices,
                                              const em_input_meta *self_meta) {
     return em_gather_backward(grad, sizes_of(self_meta), dim, indices);
+}
+
+em_tensor *em_ag_fn_value_selecting_reduction_backward(em_tensor *grad, int64_t dim, em_tensor *indices,
+                                                       const em_input_meta *self_meta, bool keepdim) {
+    if (keepdim || self_meta->ndim == 0) return em_ag_fn_value_selecting_backward(grad, dim, indices, self_meta);
+    int d = em_wrap_dim(dim, self_meta->ndim, "max backward");
+    if (d < 0) return NULL;
+    em_tensor *g = em_unsqueeze(grad, d);
+    em_tensor *i = g ? em_unsqueeze(indices, d) : NULL;
+    em_tensor *r = i ? em_ag_fn_value_selecting_backward(g, d, i, self_meta) : NULL;
+    em_tensor_release(g);
+    em_tensor_release(i);
+    return r;
 }
 
 /* cat skips 1-d empty tensors (PyTorch's legacy rule): they take no part of grad. */

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 
 #include "kernels/cpu/em_cpu.h"
+#include "dispatch/em_dispatch.h" /* em_disp_tls_keys (the grad mode a view is made in), em_disp_op */
+#include "em_ops.h"                 /* em_redispatch_contiguous: reshape's copy */
 
 /* Tags a new view v of self with the grad mode it was made in. */
 static em_tensor *made(em_tensor *v, const em_tensor *self) {
@@ -20,9 +22,20 @@ em_tensor *em_kv_view(em_keyset ks, em_tensor *self, em_intlist size) {
     return made(em_core_view(self, size.n < 0 ? 0 : size.n, size.data, "view"), self);
 }
 
+/* A view when the strides allow one; else contiguous(self) through the
+ * dispatcher at ks (below Autograd when called from the autograd kernel,
+ * so no second node is recorded) -- the backend's copy kernel -- with the
+ * new shape, which is not a view (Note [Reshape copies outside core]). */
 em_tensor *em_kv_reshape(em_keyset ks, em_tensor *self, em_intlist shape) {
-    (void)ks;
-    return made(em_core_reshape(self, shape.n < 0 ? 0 : shape.n, shape.data), self);
+    int n = shape.n < 0 ? 0 : shape.n;
+    bool needs_copy;
+    em_tensor *v = em_core_reshape_view(self, n, shape.data, &needs_copy);
+    if (v || !needs_copy) return made(v, self);
+    em_tensor *c = em_redispatch_contiguous(ks & em_disp_op(EM_OP_contiguous)->active, self);
+    if (!c) return NULL;
+    em_tensor *r = em_core_reshape_copied(c, n, shape.data);
+    em_tensor_release(c);
+    return r;
 }
 
 em_tensor *em_kv_transpose(em_keyset ks, em_tensor *self, int64_t dim0, int64_t dim1) {

@@ -94,6 +94,12 @@ EM_API int64_t em_lua_check_dim(lua_State *L, int idx, const char *op, const cha
  * element) -> INT64_MAX meaning "to the end". */
 EM_API int64_t em_lua_check_endindex(lua_State *L, int idx, const char *op, const char *arg);
 EM_API em_dtype em_lua_check_dtype(lua_State *L, int idx, const char *op, const char *arg);
+/* Devices (lua_device.c): a device string ("cpu", "cuda:1") or an
+ * ember.device object; nil gives em_no_device(). A generator: an
+ * ember.Generator object (borrowed: the argument keeps it alive), or NULL
+ * for nil (the default generator). Both raise on anything else. */
+EM_API em_device em_lua_check_device(lua_State *L, int idx, const char *op, const char *arg);
+EM_API em_generator *em_lua_check_generator(lua_State *L, int idx, const char *op, const char *arg);
 /* int[] / dim[]: a table of integers, or (when varargs is true) the
  * integers from idx up to the first non-integer. *consumed is how many
  * stack slots were used. Dims (is_dim) are mapped to 0-based. The list's
@@ -120,6 +126,11 @@ EM_API void em_lua_check_option_names(lua_State *L, int opt, const char *op,
 /* Generated: registers every schema op's function variants into the table
  * at module_idx and its method variants into the table at methods_idx. */
 EM_API void em_lua_register_ops(lua_State *L, int module_idx, int methods_idx);
+/* Pushes the table module.NS for a dotted namespace ("nn.functional"),
+ * creating the missing tables on the way; ns "" pushes the module itself.
+ * A new table is also stored as package.loaded["ember." .. NS], so that
+ * require "ember.nn.functional" finds it. */
+EM_API void em_lua_push_namespace(lua_State *L, int module_idx, const char *ns);
 /* Generated: for help(): op name -> "signature\n  doc" pairs, NULL-ended. */
 EM_API extern const char *const em_lua_op_docs[][3]; /* {name, schema, doc} */
 

@@ -44,6 +44,30 @@ do
       function() local s = a:sum() end)
   end
 end
+-- reductions of 1e7 float32 (GB/s of input read): the whole vector, a
+-- 1000x10000 matrix over its last dim (runs) and its first dim (columns),
+-- and prod/amax/var/norm (ops a build without them skips)
+do
+  local n = 10000000
+  local a = ember.randn(n)
+  local m = a:view(1000, 10000)
+  local gbs = function(t) return 4 * n / t / 1e9 end
+  for _, th in ipairs({1, 2}) do
+    ember.set_num_threads(th)
+    results["sum_last_t" .. th] = measure("ember_sum_1e3x1e4_dim2_t" .. th, gbs, "GB/s", 10,
+      function() local s = m:sum(2) end)
+    results["sum_first_t" .. th] = measure("ember_sum_1e3x1e4_dim1_t" .. th, gbs, "GB/s", 10,
+      function() local s = m:sum(1) end)
+    if a.prod then
+      measure("ember_prod_1e7_f32_t" .. th, gbs, "GB/s", 10, function() local s = a:prod() end)
+      measure("ember_amax_1e7_f32_t" .. th, gbs, "GB/s", 10, function() local s = a:amax() end)
+      measure("ember_amax_1e3x1e4_dim1_t" .. th, gbs, "GB/s", 10, function() local s = m:amax(1) end)
+      measure("ember_var_1e7_f32_t" .. th, gbs, "GB/s", 10, function() local s = a:var() end)
+      measure("ember_var_1e3x1e4_dim2_t" .. th, gbs, "GB/s", 10, function() local s = m:var(2) end)
+      measure("ember_norm_1e7_f32_t" .. th, gbs, "GB/s", 10, function() local s = a:norm() end)
+    end
+  end
+end
 -- 1024x1024 float32 matmul: GFLOP/s
 do
   local n = 1024

@@ -122,6 +122,75 @@ S.mean = function()
   }
 end
 
+-- ---- reductions: prod amax amin var std norm ----
+-- distinct values for amax/amin and the inf norms (ties have no derivative);
+-- prod with zeros: exact first derivatives, no double backward there
+S.prod = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:prod() end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:prod(2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:prod(1, { keepdim = true }) end, gradgrad = true },
+    { inputs = { t({ { 0.5, 0, 2 }, { 1.5, 0.3, -0.7 } }) }, fn = function(a) return a:prod(2) end, gradgrad = false },
+    { inputs = { t({ { 0.5, 0, 2 }, { 0, 0.3, -0.7 } }) }, fn = function(a) return a:prod() end, gradgrad = false },
+  }
+end
+S.max = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:max() end, gradgrad = true },
+    { inputs = { t({ { 1, 3 }, { 3, 2 } }) }, fn = function(a) return ember.max(a) end, gradgrad = false }, -- a tie shares (a kink for gradgrad)
+  }
+end
+S.max_dim = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return (a:max(2)) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return (ember.max(a, 1, true)) end, gradgrad = true },
+  }
+end
+S.min = function() return one({ m23() }, function(a) return a:min() end) end
+S.min_dim = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return (a:min(-1)) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return (ember.min(a, 1, true)) end, gradgrad = true },
+  }
+end
+S.amax = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:amax() end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:amax(2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:amax({ 1, 2 }, { keepdim = true }) end, gradgrad = true },
+  }
+end
+S.amin = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return ember.amin(a) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:amin(1, { keepdim = true }) end, gradgrad = true },
+  }
+end
+S.var = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:var() end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:var(2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:var(1, { correction = 0, keepdim = true }) end, gradgrad = true },
+  }
+end
+S.std = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:std() end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:std(2, { keepdim = true, correction = 2 }) end, gradgrad = true },
+  }
+end
+S.norm = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:norm() end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:norm(1, 2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:norm(math.huge, 2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:norm(-math.huge) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:norm(3, 1, { keepdim = true }) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:norm(0.5) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return a:norm(2, { 1, 2 }) end, gradgrad = true },
+  }
+end
+
 -- ---- linear algebra ----
 S.mm = function()
   return one({ m23(), t({ { 0.1, 0.2 }, { -0.3, 0.4 }, { 0.5, -0.6 } }) },
@@ -132,6 +201,42 @@ S.matmul = function()
     { inputs = { m23(), t({ { 0.1, 0.2 }, { -0.3, 0.4 }, { 0.5, -0.6 } }) },
       fn = function(a, b) return a:matmul(b) end, gradgrad = true },
     { inputs = { m23(), v3() }, fn = function(a, b) return a:matmul(b) end, gradgrad = true },
+  }
+end
+S.addmm = function()
+  local w = t({ { 0.1, 0.2 }, { -0.3, 0.4 }, { 0.5, -0.6 } })
+  return {
+    { inputs = { t({ 0.25, -0.5 }), m23(), w },
+      fn = function(s, a, b) return ember.addmm(s, a, b, { beta = 0.5, alpha = 2 }) end, gradgrad = true },
+    { inputs = { m23():matmul(w), m23(), w }, fn = function(s, a, b) return s:addmm(a, b) end, gradgrad = true },
+  }
+end
+S.linear = function()
+  local F = ember.nn.functional
+  local w = t({ { 0.1, 0.2, 0.3 }, { -0.4, 0.5, -0.6 } })
+  return {
+    { inputs = { m23(), w, t({ 0.25, -0.5 }) }, fn = function(x, w, b) return F.linear(x, w, b) end, gradgrad = true },
+    { inputs = { v3(), w }, fn = function(x, w) return F.linear(x, w) end, gradgrad = true },
+    { inputs = { m23():view(1, 2, 3), w, t({ 0.25, -0.5 }) }, fn = function(x, w, b) return F.linear(x, w, b) end,
+      gradgrad = true },
+  }
+end
+S.logsumexp = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:logsumexp(2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return ember.logsumexp(a, { 1, 2 }, true) end, gradgrad = true },
+  }
+end
+S.softmax = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:softmax(2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return ember.nn.functional.softmax(a, 1) end, gradgrad = true },
+  }
+end
+S.log_softmax = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:log_softmax(-1) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return ember.log_softmax(a, 1) end, gradgrad = true },
   }
 end
 
@@ -157,6 +262,11 @@ S.to = function()
   -- through float32 and back: float32 rounding needs a larger step
   return one({ m23() }, function(a) return a:to("float32"):to("float64") end,
     { opts = { eps = 1e-3, atol = 1e-3, rtol = 1e-2 } })
+end
+-- to_device: on a cpu-only build the move to "cpu" is the identity (the
+-- fake device of tests/check_device.c covers a real move and its backward)
+S.to_device = function()
+  return one({ m23() }, function(a) return ember.to_device(a, "cpu") * a:to(ember.device("cpu")) end)
 end
 
 -- ---- views ----

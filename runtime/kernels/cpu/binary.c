@@ -75,18 +75,20 @@ static inline uint64_t floordiv_i(uint64_t ua, uint64_t ub, bin_ctx *c) {
     return (uint64_t)q;
 }
 
+/* E_<name>(x, y): the element function of op <name> in the compute type
+ * (alpha and ctx are in scope: see BIN_FN). */
 #define E_add(x, y) ((x) + alpha * (y))
 #define E_sub(x, y) ((x) - alpha * (y))
 #define E_mul(x, y) ((x) * (y))
 #define E_div(x, y) ((x) / (y))
 #define E_pow(x, y) _Generic((x), float: powf, double: pow, default: ipow_u)((x), (y))
-#define E_rem(x, y) _Generic((x), float: remf_py(x, y), double: rem_py(x, y), default: rem_i(x, y, ctx))
-#define E_fdiv(x, y) _Generic((x), float: floordivf_(x, y), double: floordivd_(x, y), default: floordiv_i(x, y, ctx))
-#define E_tanhbw(g, y) ((g) * (1 - (y) * (y)))
-#define E_sigmbw(g, y) ((g) * (y) * (1 - (y)))
+#define E_remainder(x, y) _Generic((x), float: remf_py(x, y), double: rem_py(x, y), default: rem_i(x, y, ctx))
+#define E_floor_divide(x, y) _Generic((x), float: floordivf_(x, y), double: floordivd_(x, y), default: floordiv_i(x, y, ctx))
+#define E_tanh_backward(g, y) ((g) * (1 - (y) * (y)))
+#define E_sigmoid_backward(g, y) ((g) * (y) * (1 - (y)))
 /* threshold_backward: a select, not a product, so NaN grads are masked
  * and a NaN input passes the gradient (NaN <= t is false), as in PyTorch */
-#define E_thrbw(g, y) ((y) <= alpha ? 0 : (g))
+#define E_threshold_backward(g, y) ((y) <= alpha ? 0 : (g))
 #define E_eq(x, y) ((x) == (y))
 #define E_ne(x, y) ((x) != (y))
 #define E_lt(x, y) ((x) < (y))
@@ -147,66 +149,91 @@ static inline uint64_t floordiv_i(uint64_t ua, uint64_t ub, bin_ctx *c) {
         }                                                                                   \
     }
 
-/* arithmetic: every dtype */
+/* Note [Binary op list]
+ * BINARY_OPS is the one list of binary ops: X(ENUM, name, FAMILY, KERNEL).
+ * Adding an op is one line here plus its element function E_<name>(x, y)
+ * above (and its schema entry). The line makes the enum B_<ENUM>, the
+ * per-dtype loops <name>_<dtype>, the row of the loop table, its family
+ * and, for KERNEL = PLAIN, the kernel
+ * em_cpu_<name>(ks, self, other); CUSTOM kernels (extra arguments) are
+ * written below by hand.
+ * FAMILY says which dtypes have a loop and what the op computes in:
+ *   ARITH  every dtype, computing in the common dtype
+ *   FLOAT  floating dtypes only; integer/bool operands compute in float32
+ *   CMP    every dtype, bool result (compared as signed / float)
+ *   THR    floating and integer dtypes, compared signed (threshold_backward)
+ * B_TANH_BACKWARD / B_SIGMOID_BACKWARD are the fused gradients of tanh and
+ * sigmoid given their output (grad * (1 - y^2), grad * y * (1 - y)): one
+ * pass instead of three ops per backward node. */
+#define BINARY_OPS(X)                                            \
+    X(ADD, add, ARITH, CUSTOM)                                   \
+    X(SUB, sub, ARITH, CUSTOM)                                   \
+    X(MUL, mul, ARITH, PLAIN)                                    \
+    X(DIV, div, FLOAT, PLAIN)                                    \
+    X(POW, pow, ARITH, PLAIN)                                    \
+    X(REM, remainder, ARITH, PLAIN)                              \
+    X(FDIV, floor_divide, ARITH, PLAIN)                          \
+    X(TANH_BW, tanh_backward, FLOAT, PLAIN)                      \
+    X(SIGM_BW, sigmoid_backward, FLOAT, PLAIN)                   \
+    X(THR_BW, threshold_backward, THR, CUSTOM)                   \
+    X(EQ, eq, CMP, PLAIN)                                        \
+    X(NE, ne, CMP, PLAIN)                                        \
+    X(LT, lt, CMP, PLAIN)                                        \
+    X(LE, le, CMP, PLAIN)                                        \
+    X(GT, gt, CMP, PLAIN)                                        \
+    X(GE, ge, CMP, PLAIN)
+
+/* the loops of one op: LOOPS_<FAMILY>(name) */
 #define ARITH_FN(OP, N, T, CT) BIN_FN(OP##_##N, T, T, CT, LA_##N, EM_ST_##N, E_##OP, CLONE_##N)
-#define ARITH_ALL(OP)                                                                          \
-    ARITH_FN(OP, b, bool, uint64_t) ARITH_FN(OP, u8, uint8_t, uint64_t)                        \
-    ARITH_FN(OP, i8, int8_t, uint64_t) ARITH_FN(OP, i32, int32_t, uint64_t)                    \
-    ARITH_FN(OP, i64, int64_t, uint64_t) ARITH_FN(OP, f16, em_half, float)                     \
-    ARITH_FN(OP, bf16, em_bfloat16, float) ARITH_FN(OP, f32, float, float)                     \
-    ARITH_FN(OP, f64, double, double)
-#define ARITH_TABLE(OP) {OP##_b, OP##_u8, OP##_i8, OP##_i32, OP##_i64, OP##_f16, OP##_bf16, OP##_f32, OP##_f64}
-/* floating only */
-#define FLOAT_ALL(OP)                                                                          \
+#define CMP_FN(OP, N, T, CT) BIN_FN(OP##_##N, T, bool, CT, LC_##N, SB, E_##OP, CLONE_##N)
+#define THR_FN(OP, N, T) BIN_FN(OP##_##N, T, T, int64_t, LC_##N, EM_ST_##N, E_##OP, )
+#define LOOPS_FLOAT(OP)                                                                        \
     ARITH_FN(OP, f16, em_half, float) ARITH_FN(OP, bf16, em_bfloat16, float)                   \
     ARITH_FN(OP, f32, float, float) ARITH_FN(OP, f64, double, double)
-#define FLOAT_TABLE(OP) {NULL, NULL, NULL, NULL, NULL, OP##_f16, OP##_bf16, OP##_f32, OP##_f64}
-/* comparisons: bool output */
-#define CMP_FN(OP, N, T, CT) BIN_FN(OP##_##N, T, bool, CT, LC_##N, SB, E_##OP, CLONE_##N)
-#define CMP_ALL(OP)                                                                            \
+#define LOOPS_ARITH(OP)                                                                        \
+    ARITH_FN(OP, b, bool, uint64_t) ARITH_FN(OP, u8, uint8_t, uint64_t)                        \
+    ARITH_FN(OP, i8, int8_t, uint64_t) ARITH_FN(OP, i32, int32_t, uint64_t)                    \
+    ARITH_FN(OP, i64, int64_t, uint64_t) LOOPS_FLOAT(OP)
+#define LOOPS_CMP(OP)                                                                          \
     CMP_FN(OP, b, bool, int64_t) CMP_FN(OP, u8, uint8_t, int64_t)                              \
     CMP_FN(OP, i8, int8_t, int64_t) CMP_FN(OP, i32, int32_t, int64_t)                          \
     CMP_FN(OP, i64, int64_t, int64_t) CMP_FN(OP, f16, em_half, float)                          \
     CMP_FN(OP, bf16, em_bfloat16, float) CMP_FN(OP, f32, float, float)                         \
     CMP_FN(OP, f64, double, double)
-
-ARITH_ALL(add)
-ARITH_ALL(sub)
-ARITH_ALL(mul)
-ARITH_ALL(pow)
-ARITH_ALL(rem)
-ARITH_ALL(fdiv)
-FLOAT_ALL(div)
-FLOAT_ALL(tanhbw)
-FLOAT_ALL(sigmbw)
-FLOAT_ALL(thrbw)
 /* threshold_backward keeps integer dtypes (compared signed, as in PyTorch) */
-BIN_FN(thrbw_u8, uint8_t, uint8_t, int64_t, LC_u8, EM_ST_u8, E_thrbw, )
-BIN_FN(thrbw_i8, int8_t, int8_t, int64_t, LC_i8, EM_ST_i8, E_thrbw, )
-BIN_FN(thrbw_i32, int32_t, int32_t, int64_t, LC_i32, EM_ST_i32, E_thrbw, )
-BIN_FN(thrbw_i64, int64_t, int64_t, int64_t, LC_i64, EM_ST_i64, E_thrbw, )
-CMP_ALL(eq)
-CMP_ALL(ne)
-CMP_ALL(lt)
-CMP_ALL(le)
-CMP_ALL(gt)
-CMP_ALL(ge)
+#define LOOPS_THR(OP)                                                                          \
+    THR_FN(OP, u8, uint8_t) THR_FN(OP, i8, int8_t) THR_FN(OP, i32, int32_t)                    \
+    THR_FN(OP, i64, int64_t) LOOPS_FLOAT(OP)
+/* the table row of one op: TABLE_<FAMILY>(name), in em_dtype order */
+#define TABLE_ARITH(OP) {OP##_b, OP##_u8, OP##_i8, OP##_i32, OP##_i64, OP##_f16, OP##_bf16, OP##_f32, OP##_f64}
+#define TABLE_CMP(OP) TABLE_ARITH(OP)
+#define TABLE_FLOAT(OP) {NULL, NULL, NULL, NULL, NULL, OP##_f16, OP##_bf16, OP##_f32, OP##_f64}
+#define TABLE_THR(OP) {NULL, OP##_u8, OP##_i8, OP##_i32, OP##_i64, OP##_f16, OP##_bf16, OP##_f32, OP##_f64}
 
-/* B_TANH_BW / B_SIGM_BW: the fused gradients of tanh and sigmoid given
- * their output (grad * (1 - y^2), grad * y * (1 - y)), one pass instead of
- * three ops per backward node. They sit before the comparisons, which must
- * stay last (op >= B_EQ means a bool output). */
+#define X_LOOPS(E, name, FAM, K) LOOPS_##FAM(name)
+BINARY_OPS(X_LOOPS)
+#undef X_LOOPS
+
 typedef enum {
-    B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_REM, B_FDIV, B_TANH_BW, B_SIGM_BW, B_THR_BW,
-    B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE, B_COUNT
+#define X_ENUM(E, name, FAM, K) B_##E,
+    BINARY_OPS(X_ENUM)
+#undef X_ENUM
+    B_COUNT
 } binop;
 
+typedef enum { F_ARITH, F_FLOAT, F_CMP, F_THR } binfam;
+
 static const em_cpu_loop tables[B_COUNT][EM_DTYPE_COUNT] = {
-    ARITH_TABLE(add), ARITH_TABLE(sub), ARITH_TABLE(mul), FLOAT_TABLE(div),
-    ARITH_TABLE(pow), ARITH_TABLE(rem), ARITH_TABLE(fdiv), FLOAT_TABLE(tanhbw), FLOAT_TABLE(sigmbw),
-    {NULL, thrbw_u8, thrbw_i8, thrbw_i32, thrbw_i64, thrbw_f16, thrbw_bf16, thrbw_f32, thrbw_f64},
-    ARITH_TABLE(eq), ARITH_TABLE(ne), ARITH_TABLE(lt), ARITH_TABLE(le), ARITH_TABLE(gt), ARITH_TABLE(ge),
+#define X_TABLE(E, name, FAM, K) TABLE_##FAM(name),
+    BINARY_OPS(X_TABLE)
+#undef X_TABLE
 };
+static const binfam families[B_COUNT] = {
+#define X_FAM(E, name, FAM, K) F_##FAM,
+    BINARY_OPS(X_FAM)
+#undef X_FAM
+};
+_Static_assert(sizeof tables / sizeof tables[0] == B_COUNT, "one table row per binary op");
 
 /* ---- driver ---- */
 
@@ -278,11 +305,6 @@ static em_tensor *binary_fast(em_cpu_loop fn, bin_ctx *ctx, em_tensor *a, em_ten
     return out;
 }
 
-static const char *const op_names[B_COUNT] = {
-    "add", "sub", "mul", "div", "pow", "remainder", "floor_divide", "tanh_backward", "sigmoid_backward", "threshold_backward",
-    "eq", "ne", "lt", "le", "gt", "ge",
-};
-
 /* PyTorch's can_cast: no cast into a lower category (float -> int -> bool). */
 static bool can_cast(em_dtype from, em_dtype to) {
     int cf = from == EM_BOOL ? 0 : em_dtype_is_floating(from) ? 2 : 1;
@@ -353,8 +375,7 @@ static em_tensor *pow_by_sqrt(em_tensor *a, em_tensor *b, em_dtype compute, bool
 /* Out-of-place binary op: a new tensor, or NULL with the error set. */
 static em_tensor *binary(binop op, em_tensor *a, em_tensor *b, em_scalar alpha, const char *name) {
     em_dtype compute = em_result_type2(a, b);
-    if ((op == B_DIV || op == B_TANH_BW || op == B_SIGM_BW) && !em_dtype_is_floating(compute))
-        compute = EM_FLOAT32;
+    if (families[op] == F_FLOAT && !em_dtype_is_floating(compute)) compute = EM_FLOAT32;
     if (!operands_ok(op, a, b, compute, name)) return NULL;
     if (op == B_POW) {
         bool handled;
@@ -375,7 +396,7 @@ static em_tensor *binary(binop op, em_tensor *a, em_tensor *b, em_scalar alpha, 
         em_set_error(EM_ETYPE, "%s: not supported for dtype %s", name, em_dtype_name(compute));
         return NULL;
     }
-    em_dtype out_dtype = op >= B_EQ ? EM_BOOL : compute;
+    em_dtype out_dtype = families[op] == F_CMP ? EM_BOOL : compute;
     if (!alpha_ok(op, alpha, compute, &alpha, name)) return NULL;
     bin_ctx ctx = { em_scalar_to_double(alpha), em_scalar_to_int(alpha), 0 };
     bool handled;
@@ -398,7 +419,7 @@ static em_tensor *binary(binop op, em_tensor *a, em_tensor *b, em_scalar alpha, 
 /* In-place: self = self OP other, other broadcast to self's shape. */
 static em_tensor *binary_(binop op, em_tensor *self, em_tensor *other, em_scalar alpha, const char *name) {
     em_dtype rt = em_result_type2(self, other);
-    if (op == B_DIV && !em_dtype_is_floating(rt)) rt = EM_FLOAT32;
+    if (families[op] == F_FLOAT && !em_dtype_is_floating(rt)) rt = EM_FLOAT32;
     if (!can_cast(rt, self->dtype)) {
         em_set_error(EM_ETYPE, "%s: result type %s can't be cast to the desired output type %s", name,
                      em_dtype_name(rt), em_dtype_name(self->dtype));
@@ -466,34 +487,6 @@ em_tensor *em_cpu_sub(em_keyset ks, em_tensor *self, em_tensor *other, em_scalar
     (void)ks;
     return binary(B_SUB, self, other, alpha, "sub");
 }
-em_tensor *em_cpu_mul(em_keyset ks, em_tensor *self, em_tensor *other) {
-    (void)ks;
-    return binary(B_MUL, self, other, one, "mul");
-}
-em_tensor *em_cpu_div(em_keyset ks, em_tensor *self, em_tensor *other) {
-    (void)ks;
-    return binary(B_DIV, self, other, one, "div");
-}
-em_tensor *em_cpu_pow(em_keyset ks, em_tensor *self, em_tensor *exponent) {
-    (void)ks;
-    return binary(B_POW, self, exponent, one, "pow");
-}
-em_tensor *em_cpu_remainder(em_keyset ks, em_tensor *self, em_tensor *other) {
-    (void)ks;
-    return binary(B_REM, self, other, one, "remainder");
-}
-em_tensor *em_cpu_floor_divide(em_keyset ks, em_tensor *self, em_tensor *other) {
-    (void)ks;
-    return binary(B_FDIV, self, other, one, "floor_divide");
-}
-em_tensor *em_cpu_tanh_backward(em_keyset ks, em_tensor *grad_output, em_tensor *output) {
-    (void)ks;
-    return binary(B_TANH_BW, grad_output, output, one, "tanh_backward");
-}
-em_tensor *em_cpu_sigmoid_backward(em_keyset ks, em_tensor *grad_output, em_tensor *output) {
-    (void)ks;
-    return binary(B_SIGM_BW, grad_output, output, one, "sigmoid_backward");
-}
 em_tensor *em_cpu_threshold_backward(em_keyset ks, em_tensor *grad_output, em_tensor *self, em_scalar threshold) {
     (void)ks;
     em_dtype dt = em_result_type2(grad_output, self);
@@ -510,17 +503,16 @@ em_tensor *em_cpu_threshold_backward(em_keyset ks, em_tensor *grad_output, em_te
     }
     return binary(B_THR_BW, grad_output, self, threshold, "threshold_backward");
 }
-#define CMP_KERNEL(OP, E)                                                  \
-    em_tensor *em_cpu_##OP(em_keyset ks, em_tensor *self, em_tensor *other) { \
-        (void)ks;                                                          \
-        return binary(E, self, other, one, op_names[E]);                   \
+/* the (self, other) kernels of BINARY_OPS */
+#define KERNEL_CUSTOM(E, name)
+#define KERNEL_PLAIN(E, name)                                                   \
+    em_tensor *em_cpu_##name(em_keyset ks, em_tensor *self, em_tensor *other) { \
+        (void)ks;                                                               \
+        return binary(B_##E, self, other, one, #name);                          \
     }
-CMP_KERNEL(eq, B_EQ)
-CMP_KERNEL(ne, B_NE)
-CMP_KERNEL(lt, B_LT)
-CMP_KERNEL(le, B_LE)
-CMP_KERNEL(gt, B_GT)
-CMP_KERNEL(ge, B_GE)
+#define X_KERNEL(E, name, FAM, K) KERNEL_##K(E, name)
+BINARY_OPS(X_KERNEL)
+#undef X_KERNEL
 
 em_tensor *em_cpu_add_(em_keyset ks, em_tensor *self, em_tensor *other, em_scalar alpha) {
     (void)ks;

@@ -18,16 +18,11 @@
 #define EM_CPU_H
 
 #include "core/em_core.h"
-#include "dispatch/em_dispatch.h"
 #include "em_kernels_decl.h" /* generated: every kernel's prototype */
 
-/* ---- public API ---- */
-
-/* Seed the global random generator (rand, randn): same seed, same values. */
-EM_API void em_manual_seed(uint64_t seed);
-/* Set the number of threads of ember's pool AND of OpenBLAS (n >= 1). */
-EM_API void em_set_num_threads(int n);
-EM_API int em_get_num_threads(void);
+/* Seeding (em_manual_seed) and the thread count (em_set_num_threads) live
+ * in core's runtime context (Note [Runtime context] in em_core.h); the
+ * pool follows the thread count through a hook. */
 
 /* ---- thread pool (pool.c) ---- */
 
@@ -92,6 +87,22 @@ EM_HIDDEN em_tensor *em_cpu_fill_scalar_(em_tensor *self, em_scalar value, const
 EM_HIDDEN bool em_cpu_scalar_overflows(em_scalar v, em_dtype dt);
 em_tensor *em_cpu_fill_(em_keyset ks, em_tensor *self, em_tensor *value);
 em_tensor *em_cpu_zero_(em_keyset ks, em_tensor *self);
+
+/* ---- reductions without a schema entry yet (reduce_ops.c) ---- */
+
+/* max/min over one dim: returns the values (self's dtype) and sets
+ * *indices to an owned int64 tensor of the first index of each extreme
+ * (0-based; NaN counts as the extreme, as in PyTorch); dim is 0-based (negative
+ * counts from the end). On error returns NULL, *indices NULL. */
+em_tensor *em_cpu_max_dim(em_keyset ks, em_tensor *self, int64_t dim, bool keepdim, em_tensor **indices);
+em_tensor *em_cpu_min_dim(em_keyset ks, em_tensor *self, int64_t dim, bool keepdim, em_tensor **indices);
+/* The first index (0-based, int64) of the max/min over dim (NULL: of the
+ * flattened tensor; negative counts from the end); NaN counts as the extreme. */
+em_tensor *em_cpu_argmax(em_keyset ks, em_tensor *self, const int64_t *dim, bool keepdim);
+em_tensor *em_cpu_argmin(em_keyset ks, em_tensor *self, const int64_t *dim, bool keepdim);
+/* max/min of all elements (0-dim, self's dtype); an empty input errors. */
+em_tensor *em_cpu_max_all(em_keyset ks, em_tensor *self);
+em_tensor *em_cpu_min_all(em_keyset ks, em_tensor *self);
 
 /* ---- per-dtype macros shared by the loop files ---- */
 

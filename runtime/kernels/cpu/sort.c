@@ -574,9 +574,9 @@ em_tensor *em_cpu_gather_backward(em_keyset ks, em_tensor *grad_output, em_intli
                      em_shape_str(index->ndim, index->sizes, b, sizeof b));
         return NULL;
     }
-    em_tensor *z = em_cpu_zeros(EM_KS(EM_KEY_CPU), input_sizes, grad_output->dtype);
+    em_tensor *z = em_cpu_zeros(EM_KS(EM_KEY_CPU), input_sizes, grad_output->dtype, em_cpu_device());
     if (!z) return NULL;
-    em_tensor *g = em_core_contiguous(grad_output);
+    em_tensor *g = em_cpu_contiguous(EM_KS(EM_KEY_CPU), grad_output);
     if (!g) {
         em_tensor_release(z);
         return NULL;

@@ -89,38 +89,64 @@ static inline uint64_t signu_(uint64_t x) { return (int64_t)x > 0 ? 1 : (int64_t
         }                                                                               \
     }
 
+/* Note [Unary op list]
+ * UNARY_OPS is the one list of unary ops: X(ENUM, name, FAMILY). Adding an
+ * op is one line here plus its element function U_<name>(x) above (and its
+ * schema entry): the line makes the enum U_<ENUM>_OP, the loops
+ * <name>_<dtype>, the row of the loop table and the kernel
+ * em_cpu_<name>(ks, self).
+ *   NUM    integer and floating dtypes, computing in the input's dtype
+ *   FLT    floating dtypes; integer/bool inputs compute in float32 (and
+ *          get a smaller parallel grain: transcendental loops cost more) */
+#define UNARY_OPS(X)        \
+    X(NEG, neg, NUM)        \
+    X(ABS, abs, NUM)        \
+    X(RELU, relu, NUM)      \
+    X(SIGN, sign, NUM)      \
+    X(EXP, exp, FLT)        \
+    X(LOG, log, FLT)        \
+    X(SQRT, sqrt, FLT)      \
+    X(TANH, tanh, FLT)      \
+    X(SIGMOID, sigmoid, FLT)
+
 #define UFN(OP, N, T, CT) UN_FN(OP##_##N, T, CT, LA_##N, EM_ST_##N, U_##OP, CLONE_##N)
-#define INT_ALL(OP)                                                                   \
-    UFN(OP, u8, uint8_t, uint64_t) UFN(OP, i8, int8_t, uint64_t)                      \
-    UFN(OP, i32, int32_t, uint64_t) UFN(OP, i64, int64_t, uint64_t)
-#define FLT_ALL(OP)                                                                   \
+#define LOOPS_FLT(OP)                                                                 \
     UFN(OP, f16, em_half, float) UFN(OP, bf16, em_bfloat16, float)                    \
     UFN(OP, f32, float, float) UFN(OP, f64, double, double)
-#define NUM_TABLE(OP) {NULL, OP##_u8, OP##_i8, OP##_i32, OP##_i64, OP##_f16, OP##_bf16, OP##_f32, OP##_f64}
-#define FLT_TABLE(OP) {NULL, NULL, NULL, NULL, NULL, OP##_f16, OP##_bf16, OP##_f32, OP##_f64}
+#define LOOPS_NUM(OP)                                                                 \
+    UFN(OP, u8, uint8_t, uint64_t) UFN(OP, i8, int8_t, uint64_t)                      \
+    UFN(OP, i32, int32_t, uint64_t) UFN(OP, i64, int64_t, uint64_t) LOOPS_FLT(OP)
+#define TABLE_NUM(OP) {NULL, OP##_u8, OP##_i8, OP##_i32, OP##_i64, OP##_f16, OP##_bf16, OP##_f32, OP##_f64}
+#define TABLE_FLT(OP) {NULL, NULL, NULL, NULL, NULL, OP##_f16, OP##_bf16, OP##_f32, OP##_f64}
 
-INT_ALL(neg) FLT_ALL(neg)
-INT_ALL(abs) FLT_ALL(abs)
-INT_ALL(relu) FLT_ALL(relu)
-INT_ALL(sign) FLT_ALL(sign)
-FLT_ALL(exp)
-FLT_ALL(log)
-FLT_ALL(sqrt)
-FLT_ALL(tanh)
-FLT_ALL(sigmoid)
+#define X_LOOPS(E, name, FAM) LOOPS_##FAM(name)
+UNARY_OPS(X_LOOPS)
+#undef X_LOOPS
 
 static void copy_b(char **d, const int64_t *s, int64_t n, void *ctx) {
     (void)ctx;
     for (int64_t i = 0; i < n; i++) *(bool *)(d[0] + i * s[0]) = *(const bool *)(d[1] + i * s[1]);
 }
 
-/* ops from U_EXP on compute in floating point (integers give float32) */
-typedef enum { U_NEG, U_ABS, U_RELU, U_SIGN, U_EXP, U_LOG, U_SQRT, U_TANH, U_SIGMOID, U_COUNT } unop;
-static em_cpu_loop tables[U_COUNT][EM_DTYPE_COUNT] = {
-    NUM_TABLE(neg), NUM_TABLE(abs), NUM_TABLE(relu), NUM_TABLE(sign), FLT_TABLE(exp),
-    FLT_TABLE(log), FLT_TABLE(sqrt), FLT_TABLE(tanh), FLT_TABLE(sigmoid),
+typedef enum {
+#define X_ENUM(E, name, FAM) U_##E##_OP,
+    UNARY_OPS(X_ENUM)
+#undef X_ENUM
+    U_COUNT
+} unop;
+static const em_cpu_loop tables[U_COUNT][EM_DTYPE_COUNT] = {
+#define X_TABLE(E, name, FAM) TABLE_##FAM(name),
+    UNARY_OPS(X_TABLE)
+#undef X_TABLE
 };
-
+/* true for FLT ops: integer inputs compute in float32 */
+#define FLOATING_NUM false
+#define FLOATING_FLT true
+static const bool floating_op[U_COUNT] = {
+#define X_FLT(E, name, FAM) FLOATING_##FAM,
+    UNARY_OPS(X_FLT)
+#undef X_FLT
+};
 /* ---- driver ---- */
 
 typedef struct {
@@ -137,10 +163,10 @@ static void flat_range(int64_t b, int64_t e, void *arg) {
 
 static em_tensor *unary(unop op, em_tensor *self, const char *name) {
     em_dtype compute = self->dtype;
-    if (op >= U_EXP && !em_dtype_is_floating(compute)) compute = EM_FLOAT32;
+    if (floating_op[op] && !em_dtype_is_floating(compute)) compute = EM_FLOAT32;
     em_cpu_loop fn = tables[op][compute];
-    if (op == U_SIGN && compute == EM_BOOL) fn = copy_b;
-    if (op == U_NEG && compute == EM_BOOL) {
+    if (op == U_SIGN_OP && compute == EM_BOOL) fn = copy_b;
+    if (op == U_NEG_OP && compute == EM_BOOL) {
         em_set_error(EM_ETYPE, "%s: negation, the `-` operator, on a bool tensor is not supported; to invert "
                                "a mask use logical_not()", name);
         return NULL;
@@ -155,7 +181,7 @@ static em_tensor *unary(unop op, em_tensor *self, const char *name) {
         int64_t es = (int64_t)em_dtype_size(compute);
         flat_ctx fc = { fn, { em_tensor_data(out), em_tensor_data(self) }, { es, es } };
         /* transcendental loops are costlier per element: smaller grain */
-        int64_t grain = op >= U_EXP ? EM_CPU_GRAIN / 4 : EM_CPU_GRAIN;
+        int64_t grain = floating_op[op] ? EM_CPU_GRAIN / 4 : EM_CPU_GRAIN;
         if (out->numel < 2 * grain) {
             if (out->numel > 0) fn(fc.p, fc.s, out->numel, NULL);
         } else {
@@ -165,24 +191,17 @@ static em_tensor *unary(unop op, em_tensor *self, const char *name) {
     }
     em_cpu_iter it;
     em_tensor *out = em_cpu_iter_build(&it, NULL, compute, 1, &self, compute, name);
-    if (out) em_cpu_iter_run(&it, fn, NULL, op >= U_EXP ? EM_CPU_GRAIN / 4 : EM_CPU_GRAIN);
+    if (out) em_cpu_iter_run(&it, fn, NULL, floating_op[op] ? EM_CPU_GRAIN / 4 : EM_CPU_GRAIN);
     em_cpu_iter_done(&it);
     return out;
 }
 
 /* ---- kernels ---- */
 
-#define UN_KERNEL(NAME, E)                                   \
-    em_tensor *em_cpu_##NAME(em_keyset ks, em_tensor *self) { \
+#define X_KERNEL(E, name, FAM)                               \
+    em_tensor *em_cpu_##name(em_keyset ks, em_tensor *self) { \
         (void)ks;                                            \
-        return unary(E, self, #NAME);                        \
+        return unary(U_##E##_OP, self, #name);               \
     }
-UN_KERNEL(neg, U_NEG)
-UN_KERNEL(abs, U_ABS)
-UN_KERNEL(relu, U_RELU)
-UN_KERNEL(sign, U_SIGN)
-UN_KERNEL(exp, U_EXP)
-UN_KERNEL(log, U_LOG)
-UN_KERNEL(sqrt, U_SQRT)
-UN_KERNEL(tanh, U_TANH)
-UN_KERNEL(sigmoid, U_SIGMOID)
+UNARY_OPS(X_KERNEL)
+#undef X_KERNEL
