@@ -765,6 +765,9 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
         cg_puts(b, "    if (em_set_history(result, node, 0) != EM_OK) {\n");
     }
     cg_puts(b, "        em_tensor_release(result);\n        goto fail;\n    }\n");
+    /* a view of one of several views returned together is one of them too */
+    if (w < 0 && op->ret_alias && tensor_count(op) >= 1 && cg_type_is_tensor(op->args[0].type))
+        cg_printf(b, "    em_ag_inherit_multi_view(result, %s);\n", op->args[0].name);
     if (formulas_use_result(op)) {
         /* PyTorch saves an output whatever needs a gradient, so a later
          * in-place write into it makes backward refuse -- except in its

@@ -39,9 +39,9 @@ def _split_top(s):
     """Splits s at top-level commas (not inside parentheses/brackets)."""
     out, depth, cur = [], 0, ''
     for ch in s:
-        if ch in '([':
+        if ch in '([{':
             depth += 1
-        elif ch in ')]':
+        elif ch in ')]}':
             depth -= 1
         if ch == ',' and depth == 0:
             out.append(cur)
