@@ -36,7 +36,7 @@ class Op:
 
 
 def _split_top(s):
-    """Splits s at top-level commas (not inside parentheses/brackets)."""
+    """Splits s at top-level commas (not inside parentheses/brackets/braces)."""
     out, depth, cur = [], 0, ''
     for ch in s:
         if ch in '([{':
