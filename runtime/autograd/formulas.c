@@ -289,8 +289,20 @@ out:
     return r;
 }
 
+/* PyTorch's evenly_distribute_backward: grad / count at the elements equal
+ * to the result -- or, when the result is NaN, at the NaNs -- zeros elsewhere. */
 em_tensor *em_ag_fn_max_all_backward(em_tensor *grad, em_tensor *self, em_tensor *result) {
-    return em_ag_fn_amax_backward(grad, self, result, (em_intlist){ NULL, -1 }, false);
+    enum { NS, NR, EQ, M, C, G, Z, K };
+    em_tensor *t[K] = { NULL };
+    em_tensor *r = NULL;
+    if (!(t[NS] = em_ne(self, self)) || !(t[NR] = em_ne(result, result)) || !(t[EQ] = em_eq(self, result)) ||
+        !(t[M] = em_where(t[NR], t[NS], t[EQ])) || !(t[C] = em_sum(t[M], (em_intlist){ NULL, -1 }, false, EM_DTYPE_NONE)) ||
+        !(t[G] = em_div(grad, t[C])) || !(t[Z] = em_ag_scalar(0)))
+        goto out;
+    r = em_where(t[M], t[G], t[Z]);
+out:
+    release_all(K, t);
+    return r;
 }
 
 /* N: the number of elements each output of a reduction over dim folds */

@@ -471,7 +471,18 @@ def _py_sorting(name, tuple_result):
     return py
 
 
+def _plus1(call):
+    return '(%s + 1)' % call
+
+
+def _plus1_second(call):
+    return '(lambda r: (r[0], r[1] + 1))(%s)' % call
+
+
 MAP = {
+    # index results are 1-based in ember (post wraps torch's call)
+    'argmax': dict(post=_plus1), 'argmin': dict(post=_plus1),
+    'max.dim': dict(post=_plus1_second), 'min.dim': dict(post=_plus1_second),
     'sort': dict(py=_py_sorting('sort', True)),
     'argsort': dict(py=_py_sorting('argsort', False)),
     # gather reads 1-based indices from any int64 tensor of the program:
@@ -510,6 +521,16 @@ MAP = {
     'norm': dict(gen=gen_norm, py=_py_norm),
 }
 
+# Filled by surface(): ops whose function lives in a namespace (ember.nn.functional.NAME,
+# torch.nn.functional.NAME), and composite ops.
+NAMESPACE = {}
+COMPOSITE = set()
+# Ops whose result at position k (0-based) is an index tensor: torch's values
+# get + 1 in a new tensor, so an in-place write into it would not reach what
+# torch saved -- the generator never writes into these (gen.py).
+INDEX_RESULTS = {'argmax': [0], 'argmin': [0], 'argsort': [0], 'max.dim': [1], 'min.dim': [1],
+                 'sort': [1], 'topk': [1]}
+
 # Hand-written methods of runtime/lua (not in ops.yaml), same format.
 EXTRA = [
     ('float(Tensor self) -> Tensor', 'method'),
@@ -543,6 +564,10 @@ def surface(ops_yaml):
             ops.append(o)
     sup, unsup = [], []
     for o in ops:
+        if o.namespace:
+            NAMESPACE[o.name] = o.namespace
+        if o.composite:
+            COMPOSITE.add(o.name)
         spec = MAP.get(o.name, {})
         if spec.get('gen') or generic_problem(o) is None:
             sup.append(o)
