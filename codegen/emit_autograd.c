@@ -567,7 +567,7 @@ static void requires_any(cg_buf *b, const cg_op *op, bool all, int extra) {
     bool first = true;
     int la = list_arg(op);
     if (la >= 0 && (all || formula_for(op, la))) {
-        cg_printf(b, "list_requires_grad(%s)", op->args[la].name);
+        cg_printf(b, "em_ag_list_requires_grad(%s)", op->args[la].name);
         first = false;
     }
     for (int i = 0; i < op->nargs; i++) {
@@ -858,10 +858,6 @@ void cg_emit_autograd(cg_buf *b, const cg_schema *s) {
                "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
                "#include \"autograd/em_autograd.h\"\n#include \"autograd/em_formulas.h\"\n"
                "#include \"em_ops.h\"\n#include \"em_kernels_decl.h\"\n\n");
-    cg_puts(b, "/* Whether an element of a Tensor[] argument requires grad. */\n"
-               "static inline __attribute__((unused)) bool list_requires_grad(em_tensorlist l)\n{\n"
-               "    for (int i = 0; i < l.n; i++)\n        if (em_requires_grad(l.data[i]))\n"
-               "            return true;\n    return false;\n}\n\n");
     const char *last = NULL;
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];

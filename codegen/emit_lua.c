@@ -401,23 +401,6 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
                "#include <stdint.h>\n#include <string.h>\n\n"
                "#include \"em_ops.h\"\n#include \"autograd/em_autograd.h\"\n#include \"lua/em_lua.h\"\n\n");
     cg_puts(b, "#include \"lua/em_lua_bind.h\"\n\n"); /* binding helpers: a real header under runtime/ */
-    cg_puts(b, "/* Factories take requires_grad=true in their options table (PyTorch's\n"
-               " * TensorOptions): the new tensor becomes a leaf that requires grad. On\n"
-               " * failure releases r and returns false with the error set. */\n"
-               "static __attribute__((unused)) bool set_requires_grad(lua_State *L, int opt, em_tensor *r, const char *op)\n{\n"
-               "    int t = lua_getfield(L, opt, \"requires_grad\");\n"
-               "    bool on = lua_toboolean(L, -1);\n"
-               "    lua_pop(L, 1);\n"
-               "    if (t != LUA_TNIL && t != LUA_TBOOLEAN) {\n"
-               "        em_tensor_release(r);\n"
-               "        return luaL_error(L, \"bad option 'requires_grad' to '%s' (boolean expected, got %s)\",\n"
-               "                          op, lua_typename(L, t));\n"
-               "    }\n"
-               "    if (on && em_set_requires_grad(r, true) != EM_OK) {\n"
-               "        em_tensor_release(r);\n"
-               "        return false;\n"
-               "    }\n"
-               "    return true;\n}\n\n");
     const char *last = NULL;
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];

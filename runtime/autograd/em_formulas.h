@@ -72,4 +72,12 @@ EM_HIDDEN em_tensor *em_ag_fn_split_backward(em_tensor **grads, int n, const em_
 EM_HIDDEN em_tensor *em_ag_fn_stack_grads(em_tensor **grads, int n, const em_input_meta *metas,
                                           const em_input_meta *self_meta, int64_t dim);
 
+/* Whether an element of a Tensor[] argument requires grad (the generated
+ * Autograd kernel of an op with a Tensor[] argument asks). */
+static inline __attribute__((unused)) bool em_ag_list_requires_grad(em_tensorlist l) {
+    for (int i = 0; i < l.n; i++)
+        if (em_requires_grad(l.data[i])) return true;
+    return false;
+}
+
 #endif

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "autograd/em_autograd.h"
 #include "lua/em_lua.h"
 
 /* ---- helpers shared by the bindings (see Note [Lua argument binding]) ---- */
@@ -69,6 +70,25 @@ static inline void precheck_tensor(lua_State *L, int idx, const char *op, const 
         em_lua_totensor(L, idx))
         return;
     (void)em_lua_check_tensor(L, idx, op, name, tmp); /* raises */
+}
+
+/* Factories take requires_grad=true in their options table (PyTorch's
+ * TensorOptions): the new tensor becomes a leaf that requires grad. On
+ * failure releases r and returns false with the error set. */
+static inline __attribute__((unused)) bool set_requires_grad(lua_State *L, int opt, em_tensor *r, const char *op) {
+    int t = lua_getfield(L, opt, "requires_grad");
+    bool on = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    if (t != LUA_TNIL && t != LUA_TBOOLEAN) {
+        em_tensor_release(r);
+        return luaL_error(L, "bad option 'requires_grad' to '%s' (boolean expected, got %s)", op,
+                          lua_typename(L, t));
+    }
+    if (on && em_set_requires_grad(r, true) != EM_OK) {
+        em_tensor_release(r);
+        return false;
+    }
+    return true;
 }
 
 #endif
