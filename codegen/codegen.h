@@ -188,6 +188,7 @@ typedef struct {
     bool v_function, v_method;
     char *kernel[CG_KEY_COUNT]; /* C function per key, NULL for none */
     bool composite;    /* kernels: {Composite: fn}: fn at every key (Note [Composite ops]) */
+    char *metamethod;  /* "__add": the tensor metamethod entry (Note [Metamethods]), or NULL */
     char *namespaces[CG_MAX_NAMESPACES]; /* where the function variant lives: "" = ember */
     int nnamespaces;   /* 0: just ember */
     char *doc;

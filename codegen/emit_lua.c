@@ -394,6 +394,30 @@ static void emit_matcher(cg_buf *b, const cg_op *op) {
               varargs ? "lt != LUA_TNUMBER" : "true");
 }
 
+/* Note [Metamethods]
+ * `a + b` on tensors runs the op named by ops.yaml `metamethod: __add`
+ * through mm_NAME: the same C op (em_add) as ember.add, with the remaining
+ * arguments at their defaults, but without the binding's argument slots --
+ * Lua always passes exactly the operands. lua_tensor.c registers
+ * em_lua_op_metamethods on the tensor metatable with the metatable as
+ * upvalue 1, which em_lua_mm_operand and em_lua_push_result use for their
+ * fast paths (em_lua_bind.h). */
+static void emit_metamethod(cg_buf *b, const cg_op *op) {
+    int n = strcmp(op->metamethod, "__unm") == 0 ? 1 : 2;
+    cg_printf(b, "/* %s: the metamethod entry of %s (Note [Metamethods]). */\n"
+                 "static int mm_%s(lua_State *L)\n{\n    em_lua_argtmp tmp;\n", op->metamethod, op->name,
+              op->name);
+    emit_locals(b, op);
+    cg_puts(b, "\n    tmp.n = 0;\n    tmp.nlists = 0;\n");
+    for (int i = 0; i < n; i++)
+        cg_printf(b, "    a_%s = em_lua_mm_operand(L, %d, \"%s\", \"%s\", &tmp);\n", op->args[i].name, i + 1,
+                  op->name, op->args[i].name);
+    cg_printf(b, "    em_tensor *r = em_%s(", op->name);
+    for (int i = 0; i < op->nargs; i++) cg_printf(b, "%sa_%s", i ? ", " : "", op->args[i].name);
+    cg_printf(b, ");\n\n    if (tmp.n)\n        em_lua_argtmp_release(&tmp);\n"
+                 "    em_lua_push_result(L, r, \"%s\");\n    return 1;\n}\n\n", op->name);
+}
+
 void cg_emit_lua(cg_buf *b, const cg_schema *s) {
     cg_generated_banner(b, s->ops_path);
     cg_puts(b, "/* em_lua_ops.c -- the Lua bindings of every op: ember.NAME and x:NAME.\n"
@@ -438,6 +462,14 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
                           s->ops[j].name);
         cg_printf(b, "    return em_lua_no_overload(L, \"%s\", schemas);\n}\n\n", op->base);
     }
+    cg_puts(b, "/* ---- metamethods ---- */\n\n");
+    for (int i = 0; i < s->nops; i++)
+        if (s->ops[i].metamethod) emit_metamethod(b, &s->ops[i]);
+    cg_puts(b, "/* The tensor metamethods of ops.yaml; declared in em_lua.h. */\n"
+               "const luaL_Reg em_lua_op_metamethods[] = {\n");
+    for (int i = 0; i < s->nops; i++)
+        if (s->ops[i].metamethod) cg_printf(b, "    { \"%s\", mm_%s },\n", s->ops[i].metamethod, s->ops[i].name);
+    cg_puts(b, "    { NULL, NULL }\n};\n\n");
     cg_puts(b, "/* ---- registration ---- */\n\n"
                "/* Function variants: {namespace (\"\" = ember), name, binding}. */\n"
                "static const struct { const char *ns, *name; lua_CFunction func; } functions[] = {\n");

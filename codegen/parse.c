@@ -727,12 +727,41 @@ static void parse_namespaces(const char *path, yaml_document_t *doc, yaml_node_t
     }
 }
 
+/* metamethod: __add. Note [Metamethods]: Lua's arithmetic on tensors calls
+ * the op through a generated entry (mm_NAME in em_lua_ops.c). A binary
+ * metamethod's op takes two positional Tensors first, a unary one (__unm)
+ * one; every later argument must be a Scalar with a default, and the op
+ * returns one Tensor. */
+static void parse_metamethod(const char *path, yaml_node_t *n, cg_op *op) {
+    static const char *const known[] = { "__add", "__sub", "__mul", "__div", "__mod", "__pow",
+                                         "__idiv", "__unm", NULL };
+    expect_scalar(path, n, "a metamethod name");
+    const char *name = scalar_of(n);
+    bool ok = false;
+    for (int i = 0; known[i]; i++) ok = ok || strcmp(known[i], name) == 0;
+    if (!ok)
+        cg_error_at(path, mark_line(n), "op '%s': unknown metamethod '%s' (known: __add, __sub, __mul, "
+                    "__div, __mod, __pow, __idiv, __unm)", op->name, name);
+    int ntensors = strcmp(name, "__unm") == 0 ? 1 : 2;
+    bool fits = op->nargs >= ntensors && op->nrets == 1 && !cg_op_ret_list(op);
+    for (int i = 0; fits && i < op->nargs; i++) {
+        const cg_arg *a = &op->args[i];
+        fits = i < ntensors ? a->type == CG_TENSOR && !a->kwonly && !a->alias
+                            : a->type == CG_SCALAR && a->def.kind != CG_DEF_NONE_GIVEN;
+    }
+    if (!fits)
+        cg_error_at(path, mark_line(n), "op '%s' cannot be metamethod %s: it needs %d positional "
+                    "Tensor argument%s first, only defaulted Scalars after, and one Tensor result",
+                    op->name, name, ntensors, ntensors > 1 ? "s" : "");
+    op->metamethod = cg_xstrdup(name);
+}
+
 static void parse_op(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_op *op) {
     op->line = mark_line(n);
     if (n->type != YAML_MAPPING_NODE)
         cg_error_at(path, op->line, "an op entry must be a mapping with func, variants, kernels "
                     "and doc, found %s", node_kind(n));
-    yaml_node_t *func = NULL, *variants = NULL, *kernels = NULL, *docn = NULL, *ns = NULL;
+    yaml_node_t *func = NULL, *variants = NULL, *kernels = NULL, *docn = NULL, *ns = NULL, *mm = NULL;
     for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
         yaml_node_t *k = yaml_document_get_node(doc, pr->key);
         yaml_node_t *v = yaml_document_get_node(doc, pr->value);
@@ -743,10 +772,11 @@ static void parse_op(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_
                              : strcmp(key, "kernels") == 0  ? &kernels
                              : strcmp(key, "doc") == 0      ? &docn
                              : strcmp(key, "namespace") == 0 ? &ns
+                             : strcmp(key, "metamethod") == 0 ? &mm
                                                             : NULL;
         if (!slot)
             cg_error_at(path, mark_line(k), "unknown key '%s' (known keys: func, variants, kernels, "
-                        "namespace, doc)", key);
+                        "namespace, metamethod, doc)", key);
         if (*slot) cg_error_at(path, mark_line(k), "key '%s' given twice", key);
         *slot = v;
     }
@@ -763,6 +793,7 @@ static void parse_op(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_
     else op->v_function = true;
     parse_kernels(path, doc, kernels, op);
     if (ns) parse_namespaces(path, doc, ns, op);
+    if (mm) parse_metamethod(path, mm, op);
     if (op->v_method && (op->nargs == 0 || op->args[0].type != CG_TENSOR || op->args[0].kwonly))
         cg_error_at(path, mark_line(func), "op '%s' has a method variant but its first argument "
                     "is not a positional Tensor", op->name);
@@ -808,6 +839,9 @@ void cg_parse_ops(const char *path, cg_schema *s) {
             if (strcmp(s->ops[j].name, op->name) == 0)
                 cg_error_at(path, op->line, "duplicate op '%s' (first defined at line %d)", op->name,
                             s->ops[j].line);
+            if (op->metamethod && s->ops[j].metamethod && strcmp(s->ops[j].metamethod, op->metamethod) == 0)
+                cg_error_at(path, op->line, "metamethod %s given to '%s' and '%s'", op->metamethod,
+                            s->ops[j].name, op->name);
             /* Note [Overloads]: one Lua binding per name, so the variants agree */
             if (strcmp(s->ops[j].base, op->base) == 0 &&
                 (s->ops[j].v_function != op->v_function || s->ops[j].v_method != op->v_method))

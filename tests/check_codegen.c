@@ -383,7 +383,15 @@ START_TEST(test_codegen_real_schema) {
     ck_assert_ptr_nonnull(list);
     ck_assert_ptr_nonnull(strstr(list, "\"matmul\","));
     ck_assert_ptr_null(strstr(list, "\"eq\""));
+    /* metamethods run the ops' C entry; composites sit at every key; namespaces */
+    ck_assert_ptr_nonnull(strstr(l, "{ \"__add\", mm_add },"));
+    ck_assert_ptr_nonnull(strstr(l, "{ \"__unm\", mm_neg },"));
+    ck_assert_ptr_nonnull(strstr(l, "em_tensor *r = em_add(a_self, a_other, a_alpha);"));
+    ck_assert_ptr_nonnull(strstr(l, "{ \"nn.functional\", \"linear\", l_linear },"));
     free(l);
+    c = slurp(&r, "gen/em_ops.c");
+    ck_assert_ptr_nonnull(strstr(c, "[EM_KEY_AUTOGRAD] = (void *)em_comp_linear"));
+    free(c);
     cleanup(&r);
 }
 END_TEST
@@ -462,6 +470,10 @@ static const bad_case bad_cases[] = {
       "save: the formulas of mul use 'other' but save does not list it" },
     { "deriv_ops.yaml", "deriv_no_op.yaml", "deriv_no_op.yaml:3:",
       "the formula needs op 'sub' (for its arithmetic)" },
+    { "bad_metamethod.yaml", NULL, "bad_metamethod.yaml:4:", "op 'neg': unknown metamethod '__plus'" },
+    { "metamethod_signature.yaml", NULL, "metamethod_signature.yaml:4:",
+      "op 'neg' cannot be metamethod __add: it needs 2 positional Tensor arguments first" },
+    { "metamethod_twice.yaml", NULL, "metamethod_twice.yaml:7:", "metamethod __unm given to 'neg' and 'neg2'" },
     { "composite_mixed.yaml", NULL, "composite_mixed.yaml:3:",
       "op 'neg': a Composite kernel is the op's only kernel" },
     { "bad_namespace.yaml", NULL, "bad_namespace.yaml:4:",

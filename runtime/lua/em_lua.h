@@ -133,6 +133,10 @@ EM_API void em_lua_register_ops(lua_State *L, int module_idx, int methods_idx);
 EM_API void em_lua_push_namespace(lua_State *L, int module_idx, const char *ns);
 /* Generated: for help(): op name -> "signature\n  doc" pairs, NULL-ended. */
 EM_API extern const char *const em_lua_op_docs[][3]; /* {name, schema, doc} */
+/* Generated: the tensor metamethods (__add, ...) of ops.yaml `metamethod:`
+ * entries; registered with the tensor metatable as upvalue 1 (Note
+ * [Metamethods] in codegen/emit_lua.c). */
+EM_API extern const luaL_Reg em_lua_op_metamethods[];
 
 /* Generated from the files in lua/stdlib (codegen/embed_lua.sh): Lua chunks that
  * luaopen_ember runs with the module as their argument. NULL-terminated. */

@@ -91,4 +91,25 @@ static inline __attribute__((unused)) bool set_requires_grad(lua_State *L, int o
     return true;
 }
 
+/* ---- metamethod entries (Note [Metamethods] in codegen/emit_lua.c) ---- */
+
+/* Pushes t (taking the reference) as a tensor userdata whose metatable is
+ * upvalue 1 of the running metamethod; t == NULL raises op's error.
+ * Defined in lua_tensor.c. */
+void em_lua_push_result(lua_State *L, em_tensor *t, const char *op);
+
+/* Operand idx of a metamethod: the tensor directly when its metatable is
+ * upvalue 1 (the fast path), else what em_lua_check_tensor makes of it
+ * (a Lua number becomes a wrapped number owned by tmp; others raise). */
+static inline em_tensor *em_lua_mm_operand(lua_State *L, int idx, const char *op, const char *name,
+                                           em_lua_argtmp *tmp) {
+    if (lua_type(L, idx) == LUA_TUSERDATA && lua_getmetatable(L, idx)) {
+        bool ours = lua_rawequal(L, -1, lua_upvalueindex(1));
+        lua_pop(L, 1);
+        em_tensor *t = ours ? *(em_tensor **)lua_touserdata(L, idx) : NULL;
+        if (t) return t;
+    }
+    return em_lua_check_tensor(L, idx, op, name, tmp);
+}
+
 #endif
