@@ -7,6 +7,22 @@
  * its spelling in ops.yaml, its C parameter type, whether it is optional
  * (a trailing `?`), and how it is boxed. Emitters switch on cg_type; adding
  * a type means one row there and one case in each emitter's switch.
+ *
+ * Note [Several results]
+ * `-> (Tensor values, Tensor indices)`: the C entry em_OP, em_redispatch_OP
+ * and every kernel return the first result (an owned reference, NULL on
+ * error) and take one trailing out-parameter `em_tensor **NAME` per further
+ * result, set to an owned reference on success (left NULL on error). The
+ * boxed stack carries every result in rets[0..k-1]; the Lua binding returns
+ * k values. `-> Tensor[]`: the C functions return an `em_tensor **` array of
+ * owned tensors (NULL on error) and take a trailing `int *nresults` set to
+ * its length; the caller frees it with em_tensors_free (core). Boxed, the
+ * list is one EM_IV_TENSORLIST in rets[0] (owned there); in Lua an array.
+ *
+ * Note [Tensor lists]
+ * A `Tensor[]` argument is an em_tensorlist {data, n} of borrowed tensors;
+ * in Lua an array of tensors (an element that is not a tensor is an error
+ * naming the op, the argument and the element's 1-based position).
  */
 #ifndef CODEGEN_H
 #define CODEGEN_H
@@ -16,7 +32,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Note [Composite ops]
+ * An op whose ops.yaml entry says `kernels: {Composite: em_comp_NAME}` has
+ * no backend kernel and no formula: em_comp_NAME (runtime/kernels/composite.c)
+ * is registered at every dispatch key, Autograd included, and computes the
+ * op by calling other ops through the public API (em_ops.h). Autograd,
+ * every backend and double backward therefore come from its parts; a
+ * derivatives.yaml entry for it is an error. (PyTorch's
+ * CompositeImplicitAutograd.) */
+
+#define CG_MAX_NAMESPACES 4
 #define CG_MAX_ARGS 16 /* EM_STACK_MAX: every argument must fit on a boxed stack */
+#define CG_MAX_RETS 4  /* em_stack.rets: every result must fit on a boxed stack */
 
 /* ---- types (see Note [Schema types]) ---- */
 
@@ -24,6 +51,11 @@ typedef enum {
     CG_TENSOR, CG_TENSOR_OPT, CG_SCALAR, CG_SCALAR_OPT, CG_INT, CG_INTLIST,
     CG_DIM, CG_DIM_OPT, CG_DIMLIST, CG_DIMLIST_OPT, CG_INDEX, CG_INDEX_OPT,
     CG_ENDINDEX_OPT, CG_FLOAT, CG_BOOL, CG_DTYPE, CG_DTYPE_OPT, CG_INT_OPT,
+    CG_TENSORLIST, /* Tensor[]: em_tensorlist (borrowed); see Note [Tensor lists] */
+    CG_INTLIST_OPT,/* int[]?: em_intlist, n == -1 when absent */
+    CG_STR,        /* str{a,b,c}: const char *, one of the values listed in the schema */
+    CG_FLOATLIST_OPT, /* float[]?: em_floatlist, n == -1 when absent */
+    CG_DEVICE, CG_DEVICE_OPT, CG_GENERATOR_OPT, /* devices: em_device, em_generator * */
     CG_TYPE_COUNT
 } cg_type;
 
@@ -50,7 +82,8 @@ extern const char *const cg_dtype_enums[CG_DTYPE_COUNT];
 typedef enum {
     CG_DEF_NONE_GIVEN, /* no default: the argument is required */
     CG_DEF_NULL,       /* None */
-    CG_DEF_INT, CG_DEF_FLOAT, CG_DEF_BOOL, CG_DEF_LIST, CG_DEF_DTYPE
+    CG_DEF_INT, CG_DEF_FLOAT, CG_DEF_BOOL, CG_DEF_LIST, CG_DEF_DTYPE,
+    CG_DEF_STR        /* "mean": str (text keeps the quotes; str is the value) */
 } cg_default_kind;
 
 typedef struct {
@@ -62,6 +95,7 @@ typedef struct {
     int64_t *list;    /* CG_DEF_LIST */
     int nlist;
     int dtype;        /* CG_DEF_DTYPE: index into cg_dtype_names */
+    char *str;        /* CG_DEF_STR: the value without quotes */
 } cg_default;
 
 typedef struct {
@@ -70,6 +104,8 @@ typedef struct {
     char *alias;      /* "a" for Tensor(a) / Tensor(a!), else NULL */
     bool alias_write; /* Tensor(a!) */
     bool kwonly;      /* after `*`: only by name (Lua options table) */
+    char **choices;   /* str{mean,sum,none}: the allowed values */
+    int nchoices;
     cg_default def;
 } cg_arg;
 
@@ -85,7 +121,10 @@ typedef enum {
     CG_EX_GEOM,   /* X_geometry: sizes, strides and storage offset of X */
     CG_EX_CALL,   /* text(kids...): an op (op_index >= 0) or a helper */
     CG_EX_BIN,    /* kids[0] text[0] kids[1], text is "+", "-", "*" or "/" */
-    CG_EX_NEG     /* -kids[0] */
+    CG_EX_NEG,    /* -kids[0] */
+    CG_EX_GRADS,  /* grads[arg] (0-based result index), or the whole list `grads` (arg -1) */
+    CG_EX_RESULTS,/* results[arg] */
+    CG_EX_ELEM    /* i: the element index in the formula of a Tensor[] argument */
 } cg_ex_kind;
 
 typedef struct cg_expr {
@@ -100,8 +139,11 @@ typedef struct cg_expr {
 
 /* A helper of runtime/autograd/em_formulas.h that formulas may call:
  * params spells its parameters, one letter each: t = a tensor (em_tensor *),
- * m = an input meta (X_meta), g = a geometry (X_geometry), v = a non-tensor
- * argument's C value. */
+ * m = an input meta (X_meta; for a Tensor[] argument the array of its
+ * elements' metas), g = a geometry (X_geometry), v = a non-tensor argument's
+ * C value (or i), l = the list `grads` of a Tensor[] result, passed as
+ * (em_tensor **grads, int n, const em_input_meta *metas) with NULL entries
+ * for results that got no gradient. */
 typedef struct {
     const char *name;   /* "sum_backward" -> em_ag_fn_sum_backward */
     const char *params; /* "tmvv" */
@@ -117,22 +159,37 @@ typedef struct {
 
 typedef struct {
     int line;                        /* of the entry in derivatives.yaml */
-    bool output_nondiff;             /* output_differentiability: [false] */
+    bool output_nondiff;             /* no output is differentiable (all flags false) */
+    bool ret_nondiff[CG_MAX_RETS];   /* output_differentiability per result */
     bool may_return_self;            /* may_return_self: true (to, contiguous) */
     cg_formula formulas[CG_MAX_ARGS];
     int nformulas;
 } cg_deriv;
 
+/* A result of an op: `Tensor`, `Tensor[]`, or a named member of a tuple
+ * `(Tensor values, Tensor indices)`. See Note [Several results]. */
 typedef struct {
-    char *name;       /* "add_" */
+    char *name;       /* "indices"; NULL for an unnamed single result */
+    bool list;        /* Tensor[] */
+} cg_ret;
+
+typedef struct {
+    char *name;       /* the C name: "add_", "max_dim" for max.dim */
+    char *base;       /* the name before the overload: "max" (the Lua name) */
+    char *overload;   /* "dim" for max.dim, else NULL */
     char *schema;     /* the func string, trimmed */
     cg_arg args[CG_MAX_ARGS];
     int nargs;
     int npositional;  /* arguments before `*` */
+    cg_ret rets[CG_MAX_RETS];
+    int nrets;        /* 1 for `-> Tensor` and `-> Tensor[]` */
     char *ret_alias;  /* return Tensor(a!) -> "a" */
     bool ret_alias_write;
     bool v_function, v_method;
     char *kernel[CG_KEY_COUNT]; /* C function per key, NULL for none */
+    bool composite;    /* kernels: {Composite: fn}: fn at every key (Note [Composite ops]) */
+    char *namespaces[CG_MAX_NAMESPACES]; /* where the function variant lives: "" = ember */
+    int nnamespaces;   /* 0: just ember */
     char *doc;
     const char *group; /* the "# ---- x ----" banner above it, or NULL */
     int line;          /* 1-based line of the entry in ops.yaml */
@@ -171,6 +228,10 @@ bool cg_expr_uses_arg(const cg_expr *e, int arg);
 bool cg_expr_uses_result(const cg_expr *e);
 bool cg_expr_uses_meta(const cg_expr *e, int arg);
 bool cg_expr_uses_geometry(const cg_expr *e, int arg);
+/* Whether e names results[k] / the gradient of result k (grad is grads[0];
+ * the list `grads` or k < 0 matches any). */
+bool cg_expr_uses_results(const cg_expr *e, int k);
+bool cg_expr_uses_grads(const cg_expr *e, int k);
 /* The op's index among its Tensor arguments (its next-edge slot), or -1. */
 int cg_tensor_slot(const cg_op *op, int arg);
 /* Whether the op has a formula (a differentiable op: em_lua_differentiable_ops). */
@@ -180,6 +241,12 @@ bool cg_op_has_formulas(const cg_op *op);
 bool cg_type_is_ptr_opt(cg_type t);
 bool cg_type_is_tensor(cg_type t);
 bool cg_type_is_list(cg_type t);
+/* Whether list type t holds dims (1-based in Lua, 0-based in C). */
+bool cg_type_is_dims(cg_type t);
+/* Whether op returns a Tensor[] (its C entry returns em_tensor ** and a count). */
+bool cg_op_ret_list(const cg_op *op);
+/* The C return type of op's entry points and kernels: "em_tensor *" or "em_tensor **". */
+const char *cg_ret_ctype(const cg_op *op);
 
 /* ---- util.c ---- */
 
@@ -225,9 +292,11 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s);
 void cg_emit_man(cg_buf *b, const cg_schema *s);
 
 /* Appends "(em_tensor *self, em_tensor *other, em_scalar alpha)"'s inside:
- * the op's C parameters; with_ks prefixes "em_keyset ks, ". */
+ * the op's C parameters; with_ks prefixes "em_keyset ks, ". The out-parameters
+ * of further results follow (em_tensor **indices), or `int *nresults` for a
+ * Tensor[] result (see Note [Several results]). */
 void cg_emit_params(cg_buf *b, const cg_op *op, bool with_ks);
-/* Appends the arguments' names separated by ", ". */
+/* Appends the arguments' names separated by ", " (out-parameters included). */
 void cg_emit_arg_names(cg_buf *b, const cg_op *op);
 
 #endif

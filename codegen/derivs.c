@@ -35,9 +35,15 @@ const cg_helper cg_helpers[] = {
     { "matmul_backward_self", "tmt" },
     { "matmul_backward_other", "ttm" },
     { "zeros_like", "t" },
+    { "to_device_backward", "tm" },
     { "as_strided_grad", "tgvvv" },
-    { "prod_backward", "ttvv" }, { "amax_backward", "tttvv" }, { "var_backward", "ttvvv" },
+    { "prod_backward", "ttvv" }, { "amax_backward", "tttvv" }, { "max_all_backward", "ttt" }, { "var_backward", "ttvvv" },
     { "std_backward", "tttvvv" }, { "norm_backward", "tttvvv" },
+    { "value_selecting_backward", "tvtm" },
+    { "value_selecting_reduction_backward", "tvtmv" },
+    { "cat_grad", "tmvv" },
+    { "split_backward", "lmv" },
+    { "stack_grads", "lmv" },
     { NULL, NULL }
 };
 
@@ -67,6 +73,21 @@ bool cg_expr_uses_result(const cg_expr *e) {
     return false;
 }
 
+bool cg_expr_uses_results(const cg_expr *e, int k) {
+    if (e->kind == CG_EX_RESULTS && e->arg == k) return true;
+    for (int i = 0; i < e->nkids; i++)
+        if (cg_expr_uses_results(e->kids[i], k)) return true;
+    return false;
+}
+
+bool cg_expr_uses_grads(const cg_expr *e, int k) {
+    if (e->kind == CG_EX_GRADS && (e->arg == k || e->arg < 0 || k < 0)) return true;
+    if (e->kind == CG_EX_GRAD && k <= 0) return true;
+    for (int i = 0; i < e->nkids; i++)
+        if (cg_expr_uses_grads(e->kids[i], k)) return true;
+    return false;
+}
+
 bool cg_expr_uses_geometry(const cg_expr *e, int arg) {
     if (e->kind == CG_EX_GEOM && e->arg == arg) return true;
     for (int i = 0; i < e->nkids; i++)
@@ -86,7 +107,7 @@ bool cg_expr_uses_meta(const cg_expr *e, int arg) {
 /* Locals of the generated apply functions and kernels, and node fields. */
 static const char *const ag_reserved[] = {
     "grad", "result", "node", "n", "out", "grads", "mark", "below", "any", "base", "orig",
-    "prev", NULL
+    "prev", "results", "rs", NULL
 };
 
 static bool ends_with(const char *s, const char *suffix) {
@@ -99,17 +120,23 @@ void cg_check_autograd_names(const char *path, int line, const cg_op *op) {
         const char *name = op->args[i].name;
         bool bad = strncmp(name, "has_", 4) == 0 || ends_with(name, "_") || ends_with(name, "_meta") ||
                    ends_with(name, "_n");
-        if (name[0] == 'v' && name[1]) {
-            bad = true; /* v1, v2, ... are temporaries */
-            for (const char *p = name + 1; *p; p++)
-                if (!isdigit((unsigned char)*p)) bad = false;
+        /* v1, v2, ... are temporaries; gk0, res0, ... gradients and results */
+        static const char *const numbered[] = { "v", "gk", "res", NULL };
+        for (int k = 0; numbered[k]; k++) {
+            size_t m = strlen(numbered[k]);
+            if (strncmp(name, numbered[k], m) != 0 || !name[m]) continue;
+            bool digits = true;
+            for (const char *p = name + m; *p; p++)
+                if (!isdigit((unsigned char)*p)) digits = false;
+            bad |= digits;
         }
         for (int r = 0; ag_reserved[r]; r++)
             if (strcmp(ag_reserved[r], name) == 0) bad = true;
         if (bad)
             cg_error_at(path, line, "argument '%s' of %s clashes with a name of the generated "
                         "autograd code (reserved: grad, result, node, n, out, grads, mark, below, "
-                        "any, base, orig, prev, v<N>, has_*, *_, *_meta, *_n); rename it in %s",
+                        "any, base, orig, prev, results, rs, v<N>, gk<N>, res<N>, has_*, *_, *_meta, *_n); "
+                        "rename it in %s",
                         name, op->name, "ops.yaml");
     }
 }
@@ -122,6 +149,7 @@ typedef struct {
     const cg_schema *s;
     const cg_op *op;
     const char *key;   /* the argument the formula is for */
+    int key_arg;       /* its index */
     const char *src;   /* the whole formula */
     const char *p;
 } fparser;
@@ -217,9 +245,55 @@ static cg_expr *parse_ident(fparser *x) {
         }
         return e;
     }
-    if (strcmp(name, "grad") == 0) { free(name); return new_expr(CG_EX_GRAD); }
-    if (strcmp(name, "result") == 0) { free(name); return new_expr(CG_EX_RESULT); }
+    const cg_op *op = x->op;
+    bool multi = op->nrets > 1, rlist = cg_op_ret_list(op);
+    if (strcmp(name, "grad") == 0 || strcmp(name, "result") == 0) {
+        if (multi)
+            ferror_at(x, "%s has %d results: name grads[k] and results[k] (0-based), not '%s'",
+                      op->name, op->nrets, name);
+        if (rlist && name[0] == 'r')
+            ferror_at(x, "%s returns a Tensor[]: its formulas cannot name 'result'", op->name);
+        if (rlist)
+            ferror_at(x, "%s returns a Tensor[]: pass the list 'grads' to a helper, not 'grad'",
+                      op->name);
+        cg_expr *e = new_expr(name[0] == 'g' ? CG_EX_GRAD : CG_EX_RESULT);
+        free(name);
+        return e;
+    }
+    if (strcmp(name, "grads") == 0 || strcmp(name, "results") == 0) {
+        bool g = name[0] == 'g';
+        cg_expr *e = new_expr(g ? CG_EX_GRADS : CG_EX_RESULTS);
+        e->text = name;
+        if (rlist && g && *x->p != '[') return e; /* the whole list, for a helper */
+        if (!multi)
+            ferror_at(x, "'%s' names the results of an op with several results; %s has one (use "
+                      "%s)", name, op->name, rlist ? "the list 'grads' in a helper" : g ? "grad" : "result");
+        if (*x->p != '[') ferror_at(x, "expected '[' after '%s'", name);
+        x->p++;
+        char *end;
+        long k = strtol(x->p, &end, 10);
+        if (end == x->p || *end != ']')
+            ferror_at(x, "expected %s[K] with K a result index (0-based) at '%s'", name, here(x));
+        if (k < 0 || k >= op->nrets)
+            ferror_at(x, "%s[%ld] is out of range: %s has %d results, %s[0] .. %s[%d]", name, k,
+                      op->name, op->nrets, name, name, op->nrets - 1);
+        x->p = end + 1;
+        e->arg = (int)k;
+        return e;
+    }
+    if (strcmp(name, "i") == 0) {
+        if (x->op->args[x->key_arg].type != CG_TENSORLIST)
+            ferror_at(x, "'i' (the element index) is only known in the formula of a Tensor[] "
+                      "argument");
+        cg_expr *e = new_expr(CG_EX_ELEM);
+        e->text = name;
+        return e;
+    }
     int a = find_arg_index(x->op, name);
+    if (a >= 0 && x->op->args[a].type == CG_FLOATLIST_OPT)
+        ferror_at(x, "'%s' is a float[]? argument, which formulas cannot use", name);
+    if (a >= 0 && x->op->args[a].type == CG_TENSORLIST)
+        ferror_at(x, "'%s' is a Tensor[] argument: name its element i's meta %s_meta, not the list", name, name);
     if (a >= 0) {
         cg_expr *e = new_expr(CG_EX_ARG);
         e->arg = a;
@@ -235,7 +309,8 @@ static cg_expr *parse_ident(fparser *x) {
         char *base = cg_xstrndup(name, strlen(name) - strlen(kinds[k].suffix));
         a = find_arg_index(x->op, base);
         free(base);
-        if (a >= 0 && cg_type_is_tensor(x->op->args[a].type)) {
+        bool list_meta = a >= 0 && x->op->args[a].type == CG_TENSORLIST && kinds[k].kind == CG_EX_META;
+        if (a >= 0 && (cg_type_is_tensor(x->op->args[a].type) || list_meta)) {
             cg_expr *e = new_expr(kinds[k].kind);
             e->arg = a;
             e->text = name;
@@ -324,16 +399,19 @@ static cg_expr *parse_expr(fparser *x) {
 /* ---- checking ---- */
 
 /* What a subexpression stands for in C. */
-typedef enum { V_TENSOR, V_NUMBER, V_WRAPPABLE, V_VALUE, V_META, V_GEOM } vkind;
+typedef enum { V_TENSOR, V_NUMBER, V_WRAPPABLE, V_VALUE, V_META, V_GEOM, V_GLIST } vkind;
 
 static vkind kind_of(const cg_op *op, const cg_expr *e) {
     switch (e->kind) {
     case CG_EX_NUM: return V_NUMBER;
     case CG_EX_META: return V_META;
     case CG_EX_GEOM: return V_GEOM;
+    case CG_EX_ELEM: return V_VALUE;
+    case CG_EX_GRADS: return e->arg < 0 ? V_GLIST : V_TENSOR;
     case CG_EX_ARG: {
         cg_type t = op->args[e->arg].type;
         if (cg_type_is_tensor(t)) return V_TENSOR;
+        if (t == CG_TENSORLIST) return V_META; /* only its X_meta / i may be used */
         if (t == CG_SCALAR || t == CG_INT || t == CG_FLOAT) return V_WRAPPABLE;
         return V_VALUE;
     }
@@ -371,6 +449,10 @@ static void check_operand(fparser *x, const cg_expr *e, const char *what) {
     if (k == V_META || k == V_GEOM)
         ferror_at(x, "%s: '%s' is an input %s (pass it to a helper), not a value", what, e->text,
                   k == V_META ? "meta" : "geometry");
+    if (k == V_GLIST)
+        ferror_at(x, "%s: 'grads' is a list (pass it to a helper), not a value", what);
+    if (k == V_VALUE && e->kind == CG_EX_ELEM)
+        ferror_at(x, "%s: 'i' is an element index and cannot be used in arithmetic", what);
     if (k == V_VALUE)
         ferror_at(x, "%s: '%s' is a %s and cannot be used in arithmetic", what, e->text,
                   cg_types[x->op->args[e->arg].type].spelling);
@@ -382,6 +464,9 @@ static void check_call(fparser *x, const cg_expr *e) {
     for (int i = 0; i < e->nkids; i++) check_expr(x, e->kids[i]);
     if (e->op_index >= 0) {
         const cg_op *o = &x->s->ops[e->op_index];
+        if (o->nrets != 1 || cg_op_ret_list(o))
+            ferror_at(x, "%s has %s; a formula can call only ops with one Tensor result", o->name,
+                      o->nrets > 1 ? "several results" : "a Tensor[] result");
         if (e->nkids > o->nargs)
             ferror_at(x, "%s takes %d argument%s, %d given", o->name, o->nargs, o->nargs == 1 ? "" : "s",
                       e->nkids);
@@ -421,12 +506,14 @@ static void check_call(fparser *x, const cg_expr *e) {
         bool ok = h->params[i] == 't'   ? vk == V_TENSOR || vk == V_NUMBER || vk == V_WRAPPABLE
                   : h->params[i] == 'm' ? vk == V_META
                   : h->params[i] == 'g' ? vk == V_GEOM
+                  : h->params[i] == 'l' ? vk == V_GLIST
                                         : vk == V_VALUE || vk == V_WRAPPABLE || vk == V_NUMBER;
         if (!ok)
             ferror_at(x, "argument %d of %s must be %s", i + 1, h->name,
                       h->params[i] == 't'   ? "a tensor"
                       : h->params[i] == 'm' ? "an input meta X_meta"
                       : h->params[i] == 'g' ? "an input geometry X_geometry"
+                      : h->params[i] == 'l' ? "the list of gradients 'grads' (of a Tensor[] result)"
                                             : "a non-tensor argument of the op");
     }
 }
@@ -450,6 +537,11 @@ static void check_expr(fparser *x, const cg_expr *e) {
     case CG_EX_CALL:
         check_call(x, e);
         break;
+    case CG_EX_GRADS:
+        if (e->arg >= 0 && x->op->deriv && x->op->deriv->ret_nondiff[e->arg])
+            ferror_at(x, "grads[%d] is the gradient of result '%s', which output_differentiability "
+                      "marks not differentiable", e->arg, x->op->rets[e->arg].name);
+        break;
     default:
         break;
     }
@@ -457,13 +549,13 @@ static void check_expr(fparser *x, const cg_expr *e) {
 
 cg_expr *cg_parse_formula(const char *path, int line, const cg_schema *s, const cg_op *op,
                           int key_arg, const char *text) {
-    fparser x = { path, line, s, op, op->args[key_arg].name, text, text };
+    fparser x = { path, line, s, op, op->args[key_arg].name, key_arg, text, text };
     cg_expr *e = parse_expr(&x);
     skip(&x);
     if (*x.p) ferror_at(&x, "unexpected '%s' after the expression", x.p);
     check_expr(&x, e);
     vkind k = kind_of(op, e);
-    if (k == V_META || k == V_GEOM || k == V_VALUE)
+    if (k == V_META || k == V_GEOM || k == V_VALUE || k == V_GLIST)
         ferror_at(&x, "a formula must compute a tensor, not '%s'", e->text);
     return e;
 }

@@ -24,9 +24,24 @@
 bool cg_op_gets_autograd(const cg_op *op) {
     if (op->kernel[CG_KEY_AUTOGRAD]) return false;
     for (int i = 0; i < op->nargs; i++)
-        if (cg_type_is_tensor(op->args[i].type)) return true;
+        if (cg_type_is_tensor(op->args[i].type) || op->args[i].type == CG_TENSORLIST) return true;
     return false;
 }
+
+/* The op's Tensor[] argument (then its only tensor argument), or -1. */
+static int list_arg(const cg_op *op) {
+    for (int i = 0; i < op->nargs; i++)
+        if (op->args[i].type == CG_TENSORLIST) return i;
+    return -1;
+}
+
+/* Whether some formula names results[k] / the gradient of result k. */
+static bool formulas_use_results(const cg_op *op, int k) {
+    for (int f = 0; op->deriv && f < op->deriv->nformulas; f++)
+        if (cg_expr_uses_results(op->deriv->formulas[f].expr, k)) return true;
+    return false;
+}
+static bool formula_uses_grads(const cg_formula *fm, int k) { return cg_expr_uses_grads(fm->expr, k); }
 
 /* The argument an in-place op writes (Tensor(a!) returned), or -1. */
 static int written_arg(const cg_op *op) {
@@ -110,7 +125,7 @@ static void arg_cvalue(cg_buf *b, const cg_arg *a) {
     case CG_SCALAR_OPT: case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT: case CG_INT_OPT:
         cg_printf(b, "(n->has_%s ? &n->%s : NULL)", x, x);
         break;
-    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT:
+    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: case CG_INTLIST_OPT:
         cg_printf(b, "((em_intlist){ n->%s, n->%s_n })", x, x);
         break;
     default:
@@ -132,6 +147,13 @@ static void emit_node_struct(cg_buf *b, const cg_op *op, const char *ctype) {
     }
     if (formulas_use_result(op))
         cg_puts(b, "    em_saved_var result_; /* the output (data only, see Note [Saved variables]) */\n");
+    for (int k = 0; k < op->nrets && op->nrets > 1; k++)
+        if (formulas_use_results(op, k))
+            cg_printf(b, "    em_saved_var result%d_; /* result '%s' */\n", k, op->rets[k].name);
+    if (list_arg(op) >= 0)
+        cg_printf(b, "    em_input_meta *%s_meta; /* [%s_n]: shape and dtype of each element (owned) */\n"
+                     "    int64_t %s_n;\n", op->args[list_arg(op)].name, op->args[list_arg(op)].name,
+                  op->args[list_arg(op)].name);
     for (int i = 0; i < op->nargs; i++)
         if (cg_type_is_tensor(op->args[i].type) && needs_meta(op, i))
             cg_printf(b, "    em_input_meta %s_meta; /* shape and dtype of %s */\n", op->args[i].name,
@@ -151,9 +173,10 @@ static void emit_node_struct(cg_buf *b, const cg_op *op, const char *ctype) {
         case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT: case CG_INT_OPT:
             cg_printf(b, "    int64_t %s;\n    bool has_%s; /* given */\n", x, x);
             break;
-        case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT:
+        case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: case CG_INTLIST_OPT:
             cg_printf(b, "    int64_t %s[EM_MAX_DIMS];\n    int %s_n; /* entries; -1: absent */\n", x, x);
             break;
+        case CG_STR: cg_printf(b, "    char %s[64]; /* one of the str type's values */\n", x); break;
         case CG_FLOAT: cg_printf(b, "    double %s;\n", x); break;
         case CG_BOOL: cg_printf(b, "    bool %s;\n", x); break;
         case CG_DTYPE: case CG_DTYPE_OPT: cg_printf(b, "    em_dtype %s;\n", x); break;
@@ -198,7 +221,11 @@ static bool is_int_literal(const char *t) { return !strpbrk(t, ".eE"); }
 /* A non-tensor C value of e for a parameter of type pt (pt < 0: a helper's
  * 'v' or 'm' parameter, passed as is). */
 static char *emit_value(emitter *m, const cg_expr *e, int pt) {
+    if (e->kind == CG_EX_META && m->op->args[e->arg].type == CG_TENSORLIST)
+        return fmt("n->%s_meta", m->op->args[e->arg].name);
     if (e->kind == CG_EX_META) return fmt("&n->%s_meta", m->op->args[e->arg].name);
+    if (e->kind == CG_EX_ELEM) return cg_xstrdup("i");
+    if (e->kind == CG_EX_GRADS) return cg_xstrdup("grads, node->num_inputs, node->input_meta");
     if (e->kind == CG_EX_GEOM) return fmt("&n->%s_geom", m->op->args[e->arg].name);
     if (e->kind == CG_EX_NUM) {
         if (pt == CG_SCALAR)
@@ -234,11 +261,12 @@ static char *default_value(const cg_arg *a) {
     const cg_default *d = &a->def;
     cg_type t = a->type;
     if (d->kind == CG_DEF_NULL) {
-        if (t == CG_DIMLIST_OPT) return cg_xstrdup("((em_intlist){ NULL, -1 })");
+        if (t == CG_DIMLIST_OPT || t == CG_INTLIST_OPT) return cg_xstrdup("((em_intlist){ NULL, -1 })");
         if (t == CG_DTYPE_OPT) return cg_xstrdup("EM_DTYPE_NONE");
         return cg_xstrdup("NULL");
     }
     if (d->kind == CG_DEF_DTYPE) return cg_xstrdup(cg_dtype_enums[d->dtype]);
+    if (d->kind == CG_DEF_STR) return fmt("\"%s\"", d->str);
     if (d->kind == CG_DEF_BOOL) {
         if (t == CG_SCALAR) return fmt("em_scalar_bool(%s)", d->b ? "true" : "false");
         if (t == CG_SCALAR_OPT) return fmt("(const em_scalar[]){ em_scalar_bool(%s) }", d->b ? "true" : "false");
@@ -250,7 +278,7 @@ static char *default_value(const cg_arg *a) {
         cg_puts(&v, "((em_intlist){ (const int64_t[]){ ");
         for (int i = 0; i < d->nlist; i++) {
             int64_t x = d->list[i];
-            if (t != CG_INTLIST && x > 0) x--; /* dims are 1-based in the schema */
+            if (cg_type_is_dims(t) && x > 0) x--; /* dims are 1-based in the schema */
             cg_printf(&v, "%s%lld", i ? ", " : "", (long long)x);
         }
         cg_printf(&v, " }, %d })", d->nlist);
@@ -306,6 +334,8 @@ static char *emit_tensor(emitter *m, const cg_expr *e) {
     switch (e->kind) {
     case CG_EX_GRAD: return cg_xstrdup("grad");
     case CG_EX_RESULT: return cg_xstrdup("result");
+    case CG_EX_GRADS: return fmt("gk%d", e->arg);
+    case CG_EX_RESULTS: return fmt("res%d", e->arg);
     case CG_EX_NUM: {
         char *c = fmt("em_ag_scalar(%s)", e->text);
         char *r = tmp_of(m, c);
@@ -355,10 +385,12 @@ static char *emit_tensor(emitter *m, const cg_expr *e) {
 static void emit_apply(cg_buf *b, const cg_schema *s, const cg_op *op, const char *display,
                        const char *ctype) {
     const cg_deriv *d = op->deriv;
-    int nt = tensor_count(op);
+    int la = list_arg(op);
+    bool multi = op->nrets > 1, rlist = cg_op_ret_list(op);
     cg_printf(b, "/* %s: the gradients of ", display);
     cg_comment_escape(b, op->schema);
-    cg_printf(b, ".\n * grads[0] is the gradient of the output; out[i] that of Tensor argument i. */\n"
+    cg_printf(b, ".\n * grads[k] is the gradient of result k (NULL: none flowed); out[i] that of\n"
+                 " * tensor input i. */\n"
                  "static em_status apply_%s(em_node *node, em_tensor **grads, em_tensor **out)\n{\n",
               op->name);
     if (!d || !d->nformulas) {
@@ -366,13 +398,34 @@ static void emit_apply(cg_buf *b, const cg_schema *s, const cg_op *op, const cha
                    "    (void)node;\n    (void)grads;\n    (void)out;\n    return EM_OK;\n}\n\n");
         return;
     }
-    cg_printf(b, "    %s *n = (%s *)node;\n    em_tensor *grad = grads[0];\n", ctype, ctype);
+    cg_printf(b, "    %s *n = (%s *)node;\n", ctype, ctype);
+    if (!multi && !rlist) cg_puts(b, "    em_tensor *grad = grads[0];\n");
+    for (int k = 0; multi && k < op->nrets; k++)
+        if (!d->ret_nondiff[k]) cg_printf(b, "    em_tensor *gk%d = grads[%d];\n", k, k);
     for (int i = 0; i < op->nargs; i++)
         if (cg_type_is_tensor(op->args[i].type) && formulas_use_arg(op, i))
             cg_printf(b, "    em_tensor *%s = NULL;\n", op->args[i].name);
     if (formulas_use_result(op)) cg_puts(b, "    em_tensor *result = NULL;\n");
-    cg_puts(b, "    int mark;\n\n    if (!grad)\n        return EM_OK; /* no gradient flows */\n"
-               "    mark = em_ag_scope_begin();\n");
+    for (int k = 0; multi && k < op->nrets; k++)
+        if (formulas_use_results(op, k)) cg_printf(b, "    em_tensor *res%d = NULL;\n", k);
+    cg_puts(b, "    int mark;\n\n");
+    if (rlist) {
+        cg_puts(b, "    bool any = false;\n\n    for (int i = 0; i < node->num_inputs; i++)\n"
+                   "        any |= grads[i] != NULL;\n"
+                   "    if (!any)\n        return EM_OK; /* no gradient flows */\n");
+    } else if (multi) {
+        cg_puts(b, "    if (!(");
+        bool first = true;
+        for (int k = 0; k < op->nrets; k++)
+            if (!d->ret_nondiff[k]) {
+                cg_printf(b, "%sgk%d", first ? "" : " || ", k);
+                first = false;
+            }
+        cg_puts(b, "))\n        return EM_OK; /* no gradient flows */\n");
+    } else {
+        cg_puts(b, "    if (!grad)\n        return EM_OK; /* no gradient flows */\n");
+    }
+    cg_puts(b, "    mark = em_ag_scope_begin();\n");
     /* unpack what the needed formulas use */
     for (int i = 0; i <= op->nargs; i++) {
         bool is_result = i == op->nargs;
@@ -390,64 +443,120 @@ static void emit_apply(cg_buf *b, const cg_schema *s, const cg_op *op, const cha
         else
             cg_printf(b, "        if (!%s)\n            goto fail;\n    }\n", x);
     }
+    for (int k = 0; multi && k < op->nrets; k++)
+        if (formulas_use_results(op, k))
+            cg_printf(b, "    if (n->result%d_.was_saved) {\n"
+                         "        res%d = em_ag_tmp(em_saved_unpack(&n->result%d_, node));\n"
+                         "        if (!res%d)\n            goto fail;\n    }\n", k, k, k, k);
     emitter m = { b, s, op, 0 };
     for (int f = 0; f < d->nformulas; f++) {
         const cg_formula *fm = &d->formulas[f];
+        const char *x = op->args[fm->arg].name;
+        if (fm->arg == la) {
+            /* a Tensor[] argument: the formula gives element i's gradient */
+            cg_printf(b, "    for (int64_t i = 0; i < n->%s_n; i++) {\n        /* %s[i]: ", x, x);
+            cg_comment_escape(b, fm->text);
+            cg_puts(b, " */\n        if (!node->next[i].fn)\n            continue;\n");
+            char *r = emit_tensor(&m, fm->expr);
+            cg_printf(b, "        out[i] = em_ag_reduce_to(em_tensor_retain(%s), &n->%s_meta[i]);\n"
+                         "        if (!out[i])\n            goto fail;\n    }\n", r, x);
+            free(r);
+            continue;
+        }
         int slot = cg_tensor_slot(op, fm->arg);
-        cg_printf(b, "    if (node->next[%d].fn) {\n        /* %s: ", slot, op->args[fm->arg].name);
+        cg_printf(b, "    if (node->next[%d].fn", slot);
+        bool uses_any = false;
+        for (int k = 0; multi && k < op->nrets; k++) uses_any |= formula_uses_grads(fm, k);
+        if (uses_any) {
+            bool first = true;
+            cg_puts(b, " && (");
+            for (int k = 0; k < op->nrets; k++)
+                if (formula_uses_grads(fm, k)) {
+                    cg_printf(b, "%sgk%d", first ? "" : " || ", k);
+                    first = false;
+                }
+            cg_puts(b, ")");
+        }
+        cg_printf(b, ") {\n        /* %s: ", x);
         cg_comment_escape(b, fm->text);
         cg_puts(b, " */\n");
+        /* an undefined gradient of a result this formula needs is zeros */
+        for (int k = 0; uses_any && k < op->nrets; k++)
+            if (formula_uses_grads(fm, k))
+                cg_printf(b, "        if (!gk%d && !(gk%d = em_ag_tmp(em_ag_zeros_from_meta(&node->input_meta[%d]))))\n"
+                             "            goto fail;\n", k, k, k);
         char *r = emit_tensor(&m, fm->expr);
         cg_printf(b, "        out[%d] = em_ag_reduce_to(em_tensor_retain(%s), &n->%s_meta);\n"
                      "        if (!out[%d])\n            goto fail;\n    }\n",
-                  slot, r, op->args[fm->arg].name, slot);
+                  slot, r, x, slot);
         free(r);
     }
-    cg_printf(b, "    em_ag_scope_end(mark);\n    return EM_OK;\n\nfail:\n    em_ag_scope_end(mark);\n"
-                 "    for (int i = 0; i < %d; i++) {\n        em_tensor_release(out[i]);\n"
+    cg_puts(b, "    em_ag_scope_end(mark);\n    return EM_OK;\n\nfail:\n    em_ag_scope_end(mark);\n");
+    if (la >= 0) cg_puts(b, "    for (int i = 0; i < node->num_next; i++) {\n");
+    else cg_printf(b, "    for (int i = 0; i < %d; i++) {\n", tensor_count(op));
+    cg_printf(b, "        em_tensor_release(out[i]);\n"
                  "        out[i] = NULL;\n    }\n"
                  "    if (em_error_kind() != EM_OK)\n        return em_error_kind();\n"
                  "    return em_set_error(EM_EINTERNAL, \"%s: backward failed without setting an error\");\n"
                  "}\n\n",
-              nt, display);
+              display);
 }
 
 static bool has_saved(const cg_op *op) {
     if (formulas_use_result(op)) return true;
+    for (int k = 0; op->nrets > 1 && k < op->nrets; k++)
+        if (formulas_use_results(op, k)) return true;
     for (int i = 0; i < op->nargs; i++)
         if (cg_type_is_tensor(op->args[i].type) && formulas_use_arg(op, i)) return true;
     return false;
 }
 
 static void emit_release(cg_buf *b, const cg_op *op, const char *ctype) {
-    if (!has_saved(op)) return;
-    cg_printf(b, "/* release_saved and destroy: drops the saved tensors (safe twice). */\n"
-                 "static void release_%s(em_node *node)\n{\n    %s *n = (%s *)node;\n\n",
-              op->name, ctype, ctype);
-    for (int i = 0; i < op->nargs; i++)
-        if (cg_type_is_tensor(op->args[i].type) && formulas_use_arg(op, i))
-            cg_printf(b, "    em_saved_release(&n->%s_);\n", op->args[i].name);
-    if (formulas_use_result(op)) cg_puts(b, "    em_saved_release(&n->result_);\n");
-    cg_puts(b, "}\n\n");
+    int la = list_arg(op);
+    if (has_saved(op)) {
+        cg_printf(b, "/* release_saved: drops the saved tensors (safe twice). */\n"
+                     "static void release_%s(em_node *node)\n{\n    %s *n = (%s *)node;\n\n",
+                  op->name, ctype, ctype);
+        for (int i = 0; i < op->nargs; i++)
+            if (cg_type_is_tensor(op->args[i].type) && formulas_use_arg(op, i))
+                cg_printf(b, "    em_saved_release(&n->%s_);\n", op->args[i].name);
+        if (formulas_use_result(op)) cg_puts(b, "    em_saved_release(&n->result_);\n");
+        for (int k = 0; op->nrets > 1 && k < op->nrets; k++)
+            if (formulas_use_results(op, k)) cg_printf(b, "    em_saved_release(&n->result%d_);\n", k);
+        cg_puts(b, "}\n\n");
+    }
+    if (la >= 0) {
+        cg_printf(b, "/* destroy: the saved state and the element metas of '%s'. */\n"
+                     "static void destroy_%s(em_node *node)\n{\n    %s *n = (%s *)node;\n\n",
+                  op->args[la].name, op->name, ctype, ctype);
+        if (has_saved(op)) cg_printf(b, "    release_%s(node);\n", op->name);
+        cg_printf(b, "    free(n->%s_meta);\n    n->%s_meta = NULL;\n}\n\n", op->args[la].name,
+                  op->args[la].name);
+    }
 }
 
 static void emit_vtable(cg_buf *b, const cg_op *op, const char *display) {
     bool saved = has_saved(op);
     cg_printf(b, "static const em_node_vtable vt_%s = { \"%s\", apply_%s, ", op->name, display, op->name);
-    if (saved) cg_printf(b, "release_%s, release_%s };\n\n", op->name, op->name);
-    else cg_puts(b, "NULL, NULL };\n\n");
+    if (saved) cg_printf(b, "release_%s, ", op->name);
+    else cg_puts(b, "NULL, ");
+    if (list_arg(op) >= 0) cg_printf(b, "destroy_%s };\n\n", op->name);
+    else if (saved) cg_printf(b, "release_%s };\n\n", op->name);
+    else cg_puts(b, "NULL };\n\n");
 }
 
 /* ---- kernels ---- */
 
 static void kernel_head(cg_buf *b, const cg_op *op, const char *what) {
-    cg_printf(b, "/* Autograd kernel of %s: %s. */\nem_tensor *em_ag_k_%s(", op->name, what, op->name);
+    cg_printf(b, "/* Autograd kernel of %s: %s. */\n%sem_ag_k_%s(", op->name, what, cg_ret_ctype(op),
+              op->name);
     cg_emit_params(b, op, true);
     cg_puts(b, ")\n{\n");
 }
 
 static void redispatch_call(cg_buf *b, const cg_op *op, const char *ks) {
-    cg_printf(b, "em_redispatch_%s(%s%s", op->name, ks, op->nargs ? ", " : "");
+    cg_printf(b, "em_redispatch_%s(%s%s", op->name, ks,
+              op->nargs || op->nrets > 1 || cg_op_ret_list(op) ? ", " : "");
     cg_emit_arg_names(b, op);
     cg_puts(b, ")");
 }
@@ -456,6 +565,11 @@ static void redispatch_call(cg_buf *b, const cg_op *op, const char *ks) {
  * that have a formula (all of them when all is set), plus arg extra. */
 static void requires_any(cg_buf *b, const cg_op *op, bool all, int extra) {
     bool first = true;
+    int la = list_arg(op);
+    if (la >= 0 && (all || formula_for(op, la))) {
+        cg_printf(b, "list_requires_grad(%s)", op->args[la].name);
+        first = false;
+    }
     for (int i = 0; i < op->nargs; i++) {
         if (!cg_type_is_tensor(op->args[i].type)) continue;
         if (!all && i != extra && !formula_for(op, i)) continue;
@@ -503,9 +617,30 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
         redispatch_call(b, op, "below");
         cg_puts(b, ";\n");
     }
-    cg_printf(b, "    n = (%s *)em_node_new(sizeof *n, &vt_%s, 1, %d);\n    if (!n)\n"
-                 "        return NULL;\n    node = &n->base;\n",
-              ctype, op->name, nt);
+    int la = list_arg(op);
+    bool multi = op->nrets > 1;
+    if (la >= 0)
+        cg_printf(b, "    n = (%s *)em_node_new(sizeof *n, &vt_%s, 1, %s.n);\n", ctype, op->name,
+                  op->args[la].name);
+    else
+        cg_printf(b, "    n = (%s *)em_node_new(sizeof *n, &vt_%s, %d, %d);\n", ctype, op->name,
+                  op->nrets, nt);
+    cg_puts(b, "    if (!n)\n        return NULL;\n    node = &n->base;\n");
+    if (la >= 0) {
+        const char *x = op->args[la].name;
+        cg_printf(b, "    for (int i = 0; i < %s.n; i++)\n"
+                     "        if (em_requires_grad(%s.data[i]) &&\n"
+                     "            em_collect_edge(%s.data[i], &node->next[i], &stale) != EM_OK)\n"
+                     "            goto fail;\n"
+                     "    n->%s_meta = malloc(sizeof(em_input_meta) * (size_t)(%s.n ? %s.n : 1));\n"
+                     "    if (!n->%s_meta) {\n"
+                     "        em_set_error(EM_ENOMEM, \"%s: out of memory recording the backward\");\n"
+                     "        goto fail;\n    }\n"
+                     "    n->%s_n = %s.n;\n"
+                     "    for (int i = 0; i < %s.n; i++)\n"
+                     "        em_input_meta_from(&n->%s_meta[i], %s.data[i]);\n",
+                  x, x, x, x, x, x, x, op->name, x, x, x, x, x);
+    }
     /* edges: taken before the kernel runs (an in-place op moves self's history) */
     for (int i = 0; i < op->nargs; i++) {
         if (!cg_type_is_tensor(op->args[i].type) || !formula_for(op, i)) continue;
@@ -540,7 +675,10 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
         case CG_SCALAR_OPT: case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT: case CG_INT_OPT:
             cg_printf(b, "    if (%s) {\n        n->%s = *%s;\n        n->has_%s = true;\n    }\n", x, x, x, x);
             break;
-        case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT:
+        case CG_STR:
+            cg_printf(b, "    snprintf(n->%s, sizeof n->%s, \"%%s\", %s);\n", x, x, x);
+            break;
+        case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: case CG_INTLIST_OPT:
             cg_printf(b, "    if (%s.n > EM_MAX_DIMS) {\n"
                          "        em_set_error(EM_EVALUE, \"%s: argument '%s' has %%d entries, more than %%d\", "
                          "%s.n, EM_MAX_DIMS);\n        goto fail;\n    }\n"
@@ -575,28 +713,61 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
     if (w >= 0) {
         cg_printf(b, "    if (em_rebase_history(%s, node) != EM_OK) {\n", op->args[w].name);
     } else {
-        if (op->deriv->may_return_self)
+        if (op->deriv->may_return_self && !multi)
             cg_printf(b, "    if (result == %s) {\n        /* nothing to do: the input itself, no new history */\n"
                          "        em_node_release(node);\n        return result;\n    }\n", op->args[0].name);
-        cg_puts(b, "    if (");
-        bool first = true;
-        for (int i = 0; i < op->nargs; i++) {
-            if (!cg_type_is_tensor(op->args[i].type)) continue;
-            cg_printf(b, "%sresult == %s", first ? "" : " || ", op->args[i].name);
-            first = false;
+        /* on a failure after the kernel ran: release every result */
+        cg_buf rel = { 0 };
+        cg_puts(&rel, "        em_tensor_release(result);\n");
+        for (int r = 1; r < op->nrets; r++)
+            cg_printf(&rel, "        em_tensor_release(*%s);\n        *%s = NULL;\n", op->rets[r].name,
+                      op->rets[r].name);
+        if (tensor_count(op)) {
+            cg_puts(b, "    if (");
+            bool first = true;
+            for (int i = 0; i < op->nargs; i++) {
+                if (!cg_type_is_tensor(op->args[i].type)) continue;
+                cg_printf(b, "%sresult == %s", first ? "" : " || ", op->args[i].name);
+                first = false;
+            }
+            cg_printf(b, ") {\n        em_set_error(EM_EINTERNAL, \"%s: the kernel returned an input "
+                         "tensor itself; an out-of-place op must return a new tensor (an alias is "
+                         "fine)\");\n%s        goto fail;\n    }\n",
+                      op->name, rel.data);
         }
-        cg_printf(b, ") {\n        em_set_error(EM_EINTERNAL, \"%s: the kernel returned an input "
-                     "tensor itself; an out-of-place op must return a new tensor (an alias is "
-                     "fine)\");\n        em_tensor_release(result);\n        goto fail;\n    }\n",
-                  op->name);
         /* integer and bool results never require grad */
         cg_puts(b, "    if (!em_dtype_is_floating(result->dtype)) {\n        em_node_release(node);\n"
                    "        return result;\n    }\n");
-        cg_printf(b, "    if (stale) {\n        em_tensor_release(result);\n"
-                     "        em_ag_stale_view_error(\"%s\");\n        goto fail;\n    }\n", op->name);
+        cg_printf(b, "    if (stale) {\n%s"
+                     "        em_ag_stale_view_error(\"%s\");\n        goto fail;\n    }\n", rel.data, op->name);
+        if (multi) {
+            /* each differentiable result is an output slot of the node */
+            cg_puts(b, "    if (");
+            bool first = true;
+            for (int r = 0; r < op->nrets; r++) {
+                if (op->deriv->ret_nondiff[r]) continue;
+                cg_printf(b, "%sem_set_history(%s%s, node, %d) != EM_OK", first ? "" : " ||\n        ",
+                          r ? "*" : "", r ? op->rets[r].name : "result", r);
+                first = false;
+            }
+            cg_printf(b, ") {\n%s        goto fail;\n    }\n", rel.data);
+            /* saved results: differentiable ones as outputs (Note [Saved variables]) */
+            for (int r = 0; r < op->nrets; r++)
+                if (formulas_use_results(op, r))
+                    cg_printf(b, "    em_saved_save(&n->result%d_, %s%s, %s);\n", r, r ? "*" : "",
+                              r ? op->rets[r].name : "result", op->deriv->ret_nondiff[r] ? "false" : "true");
+            free(rel.data);
+            cg_puts(b, "    em_node_release(node);\n    return result;\n\nfail:\n"
+                       "    em_node_release(node);\n    return NULL;\n}\n\n");
+            return;
+        }
+        free(rel.data);
         cg_puts(b, "    if (em_set_history(result, node, 0) != EM_OK) {\n");
     }
     cg_puts(b, "        em_tensor_release(result);\n        goto fail;\n    }\n");
+    /* a view of one of several views returned together is one of them too */
+    if (w < 0 && op->ret_alias && tensor_count(op) >= 1 && cg_type_is_tensor(op->args[0].type))
+        cg_printf(b, "    em_ag_inherit_multi_view(result, %s);\n", op->args[0].name);
     if (formulas_use_result(op)) {
         /* PyTorch saves an output whatever needs a gradient, so a later
          * in-place write into it makes backward refuse -- except in its
@@ -620,6 +791,56 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
                "    em_node_release(node);\n    return NULL;\n}\n\n");
 }
 
+/* The kernel of an op with a Tensor[] result (split, unbind): the kernel
+ * runs first (the count of results is known only then; the op is not
+ * in-place, so nothing moves), then one node takes every element as an
+ * output slot. The elements are views of one base made together: see
+ * em_ag_mark_multi_view (an in-place write into one is refused). */
+static void emit_kernel_list_result(cg_buf *b, const cg_op *op, const char *display, const char *ctype) {
+    char what[160];
+    snprintf(what, sizeof what, "records one %s node for every element", display);
+    kernel_head(b, op, what);
+    cg_printf(b, "    em_keyset below = ks & em_keys_below(EM_KEY_AUTOGRAD);\n    %s *n = NULL;\n"
+                 "    em_node *node = NULL;\n    em_tensor **rs;\n    int nr;\n    bool stale = false;\n\n"
+                 "    if (!(", ctype);
+    requires_any(b, op, false, -1);
+    cg_puts(b, "))\n        return ");
+    redispatch_call(b, op, "below");
+    cg_puts(b, ";\n    rs = ");
+    redispatch_call(b, op, "below");
+    cg_puts(b, ";\n    if (!rs)\n        return NULL;\n    nr = *nresults;\n"
+               "    if (nr == 0 || !em_dtype_is_floating(rs[0]->dtype))\n        return rs;\n");
+    cg_printf(b, "    n = (%s *)em_node_new(sizeof *n, &vt_%s, nr, %d);\n    if (!n)\n        goto fail;\n"
+                 "    node = &n->base;\n", ctype, op->name, tensor_count(op));
+    for (int i = 0; i < op->nargs; i++) {
+        if (!cg_type_is_tensor(op->args[i].type) || !formula_for(op, i)) continue;
+        const char *x = op->args[i].name;
+        cg_printf(b, "    if (em_requires_grad(%s) && em_collect_edge(%s, &node->next[%d], &stale) != EM_OK)\n"
+                     "        goto fail;\n", x, x, cg_tensor_slot(op, i));
+        if (needs_meta(op, i)) cg_printf(b, "    em_input_meta_from(&n->%s_meta, %s);\n", x, x);
+    }
+    cg_printf(b, "    if (stale) {\n        em_ag_stale_view_error(\"%s\");\n        goto fail;\n    }\n",
+              op->name);
+    for (int i = 0; i < op->nargs; i++) {
+        const cg_arg *a = &op->args[i];
+        if (cg_type_is_tensor(a->type) || !formulas_use_arg(op, i)) continue;
+        if (cg_type_is_ptr_opt(a->type) || cg_type_is_list(a->type))
+            cg_die("%s: a Tensor[]-result formula may use only plain non-tensor arguments ('%s')",
+                   op->name, a->name);
+        cg_printf(b, "    n->%s = %s;\n", a->name, a->name);
+    }
+    for (int i = 0; i < op->nargs; i++)
+        if (cg_type_is_tensor(op->args[i].type) && formulas_use_arg(op, i))
+            cg_die("%s: a Tensor[]-result formula may not save tensors (use X_meta)", op->name);
+    cg_printf(b, "    for (int i = 0; i < nr; i++)\n"
+                 "        if (em_set_history(rs[i], node, (uint32_t)i) != EM_OK ||\n"
+                 "            em_ag_mark_multi_view(rs[i], \"%s\") != EM_OK)\n"
+                 "            goto fail;\n"
+                 "    em_node_release(node);\n    return rs;\n\nfail:\n"
+                 "    em_node_release(node);\n    em_tensors_free(rs, nr);\n    *nresults = 0;\n"
+                 "    return NULL;\n}\n\n", display);
+}
+
 /* ---- the file ---- */
 
 void cg_emit_autograd(cg_buf *b, const cg_schema *s) {
@@ -634,9 +855,13 @@ void cg_emit_autograd(cg_buf *b, const cg_schema *s) {
                " * (em_ag_k_NAME, in em_op_table at EM_KEY_AUTOGRAD) and the backward node\n"
                " * types whose apply evaluates the formulas of schema/derivatives.yaml. See\n"
                " * Note [Autograd key] and Note [Formula scopes] in autograd/em_autograd.h. */\n"
-               "#include <string.h>\n\n"
+               "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
                "#include \"autograd/em_autograd.h\"\n#include \"autograd/em_formulas.h\"\n"
                "#include \"em_ops.h\"\n#include \"em_kernels_decl.h\"\n\n");
+    cg_puts(b, "/* Whether an element of a Tensor[] argument requires grad. */\n"
+               "static inline __attribute__((unused)) bool list_requires_grad(em_tensorlist l)\n{\n"
+               "    for (int i = 0; i < l.n; i++)\n        if (em_requires_grad(l.data[i]))\n"
+               "            return true;\n    return false;\n}\n\n");
     const char *last = NULL;
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];
@@ -657,6 +882,7 @@ void cg_emit_autograd(cg_buf *b, const cg_schema *s) {
         emit_apply(b, s, op, display, ctype);
         emit_release(b, op, ctype);
         emit_vtable(b, op, display);
-        emit_kernel_node(b, op, display, ctype);
+        if (cg_op_ret_list(op)) emit_kernel_list_result(b, op, display, ctype);
+        else emit_kernel_node(b, op, display, ctype);
     }
 }

@@ -19,16 +19,30 @@
 
 /* ---- shared pieces ---- */
 
+/* The out-parameters after the arguments (Note [Several results]). */
+static bool has_outs(const cg_op *op) { return op->nrets > 1 || cg_op_ret_list(op); }
+
 void cg_emit_params(cg_buf *b, const cg_op *op, bool with_ks) {
-    if (with_ks) cg_puts(b, op->nargs ? "em_keyset ks, " : "em_keyset ks");
-    if (!with_ks && !op->nargs) cg_puts(b, "void");
+    bool any = op->nargs || has_outs(op);
+    if (with_ks) cg_puts(b, any ? "em_keyset ks, " : "em_keyset ks");
+    if (!with_ks && !any) cg_puts(b, "void");
+    int n = 0;
     for (int i = 0; i < op->nargs; i++)
-        cg_printf(b, "%s%s%s", i ? ", " : "", cg_types[op->args[i].type].ctype, op->args[i].name);
+        cg_printf(b, "%s%s%s", n++ ? ", " : "", cg_types[op->args[i].type].ctype, op->args[i].name);
+    for (int r = 1; r < op->nrets; r++)
+        cg_printf(b, "%sem_tensor **%s", n++ ? ", " : "", op->rets[r].name);
+    if (cg_op_ret_list(op)) cg_printf(b, "%sint *nresults", n++ ? ", " : "");
 }
 
 void cg_emit_arg_names(cg_buf *b, const cg_op *op) {
-    for (int i = 0; i < op->nargs; i++) cg_printf(b, "%s%s", i ? ", " : "", op->args[i].name);
+    int n = 0;
+    for (int i = 0; i < op->nargs; i++) cg_printf(b, "%s%s", n++ ? ", " : "", op->args[i].name);
+    for (int r = 1; r < op->nrets; r++) cg_printf(b, "%s%s", n++ ? ", " : "", op->rets[r].name);
+    if (cg_op_ret_list(op)) cg_printf(b, "%snresults", n++ ? ", " : "");
 }
+
+/* ", " when the op's C call has arguments after ks. */
+static const char *args_sep(const cg_op *op) { return op->nargs || has_outs(op) ? ", " : ""; }
 
 /* Appends text as comment lines " * " + prefix, wrapped at about 90 columns. */
 static void wrap_comment(cg_buf *b, const char *indent, const char *text) {
@@ -91,7 +105,7 @@ void cg_emit_ops_h(cg_buf *b, const cg_schema *s) {
                " * em_disp_register_kernel(op, key, (void *)(em_kfn_NAME)my_kernel). */\n");
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];
-        cg_printf(b, "typedef em_tensor *(*em_kfn_%s)(", op->name);
+        cg_printf(b, "typedef %s(*em_kfn_%s)(", cg_ret_ctype(op), op->name);
         cg_emit_params(b, op, true);
         cg_puts(b, ");\n");
     }
@@ -101,9 +115,9 @@ void cg_emit_ops_h(cg_buf *b, const cg_schema *s) {
         const cg_op *op = &s->ops[i];
         cg_group_banner(b, op, &last);
         op_comment(b, op, "");
-        cg_printf(b, "EM_API em_tensor *em_%s(", op->name);
+        cg_printf(b, "EM_API %sem_%s(", cg_ret_ctype(op), op->name);
         cg_emit_params(b, op, false);
-        cg_printf(b, ");\nEM_API em_tensor *em_redispatch_%s(", op->name);
+        cg_printf(b, ");\nEM_API %sem_redispatch_%s(", cg_ret_ctype(op), op->name);
         cg_emit_params(b, op, true);
         cg_puts(b, ");\n\n");
     }
@@ -120,7 +134,7 @@ void cg_emit_kernels_decl_h(cg_buf *b, const cg_schema *s) {
             " * from its schema fails to compile. Kernels return a new reference (in-place\n"
             " * ops return self retained), or NULL with the thread's error set. */\n"
             "#ifndef EM_KERNELS_DECL_H\n#define EM_KERNELS_DECL_H\n\n"
-            "#include \"dispatch/em_dispatch.h\"\n\n");
+            "#include \"core/em_core.h\"\n\n");
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];
         for (int k = 0; k < CG_KEY_COUNT; k++) {
@@ -136,7 +150,7 @@ void cg_emit_kernels_decl_h(cg_buf *b, const cg_schema *s) {
             for (int kk = k; kk < CG_KEY_COUNT; kk++)
                 if (op->kernel[kk] && strcmp(op->kernel[kk], fn) == 0)
                     cg_printf(b, " %s", cg_key_names[kk]);
-            cg_puts(b, " */\nEM_HIDDEN em_tensor *");
+            cg_printf(b, " */\nEM_HIDDEN %s", cg_ret_ctype(op));
             cg_printf(b, "%s(", fn);
             cg_emit_params(b, op, true);
             cg_puts(b, ");\n");
@@ -146,7 +160,7 @@ void cg_emit_kernels_decl_h(cg_buf *b, const cg_schema *s) {
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];
         if (!cg_op_gets_autograd(op)) continue;
-        cg_printf(b, "EM_HIDDEN em_tensor *em_ag_k_%s(", op->name);
+        cg_printf(b, "EM_HIDDEN %sem_ag_k_%s(", cg_ret_ctype(op), op->name);
         cg_emit_params(b, op, true);
         cg_puts(b, ");\n");
     }
@@ -154,189 +168,6 @@ void cg_emit_kernels_decl_h(cg_buf *b, const cg_schema *s) {
 }
 
 /* ---- em_ops.c: fixed helpers ---- */
-
-static const char ops_c_helpers[] =
-    "/* ---- boxing: C arguments <-> em_ivalue (fallbacks see arguments boxed) ---- */\n"
-    "\n"
-    "static inline em_ivalue iv_none(void) {\n"
-    "    em_ivalue v;\n"
-    "    v.tag = EM_IV_NONE;\n"
-    "    v.v.i = 0;\n"
-    "    return v;\n"
-    "}\n"
-    "static inline em_ivalue iv_tensor(em_tensor *t) {\n"
-    "    em_ivalue v = iv_none();\n"
-    "    if (t) { v.tag = EM_IV_TENSOR; v.v.t = t; }\n"
-    "    return v;\n"
-    "}\n"
-    "static inline em_ivalue iv_scalar(em_scalar s) {\n"
-    "    em_ivalue v;\n"
-    "    v.tag = EM_IV_SCALAR;\n"
-    "    v.v.s = s;\n"
-    "    return v;\n"
-    "}\n"
-    "static inline em_ivalue iv_opt_scalar(const em_scalar *s) { return s ? iv_scalar(*s) : iv_none(); }\n"
-    "static inline em_ivalue iv_int(int64_t i) {\n"
-    "    em_ivalue v;\n"
-    "    v.tag = EM_IV_INT;\n"
-    "    v.v.i = i;\n"
-    "    return v;\n"
-    "}\n"
-    "static inline em_ivalue iv_opt_int(const int64_t *i) { return i ? iv_int(*i) : iv_none(); }\n"
-    "static inline em_ivalue iv_list(em_intlist l) {\n"
-    "    em_ivalue v = iv_none();\n"
-    "    if (l.n >= 0) { v.tag = EM_IV_INTLIST; v.v.l = l; }\n"
-    "    return v;\n"
-    "}\n"
-    "static inline em_ivalue iv_double(double d) {\n"
-    "    em_ivalue v;\n"
-    "    v.tag = EM_IV_DOUBLE;\n"
-    "    v.v.d = d;\n"
-    "    return v;\n"
-    "}\n"
-    "static inline em_ivalue iv_bool(bool b) {\n"
-    "    em_ivalue v;\n"
-    "    v.tag = EM_IV_BOOL;\n"
-    "    v.v.b = b;\n"
-    "    return v;\n"
-    "}\n"
-    "static inline em_ivalue iv_dtype(em_dtype dt) {\n"
-    "    em_ivalue v = iv_none();\n"
-    "    if (dt != EM_DTYPE_NONE) { v.tag = EM_IV_DTYPE; v.v.dt = dt; }\n"
-    "    return v;\n"
-    "}\n"
-    "\n"
-    "/* Unboxing: each reads st->args[i] into *out, or sets an EM_EINTERNAL error\n"
-    " * (a fallback built a stack that does not match the schema) and returns it. */\n"
-    "static inline em_status bad_arg(const em_stack *st, int i, const char *op, const char *name) {\n"
-    "    return em_set_error(EM_EINTERNAL, \"%s: boxed argument %d ('%s') has the wrong type (tag %d)\",\n"
-    "                        op, i + 1, name, (int)st->args[i].tag);\n"
-    "}\n"
-    "static inline em_status un_tensor(const em_stack *st, int i, const char *op, const char *name,\n"
-    "                                  bool optional, em_tensor **out) {\n"
-    "    const em_ivalue *v = &st->args[i];\n"
-    "    if (v->tag == EM_IV_TENSOR && v->v.t) { *out = v->v.t; return EM_OK; }\n"
-    "    if (v->tag == EM_IV_NONE && optional) { *out = NULL; return EM_OK; }\n"
-    "    return bad_arg(st, i, op, name);\n"
-    "}\n"
-    "static inline em_status un_scalar(const em_stack *st, int i, const char *op, const char *name,\n"
-    "                                  em_scalar *out) {\n"
-    "    const em_ivalue *v = &st->args[i];\n"
-    "    switch (v->tag) {\n"
-    "    case EM_IV_SCALAR: *out = v->v.s; return EM_OK;\n"
-    "    case EM_IV_INT: *out = em_scalar_int(v->v.i); return EM_OK;\n"
-    "    case EM_IV_DOUBLE: *out = em_scalar_float(v->v.d); return EM_OK;\n"
-    "    case EM_IV_BOOL: *out = em_scalar_bool(v->v.b); return EM_OK;\n"
-    "    default: return bad_arg(st, i, op, name);\n"
-    "    }\n"
-    "}\n"
-    "static inline em_status un_opt_scalar(const em_stack *st, int i, const char *op, const char *name,\n"
-    "                                      em_scalar *buf, const em_scalar **out) {\n"
-    "    *out = NULL;\n"
-    "    if (st->args[i].tag == EM_IV_NONE) return EM_OK;\n"
-    "    if (un_scalar(st, i, op, name, buf) != EM_OK) return EM_EINTERNAL;\n"
-    "    *out = buf;\n"
-    "    return EM_OK;\n"
-    "}\n"
-    "static inline em_status un_int(const em_stack *st, int i, const char *op, const char *name,\n"
-    "                               int64_t *out) {\n"
-    "    if (st->args[i].tag != EM_IV_INT) return bad_arg(st, i, op, name);\n"
-    "    *out = st->args[i].v.i;\n"
-    "    return EM_OK;\n"
-    "}\n"
-    "static inline em_status un_opt_int(const em_stack *st, int i, const char *op, const char *name,\n"
-    "                                   int64_t *buf, const int64_t **out) {\n"
-    "    *out = NULL;\n"
-    "    if (st->args[i].tag == EM_IV_NONE) return EM_OK;\n"
-    "    if (un_int(st, i, op, name, buf) != EM_OK) return EM_EINTERNAL;\n"
-    "    *out = buf;\n"
-    "    return EM_OK;\n"
-    "}\n"
-    "static inline em_status un_list(const em_stack *st, int i, const char *op, const char *name,\n"
-    "                                bool optional, em_intlist *out) {\n"
-    "    const em_ivalue *v = &st->args[i];\n"
-    "    if (v->tag == EM_IV_INTLIST) { *out = v->v.l; return EM_OK; }\n"
-    "    if (v->tag == EM_IV_NONE && optional) { out->data = NULL; out->n = -1; return EM_OK; }\n"
-    "    return bad_arg(st, i, op, name);\n"
-    "}\n"
-    "static inline em_status un_double(const em_stack *st, int i, const char *op, const char *name,\n"
-    "                                  double *out) {\n"
-    "    const em_ivalue *v = &st->args[i];\n"
-    "    if (v->tag == EM_IV_DOUBLE) { *out = v->v.d; return EM_OK; }\n"
-    "    if (v->tag == EM_IV_INT) { *out = (double)v->v.i; return EM_OK; }\n"
-    "    return bad_arg(st, i, op, name);\n"
-    "}\n"
-    "static inline em_status un_bool(const em_stack *st, int i, const char *op, const char *name,\n"
-    "                                bool *out) {\n"
-    "    if (st->args[i].tag != EM_IV_BOOL) return bad_arg(st, i, op, name);\n"
-    "    *out = st->args[i].v.b;\n"
-    "    return EM_OK;\n"
-    "}\n"
-    "static inline em_status un_dtype(const em_stack *st, int i, const char *op, const char *name,\n"
-    "                                 bool optional, em_dtype *out) {\n"
-    "    const em_ivalue *v = &st->args[i];\n"
-    "    if (v->tag == EM_IV_DTYPE) { *out = v->v.dt; return EM_OK; }\n"
-    "    if (v->tag == EM_IV_NONE && optional) { *out = EM_DTYPE_NONE; return EM_OK; }\n"
-    "    return bad_arg(st, i, op, name);\n"
-    "}\n"
-    "\n"
-    "/* ---- boxed call plumbing ---- */\n"
-    "\n"
-    "/* The adapters' checks before unboxing: a kernel at the highest key and the\n"
-    " * schema's argument count. Returns the kernel, or NULL with the error set. */\n"
-    "static void *adapter_kernel(const em_op *op, em_keyset ks, const em_stack *st, int nargs) {\n"
-    "    int k = em_keyset_highest(ks);\n"
-    "    void *fn = (unsigned)k < EM_KEY_COUNT ? op->kernel[k] : NULL;\n"
-    "    if (!fn) {\n"
-    "        em_set_error(EM_EINTERNAL, \"%s: no unboxed kernel for dispatch key %s\", op->name,\n"
-    "                     k >= 0 && k < EM_KEY_COUNT ? em_key_name((em_dispatch_key)k) : \"(none)\");\n"
-    "        return NULL;\n"
-    "    }\n"
-    "    if (st->nargs != nargs) {\n"
-    "        em_set_error(EM_EINTERNAL, \"%s: boxed call with %d arguments, the schema has %d\",\n"
-    "                     op->name, st->nargs, nargs);\n"
-    "        return NULL;\n"
-    "    }\n"
-    "    return fn;\n"
-    "}\n"
-    "\n"
-    "/* Stores a kernel's result as the stack's one owned return value. */\n"
-    "static em_status put_result(const em_op *op, em_stack *st, em_tensor *r) {\n"
-    "    if (!r) {\n"
-    "        if (em_error_kind() != EM_OK) return em_error_kind();\n"
-    "        return em_set_error(EM_EINTERNAL, \"%s: kernel failed without setting an error\", op->name);\n"
-    "    }\n"
-    "    st->rets[0] = iv_tensor(r);\n"
-    "    st->nrets = 1;\n"
-    "    return EM_OK;\n"
-    "}\n"
-    "\n"
-    "/* Runs a boxed call that resolve chose (fallback, or an unboxed kernel that\n"
-    " * was registered after the fast path looked) and takes the result tensor\n"
-    " * off the stack: a new reference, or NULL with the error set. */\n"
-    "static em_tensor *run_boxed(const em_op *op, em_keyset ks, em_stack *st, void *fn,\n"
-    "                            em_boxed_fn boxed, void *ud) {\n"
-    "    em_status s;\n"
-    "    em_tensor *r;\n"
-    "    st->nrets = 0;\n"
-    "    s = fn ? op->call_unboxed_from_boxed(op, ks, st) : boxed(op, ks, st, ud);\n"
-    "    if (s != EM_OK) {\n"
-    "        em_stack_clear_rets(st);\n"
-    "        if (em_error_kind() == EM_OK)\n"
-    "            em_set_error(EM_EINTERNAL, \"%s: boxed kernel failed without setting an error\", op->name);\n"
-    "        return NULL;\n"
-    "    }\n"
-    "    if (st->nrets < 1 || st->rets[0].tag != EM_IV_TENSOR || !st->rets[0].v.t) {\n"
-    "        em_stack_clear_rets(st);\n"
-    "        em_set_error(EM_EINTERNAL, \"%s: boxed kernel returned no tensor\", op->name);\n"
-    "        return NULL;\n"
-    "    }\n"
-    "    r = st->rets[0].v.t;\n"
-    "    st->rets[0].tag = EM_IV_NONE;\n"
-    "    em_stack_clear_rets(st);\n"
-    "    return r;\n"
-    "}\n"
-    "\n";
 
 /* ---- em_ops.c: per op ---- */
 
@@ -347,10 +178,15 @@ static const char *box_fn(cg_type t) {
     case CG_SCALAR_OPT: return "iv_opt_scalar";
     case CG_INT: case CG_DIM: case CG_INDEX: return "iv_int";
     case CG_DIM_OPT: case CG_INDEX_OPT: case CG_ENDINDEX_OPT: case CG_INT_OPT: return "iv_opt_int";
-    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: return "iv_list";
+    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: case CG_INTLIST_OPT: return "iv_list";
+    case CG_STR: return "iv_str";
+    case CG_FLOATLIST_OPT: return "iv_flist";
     case CG_FLOAT: return "iv_double";
     case CG_BOOL: return "iv_bool";
     case CG_DTYPE: case CG_DTYPE_OPT: return "iv_dtype";
+    case CG_DEVICE: case CG_DEVICE_OPT: return "em_iv_device";
+    case CG_GENERATOR_OPT: return "em_iv_generator";
+    case CG_TENSORLIST: return "iv_tensorlist";
     default: return NULL;
     }
 }
@@ -359,22 +195,67 @@ static const char *box_fn(cg_type t) {
 static void emit_entry(cg_buf *b, const cg_op *op) {
     int ntensor = 0, nrequired = 0;
     for (int i = 0; i < op->nargs; i++)
-        if (cg_type_is_tensor(op->args[i].type)) {
+        if (cg_type_is_tensor(op->args[i].type) || op->args[i].type == CG_TENSORLIST) {
             ntensor++;
-            if (op->args[i].type == CG_TENSOR) nrequired++;
+            if (op->args[i].type != CG_TENSOR_OPT) nrequired++;
         }
     op_comment(b, op, "");
-    cg_printf(b, "em_tensor *em_%s(", op->name);
+    cg_printf(b, "%sem_%s(", cg_ret_ctype(op), op->name);
     cg_emit_params(b, op, false);
     cg_puts(b, ")\n{\n    em_keyset ks = 0;\n\n");
     for (int i = 0; i < op->nargs; i++) {
         const cg_arg *a = &op->args[i];
+        if (a->type == CG_TENSORLIST) {
+            cg_printf(b, "    if (%s.n < 0 || (%s.n > 0 && !%s.data)) {\n"
+                         "        em_set_error(EM_EVALUE, \"%s: argument '%s' is not a valid tensor list\");\n"
+                         "        return NULL;\n    }\n"
+                         "    for (int i = 0; i < %s.n; i++) {\n"
+                         "        if (!%s.data[i]) {\n"
+                         "            em_set_error(EM_EVALUE, \"%s: argument '%s' element %%d is NULL\", i + 1);\n"
+                         "            return NULL;\n        }\n"
+                         "        ks |= %s.data[i]->keyset;\n    }\n",
+                      a->name, a->name, a->name, op->name, a->name, a->name, a->name, op->name,
+                      a->name, a->name);
+            continue;
+        }
+        if (a->type == CG_STR) {
+            /* C callers may pass any string: it must be one of the set */
+            cg_printf(b, "    if (!%s || !(", a->name);
+            cg_buf set = { 0 };
+            for (int c = 0; c < a->nchoices; c++) {
+                cg_printf(b, "%sstrcmp(%s, \"%s\") == 0", c ? " || " : "", a->name, a->choices[c]);
+                cg_printf(&set, "%s%s", c ? ", " : "", a->choices[c]);
+            }
+            cg_printf(b, ")) {\n        em_set_error(EM_EVALUE, \"%s: argument '%s' must be one of: %s "
+                         "(got '%%s')\", %s ? %s : \"NULL\");\n        return NULL;\n    }\n",
+                      op->name, a->name, set.data, a->name, a->name);
+            free(set.data);
+            continue;
+        }
         if (a->type != CG_TENSOR) continue;
         cg_printf(b, "    if (!%s) {\n"
                      "        em_set_error(EM_EVALUE, \"%s: argument '%s' is NULL\");\n"
                      "        return NULL;\n    }\n", a->name, op->name, a->name);
     }
-    if (ntensor == 0) {
+    for (int r = 1; r < op->nrets; r++)
+        cg_printf(b, "    if (!%s) {\n"
+                     "        em_set_error(EM_EVALUE, \"%s: out-parameter '%s' is NULL\");\n"
+                     "        return NULL;\n    }\n    *%s = NULL;\n",
+                  op->rets[r].name, op->name, op->rets[r].name, op->rets[r].name);
+    if (cg_op_ret_list(op))
+        cg_printf(b, "    if (!nresults) {\n"
+                     "        em_set_error(EM_EVALUE, \"%s: out-parameter 'nresults' is NULL\");\n"
+                     "        return NULL;\n    }\n    *nresults = 0;\n", op->name);
+    int idev = -1; /* a Device argument: validated, and the key of a factory */
+    for (int i = 0; i < op->nargs; i++)
+        if (op->args[i].type == CG_DEVICE || op->args[i].type == CG_DEVICE_OPT) idev = i;
+    if (idev >= 0)
+        cg_printf(b, "    if (!em_device_resolve(%s, &%s, \"%s\"))\n        return NULL;\n",
+                  op->args[idev].name, op->args[idev].name, op->name);
+    if (ntensor == 0 && idev >= 0) {
+        cg_printf(b, "    ks = EM_KS(em_backend_key(%s)); /* a factory: the device's backend */\n",
+                  op->args[idev].name);
+    } else if (ntensor == 0) {
         cg_puts(b, "    ks = EM_KS(EM_KEY_CPU); /* no tensor arguments: the default backend */\n");
     } else {
         for (int i = 0; i < op->nargs; i++) {
@@ -383,19 +264,23 @@ static void emit_entry(cg_buf *b, const cg_op *op) {
             else if (a->type == CG_TENSOR_OPT)
                 cg_printf(b, "    if (%s)\n        ks |= %s->keyset;\n", a->name, a->name);
         }
-        if (nrequired == 0)
-            cg_puts(b, "    if (!ks)\n        ks = EM_KS(EM_KEY_CPU); /* every tensor absent */\n");
+        /* every tensor absent, or an empty list: the default backend */
+        cg_puts(b, "    if (!ks)\n        ks = EM_KS(EM_KEY_CPU);\n");
+        if (idev >= 0) /* a move between devices: the kernel of the non-CPU side */
+            cg_printf(b, "    ks |= EM_KS(em_backend_key(%s));\n", op->args[idev].name);
     }
+    (void)nrequired;
     cg_printf(b, "    ks = em_disp_compute(&em_op_table[EM_OP_%s], ks);\n", op->name);
-    cg_printf(b, "    return em_redispatch_%s(ks%s", op->name, op->nargs ? ", " : "");
+    cg_printf(b, "    return em_redispatch_%s(ks%s", op->name, args_sep(op));
     cg_emit_arg_names(b, op);
     cg_puts(b, ");\n}\n\n");
 }
 
 /* The slow path: resolve, box, call. */
 static void emit_boxed(cg_buf *b, const cg_op *op) {
+    const char *rt = cg_ret_ctype(op);
     cg_printf(b, "/* Slow path of em_redispatch_%s: no unboxed kernel at the highest key. */\n"
-                 "static __attribute__((noinline, cold)) em_tensor *boxed_%s(", op->name, op->name);
+                 "static __attribute__((noinline, cold)) %sboxed_%s(", op->name, rt, op->name);
     cg_emit_params(b, op, true);
     cg_printf(b, ")\n{\n"
                  "    const em_op *op = &em_op_table[EM_OP_%s];\n"
@@ -409,20 +294,30 @@ static void emit_boxed(cg_buf *b, const cg_op *op) {
     for (int i = 0; i < op->nargs; i++)
         cg_printf(b, "    st.args[%d] = %s(%s);\n", i, box_fn(op->args[i].type), op->args[i].name);
     cg_printf(b, "    st.nargs = %d;\n", op->nargs);
-    cg_puts(b, "    return run_boxed(op, ks, &st, fn, boxed, ud);\n}\n\n");
+    bool list = cg_op_ret_list(op);
+    cg_printf(b, "    if (run_boxed(op, ks, &st, fn, boxed, ud, %d, %s) != EM_OK)\n        return NULL;\n",
+              op->nrets, list ? "true" : "false");
+    if (list) {
+        cg_puts(b, "    *nresults = st.rets[0].v.tl.n;\n"
+                   "    st.rets[0].tag = EM_IV_NONE;\n"
+                   "    return (em_tensor **)st.rets[0].v.tl.data;\n}\n\n");
+        return;
+    }
+    for (int r = 1; r < op->nrets; r++) cg_printf(b, "    *%s = take_ret(&st, %d);\n", op->rets[r].name, r);
+    cg_puts(b, "    return take_ret(&st, 0);\n}\n\n");
 }
 
 static void emit_redispatch(cg_buf *b, const cg_op *op) {
-    cg_printf(b, "em_tensor *em_redispatch_%s(", op->name);
+    cg_printf(b, "%sem_redispatch_%s(", cg_ret_ctype(op), op->name);
     cg_emit_params(b, op, true);
     cg_printf(b, ")\n{\n"
-                 "    int k = em_keyset_highest(ks);\n"
-                 "    void *fn = (unsigned)k < EM_KEY_COUNT ? em_op_table[EM_OP_%s].kernel[k] : NULL;\n\n"
+                 "    int key = em_keyset_highest(ks);\n"
+                 "    void *fn = (unsigned)key < EM_KEY_COUNT ? em_op_table[EM_OP_%s].kernel[key] : NULL;\n\n"
                  "    if (fn)\n"
                  "        return ((em_kfn_%s)fn)(ks%s",
-              op->name, op->name, op->nargs ? ", " : "");
+              op->name, op->name, args_sep(op));
     cg_emit_arg_names(b, op);
-    cg_printf(b, ");\n    return boxed_%s(ks%s", op->name, op->nargs ? ", " : "");
+    cg_printf(b, ");\n    return boxed_%s(ks%s", op->name, args_sep(op));
     cg_emit_arg_names(b, op);
     cg_puts(b, ");\n}\n\n");
 }
@@ -434,10 +329,15 @@ static const char *zero_value(cg_type t) {
     case CG_TENSOR: case CG_TENSOR_OPT: case CG_SCALAR_OPT: case CG_DIM_OPT: case CG_INDEX_OPT:
     case CG_ENDINDEX_OPT: case CG_INT_OPT: return "NULL";
     case CG_SCALAR: return "em_scalar_int(0)";
-    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: return "{ NULL, -1 }";
+    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: case CG_INTLIST_OPT: return "{ NULL, -1 }";
+    case CG_STR: return "NULL";
+    case CG_FLOATLIST_OPT: return "{ NULL, -1 }";
     case CG_FLOAT: return "0.0";
     case CG_BOOL: return "false";
     case CG_DTYPE: case CG_DTYPE_OPT: return "EM_DTYPE_NONE";
+    case CG_DEVICE: case CG_DEVICE_OPT: return "em_no_device()";
+    case CG_GENERATOR_OPT: return "NULL";
+    case CG_TENSORLIST: return "{ NULL, 0 }";
     default: return "0";
     }
 }
@@ -478,7 +378,13 @@ static void emit_adapter(cg_buf *b, const cg_op *op) {
             cg_printf(b, "un_opt_int(st, %d, op->name, \"%s\", &buf_%d, &%s)", i, a->name, i,
                       a->name);
             break;
-        case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT:
+        case CG_FLOATLIST_OPT:
+            cg_printf(b, "un_flist(st, %d, op->name, \"%s\", &%s)", i, a->name, a->name);
+            break;
+        case CG_STR:
+            cg_printf(b, "un_str(st, %d, op->name, \"%s\", &%s)", i, a->name, a->name);
+            break;
+        case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: case CG_INTLIST_OPT:
             cg_printf(b, "un_list(st, %d, op->name, \"%s\", %s, &%s)", i, a->name, opt, a->name);
             break;
         case CG_FLOAT:
@@ -490,14 +396,43 @@ static void emit_adapter(cg_buf *b, const cg_op *op) {
         case CG_DTYPE: case CG_DTYPE_OPT:
             cg_printf(b, "un_dtype(st, %d, op->name, \"%s\", %s, &%s)", i, a->name, opt, a->name);
             break;
+        case CG_DEVICE: case CG_DEVICE_OPT:
+            cg_printf(b, "(em_un_device(st, %d, %s, &%s) ? EM_OK : bad_arg(st, %d, op->name, \"%s\"))",
+                      i, opt, a->name, i, a->name);
+            break;
+        case CG_GENERATOR_OPT:
+            cg_printf(b, "(em_un_generator(st, %d, &%s) ? EM_OK : bad_arg(st, %d, op->name, \"%s\"))",
+                      i, a->name, i, a->name);
+            break;
+        case CG_TENSORLIST:
+            cg_printf(b, "un_tensorlist(st, %d, op->name, \"%s\", &%s)", i, a->name, a->name);
+            break;
         default:
             break;
         }
         cg_puts(b, i == op->nargs - 1 ? " != EM_OK)\n        return EM_EINTERNAL;\n"
                                       : " != EM_OK ||\n");
     }
+    if (cg_op_ret_list(op)) {
+        cg_printf(b, "    {\n        int nres = 0;\n        int *nresults = &nres;\n"
+                     "        em_tensor **rv = ((em_kfn_%s)fn)(ks%s", op->name, args_sep(op));
+        cg_emit_arg_names(b, op);
+        cg_puts(b, ");\n\n        return put_list_result(op, st, rv, nres);\n    }\n}\n\n");
+        return;
+    }
+    if (op->nrets > 1) {
+        cg_puts(b, "    {\n        em_tensor *outs[] = {");
+        for (int r = 1; r < op->nrets; r++) cg_printf(b, "%sNULL", r > 1 ? ", " : " ");
+        cg_puts(b, " };\n");
+        for (int r = 1; r < op->nrets; r++)
+            cg_printf(b, "        em_tensor **%s = &outs[%d];\n", op->rets[r].name, r - 1);
+        cg_printf(b, "        em_tensor *rv = ((em_kfn_%s)fn)(ks%s", op->name, args_sep(op));
+        cg_emit_arg_names(b, op);
+        cg_printf(b, ");\n\n        return put_results(op, st, rv, outs, %d);\n    }\n}\n\n", op->nrets);
+        return;
+    }
     cg_printf(b, "    return put_result(op, st, ((em_kfn_%s)fn)(ks%s", op->name,
-              op->nargs ? ", " : "");
+              args_sep(op));
     cg_emit_arg_names(b, op);
     cg_puts(b, "));\n}\n\n");
 }
@@ -528,8 +463,8 @@ void cg_emit_ops_c(cg_buf *b, const cg_schema *s) {
     cg_generated_banner(b, s->ops_path);
     cg_puts(b, "/* em_ops.c -- the op table and every op's dispatching entry points and boxing\n"
                " * adapters. See Note [How a call is dispatched] in em_dispatch.h. */\n"
-               "#include \"em_ops.h\"\n#include \"em_kernels_decl.h\"\n\n");
-    cg_puts(b, ops_c_helpers);
+               "#include <string.h>\n\n#include \"em_ops.h\"\n#include \"em_kernels_decl.h\"\n\n");
+    cg_puts(b, "#include \"dispatch/em_boxing.h\"\n\n"); /* boxing helpers: a real header under runtime/ */
     const char *last = NULL;
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];

@@ -22,51 +22,6 @@
 
 #include "codegen.h"
 
-static const char lua_helpers[] =
-    "/* ---- helpers shared by the bindings (see Note [Lua argument binding]) ---- */\n"
-    "\n"
-    "/* The stack index of argument name: the next positional slot when one is\n"
-    " * left (positional arguments only; advances *pos), else the options-table\n"
-    " * field pushed onto the stack, else 0. Raises when given both ways. */\n"
-    "static inline int arg_slot(lua_State *L, int *pos, int top, int opt, const char *op,\n"
-    "                           const char *name, bool positional) {\n"
-    "    int idx = 0;\n"
-    "    if (positional && *pos <= top) idx = (*pos)++;\n"
-    "    if (opt) {\n"
-    "        if (lua_getfield(L, opt, name) != LUA_TNIL) {\n"
-    "            if (idx)\n"
-    "                return luaL_error(L, \"%s: argument '%s' given both by position and in the options table\",\n"
-    "                                  op, name);\n"
-    "            return lua_gettop(L);\n"
-    "        }\n"
-    "        lua_pop(L, 1);\n"
-    "    }\n"
-    "    return idx;\n"
-    "}\n"
-    "\n"
-    "/* Whether slot idx holds a value (0 and nil mean absent). */\n"
-    "static inline bool arg_given(lua_State *L, int idx) { return idx && !lua_isnil(L, idx); }\n"
-    "\n"
-    "static inline int missing(lua_State *L, const char *op, const char *name) {\n"
-    "    return luaL_error(L, \"%s: missing argument '%s'\", op, name);\n"
-    "}\n"
-    "\n"
-    "static inline int too_many(lua_State *L, const char *op, int most, int got) {\n"
-    "    return luaL_error(L, \"%s: expected at most %d arguments, got %d\", op, most, got);\n"
-    "}\n"
-    "\n"
-    "/* Raises the conversion's own error for a value that cannot become a tensor,\n"
-    " * before any temporary exists; values that can pass untouched. */\n"
-    "static inline void precheck_tensor(lua_State *L, int idx, const char *op, const char *name,\n"
-    "                                   bool optional, em_lua_argtmp *tmp) {\n"
-    "    int t = lua_type(L, idx);\n"
-    "    if (t == LUA_TNUMBER || t == LUA_TBOOLEAN || (optional && t <= LUA_TNIL) ||\n"
-    "        em_lua_totensor(L, idx))\n"
-    "        return;\n"
-    "    (void)em_lua_check_tensor(L, idx, op, name, tmp); /* raises */\n"
-    "}\n"
-    "\n";
-
 /* An argument's local: a_NAME holds the C value, v_NAME the pointee of the
  * pointer-typed optionals, i_NAME its stack slot. */
 static void emit_locals(cg_buf *b, const cg_op *op) {
@@ -114,12 +69,27 @@ static void emit_locals(cg_buf *b, const cg_op *op) {
                           has ? (d->i > 0 ? d->i : d->i + 1) : 0);
             cg_printf(b, "    const int64_t *a_%s = NULL;\n", a->name);
             break;
-        case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT:
+        case CG_FLOATLIST_OPT:
+            cg_printf(b, "    em_floatlist a_%s = { NULL, -1 };\n", a->name);
+            break;
+        case CG_STR: {
+            /* a_NAME always points into ch_NAME (static): the default's entry */
+            int def = -1;
+            cg_printf(b, "    static const char *const ch_%s[] = { ", a->name);
+            for (int c = 0; c < a->nchoices; c++) {
+                cg_printf(b, "\"%s\", ", a->choices[c]);
+                if (d->kind == CG_DEF_STR && strcmp(d->str, a->choices[c]) == 0) def = c;
+            }
+            if (def >= 0) cg_printf(b, "NULL };\n    const char *a_%s = ch_%s[%d];\n", a->name, a->name, def);
+            else cg_printf(b, "NULL };\n    const char *a_%s = NULL;\n", a->name);
+            break;
+        }
+        case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: case CG_INTLIST_OPT:
             if (d->kind == CG_DEF_LIST && d->nlist > 0) {
                 cg_printf(b, "    static const int64_t def_%s[] = {", a->name);
                 for (int j = 0; j < d->nlist; j++) {
                     int64_t v = d->list[j];
-                    if (a->type != CG_INTLIST && v > 0) v--; /* dims: 1-based -> 0-based */
+                    if (cg_type_is_dims(a->type) && v > 0) v--; /* dims: 1-based -> 0-based */
                     cg_printf(b, "%s%" PRId64, j ? ", " : " ", v);
                 }
                 cg_puts(b, " };\n");
@@ -139,6 +109,15 @@ static void emit_locals(cg_buf *b, const cg_op *op) {
         case CG_DTYPE: case CG_DTYPE_OPT:
             cg_printf(b, "    em_dtype a_%s = %s;\n", a->name,
                       has ? cg_dtype_enums[d->dtype] : "EM_DTYPE_NONE");
+            break;
+        case CG_DEVICE: case CG_DEVICE_OPT:
+            cg_printf(b, "    em_device a_%s = em_no_device();\n", a->name);
+            break;
+        case CG_GENERATOR_OPT:
+            cg_printf(b, "    em_generator *a_%s = NULL;\n", a->name);
+            break;
+        case CG_TENSORLIST:
+            cg_printf(b, "    em_tensorlist a_%s = { NULL, 0 };\n", a->name);
             break;
         default:
             break;
@@ -168,13 +147,15 @@ static const char *simple_checker(cg_type t) {
     case CG_FLOAT: return "em_lua_check_float";
     case CG_BOOL: return "em_lua_check_bool";
     case CG_DTYPE: case CG_DTYPE_OPT: return "em_lua_check_dtype";
+    case CG_DEVICE: case CG_DEVICE_OPT: return "em_lua_check_device";
+    case CG_GENERATOR_OPT: return "em_lua_check_generator";
     default: return NULL;
     }
 }
 
 static void emit_convert(cg_buf *b, const cg_op *op, int i) {
     const cg_arg *a = &op->args[i];
-    const char *n = a->name, *o = op->name;
+    const char *n = a->name, *o = op->base;
     bool required = a->def.kind == CG_DEF_NONE_GIVEN && !cg_types[a->type].optional;
     if (required) {
         /* nil in a positional slot reaches the check, which says "got nil" */
@@ -189,8 +170,12 @@ static void emit_convert(cg_buf *b, const cg_op *op, int i) {
         cg_printf(b, "        %s_%s = %s(L, i_%s, \"%s\", \"%s\");\n",
                   cg_type_is_ptr_opt(a->type) ? "v" : "a", n, checker, n, o, n);
     }
-    if (a->type == CG_INTLIST || a->type == CG_DIMLIST || a->type == CG_DIMLIST_OPT) {
-        bool is_dim = a->type != CG_INTLIST;
+    if (a->type == CG_FLOATLIST_OPT)
+        cg_printf(b, "        a_%s = em_lua_check_floatlist(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
+    if (a->type == CG_STR)
+        cg_printf(b, "        a_%s = em_lua_check_choice(L, i_%s, \"%s\", \"%s\", ch_%s);\n", n, n, o, n, n);
+    if (cg_type_is_list(a->type)) {
+        bool is_dim = cg_type_is_dims(a->type);
         cg_printf(b, "        int used = 1;\n");
         const char *dimarg = is_dim ? "true" : "false";
         bool va = !a->kwonly && list_varargs(op, i);
@@ -220,6 +205,8 @@ static void emit_convert(cg_buf *b, const cg_op *op, int i) {
                      "            pos = i_%s + used;\n"
                      "        }\n", n, o, n, dimarg, n, n);
     }
+    if (a->type == CG_TENSORLIST)
+        cg_printf(b, "        a_%s = em_lua_check_tensorlist(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
     if (cg_type_is_ptr_opt(a->type)) cg_printf(b, "        a_%s = &v_%s;\n", n, n);
     /* a pointer optional with a non-None default points at its default */
     if (cg_type_is_ptr_opt(a->type) && a->def.kind != CG_DEF_NONE_GIVEN && a->def.kind != CG_DEF_NULL)
@@ -228,14 +215,14 @@ static void emit_convert(cg_buf *b, const cg_op *op, int i) {
 }
 
 static void emit_binding(cg_buf *b, const cg_op *op) {
-    const char *o = op->name;
+    const char *o = op->base; /* the Lua name, in messages */
     cg_puts(b, "/* ");
     cg_comment_escape(b, op->schema);
-    cg_printf(b, " */\nstatic int l_%s(lua_State *L)\n{\n    static const char *const names[] = { ", o);
+    cg_printf(b, " */\nstatic int l_%s(lua_State *L)\n{\n    static const char *const names[] = { ", op->name);
     bool factory = true; /* no Tensor argument: accepts requires_grad (a leaf option) */
     for (int i = 0; i < op->nargs; i++) {
         cg_printf(b, "\"%s\", ", op->args[i].name);
-        if (cg_type_is_tensor(op->args[i].type)) factory = false;
+        if (cg_type_is_tensor(op->args[i].type) || op->args[i].type == CG_TENSORLIST) factory = false;
     }
     if (factory) cg_puts(b, "\"requires_grad\", ");
     int nreq = 0; /* required positional arguments */
@@ -250,7 +237,10 @@ static void emit_binding(cg_buf *b, const cg_op *op) {
                "    em_lua_argtmp tmp;\n");
     for (int i = 0; i < op->nargs; i++) cg_printf(b, "    int i_%s;\n", op->args[i].name);
     emit_locals(b, op);
-    cg_puts(b, "    em_tensor *r;\n\n    tmp.n = 0;\n    tmp.nlists = 0;\n");
+    cg_printf(b, "    %sr;\n", cg_ret_ctype(op));
+    for (int k = 1; k < op->nrets; k++) cg_printf(b, "    em_tensor *o_%s = NULL;\n", op->rets[k].name);
+    if (cg_op_ret_list(op)) cg_puts(b, "    int nresults = 0;\n");
+    cg_puts(b, "\n    tmp.n = 0;\n    tmp.nlists = 0;\n");
     cg_printf(b, "    if (opt)\n        em_lua_check_option_names(L, opt, \"%s\", names);\n", o);
     for (int i = 0; i < op->nargs; i++) {
         const cg_arg *a = &op->args[i];
@@ -280,9 +270,24 @@ static void emit_binding(cg_buf *b, const cg_op *op) {
             cg_printf(b, "    if (i_%s)\n        a_%s = em_lua_opt_tensor(L, i_%s, \"%s\", \"%s\", &tmp);\n",
                       a->name, a->name, a->name, o, a->name);
     }
-    cg_printf(b, "    r = em_%s(", o);
-    for (int i = 0; i < op->nargs; i++) cg_printf(b, "%sa_%s", i ? ", " : "", op->args[i].name);
+    cg_printf(b, "    r = em_%s(", op->name);
+    int nc = 0;
+    for (int i = 0; i < op->nargs; i++) cg_printf(b, "%sa_%s", nc++ ? ", " : "", op->args[i].name);
+    for (int k = 1; k < op->nrets; k++) cg_printf(b, "%s&o_%s", nc++ ? ", " : "", op->rets[k].name);
+    if (cg_op_ret_list(op)) cg_printf(b, "%s&nresults", nc++ ? ", " : "");
     cg_puts(b, ");\n");
+    if (cg_op_ret_list(op)) {
+        cg_printf(b, "    em_lua_argtmp_release(&tmp);\n"
+                     "    em_lua_push_tensor_array(L, r, nresults, \"%s\");\n    return 1;\n}\n\n", o);
+        return;
+    }
+    if (op->nrets > 1) {
+        cg_printf(b, "    em_lua_argtmp_release(&tmp);\n    {\n        em_tensor *outs[] = {");
+        for (int k = 1; k < op->nrets; k++) cg_printf(b, "%so_%s", k > 1 ? ", " : " ", op->rets[k].name);
+        cg_printf(b, " };\n\n        em_lua_push_results(L, r, outs, %d, \"%s\");\n    }\n"
+                     "    return %d;\n}\n\n", op->nrets, o, op->nrets);
+        return;
+    }
     if (factory)
         cg_printf(b, "    if (r && opt && !set_requires_grad(L, opt, r, \"%s\"))\n        r = NULL;\n", o);
     if (op->nargs > 0 && op->args[0].type == CG_TENSOR) {
@@ -309,13 +314,93 @@ static int method_self_pos(const cg_op *op) {
     return -1;
 }
 
+static bool has_tensor_arg(const cg_op *op) {
+    for (int i = 0; i < op->nargs; i++)
+        if (cg_type_is_tensor(op->args[i].type)) return true;
+    return false;
+}
+
+/* ---- overloads ---- */
+
+/* The index of the first op with op i's base name, and how many share it. */
+static int first_of_group(const cg_schema *s, int i) {
+    for (int j = 0; j < i; j++)
+        if (strcmp(s->ops[j].base, s->ops[i].base) == 0) return j;
+    return i;
+}
+static int group_size(const cg_schema *s, int i) {
+    int n = 0;
+    for (int j = 0; j < s->nops; j++) n += strcmp(s->ops[j].base, s->ops[i].base) == 0;
+    return n;
+}
+
+/* The C condition "the Lua value at index j can be an argument of type t". */
+static const char *lua_type_test(cg_type t) {
+    switch (t) {
+    case CG_TENSOR: case CG_TENSOR_OPT:
+        return "(em_lua_totensor(L, j) || lt == LUA_TNUMBER || lt == LUA_TBOOLEAN)";
+    case CG_SCALAR: case CG_SCALAR_OPT:
+        return "(lt == LUA_TNUMBER || lt == LUA_TBOOLEAN || em_lua_totensor(L, j))";
+    case CG_INT: case CG_INT_OPT: case CG_DIM: case CG_DIM_OPT: case CG_INDEX: case CG_INDEX_OPT:
+    case CG_ENDINDEX_OPT: case CG_FLOAT:
+        return "(lt == LUA_TNUMBER)";
+    case CG_BOOL: return "(lt == LUA_TBOOLEAN)";
+    case CG_INTLIST: case CG_DIMLIST: case CG_DIMLIST_OPT: case CG_INTLIST_OPT:
+        return "(lt == LUA_TTABLE || lt == LUA_TNUMBER)";
+    case CG_STR: return "(lt == LUA_TSTRING)";
+    case CG_FLOATLIST_OPT: return "(lt == LUA_TTABLE || lt == LUA_TNUMBER)";
+    case CG_DTYPE: case CG_DTYPE_OPT: return "(lt == LUA_TSTRING)";
+    case CG_TENSORLIST: return "(lt == LUA_TTABLE)";
+    case CG_DEVICE: case CG_DEVICE_OPT: return "(lt == LUA_TSTRING || lt == LUA_TUSERDATA)";
+    case CG_GENERATOR_OPT: return "(lt == LUA_TUSERDATA)";
+    default: return "false";
+    }
+}
+
+/* match_NAME: whether the Lua arguments fit overload op -- the count of
+ * positional values, each one's Lua type, and the options table's names. */
+static void emit_matcher(cg_buf *b, const cg_op *op) {
+    int nreq = 0;
+    bool varargs = false;
+    for (int i = 0; i < op->nargs; i++) {
+        const cg_arg *a = &op->args[i];
+        if (a->kwonly) continue;
+        if (a->def.kind == CG_DEF_NONE_GIVEN && !cg_types[a->type].optional) nreq++;
+        if (cg_type_is_list(a->type) && list_varargs(op, i)) varargs = true;
+    }
+    cg_printf(b, "static bool match_%s(lua_State *L)\n{\n    static const char *const names[] = { ",
+              op->name);
+    for (int i = 0; i < op->nargs; i++) cg_printf(b, "\"%s\", ", op->args[i].name);
+    cg_printf(b, "NULL };\n    int opt = em_lua_options_index_req(L, %d);\n"
+                 "    int top = opt ? opt - 1 : lua_gettop(L);\n\n"
+                 "    if (top < %d)\n        return false;\n"
+                 "    if (opt && !options_known(L, opt, names))\n        return false;\n"
+                 "    for (int j = 1; j <= top; j++) {\n        int lt = lua_type(L, j);\n\n"
+                 "        switch (j) {\n",
+              nreq, nreq);
+    int pos = 0;
+    for (int i = 0; i < op->nargs; i++) {
+        const cg_arg *a = &op->args[i];
+        if (a->kwonly) continue;
+        pos++;
+        bool nil_ok = a->def.kind != CG_DEF_NONE_GIVEN || cg_types[a->type].optional;
+        cg_printf(b, "        case %d:\n            if (!(%s%s))\n                return false;\n"
+                     "            break;\n", pos, nil_ok ? "lt == LUA_TNIL || " : "",
+                  lua_type_test(a->type));
+    }
+    cg_printf(b, "        default: /* past the positional arguments */\n"
+                 "            if (%s)\n                return false;\n        }\n    }\n"
+                 "    return true;\n}\n\n",
+              varargs ? "lt != LUA_TNUMBER" : "true");
+}
+
 void cg_emit_lua(cg_buf *b, const cg_schema *s) {
     cg_generated_banner(b, s->ops_path);
     cg_puts(b, "/* em_lua_ops.c -- the Lua bindings of every op: ember.NAME and x:NAME.\n"
                " * See Note [Lua argument binding] in codegen/emit_lua.c. */\n"
-               "#include <stdint.h>\n\n"
+               "#include <stdint.h>\n#include <string.h>\n\n"
                "#include \"em_ops.h\"\n#include \"autograd/em_autograd.h\"\n#include \"lua/em_lua.h\"\n\n");
-    cg_puts(b, lua_helpers);
+    cg_puts(b, "#include \"lua/em_lua_bind.h\"\n\n"); /* binding helpers: a real header under runtime/ */
     cg_puts(b, "/* Factories take requires_grad=true in their options table (PyTorch's\n"
                " * TensorOptions): the new tensor becomes a leaf that requires grad. On\n"
                " * failure releases r and returns false with the error set. */\n"
@@ -346,24 +431,65 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
                          "    lua_insert(L, top < %d ? top : %d);\n    return l_%s(L);\n}\n\n",
                       op->name, k + 1, op->name, k + 1, k + 1, op->name);
     }
-    cg_puts(b, "/* ---- registration ---- */\n\nstatic const luaL_Reg functions[] = {\n");
-    for (int i = 0; i < s->nops; i++)
-        if (s->ops[i].v_function) cg_printf(b, "    { \"%s\", l_%s },\n", s->ops[i].name, s->ops[i].name);
-    cg_puts(b, "    { NULL, NULL }\n};\n\nstatic const luaL_Reg methods[] = {\n");
-    for (int i = 0; i < s->nops; i++)
-        if (s->ops[i].v_method)
-            cg_printf(b, "    { \"%s\", l%s_%s },\n", s->ops[i].name, method_self_pos(&s->ops[i]) > 0 ? "m" : "",
-                      s->ops[i].name);
+    /* Note [Overloads]: one binding per name picks the first overload whose
+     * arguments match the Lua values by count and type */
+    for (int i = 0; i < s->nops; i++) {
+        const cg_op *op = &s->ops[i];
+        if (first_of_group(s, i) != i) continue;
+        if (group_size(s, i) < 2) continue;
+        for (int j = i; j < s->nops; j++)
+            if (strcmp(s->ops[j].base, op->base) == 0) emit_matcher(b, &s->ops[j]);
+        cg_printf(b, "/* ember.%s / x:%s: the overloads of '%s', tried in schema order. */\n"
+                     "static int lo_%s(lua_State *L)\n{\n    static const char *const schemas[] = {\n",
+                  op->base, op->base, op->base, op->base);
+        for (int j = i; j < s->nops; j++) {
+            if (strcmp(s->ops[j].base, op->base) != 0) continue;
+            cg_puts(b, "        \"");
+            cg_c_escape(b, s->ops[j].schema);
+            cg_puts(b, "\",\n");
+        }
+        cg_puts(b, "        NULL\n    };\n\n");
+        for (int j = i; j < s->nops; j++)
+            if (strcmp(s->ops[j].base, op->base) == 0)
+                cg_printf(b, "    if (match_%s(L))\n        return l_%s(L);\n", s->ops[j].name,
+                          s->ops[j].name);
+        cg_printf(b, "    return em_lua_no_overload(L, \"%s\", schemas);\n}\n\n", op->base);
+    }
+    cg_puts(b, "/* ---- registration ---- */\n\n"
+               "/* Function variants: {namespace (\"\" = ember), name, binding}. */\n"
+               "static const struct { const char *ns, *name; lua_CFunction func; } functions[] = {\n");
+    for (int i = 0; i < s->nops; i++) {
+        const cg_op *op = &s->ops[i];
+        if (!op->v_function || first_of_group(s, i) != i) continue;
+        /* an overloaded name's binding is lo_BASE; the group shares the first's namespaces */
+        const char *pre = group_size(s, i) > 1 ? "o" : "";
+        const char *fn = group_size(s, i) > 1 ? op->base : op->name;
+        if (!op->nnamespaces) cg_printf(b, "    { \"\", \"%s\", l%s_%s },\n", op->base, pre, fn);
+        for (int k = 0; k < op->nnamespaces; k++)
+            cg_printf(b, "    { \"%s\", \"%s\", l%s_%s },\n", op->namespaces[k], op->base, pre, fn);
+    }
+    cg_puts(b, "    { NULL, NULL, NULL }\n};\n\nstatic const luaL_Reg methods[] = {\n");
+    for (int i = 0; i < s->nops; i++) {
+        if (!s->ops[i].v_method || first_of_group(s, i) != i) continue;
+        if (group_size(s, i) > 1)
+            cg_printf(b, "    { \"%s\", lo_%s },\n", s->ops[i].base, s->ops[i].base);
+        else
+            cg_printf(b, "    { \"%s\", l%s_%s },\n", s->ops[i].name,
+                      method_self_pos(&s->ops[i]) > 0 ? "m" : "", s->ops[i].name);
+    }
     cg_puts(b, "    { NULL, NULL }\n};\n\n"
-               "/* Sets module[NAME] for function variants and methods[NAME] for method\n"
-               " * variants (the same C function when self is the first argument, else\n"
-               " * lm_NAME, which moves the receiver to self's place). */\n"
+               "/* Sets module[NAME] (or module.NS[NAME] for an op with a namespace) for\n"
+               " * function variants and methods[NAME] for method variants (the same C\n"
+               " * function when self is the first argument, else lm_NAME, which moves\n"
+               " * the receiver to self's place). */\n"
                "void em_lua_register_ops(lua_State *L, int module_idx, int methods_idx)\n{\n"
                "    module_idx = lua_absindex(L, module_idx);\n"
                "    methods_idx = lua_absindex(L, methods_idx);\n"
-               "    for (const luaL_Reg *f = functions; f->name; f++) {\n"
-               "        lua_pushcfunction(L, f->func);\n"
-               "        lua_setfield(L, module_idx, f->name);\n"
+               "    for (int i = 0; functions[i].name; i++) {\n"
+               "        em_lua_push_namespace(L, module_idx, functions[i].ns);\n"
+               "        lua_pushcfunction(L, functions[i].func);\n"
+               "        lua_setfield(L, -2, functions[i].name);\n"
+               "        lua_pop(L, 1);\n"
                "    }\n"
                "    for (const luaL_Reg *f = methods; f->name; f++) {\n"
                "        lua_pushcfunction(L, f->func);\n"
@@ -372,17 +498,19 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
                "/* {name, schema, doc} for help(), NULL-terminated. */\n"
                "const char *const em_lua_op_docs[][3] = {\n");
     for (int i = 0; i < s->nops; i++) {
-        cg_printf(b, "    { \"%s\", \"", s->ops[i].name);
+        cg_printf(b, "    { \"%s\", \"", s->ops[i].base);
         cg_c_escape(b, s->ops[i].schema);
         cg_puts(b, "\",\n      \"");
         cg_c_escape(b, s->ops[i].doc);
         cg_puts(b, "\" },\n");
     }
     cg_puts(b, "    { NULL, NULL, NULL }\n};\n\n"
-               "/* Ops with backward formulas in derivatives.yaml (gradcheck needs samples\n"
-               " * for each), NULL-terminated; declared in em_lua.h. */\n"
+               "/* Ops with backward formulas in derivatives.yaml, and composite ops with a\n"
+               " * Tensor argument (their parts differentiate them): gradcheck needs samples\n"
+               " * for each. NULL-terminated; declared in em_lua.h. */\n"
                "const char *const em_lua_differentiable_ops[] = {\n");
     for (int i = 0; i < s->nops; i++)
-        if (cg_op_has_formulas(&s->ops[i])) cg_printf(b, "    \"%s\",\n", s->ops[i].name);
+        if (cg_op_has_formulas(&s->ops[i]) || (s->ops[i].composite && has_tensor_arg(&s->ops[i])))
+            cg_printf(b, "    \"%s\",\n", s->ops[i].name);
     cg_puts(b, "    NULL\n};\n");
 }

@@ -44,9 +44,10 @@ static void lua_arg(cg_buf *b, const cg_arg *a) {
 
 /* "ember.sum(self, dim=nil, keepdim=false, {dtype=nil})" or, for the method,
  * "x:sum(dim=nil, keepdim=false, {dtype=nil})". */
-static void call_form(cg_buf *b, const cg_op *op, bool method) {
+static void call_form(cg_buf *b, const cg_op *op, bool method, const char *ns) {
     cg_buf t = { 0 };
-    cg_printf(&t, "%s%s(", method ? "x:" : "ember.", op->name);
+    cg_printf(&t, "%s%s%s%s(", method ? "x:" : "ember.", method ? "" : ns, !method && *ns ? "." : "",
+              op->base);
     bool first = true;
     for (int i = method ? 1 : 0; i < op->npositional; i++) {
         if (!first) cg_puts(&t, ", ");
@@ -112,12 +113,14 @@ void cg_emit_man(cg_buf *b, const cg_schema *s) {
         cg_puts(b, ".TP\n.B ");
         roff_escape(b, op->name);
         cg_puts(b, "\n.nf\n");
-        if (op->v_function) call_form(b, op, false);
-        if (op->v_method) call_form(b, op, true);
+        if (op->v_function && !op->nnamespaces) call_form(b, op, false, "");
+        for (int k = 0; op->v_function && k < op->nnamespaces; k++) call_form(b, op, false, op->namespaces[k]);
+        if (op->v_method) call_form(b, op, true, "");
         cg_puts(b, ".fi\n\\fI");
         roff_escape(b, op->schema);
         cg_puts(b, "\\fR\n.br\n");
         roff_escape(b, op->doc);
+        if (op->composite) cg_puts(b, " (Composite: computed with other ops, which give its gradient.)");
         cg_puts(b, "\n");
     }
     cg_puts(b, ".SH SEE ALSO\n.BR ember (1)\n");

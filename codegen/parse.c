@@ -36,6 +36,13 @@ const cg_type_info cg_types[CG_TYPE_COUNT] = {
     [CG_DTYPE]        = { "dtype",     "em_dtype ",         false },
     [CG_DTYPE_OPT]    = { "dtype?",    "em_dtype ",         true },
     [CG_INT_OPT]      = { "int?",      "const int64_t *",   true },
+    [CG_TENSORLIST]   = { "Tensor[]",  "em_tensorlist ",    false },
+    [CG_INTLIST_OPT]  = { "int[]?",    "em_intlist ",       true },
+    [CG_STR]          = { "str{...}",  "const char *",      false },
+    [CG_FLOATLIST_OPT]= { "float[]?",  "em_floatlist ",     true },
+    [CG_DEVICE]       = { "Device",    "em_device ",        false },
+    [CG_DEVICE_OPT]   = { "Device?",   "em_device ",        true }, /* EM_DEVICE_NONE: absent */
+    [CG_GENERATOR_OPT] = { "Generator?", "em_generator *",  true }, /* NULL: the default */
 };
 
 const char *const cg_key_names[CG_KEY_COUNT] = { "CPU", "CUDA", "PrivateUse1", "Autograd" };
@@ -57,13 +64,17 @@ bool cg_type_is_ptr_opt(cg_type t) {
 }
 bool cg_type_is_tensor(cg_type t) { return t == CG_TENSOR || t == CG_TENSOR_OPT; }
 bool cg_type_is_list(cg_type t) {
-    return t == CG_INTLIST || t == CG_DIMLIST || t == CG_DIMLIST_OPT;
+    return t == CG_INTLIST || t == CG_DIMLIST || t == CG_DIMLIST_OPT || t == CG_INTLIST_OPT;
 }
+bool cg_type_is_dims(cg_type t) { return t == CG_DIMLIST || t == CG_DIMLIST_OPT; }
+bool cg_op_ret_list(const cg_op *op) { return op->nrets == 1 && op->rets[0].list; }
+const char *cg_ret_ctype(const cg_op *op) { return cg_op_ret_list(op) ? "em_tensor **" : "em_tensor *"; }
 
 /* Names the generated C uses for its own locals and parameters; an
  * argument may not take them (nor a C keyword). */
 static const char *const reserved_names[] = {
-    "ks", "op", "k", "fn", "st", "r", "L", "tmp", "opt", "top", "pos", "names",
+    "ks", "op", "key", "fn", "st", "r", "L", "tmp", "opt", "top", "pos", "names",
+    "nresults", "i", "rv", "nr", "lst",
     "auto", "break", "case", "char", "const", "continue", "default", "do", "double",
     "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long",
     "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct",
@@ -226,10 +237,42 @@ static __attribute__((noreturn)) void unknown_type(sig_lexer *x, const char *spe
     sig_error(x, "unknown type '%s' (known types: %s)", spelled, known);
 }
 
+/* Parses the value set of str{a,b,c} (after "str") into *choices. */
+static void lex_choices(sig_lexer *x, char ***choices, int *n) {
+    if (*x->p != '{')
+        sig_error(x, "a str type lists its allowed values, like str{mean,sum,none}");
+    x->p++;
+    *choices = cg_xmalloc(sizeof(char *) * 32);
+    *n = 0;
+    for (;;) {
+        if (*n == 32) sig_error(x, "a str type may list at most 32 values");
+        char *v = lex_ident(x, "a value of the str type (an identifier)");
+        for (int i = 0; i < *n; i++)
+            if (strcmp((*choices)[i], v) == 0) sig_error(x, "str value '%s' listed twice", v);
+        (*choices)[(*n)++] = v;
+        skip_ws(x);
+        if (*x->p == '}') { x->p++; break; }
+        if (*x->p != ',') sig_error(x, "expected ',' or '}' in the values of a str type at '%.20s'", x->p);
+        x->p++;
+    }
+}
+
 /* Parses "Tensor(a!)?" style types: base, optional [], optional alias
- * annotation (Tensor only), optional ?. */
+ * annotation (Tensor only), optional ?. `ScalarType` is another spelling of
+ * dtype (PyTorch's); `str{a,b}` is a string from a closed set (the caller
+ * reads the set with lex_choices). */
 static cg_type lex_type(sig_lexer *x, char **alias, bool *alias_write) {
     char *base = lex_ident(x, "a type");
+    if (strcmp(base, "str") == 0) {
+        free(base);
+        *alias = NULL;
+        *alias_write = false;
+        return CG_STR;
+    }
+    if (strcmp(base, "ScalarType") == 0) {
+        free(base);
+        base = cg_xstrdup("dtype");
+    }
     char spelled[128];
     bool list = false, opt = false;
     *alias = NULL;
@@ -317,6 +360,11 @@ static void parse_default(sig_lexer *x, cg_arg *a, char *text) {
             free(item);
         }
         free(inner);
+    } else if (text[0] == '"') {
+        size_t n = strlen(text);
+        if (n < 2 || text[n - 1] != '"') sig_error(x, "bad string default %s for argument '%s'", text, a->name);
+        d->kind = CG_DEF_STR;
+        d->str = cg_xstrndup(text + 1, n - 2);
     } else if (dtype_index(text) >= 0) {
         d->kind = CG_DEF_DTYPE;
         d->dtype = dtype_index(text);
@@ -343,7 +391,7 @@ static void parse_default(sig_lexer *x, cg_arg *a, char *text) {
         ok = d->kind == CG_DEF_INT; want = "an integer"; break;
     case CG_INTLIST: case CG_DIMLIST:
         ok = d->kind == CG_DEF_LIST; want = "a list of integers like [1, 2]"; break;
-    case CG_DIMLIST_OPT:
+    case CG_DIMLIST_OPT: case CG_INTLIST_OPT:
         ok = d->kind == CG_DEF_NULL || d->kind == CG_DEF_LIST;
         want = "None or a list of integers"; break;
     case CG_DIM: case CG_INDEX:
@@ -364,6 +412,18 @@ static void parse_default(sig_lexer *x, cg_arg *a, char *text) {
     case CG_DTYPE_OPT:
         ok = d->kind == CG_DEF_NULL || d->kind == CG_DEF_DTYPE;
         want = "None or a dtype name like float32"; break;
+    case CG_FLOATLIST_OPT:
+        ok = d->kind == CG_DEF_NULL; want = "None"; break;
+    case CG_STR: {
+        ok = false;
+        for (int i = 0; d->kind == CG_DEF_STR && i < a->nchoices; i++) ok |= strcmp(d->str, a->choices[i]) == 0;
+        want = "one of the str type's values, quoted (\"mean\")";
+        break;
+    }
+    case CG_DEVICE_OPT: case CG_GENERATOR_OPT:
+        ok = d->kind == CG_DEF_NULL; want = "None"; break;
+    case CG_DEVICE:
+        ok = false; want = "no default (a Device argument is required; use Device? for None)"; break;
     default:
         ok = false; want = "?"; break;
     }
@@ -399,11 +459,82 @@ static bool is_reserved(const char *name) {
     return false;
 }
 
-/* Parses a func string into op (name, args, return alias). */
+/* Parses the return part after "->": `Tensor`, `Tensor(a!)`, `Tensor[]` or
+ * `(Tensor name, Tensor name, ...)` (see Note [Several results]). */
+static void parse_returns(sig_lexer *x, cg_op *op) {
+    char *alias;
+    bool write;
+    skip_ws(x);
+    if (lex_accept(x, "(")) {
+        for (;;) {
+            if (op->nrets == CG_MAX_RETS)
+                sig_error(x, "more than %d results (the boxed stack's size)", CG_MAX_RETS);
+            skip_ws(x);
+            const char *at = x->p;
+            cg_type t = lex_type(x, &alias, &write);
+            if (t != CG_TENSOR || alias)
+                sig_error(x, "result %d is '%.*s': each result of a tuple must be a plain Tensor",
+                          op->nrets + 1, (int)(x->p - at), at);
+            cg_ret *r = &op->rets[op->nrets];
+            r->name = lex_ident(x, "a result name");
+            if (is_reserved(r->name))
+                sig_error(x, "result name '%s' is reserved (a C keyword or a name the generated "
+                          "code uses)", r->name);
+            for (int i = 0; i < op->nargs; i++)
+                if (strcmp(op->args[i].name, r->name) == 0)
+                    sig_error(x, "result '%s' has the name of an argument", r->name);
+            for (int i = 0; i < op->nrets; i++)
+                if (strcmp(op->rets[i].name, r->name) == 0)
+                    sig_error(x, "result '%s' given twice", r->name);
+            op->nrets++;
+            if (lex_accept(x, ")")) break;
+            lex_expect(x, ",");
+        }
+        if (op->nrets < 2)
+            sig_error(x, "a tuple of results needs at least two (write '-> Tensor' for one)");
+        return;
+    }
+    const char *ret_at = x->p;
+    cg_type rt = lex_type(x, &alias, &write);
+    if (rt == CG_TENSORLIST) {
+        op->nrets = 1;
+        op->rets[0].list = true;
+        return;
+    }
+    if (rt != CG_TENSOR) {
+        skip_ws(x);
+        sig_error(x, "unsupported return type '%.*s' (Tensor, Tensor[] or a tuple "
+                  "(Tensor a, Tensor b) are supported)", (int)(x->p - ret_at), ret_at);
+    }
+    op->nrets = 1;
+    op->ret_alias = alias;
+    op->ret_alias_write = write;
+}
+
+/* Parses a func string into op (name, overload, args, results). */
 static void parse_signature(const char *path, int line, const char *func, cg_op *op) {
     sig_lexer x = { path, line, func, func };
-    op->name = lex_ident(&x, "the op name");
-    if (is_reserved(op->name)) sig_error(&x, "op name '%s' is reserved", op->name);
+    op->base = lex_ident(&x, "the op name");
+    if (is_reserved(op->base)) sig_error(&x, "op name '%s' is reserved", op->base);
+    static const char *const runtime_types[] = { "stack", "tensor", "storage", "scalar", "ivalue",
+                                                 "intlist", "tensorlist", "device", "dtype", "keyset",
+                                                 "status", "version", NULL };
+    for (int i = 0; runtime_types[i]; i++)
+        if (strcmp(op->base, runtime_types[i]) == 0 && *x.p != '.')
+            sig_error(&x, "op name '%s' would make C function em_%s, which is a runtime type; give it "
+                      "an overload name ('%s.list') so its C name differs (the Lua name stays '%s')",
+                      op->base, op->base, op->base, op->base);
+    if (*x.p == '.') {
+        x.p++;
+        if (!is_ident_start((unsigned char)*x.p))
+            sig_error(&x, "expected an overload name after '%s.'", op->base);
+        op->overload = lex_ident(&x, "an overload name");
+        size_t n = strlen(op->base) + strlen(op->overload) + 2;
+        op->name = cg_xmalloc(n);
+        snprintf(op->name, n, "%s_%s", op->base, op->overload);
+    } else {
+        op->name = cg_xstrdup(op->base);
+    }
     lex_expect(&x, "(");
     bool kwonly = false, seen_default = false;
     skip_ws(&x);
@@ -419,6 +550,7 @@ static void parse_signature(const char *path, int line, const char *func, cg_op 
                 sig_error(&x, "more than %d arguments (the boxed stack's size)", CG_MAX_ARGS);
             cg_arg *a = &op->args[op->nargs];
             a->type = lex_type(&x, &a->alias, &a->alias_write);
+            if (a->type == CG_STR) lex_choices(&x, &a->choices, &a->nchoices);
             a->name = lex_ident(&x, "an argument name");
             a->kwonly = kwonly;
             if (is_reserved(a->name))
@@ -429,6 +561,8 @@ static void parse_signature(const char *path, int line, const char *func, cg_op 
                     sig_error(&x, "argument '%s' given twice", a->name);
             a->def.kind = CG_DEF_NONE_GIVEN;
             if (lex_accept(&x, "=")) {
+                if (a->type == CG_TENSORLIST)
+                    sig_error(&x, "argument '%s' of type Tensor[] cannot have a default", a->name);
                 parse_default(&x, a, lex_default(&x));
                 if (!kwonly) seen_default = true;
             } else if (!kwonly && seen_default) {
@@ -441,21 +575,20 @@ static void parse_signature(const char *path, int line, const char *func, cg_op 
         }
     }
     if (kwonly && op->npositional == op->nargs) sig_error(&x, "'*' must be followed by an argument");
-    lex_expect(&x, "->");
-    char *alias;
-    bool write;
-    skip_ws(&x);
-    const char *ret_at = x.p;
-    cg_type rt = lex_type(&x, &alias, &write);
-    if (rt != CG_TENSOR) {
-        skip_ws(&x);
-        sig_error(&x, "unsupported return type '%.*s' (only Tensor is supported)",
-                  (int)(x.p - ret_at), ret_at);
+    int nlists = 0, ntensors = 0;
+    for (int i = 0; i < op->nargs; i++) {
+        nlists += op->args[i].type == CG_TENSORLIST;
+        ntensors += cg_type_is_tensor(op->args[i].type);
     }
+    if (nlists > 1 || (nlists && ntensors))
+        sig_error(&x, "an op with a Tensor[] argument may have no other Tensor or Tensor[] "
+                  "argument (its autograd edges are the list's elements)");
+    lex_expect(&x, "->");
+    parse_returns(&x, op);
     skip_ws(&x);
     if (*x.p) sig_error(&x, "unexpected '%s' after the return type", x.p);
-    op->ret_alias = alias;
-    op->ret_alias_write = write;
+    const char *alias = op->ret_alias;
+    bool write = op->ret_alias_write;
     if (alias) {
         bool found = false;
         for (int i = 0; i < op->nargs; i++)
@@ -523,6 +656,14 @@ static void parse_kernels(const char *path, yaml_document_t *doc, yaml_node_t *n
         if (!is_ident(fn))
             cg_error_at(path, mark_line(v), "kernel '%s' for key %s is not a C identifier", fn, key);
         count++;
+        if (strcmp(key, "Composite") == 0) { /* Note [Composite ops] */
+            if (n->data.mapping.pairs.top - n->data.mapping.pairs.start != 1)
+                cg_error_at(path, mark_line(k), "op '%s': a Composite kernel is the op's only "
+                            "kernel (it runs at every key)", op->name);
+            for (int i = 0; i < CG_KEY_COUNT; i++) op->kernel[i] = cg_xstrdup(fn);
+            op->composite = true;
+            continue;
+        }
         if (strcmp(key, "Default") == 0) {
             if (seen_default) cg_error_at(path, mark_line(k), "dispatch key Default given twice");
             seen_default = true;
@@ -536,7 +677,7 @@ static void parse_kernels(const char *path, yaml_document_t *doc, yaml_node_t *n
         if (idx < 0)
             cg_error_at(path, mark_line(k),
                         "unknown dispatch key '%s' (known keys: CPU, CUDA, PrivateUse1, Autograd, "
-                        "Default)", key);
+                        "Default, Composite)", key);
         if (explicit_key[idx]) cg_error_at(path, mark_line(k), "dispatch key %s given twice", key);
         explicit_key[idx] = true;
         free(op->kernel[idx]);
@@ -545,12 +686,53 @@ static void parse_kernels(const char *path, yaml_document_t *doc, yaml_node_t *n
     if (!count) cg_error_at(path, mark_line(n), "op '%s': kernels is empty", op->name);
 }
 
+/* namespace: nn.functional, or a list [ember, nn.functional]: the module
+ * tables the function variant is set in ("ember" is the module itself,
+ * stored as ""); without the key the function lives in ember only. */
+static void parse_namespaces(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_op *op) {
+    yaml_node_t *one[1] = { n };
+    yaml_node_t **items = one;
+    int count = 1;
+    yaml_node_t *buf[CG_MAX_NAMESPACES + 1];
+    if (n->type == YAML_SEQUENCE_NODE) {
+        count = 0;
+        for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+             it++) {
+            if (count == CG_MAX_NAMESPACES)
+                cg_error_at(path, mark_line(n), "op '%s': more than %d namespaces", op->name,
+                            CG_MAX_NAMESPACES);
+            buf[count++] = yaml_document_get_node(doc, *it);
+        }
+        items = buf;
+    }
+    if (!count) cg_error_at(path, mark_line(n), "op '%s': namespace list is empty", op->name);
+    if (!op->v_function)
+        cg_error_at(path, mark_line(n), "op '%s': a namespace places the function variant, but the "
+                    "op has none", op->name);
+    for (int i = 0; i < count; i++) {
+        expect_scalar(path, items[i], "a namespace");
+        const char *name = scalar_of(items[i]);
+        /* dotted Lua identifiers: nn.functional */
+        bool ok = *name != 0;
+        for (const char *p = name; *p && ok; p++) {
+            bool start = p == name || p[-1] == '.';
+            ok = *p == '.' ? !start && p[1] != 0
+                           : (*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                              (!start && *p >= '0' && *p <= '9'));
+        }
+        if (!ok)
+            cg_error_at(path, mark_line(items[i]), "op '%s': namespace '%s' is not a dotted Lua name "
+                        "like nn.functional", op->name, name);
+        op->namespaces[op->nnamespaces++] = cg_xstrdup(strcmp(name, "ember") == 0 ? "" : name);
+    }
+}
+
 static void parse_op(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_op *op) {
     op->line = mark_line(n);
     if (n->type != YAML_MAPPING_NODE)
         cg_error_at(path, op->line, "an op entry must be a mapping with func, variants, kernels "
                     "and doc, found %s", node_kind(n));
-    yaml_node_t *func = NULL, *variants = NULL, *kernels = NULL, *docn = NULL;
+    yaml_node_t *func = NULL, *variants = NULL, *kernels = NULL, *docn = NULL, *ns = NULL;
     for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
         yaml_node_t *k = yaml_document_get_node(doc, pr->key);
         yaml_node_t *v = yaml_document_get_node(doc, pr->value);
@@ -560,10 +742,11 @@ static void parse_op(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_
                              : strcmp(key, "variants") == 0 ? &variants
                              : strcmp(key, "kernels") == 0  ? &kernels
                              : strcmp(key, "doc") == 0      ? &docn
+                             : strcmp(key, "namespace") == 0 ? &ns
                                                             : NULL;
         if (!slot)
             cg_error_at(path, mark_line(k), "unknown key '%s' (known keys: func, variants, kernels, "
-                        "doc)", key);
+                        "namespace, doc)", key);
         if (*slot) cg_error_at(path, mark_line(k), "key '%s' given twice", key);
         *slot = v;
     }
@@ -579,6 +762,7 @@ static void parse_op(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_
     if (variants) parse_variants(path, doc, variants, op);
     else op->v_function = true;
     parse_kernels(path, doc, kernels, op);
+    if (ns) parse_namespaces(path, doc, ns, op);
     if (op->v_method && (op->nargs == 0 || op->args[0].type != CG_TENSOR || op->args[0].kwonly))
         cg_error_at(path, mark_line(func), "op '%s' has a method variant but its first argument "
                     "is not a positional Tensor", op->name);
@@ -620,10 +804,17 @@ void cg_parse_ops(const char *path, cg_schema *s) {
     for (int i = 0; it < end; it++, i++) {
         cg_op *op = &s->ops[i];
         parse_op(path, &doc, yaml_document_get_node(&doc, *it), op);
-        for (int j = 0; j < i; j++)
+        for (int j = 0; j < i; j++) {
             if (strcmp(s->ops[j].name, op->name) == 0)
                 cg_error_at(path, op->line, "duplicate op '%s' (first defined at line %d)", op->name,
                             s->ops[j].line);
+            /* Note [Overloads]: one Lua binding per name, so the variants agree */
+            if (strcmp(s->ops[j].base, op->base) == 0 &&
+                (s->ops[j].v_function != op->v_function || s->ops[j].v_method != op->v_method))
+                cg_error_at(path, op->line, "overload '%s' of '%s' has other variants than the one "
+                            "at line %d (all overloads of a name share one binding)", op->name,
+                            op->base, s->ops[j].line);
+        }
         for (int b = 0; b < nb; b++)
             if (banners[b].line < op->line) op->group = banners[b].name;
     }
@@ -639,20 +830,30 @@ static const cg_arg *find_arg(const cg_op *op, const char *name) {
     return NULL;
 }
 
-/* output_differentiability: [false] (or [true], the default): one flag per
- * output, and every op has one output. */
+/* output_differentiability: [flag, ...], one true/false per result (a
+ * Tensor[] result is one result); fills d->ret_nondiff and returns whether
+ * some result is differentiable. */
 static bool parse_output_diff(const char *path, yaml_document_t *doc, yaml_node_t *v,
-                              const cg_op *op) {
-    if (v->type != YAML_SEQUENCE_NODE || v->data.sequence.items.top - v->data.sequence.items.start != 1)
+                              const cg_op *op, cg_deriv *d) {
+    if (v->type != YAML_SEQUENCE_NODE ||
+        v->data.sequence.items.top - v->data.sequence.items.start != op->nrets)
         cg_error_at(path, mark_line(v), "output_differentiability of %s must be a list with one "
-                    "flag per output, [true] or [false] (ops have one output)", op->name);
-    yaml_node_t *f = yaml_document_get_node(doc, *v->data.sequence.items.start);
-    expect_scalar(path, f, "an output_differentiability flag");
-    const char *t = scalar_of(f);
-    if (strcmp(t, "false") == 0 || strcmp(t, "False") == 0) return false;
-    if (strcmp(t, "true") == 0 || strcmp(t, "True") == 0) return true;
-    cg_error_at(path, mark_line(f), "output_differentiability flag '%s' of %s must be true or false",
-                t, op->name);
+                    "flag per result (%d), like [%s]", op->name, op->nrets,
+                    op->nrets == 1 ? "false" : op->nrets == 2 ? "true, false" : "true, false, ...");
+    bool any = false;
+    int i = 0;
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+         it++, i++) {
+        yaml_node_t *f = yaml_document_get_node(doc, *it);
+        expect_scalar(path, f, "an output_differentiability flag");
+        const char *t = scalar_of(f);
+        if (strcmp(t, "false") == 0 || strcmp(t, "False") == 0) d->ret_nondiff[i] = true;
+        else if (strcmp(t, "true") == 0 || strcmp(t, "True") == 0) any = true;
+        else
+            cg_error_at(path, mark_line(f), "output_differentiability flag '%s' of %s must be true "
+                        "or false", t, op->name);
+    }
+    return any;
 }
 
 /* save: [names] documents what the node keeps; it must list exactly the
@@ -732,6 +933,10 @@ void cg_parse_derivatives(const char *path, cg_schema *s) {
             free(name);
         }
         if (!op) cg_error_at(path, mark_line(n), "derivatives entry without 'name'");
+        if (op->composite)
+            cg_error_at(path, mark_line(n), "'%s' is a composite op (kernels: {Composite: ...} in "
+                        "%s): its gradient comes from the ops it calls, so it takes no derivatives "
+                        "entry", op->name, s->ops_path);
         if (op->deriv)
             cg_error_at(path, mark_line(n), "duplicate derivatives entry for '%s' (first at line %d)",
                         op->name, op->deriv->line);
@@ -773,7 +978,7 @@ void cg_parse_derivatives(const char *path, cg_schema *s) {
             if (strcmp(key, "output_differentiability") == 0) {
                 if (have_outdiff) cg_error_at(path, mark_line(k), "key '%s' given twice", key);
                 have_outdiff = true;
-                d->output_nondiff = !parse_output_diff(path, &doc, v, op);
+                d->output_nondiff = !parse_output_diff(path, &doc, v, op, d);
                 continue;
             }
             const cg_arg *a = find_arg(op, key);
@@ -782,9 +987,9 @@ void cg_parse_derivatives(const char *path, cg_schema *s) {
                             "argument names; other keys: name, save, output_differentiability, "
                             "may_return_self)",
                             key, op->schema);
-            if (!cg_type_is_tensor(a->type))
+            if (!cg_type_is_tensor(a->type) && a->type != CG_TENSORLIST)
                 cg_error_at(path, mark_line(k), "'%s' of %s is a %s, not a Tensor: only Tensor "
-                            "arguments are differentiable", key, op->name,
+                            "and Tensor[] arguments are differentiable", key, op->name,
                             cg_types[a->type].spelling);
             expect_scalar(path, v, "a formula");
             if (!*scalar_of(v))

@@ -12,7 +12,7 @@
 #include "em_ops.h"
 
 static em_tensor *filled(int n, float v) {
-    em_tensor *t = em_full((em_intlist){ (int64_t[]){ n }, 1 }, em_scalar_float(v), EM_FLOAT32);
+    em_tensor *t = em_full((em_intlist){ (int64_t[]){ n }, 1 }, em_scalar_float(v), EM_FLOAT32, em_no_device());
     ck_assert_ptr_nonnull(t);
     return t;
 }
@@ -45,7 +45,7 @@ static em_status scale_apply(void *ud_, em_node *node, em_tensor **grads, em_ten
     if (ud->fail) return em_set_error(EM_EVALUE, "deliberate failure");
     if (!grads[0]) return EM_OK;
     for (int j = 0; j < node->num_next; j++) {
-        em_tensor *f = em_full((em_intlist){ NULL, 0 }, em_scalar_float(ud->factor), EM_FLOAT32);
+        em_tensor *f = em_full((em_intlist){ NULL, 0 }, em_scalar_float(ud->factor), EM_FLOAT32, em_no_device());
         out[j] = em_mul(grads[0], f);
         em_tensor_release(f);
         if (!out[j]) return em_error_kind();
@@ -437,15 +437,83 @@ START_TEST(test_autograd_inplace_rules) {
     em_tensor *g = em_grad(x);
     ck_assert_float_eq(at(g, 0), 4.0f);
     /* under no-grad the leaf may be updated (an optimizer step) */
-    bool prev = em_set_grad_enabled(false);
+    em_grad_guard gm = em_grad_guard_begin(false);
     em_tensor *u = em_sub_(x, g, em_scalar_float(0.5));
-    em_set_grad_enabled(prev);
+    em_grad_guard_end(gm);
     ck_assert_ptr_nonnull(u);
     ck_assert_float_eq(at(x, 1), 0.0f);
     em_tensor_release(u); em_tensor_release(g); em_tensor_release(s); em_tensor_release(r);
     em_tensor_release(w); em_tensor_release(two); em_tensor_release(y); em_tensor_release(v);
     em_tensor_release(one);
     em_tensor_release(x);
+}
+END_TEST
+
+/* Note [Grad mode guard]: guards nest and restore the caller's mode, and
+ * the engine leaves the caller's mode as it found it -- after a
+ * create_graph backward, a failing one, and one started under no_grad. */
+START_TEST(test_autograd_grad_guard) {
+    em_set_grad_enabled(true);
+    em_grad_guard g1 = em_grad_guard_begin(false);
+    ck_assert(!em_is_grad_enabled());
+    em_grad_guard g2 = em_grad_guard_begin(true);
+    ck_assert(em_is_grad_enabled());
+    em_grad_guard_end(g2);
+    ck_assert(!em_is_grad_enabled());
+    em_grad_guard_end(g1);
+    ck_assert(em_is_grad_enabled());
+
+    em_tensor *x = leaf(2, 1.0f);
+    em_tensor *y = apply_node(mk_ud(2.0, 1), &x, 1, 2);
+    scale_ud *bad = mk_ud(1.0, 2);
+    bad->fail = 1;
+    em_tensor *z = apply_node(bad, &y, 1, 2);
+    em_tensor *g = filled(2, 1.0f);
+    em_backward_opts cg = { true, true, true, false };
+    for (int on = 0; on < 2; on++) {
+        em_set_grad_enabled(on);
+        ck_assert_int_eq(em_backward(&y, &g, 1, NULL, 0, NULL, &cg), EM_OK);
+        ck_assert_int_eq(em_is_grad_enabled(), on);
+        ck_assert_int_eq(em_backward(&z, &g, 1, NULL, 0, NULL, &cg), EM_EVALUE);
+        ck_assert_ptr_nonnull(strstr(em_error_message(), "deliberate failure"));
+        ck_assert_int_eq(em_is_grad_enabled(), on);
+    }
+    em_set_grad_enabled(true);
+    em_tensor_release(g); em_tensor_release(z); em_tensor_release(y); em_tensor_release(x);
+}
+END_TEST
+
+/* A custom node's release_saved callback (em_custom_node_set_release) runs
+ * once the node has run in a backward without retain_graph, never with it,
+ * and the node then counts as released. */
+static int released_count;
+static void count_release(void *ud) { (void)ud; released_count++; }
+
+START_TEST(test_autograd_custom_node_release) {
+    released_count = 0;
+    em_tensor *x = leaf(2, 1.0f);
+    em_tensor *y = apply_node(mk_ud(2.0, 1), &x, 1, 2);
+    em_node *n = em_grad_fn(y);
+    ck_assert_int_eq(em_custom_node_set_release(n, count_release), EM_OK);
+    em_tensor *g = filled(2, 1.0f);
+    em_backward_opts keep = { true, false, true, false };
+    ck_assert_int_eq(em_backward(&y, &g, 1, NULL, 0, NULL, &keep), EM_OK);
+    ck_assert_int_eq(released_count, 0);
+    ck_assert(!n->saved_released);
+    ck_assert_int_eq(em_backward(&y, &g, 1, NULL, 0, NULL, NULL), EM_OK);
+    ck_assert_int_eq(released_count, 1);
+    ck_assert(n->saved_released);
+    em_tensor *gx = em_grad(x);
+    ck_assert_float_eq(at(gx, 0), 4.0f);
+    ck_assert_int_eq(em_custom_node_set_release(n, NULL), EM_OK); /* removed: nothing is called */
+    ck_assert_int_eq(em_backward(&y, &g, 1, NULL, 0, NULL, NULL), EM_OK);
+    ck_assert_int_eq(released_count, 1);
+    /* only custom nodes take one */
+    em_tensor *w = em_mul(y, y);
+    ck_assert_int_eq(em_custom_node_set_release(em_grad_fn(w), count_release), EM_EVALUE);
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "MulBackward is not a custom node"));
+    em_tensor_release(w);
+    em_tensor_release(gx); em_tensor_release(g); em_tensor_release(y); em_tensor_release(x);
 }
 END_TEST
 
@@ -465,6 +533,8 @@ Suite *make_autograd_suite(void) {
     tcase_add_test(tc, test_autograd_concurrent_backward);
     tcase_add_test(tc, test_autograd_deep_chain);
     tcase_add_test(tc, test_autograd_inplace_rules);
+    tcase_add_test(tc, test_autograd_grad_guard);
+    tcase_add_test(tc, test_autograd_custom_node_release);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -261,6 +261,101 @@ START_TEST(test_codegen_autograd_fixture) {
 }
 END_TEST
 
+/* Overloads, several results, Tensor[] arguments and results (multi_ops.yaml,
+ * multi_derivs.yaml): the C shapes of Note [Several results], the Lua
+ * overload resolver, and the autograd nodes; the generated C compiles. */
+START_TEST(test_codegen_multi_fixture) {
+    run_result r;
+    run_codegen(&r, "multi_ops.yaml", "multi_derivs.yaml");
+    ck_assert_msg(r.status == 0, "codegen failed: %s", r.err);
+    ck_assert_str_eq(r.err, "");
+    assert_compiles(&r);
+    char *h = slurp(&r, "gen/em_ops.h");
+    ck_assert_ptr_nonnull(strstr(h, "EM_OP_mx_dim,"));
+    ck_assert_ptr_nonnull(strstr(h, "EM_API em_tensor *em_mx_dim(em_tensor *self, int64_t dim, bool keepdim, "
+                                    "em_tensor **indices);"));
+    ck_assert_ptr_nonnull(strstr(h, "EM_API em_tensor **em_parts(em_tensor *self, int64_t count, int64_t dim, "
+                                    "int *nresults);"));
+    ck_assert_ptr_nonnull(strstr(h, "EM_API em_tensor *em_join(em_tensorlist tensors, int64_t dim);"));
+    ck_assert_ptr_nonnull(strstr(h, "typedef em_tensor **(*em_kfn_parts)("));
+    free(h);
+    char *c = slurp(&r, "gen/em_ops.c");
+    ck_assert_ptr_nonnull(strstr(c, "*indices = take_ret(&st, 1);")); /* boxed: every result */
+    ck_assert_ptr_nonnull(strstr(c, "return put_results(op, st, rv, outs, 2);"));
+    ck_assert_ptr_nonnull(strstr(c, "return put_list_result(op, st, rv, nres);"));
+    ck_assert_ptr_nonnull(strstr(c, "st.args[0] = iv_tensorlist(tensors);"));
+    ck_assert_ptr_nonnull(strstr(c, "\"join: argument 'tensors' element %d is NULL\""));
+    free(c);
+    char *l = slurp(&r, "gen/em_lua_ops.c");
+    ck_assert_ptr_nonnull(strstr(l, "static int lo_mx(lua_State *L)"));
+    ck_assert_ptr_nonnull(strstr(l, "    if (match_mx(L))\n        return l_mx(L);\n"
+                                    "    if (match_mx_dim(L))\n        return l_mx_dim(L);\n"));
+    ck_assert_ptr_nonnull(strstr(l, "{ \"mx\", lo_mx },"));
+    ck_assert_ptr_null(strstr(l, "{ \"mx_dim\","));
+    ck_assert_ptr_nonnull(strstr(l, "em_lua_push_results(L, r, outs, 2, \"mx\");"));
+    ck_assert_ptr_nonnull(strstr(l, "em_lua_push_tensor_array(L, r, nresults, \"parts\");"));
+    ck_assert_ptr_nonnull(strstr(l, "a_tensors = em_lua_check_tensorlist(L, i_tensors, \"join\", \"tensors\");"));
+    free(l);
+    char *a = slurp(&r, "gen/em_autograd_gen.c");
+    /* two results: two gradient slots; indices not differentiable but saved */
+    ck_assert_ptr_nonnull(strstr(a, "em_node_new(sizeof *n, &vt_mx_dim, 2, 1)"));
+    ck_assert_ptr_nonnull(strstr(a, "em_saved_save(&n->result1_, *indices, false);"));
+    ck_assert_ptr_null(strstr(a, "em_set_history(*indices"));
+    /* an undefined gradient the formula needs becomes zeros */
+    ck_assert_ptr_nonnull(strstr(a, "if (!gk1 && !(gk1 = em_ag_tmp(em_ag_zeros_from_meta(&node->input_meta[1]))))"));
+    ck_assert_ptr_nonnull(strstr(a, "em_set_history(*b, node, 1)"));
+    /* a Tensor[] argument: one edge per element, a formula per element */
+    ck_assert_ptr_nonnull(strstr(a, "em_node_new(sizeof *n, &vt_join, 1, tensors.n)"));
+    ck_assert_ptr_nonnull(strstr(a, "for (int64_t i = 0; i < n->tensors_n; i++) {"));
+    ck_assert_ptr_nonnull(strstr(a, "em_ag_fn_cat_grad(grad, n->tensors_meta, n->dim, i)"));
+    /* a Tensor[] result: one slot per element, the list of gradients */
+    ck_assert_ptr_nonnull(strstr(a, "em_node_new(sizeof *n, &vt_parts, nr, 1)"));
+    ck_assert_ptr_nonnull(strstr(a, "em_ag_fn_split_backward(grads, node->num_inputs, node->input_meta, "
+                                    "&n->self_meta, n->dim)"));
+    free(a);
+    cleanup(&r);
+}
+END_TEST
+
+/* int[]?, ScalarType? and str{...} (types_ops.yaml): C types, the binding's
+ * set check, the entry's check for C callers, the node keeping a str. */
+START_TEST(test_codegen_types_fixture) {
+    run_result r;
+    run_codegen(&r, "types_ops.yaml", "types_derivs.yaml");
+    ck_assert_msg(r.status == 0, "codegen failed: %s", r.err);
+    assert_compiles(&r);
+    char *h = slurp(&r, "gen/em_ops.h");
+    ck_assert_ptr_nonnull(strstr(h, "EM_API em_tensor *em_reduce(em_tensor *self, em_intlist sizes, em_dtype dtype, "
+                                    "const char *reduction);"));
+    ck_assert_ptr_nonnull(strstr(h, "EM_API em_tensor *em_quant(em_tensor *self, em_floatlist q);"));
+    free(h);
+    char *c = slurp(&r, "gen/em_ops.c");
+    ck_assert_ptr_nonnull(strstr(c, "if (!reduction || !(strcmp(reduction, \"mean\") == 0 || strcmp(reduction, "
+                                    "\"sum\") == 0 || strcmp(reduction, \"none\") == 0)) {"));
+    ck_assert_ptr_nonnull(strstr(c, "\"reduce: argument 'reduction' must be one of: mean, sum, none (got '%s')\""));
+    ck_assert_ptr_nonnull(strstr(c, "st.args[3] = iv_str(reduction);"));
+    ck_assert_ptr_nonnull(strstr(c, "un_flist(st, 1, op->name, \"q\", &q)"));
+    ck_assert_ptr_nonnull(strstr(c, "un_list(st, 1, op->name, \"sizes\", true, &sizes)"));
+    free(c);
+    char *l = slurp(&r, "gen/em_lua_ops.c");
+    ck_assert_ptr_nonnull(strstr(l, "static const char *const ch_reduction[] = { \"mean\", \"sum\", \"none\", NULL };\n"
+                                    "    const char *a_reduction = ch_reduction[0];"));
+    ck_assert_ptr_nonnull(strstr(l, "a_reduction = em_lua_check_choice(L, i_reduction, \"reduce\", \"reduction\", "
+                                    "ch_reduction);"));
+    ck_assert_ptr_nonnull(strstr(l, "em_intlist a_sizes = { NULL, -1 };"));
+    ck_assert_ptr_nonnull(strstr(l, "const char *a_which = NULL;"));
+    ck_assert_ptr_nonnull(strstr(l, "em_floatlist a_q = { NULL, -1 };"));
+    ck_assert_ptr_nonnull(strstr(l, "a_q = em_lua_check_floatlist(L, i_q, \"quant\", \"q\");"));
+    free(l);
+    char *a = slurp(&r, "gen/em_autograd_gen.c");
+    ck_assert_ptr_nonnull(strstr(a, "char reduction[64];"));
+    ck_assert_ptr_nonnull(strstr(a, "snprintf(n->reduction, sizeof n->reduction, \"%s\", reduction);"));
+    ck_assert_ptr_nonnull(strstr(a, "em_reduce(grad, ((em_intlist){ n->sizes, n->sizes_n }), n->dtype, n->reduction)"));
+    free(a);
+    cleanup(&r);
+}
+END_TEST
+
 START_TEST(test_codegen_real_schema) {
     run_result r;
     run_codegen(&r, "schema/ops.yaml", "schema/derivatives.yaml");
@@ -301,6 +396,34 @@ START_TEST(test_codegen_derivatives_good) {
 }
 END_TEST
 
+/* Device, Device? and Generator?: C types, validation and the factory's
+ * key in the entry, boxing, and the Lua parsers. */
+START_TEST(test_codegen_device_types) {
+    run_result r;
+    run_codegen(&r, "schema/ops.yaml", "schema/derivatives.yaml");
+    ck_assert_msg(r.status == 0, "codegen failed on the real schema: %s", r.err);
+    char *h = slurp(&r, "gen/em_ops.h");
+    ck_assert_ptr_nonnull(strstr(h, "EM_API em_tensor *em_zeros(em_intlist size, em_dtype dtype, em_device device);"));
+    ck_assert_ptr_nonnull(strstr(h, "EM_API em_tensor *em_rand(em_intlist size, em_generator *generator, "
+                                    "em_dtype dtype, em_device device);"));
+    free(h);
+    char *c = slurp(&r, "gen/em_ops.c");
+    ck_assert_ptr_nonnull(strstr(c, "    if (!em_device_resolve(device, &device, \"zeros\"))\n        return NULL;\n"
+                                    "    ks = EM_KS(em_backend_key(device)); /* a factory: the device's backend */"));
+    ck_assert_ptr_nonnull(strstr(c, "    ks |= EM_KS(em_backend_key(device));\n"
+                                    "    ks = em_disp_compute(&em_op_table[EM_OP_to_device], ks);"));
+    ck_assert_ptr_nonnull(strstr(c, "em_iv_device(device)"));
+    ck_assert_ptr_nonnull(strstr(c, "em_iv_generator(generator)"));
+    ck_assert_ptr_nonnull(strstr(c, "em_un_generator(st, 1, &generator)"));
+    free(c);
+    char *l = slurp(&r, "gen/em_lua_ops.c");
+    ck_assert_ptr_nonnull(strstr(l, "a_device = em_lua_check_device(L, i_device, \"zeros\", \"device\");"));
+    ck_assert_ptr_nonnull(strstr(l, "a_generator = em_lua_check_generator(L, i_generator, \"randn\", \"generator\");"));
+    free(l);
+    cleanup(&r);
+}
+END_TEST
+
 /* ---- errors: FILE:LINE: message, non-zero exit, nothing written ---- */
 
 typedef struct {
@@ -316,6 +439,8 @@ static const bad_case bad_cases[] = {
     { "missing_doc.yaml", NULL, "missing_doc.yaml:7:", "op 'abs' has no 'doc'" },
     { "bad_default.yaml", NULL, "bad_default.yaml:2:",
       "bad default '3' for argument 'keepdim' of type bool" },
+    { "bad_device_default.yaml", NULL, "bad_device_default.yaml:2:",
+      "bad default 'None' for argument 'device' of type Device: expected no default" },
     { "dup_op.yaml", NULL, "dup_op.yaml:6:", "duplicate op 'neg'" },
     { "unknown_key.yaml", NULL, "unknown_key.yaml:3:", "unknown key 'kernal'" },
     { "unknown_dispatch_key.yaml", NULL, "unknown_dispatch_key.yaml:3:", "unknown dispatch key 'CPUU'" },
@@ -337,6 +462,45 @@ static const bad_case bad_cases[] = {
       "save: the formulas of mul use 'other' but save does not list it" },
     { "deriv_ops.yaml", "deriv_no_op.yaml", "deriv_no_op.yaml:3:",
       "the formula needs op 'sub' (for its arithmetic)" },
+    { "composite_mixed.yaml", NULL, "composite_mixed.yaml:3:",
+      "op 'neg': a Composite kernel is the op's only kernel" },
+    { "bad_namespace.yaml", NULL, "bad_namespace.yaml:4:",
+      "op 'neg': namespace 'nn..functional' is not a dotted Lua name" },
+    { "namespace_method_only.yaml", NULL, "namespace_method_only.yaml:5:",
+      "op 'neg': a namespace places the function variant, but the op has none" },
+    { "composite_ops.yaml", "deriv_composite.yaml", "deriv_composite.yaml:2:",
+      "'square' is a composite op" },
+    /* str{...} */
+    { "bad_str_default.yaml", NULL, "bad_str_default.yaml:2:",
+      "bad default '\"avg\"' for argument 'reduction' of type str{...}: expected one of the str type's values" },
+    { "bad_str_set.yaml", NULL, "bad_str_set.yaml:2:", "a str type lists its allowed values, like str{mean,sum,none}" },
+    { "bad_str_twice.yaml", NULL, "bad_str_twice.yaml:2:", "str value 'mean' listed twice" },
+    { "types_ops.yaml", "deriv_floatlist.yaml", "deriv_floatlist.yaml:3:",
+      "'q' is a float[]? argument, which formulas cannot use" },
+    /* overloads, several results, lists */
+    { "bad_overload.yaml", NULL, "bad_overload.yaml:2:", "expected an overload name after 'neg.'" },
+    { "bad_ret_one.yaml", NULL, "bad_ret_one.yaml:2:", "a tuple of results needs at least two" },
+    { "bad_ret_type.yaml", NULL, "bad_ret_type.yaml:2:",
+      "result 2 is 'int': each result of a tuple must be a plain Tensor" },
+    { "bad_overload_variants.yaml", NULL, "bad_overload_variants.yaml:6:",
+      "overload 'neg_dim' of 'neg' has other variants than the one at line 2" },
+    { "bad_list_and_tensor.yaml", NULL, "bad_list_and_tensor.yaml:2:",
+      "an op with a Tensor[] argument may have no other Tensor" },
+    { "bad_list_default.yaml", NULL, "bad_list_default.yaml:2:",
+      "argument 'tensors' of type Tensor[] cannot have a default" },
+    { "bad_type_name.yaml", NULL, "bad_type_name.yaml:2:", "would make C function em_stack, which is a runtime type" },
+    { "multi_ops.yaml", "deriv_multi_grad.yaml", "deriv_multi_grad.yaml:3:",
+      "two has 2 results: name grads[k] and results[k] (0-based), not 'grad'" },
+    { "multi_ops.yaml", "deriv_multi_range.yaml", "deriv_multi_range.yaml:3:",
+      "grads[2] is out of range: two has 2 results, grads[0] .. grads[1]" },
+    { "multi_ops.yaml", "deriv_multi_nondiff.yaml", "deriv_multi_nondiff.yaml:3:",
+      "grads[1] is the gradient of result 'indices', which output_differentiability marks not differentiable" },
+    { "multi_ops.yaml", "deriv_multi_outdiff.yaml", "deriv_multi_outdiff.yaml:3:",
+      "output_differentiability of mx_dim must be a list with one flag per result (2)" },
+    { "multi_ops.yaml", "deriv_elem_index.yaml", "deriv_elem_index.yaml:3:",
+      "'i' (the element index) is only known in the formula of a Tensor[] argument" },
+    { "multi_ops.yaml", "deriv_list_grads.yaml", "deriv_list_grads.yaml:3:",
+      "parts returns a Tensor[]: pass the list 'grads' to a helper, not 'grad'" },
 };
 
 START_TEST(test_codegen_errors) {
@@ -360,8 +524,11 @@ Suite *make_codegen_suite(void) {
     tcase_add_test(core, test_codegen_good_min_writes_all_files);
     tcase_add_test(core, test_codegen_good_min_compiles);
     tcase_add_test(core, test_codegen_real_schema);
+    tcase_add_test(core, test_codegen_device_types);
     tcase_add_test(core, test_codegen_derivatives_good);
     tcase_add_test(core, test_codegen_autograd_fixture);
+    tcase_add_test(core, test_codegen_multi_fixture);
+    tcase_add_test(core, test_codegen_types_fixture);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("errors");
     tcase_add_loop_test(errors, test_codegen_errors, 0, (int)(sizeof bad_cases / sizeof bad_cases[0]));

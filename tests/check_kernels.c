@@ -693,7 +693,7 @@ START_TEST(test_kernels_reduce_deterministic)
 END_TEST
 
 /* max/min over a dim with indices, argmax/argmin: first index of ties,
- * NaN wins, strided input, integer dtype; errors. */
+ * NaN wins, strided input, integer dtype; errors. Indices are 1-based. */
 START_TEST(test_kernels_max_dim)
 {
     double v[] = { 1, 5, 5, 2, /* row 2 */ 3, NAN, 7, NAN, /* row 3 */ -1, -1, -4, -4 };
@@ -756,7 +756,7 @@ START_TEST(test_kernels_max_dim)
     ck_assert_int_eq(m->dtype, EM_INT32);
     ck_assert_double_eq(at(m, 0), 7);
     ck_assert_double_eq(at(idx, 0), 7);
-    ck_assert_double_eq(at(idx, 1), 7); /* row 2 starts at 70000 = 7 * 10000 */
+    ck_assert_double_eq(at(idx, 1), (70000 % 7 == 0 ? 6 : (7 - 70000 % 7 + 6) % 7) + 1);
     em_tensor_release(m);
     em_tensor_release(idx);
     m = em_cpu_max_all(KS, xi);
@@ -944,63 +944,218 @@ START_TEST(test_kernels_copy_fill)
 }
 END_TEST
 
+/* ---- copies (moved here from core with Note [Reshape copies outside core]) ---- */
+
+/* dst:copy_(src) through the kernel, which must succeed; returns its
+ * result (dst retained) for the caller to release. */
+static em_tensor *copy_ok(em_tensor *dst, em_tensor *src) {
+    em_tensor *r = em_cpu_copy_(KS, dst, src);
+    ck_assert_msg(r != NULL, "copy_ failed: %s", em_error_message());
+    ck_assert_ptr_eq(r, dst);
+    return r;
+}
+
+START_TEST(test_kernels_copy_broadcast)
+{
+    em_tensor *src = em_tensor_new(1, SZ(3), EM_FLOAT64, em_cpu_device());
+    double *s = em_tensor_data(src);
+    s[0] = 1.5, s[1] = -2.5, s[2] = 3.0;
+    em_tensor *dst = em_tensor_new(2, SZ(2, 3), EM_INT32, em_cpu_device());
+    em_tensor_release(copy_ok(dst, src));
+    int32_t *d = em_tensor_data(dst);
+    ck_assert_int_eq(d[0], 1);
+    ck_assert_int_eq(d[1], -2);
+    ck_assert_int_eq(d[5], 3);
+    em_tensor *bad = em_tensor_new(1, SZ(2), EM_FLOAT32, em_cpu_device());
+    ck_assert_ptr_null(em_cpu_copy_(KS, dst, bad));
+    assert_error(EM_ESHAPE, "{2,3}");
+    /* expanded destination is refused */
+    em_tensor *ex = em_core_expand(bad, 2, SZ(3, 2));
+    ck_assert_ptr_null(em_cpu_copy_(KS, ex, bad));
+    assert_error(EM_EVALUE, "single memory location");
+    em_tensor_release(ex);
+    em_tensor_release(bad);
+    em_tensor_release(dst);
+    em_tensor_release(src);
+}
+END_TEST
+
+START_TEST(test_kernels_copy_overlap)
+{
+    em_tensor *t = mk(EM_FLOAT32, 1, SZ(6), f_iota);
+    em_tensor *a = em_core_narrow(t, 0, 0, 5), *b = em_core_narrow(t, 0, 1, 5);
+    /* copy_ refuses a partial overlap (as PyTorch does); the copy under it
+     * has memmove semantics */
+    ck_assert_ptr_null(em_cpu_copy_(KS, b, a));
+    assert_error(EM_EVALUE, "copy_");
+    ck_assert_int_eq(em_cpu_copy_into(b, a, "copy_"), EM_OK);
+    float *p = em_tensor_data(t);
+    for (int i = 1; i < 6; i++) ck_assert_float_eq(p[i], (float)(i - 1));
+    em_tensor_release(copy_ok(a, a));
+    em_tensor_release(a);
+    em_tensor_release(b);
+    em_tensor_release(t);
+}
+END_TEST
+
+START_TEST(test_kernels_copy_scalar_and_expanded)
+{
+    em_tensor *a = em_tensor_new(0, NULL, EM_FLOAT64, em_cpu_device());
+    *(double *)em_tensor_data(a) = 2.75;
+    em_tensor *b = em_tensor_new(0, NULL, EM_BFLOAT16, em_cpu_device());
+    em_tensor_release(copy_ok(b, a));
+    ck_assert_double_eq(em_load_as_double(em_tensor_data(b), EM_BFLOAT16), 2.75);
+    em_tensor *m = em_tensor_new(2, SZ(2, 2), EM_INT8, em_cpu_device());
+    em_tensor_release(copy_ok(m, a)); /* 0-dim broadcasts to all */
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(((int8_t *)em_tensor_data(m))[i], 2);
+    /* reshape of an expanded tensor copies (through contiguous: Note
+     * [Reshape copies outside core]) and is no view */
+    em_tensor *c = mk(EM_FLOAT32, 2, SZ(3, 1), f_iota);
+    em_tensor *e = em_core_expand(c, 2, SZ(3, 4));
+    em_tensor *r = em_kv_reshape(KS, e, IL(12));
+    ck_assert_ptr_ne(r->storage, c->storage);
+    ck_assert_ptr_null(r->view_base);
+    ck_assert(r->is_contiguous);
+    ck_assert_float_eq(((float *)em_tensor_data(r))[5], 1.0f);
+    ck_assert_float_eq(((float *)em_tensor_data(r))[11], 2.0f);
+    em_tensor *r2 = em_kv_reshape(KS, e, IL(3, 2, 2)); /* splitting a zero-stride dim is a view */
+    ck_assert_ptr_eq(r2->storage, c->storage);
+    ck_assert_ptr_eq(r2->view_base, c);
+    assert_shape(r2, 3, SZ(3, 2, 2));
+    ck_assert_int_eq(r2->strides[0], 1);
+    ck_assert_int_eq(r2->strides[1], 0);
+    ck_assert_int_eq(r2->strides[2], 0);
+    /* a transposed tensor: values in row-major order of the transpose */
+    em_tensor *sq = mk(EM_FLOAT32, 2, SZ(2, 3), f_iota), *tt = em_core_transpose(sq, 0, 1);
+    em_tensor *r3 = em_kv_reshape(KS, tt, IL(-1));
+    const float want[6] = { 0, 3, 1, 4, 2, 5 };
+    for (int i = 0; i < 6; i++) ck_assert_float_eq(((float *)em_tensor_data(r3))[i], want[i]);
+    ck_assert_ptr_null(em_kv_reshape(KS, tt, IL(7)));
+    assert_error(EM_ESHAPE, "reshape: shape {7}");
+    em_tensor_release(r3);
+    em_tensor_release(tt);
+    em_tensor_release(sq);
+    em_tensor *a1[] = { r2, r, e, c, m, b, a };
+    for (int i = 0; i < 7; i++) em_tensor_release(a1[i]);
+}
+END_TEST
+
+/* every dtype pair, values that every dtype holds exactly */
+START_TEST(test_kernels_copy_dtypes)
+{
+    em_dtype from = (em_dtype)(_i / EM_DTYPE_COUNT), to = (em_dtype)(_i % EM_DTYPE_COUNT);
+    em_tensor *src = em_tensor_new(2, SZ(3, 2), from, em_cpu_device());
+    for (int i = 0; i < 6; i++)
+        em_store_from_double((char *)em_tensor_data(src) + i * em_dtype_size(from), from,
+                             from == EM_BOOL ? i % 2 : i);
+    em_tensor *srct = em_core_transpose(src, 0, 1); /* strided source */
+    em_tensor *dst = em_tensor_new(2, SZ(2, 3), to, em_cpu_device());
+    em_tensor_release(copy_ok(dst, srct));
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 3; c++) {
+            double want = from == EM_BOOL ? (c * 2 + r) % 2 : c * 2 + r;
+            if (to == EM_BOOL) want = want != 0;
+            double got = em_load_as_double((char *)em_tensor_data(dst) + (r * 3 + c) * em_dtype_size(to), to);
+            ck_assert_double_eq(got, want);
+        }
+    em_tensor_release(dst);
+    em_tensor_release(srct);
+    em_tensor_release(src);
+}
+END_TEST
+
+START_TEST(test_kernels_copy_conversions)
+{
+    em_tensor *src = em_tensor_new(1, SZ(5), EM_FLOAT32, em_cpu_device());
+    float *s = em_tensor_data(src);
+    s[0] = -1.0f, s[1] = 0.5f, s[2] = NAN, s[3] = 300.0f, s[4] = 1e30f;
+    em_tensor *u8 = em_tensor_new(1, SZ(5), EM_UINT8, em_cpu_device());
+    em_tensor_release(copy_ok(u8, src));
+    uint8_t *u = em_tensor_data(u8);
+    ck_assert_int_eq(u[0], 255);
+    ck_assert_int_eq(u[1], 0);
+    ck_assert_int_eq(u[3], 44);
+    em_tensor *b = em_tensor_new(1, SZ(5), EM_BOOL, em_cpu_device());
+    em_tensor_release(copy_ok(b, src));
+    uint8_t *bb = em_tensor_data(b);
+    ck_assert_int_eq(bb[0] + bb[1] + bb[2] + bb[3] + bb[4], 5);
+    em_tensor *h = em_tensor_new(1, SZ(5), EM_FLOAT16, em_cpu_device());
+    em_tensor_release(copy_ok(h, src));
+    em_half *hp = em_tensor_data(h);
+    ck_assert(isnan(em_half_to_float(hp[2])));
+    ck_assert(isinf(em_half_to_float(hp[4])));
+    ck_assert_float_eq(em_half_to_float(hp[1]), 0.5f);
+    em_tensor *i64 = em_tensor_new(1, SZ(1), EM_INT64, em_cpu_device());
+    *(int64_t *)em_tensor_data(i64) = (1LL << 53) + 1;
+    em_tensor *i32 = em_tensor_new(1, SZ(1), EM_INT64, em_cpu_device());
+    em_tensor_release(copy_ok(i32, i64));
+    ck_assert_int_eq(*(int64_t *)em_tensor_data(i32), (1LL << 53) + 1); /* exact, not via double */
+    em_tensor_release(i32);
+    em_tensor_release(i64);
+    em_tensor_release(h);
+    em_tensor_release(b);
+    em_tensor_release(u8);
+    em_tensor_release(src);
+}
+END_TEST
+
 /* ---- factories and random ---- */
 
 START_TEST(test_kernels_factories)
 {
-    em_tensor *t = em_cpu_full(KS, IL(2, 2), em_scalar_bool(true), EM_DTYPE_NONE);
+    em_tensor *t = em_cpu_full(KS, IL(2, 2), em_scalar_bool(true), EM_DTYPE_NONE, em_cpu_device());
     ck_assert_int_eq(t->dtype, EM_BOOL);
     ck_assert_double_eq(at(t, 3), 1);
     em_tensor_release(t);
-    t = em_cpu_full(KS, IL(2), em_scalar_int(7), EM_DTYPE_NONE);
+    t = em_cpu_full(KS, IL(2), em_scalar_int(7), EM_DTYPE_NONE, em_cpu_device());
     ck_assert_int_eq(t->dtype, EM_INT64);
     ck_assert_double_eq(at(t, 1), 7);
     em_tensor_release(t);
-    t = em_cpu_full(KS, IL(2), em_scalar_float(1.5), EM_DTYPE_NONE);
+    t = em_cpu_full(KS, IL(2), em_scalar_float(1.5), EM_DTYPE_NONE, em_cpu_device());
     ck_assert_int_eq(t->dtype, EM_FLOAT32);
     ck_assert_double_eq(at(t, 1), 1.5);
     em_tensor_release(t);
-    t = em_cpu_zeros(KS, IL(3, 0), EM_DTYPE_NONE);
+    t = em_cpu_zeros(KS, IL(3, 0), EM_DTYPE_NONE, em_cpu_device());
     assert_shape(t, 2, SZ(3, 0));
     em_tensor_release(t);
-    t = em_cpu_ones(KS, IL(4), EM_FLOAT16);
+    t = em_cpu_ones(KS, IL(4), EM_FLOAT16, em_cpu_device());
     ck_assert_double_eq(at(t, 3), 1);
     em_tensor_release(t);
-    t = em_cpu_zeros(KS, IL(5), EM_INT8);
+    t = em_cpu_zeros(KS, IL(5), EM_INT8, em_cpu_device());
     ck_assert_double_eq(at(t, 4), 0);
     em_tensor_release(t);
-    t = em_cpu_empty(KS, IL(2, 3), EM_DTYPE_NONE);
+    t = em_cpu_empty(KS, IL(2, 3), EM_DTYPE_NONE, em_cpu_device());
     ck_assert_int_eq(t->dtype, EM_FLOAT32);
     em_tensor_release(t);
-    ck_assert_ptr_null(em_cpu_zeros(KS, IL(2, -1), EM_DTYPE_NONE));
+    ck_assert_ptr_null(em_cpu_zeros(KS, IL(2, -1), EM_DTYPE_NONE, em_cpu_device()));
     assert_error(EM_EVALUE, "zeros");
-    ck_assert_ptr_null(em_cpu_empty(KS, IL(-3), EM_DTYPE_NONE));
+    ck_assert_ptr_null(em_cpu_empty(KS, IL(-3), EM_DTYPE_NONE, em_cpu_device()));
     assert_error(EM_EVALUE, "empty");
     /* arange */
-    t = em_cpu_arange(KS, em_scalar_int(5), NULL, ONE, EM_DTYPE_NONE);
+    t = em_cpu_arange(KS, em_scalar_int(5), NULL, ONE, EM_DTYPE_NONE, em_cpu_device());
     ck_assert_int_eq(t->dtype, EM_INT64);
     assert_shape(t, 1, SZ(5));
     ck_assert_double_eq(at(t, 4), 4);
     em_tensor_release(t);
     em_scalar e = em_scalar_float(2.5);
-    t = em_cpu_arange(KS, em_scalar_int(1), &e, em_scalar_float(0.5), EM_DTYPE_NONE);
+    t = em_cpu_arange(KS, em_scalar_int(1), &e, em_scalar_float(0.5), EM_DTYPE_NONE, em_cpu_device());
     ck_assert_int_eq(t->dtype, EM_FLOAT32);
     assert_shape(t, 1, SZ(3));
     ck_assert_double_eq(at(t, 2), 2.0);
     em_tensor_release(t);
     em_scalar e10 = em_scalar_int(10), em1 = em_scalar_int(-1);
-    t = em_cpu_arange(KS, em_scalar_int(0), &e10, em_scalar_int(3), EM_DTYPE_NONE);
+    t = em_cpu_arange(KS, em_scalar_int(0), &e10, em_scalar_int(3), EM_DTYPE_NONE, em_cpu_device());
     assert_shape(t, 1, SZ(4));
     ck_assert_double_eq(at(t, 3), 9);
     em_tensor_release(t);
-    t = em_cpu_arange(KS, em_scalar_int(3), &em1, em_scalar_int(-2), EM_FLOAT64);
+    t = em_cpu_arange(KS, em_scalar_int(3), &em1, em_scalar_int(-2), EM_FLOAT64, em_cpu_device());
     ck_assert_int_eq(t->dtype, EM_FLOAT64);
     assert_shape(t, 1, SZ(2));
     ck_assert_double_eq(at(t, 1), 1);
     em_tensor_release(t);
-    ck_assert_ptr_null(em_cpu_arange(KS, em_scalar_int(0), &e10, em_scalar_int(0), EM_DTYPE_NONE));
+    ck_assert_ptr_null(em_cpu_arange(KS, em_scalar_int(0), &e10, em_scalar_int(0), EM_DTYPE_NONE, em_cpu_device()));
     assert_error(EM_EVALUE, "arange");
-    ck_assert_ptr_null(em_cpu_arange(KS, em_scalar_int(0), &e10, em_scalar_int(-1), EM_DTYPE_NONE));
+    ck_assert_ptr_null(em_cpu_arange(KS, em_scalar_int(0), &e10, em_scalar_int(-1), EM_DTYPE_NONE, em_cpu_device()));
     assert_error(EM_EVALUE, "arange");
 }
 END_TEST
@@ -1008,9 +1163,9 @@ END_TEST
 START_TEST(test_kernels_random)
 {
     em_manual_seed(42);
-    em_tensor *a = em_cpu_randn(KS, IL(100000), EM_DTYPE_NONE);
+    em_tensor *a = em_cpu_randn(KS, IL(100000), NULL, EM_DTYPE_NONE, em_cpu_device());
     em_manual_seed(42);
-    em_tensor *b = em_cpu_randn(KS, IL(100000), EM_DTYPE_NONE);
+    em_tensor *b = em_cpu_randn(KS, IL(100000), NULL, EM_DTYPE_NONE, em_cpu_device());
     ck_assert_int_eq(a->dtype, EM_FLOAT32);
     ck_assert(memcmp(em_tensor_data(a), em_tensor_data(b), 400000) == 0);
     double m = 0, v = 0;
@@ -1020,9 +1175,9 @@ START_TEST(test_kernels_random)
     v = sqrt(v / 1e5);
     ck_assert_double_lt(fabs(m), 0.02);
     ck_assert_double_lt(fabs(v - 1), 0.02);
-    em_tensor *c = em_cpu_randn(KS, IL(100000), EM_DTYPE_NONE);
+    em_tensor *c = em_cpu_randn(KS, IL(100000), NULL, EM_DTYPE_NONE, em_cpu_device());
     ck_assert(memcmp(em_tensor_data(a), em_tensor_data(c), 400000) != 0);
-    em_tensor *u = em_cpu_rand(KS, IL(10000), EM_FLOAT64);
+    em_tensor *u = em_cpu_rand(KS, IL(10000), NULL, EM_FLOAT64, em_cpu_device());
     ck_assert_int_eq(u->dtype, EM_FLOAT64);
     double um = 0;
     for (int64_t i = 0; i < 10000; i++) {
@@ -1031,9 +1186,9 @@ START_TEST(test_kernels_random)
         um += x;
     }
     ck_assert_double_lt(fabs(um / 1e4 - 0.5), 0.02);
-    ck_assert_ptr_null(em_cpu_randn(KS, IL(3), EM_INT64));
+    ck_assert_ptr_null(em_cpu_randn(KS, IL(3), NULL, EM_INT64, em_cpu_device()));
     assert_error(EM_ETYPE, "randn");
-    ck_assert_ptr_null(em_cpu_rand(KS, IL(-3), EM_DTYPE_NONE));
+    ck_assert_ptr_null(em_cpu_rand(KS, IL(-3), NULL, EM_DTYPE_NONE, em_cpu_device()));
     assert_error(EM_EVALUE, "rand");
     em_tensor_release(u);
     em_tensor_release(c);
@@ -1237,6 +1392,11 @@ Suite *make_kernels_suite(void) {
     tcase_add_test(tc, test_kernels_max_dim);
     tcase_add_test(tc, test_kernels_reduce_edges);
     tcase_add_test(tc, test_kernels_copy_fill);
+    tcase_add_test(tc, test_kernels_copy_broadcast);
+    tcase_add_test(tc, test_kernels_copy_overlap);
+    tcase_add_test(tc, test_kernels_copy_scalar_and_expanded);
+    tcase_add_loop_test(tc, test_kernels_copy_dtypes, 0, EM_DTYPE_COUNT * EM_DTYPE_COUNT);
+    tcase_add_test(tc, test_kernels_copy_conversions);
     tcase_add_test(tc, test_kernels_factories);
     tcase_add_test(tc, test_kernels_random);
     tcase_add_loop_test(tc, test_kernels_mm, 0, 4);

@@ -1,13 +1,14 @@
 -- autograd.lua -- the Lua half of ember.autograd: grad-mode guards,
 -- custom Functions, detect_anomaly, gradcheck and gradgradcheck.
 --
--- The C half (runtime/lua/lua_autograd.c) provides ember.autograd.grad, dot,
+-- The C half (runtime/lua/lua_autograd.c and the files split from it, listed
+-- in runtime/lua/em_lua_int.h) provides ember.autograd.grad, dot,
 -- differentiable_ops and the raw mode switches (_set_grad_enabled, ...) that
 -- the guards below wrap. Every guard works in two forms:
 --   ember.no_grad(function() ... end)   -- runs fn, returns its results,
 --                                        -- restores the mode even on error
 --   local g <close> = ember.no_grad()   -- restores when g goes out of scope
-local ember = ...
+local ember = require "ember"
 local autograd = ember.autograd
 
 local set_grad = autograd._set_grad_enabled
@@ -50,6 +51,9 @@ local function guard_maker(kind, enter, nparams)
   end
 end
 
+-- The one way the guards save and restore grad mode (as em_grad_guard does
+-- in C, Note [Grad mode guard]): restore_grad(set_grad(on)) switches and
+-- returns the function that puts the previous mode back.
 local function restore_grad(prev)
   return function() set_grad(prev) end
 end
@@ -73,11 +77,11 @@ ember.set_grad_enabled = guard_maker("set_grad_enabled", function(on)
 end, 1)
 
 ember.inference_mode = guard_maker("inference_mode", function()
-  local prev_grad = set_grad(false)
+  local restore = restore_grad(set_grad(false))
   local prev_inf = set_inference(true)
   return function()
     set_inference(prev_inf)
-    set_grad(prev_grad)
+    restore()
   end
 end, 0)
 
@@ -338,4 +342,4 @@ function autograd.gradgradcheck(fn, inputs, opts)
   return autograd.gradcheck(gradfn, all, o2)
 end
 
-return nil
+return autograd

@@ -96,6 +96,10 @@ typedef struct em_ag_meta {
                                    grad_fn when retain_grad() ran, or the node of a
                                    later in-place op on the tensor itself) */
     em_hook *hooks;             /* leaf tensor hooks (AccumulateGrad pre-hooks) */
+    const char *multi_view_of;  /* the node's name (static) when this view is one of
+                                   several returned by one op (split, unbind), or a
+                                   view of one: an in-place write into it is refused */
+    uint32_t multi_view_nr;     /* which of those outputs (0-based) */
 } em_ag_meta;
 
 /* A tensor's geometry without its data: what as_strided needs to rebuild a
@@ -196,6 +200,13 @@ EM_API bool em_ag_set_setitem(bool on);
 /* The checks an in-place op makes before it writes self: not a leaf that
  * requires grad, not a view of a leaf that requires grad. */
 EM_API em_status em_ag_check_inplace(em_tensor *self, const char *op);
+/* Marks t, a result of an op returning several views recorded by node
+ * `name` (a static string), so that em_ag_check_inplace refuses in-place
+ * writes into it, as PyTorch does. A no-op for a t that is not a view. */
+EM_API em_status em_ag_mark_multi_view(em_tensor *t, const char *name);
+/* A view made from such a view is one too (PyTorch propagates the
+ * creation meta): called by the generated kernels of view ops. */
+EM_API void em_ag_inherit_multi_view(em_tensor *view, const em_tensor *src);
 /* Regenerates a stale view's history now (see the Note); a no-op for
  * tensors that are not views or are in step. Called by the queries. */
 EM_API void em_ag_sync_view(em_tensor *t);
@@ -226,6 +237,20 @@ EM_API void em_saved_release(em_saved_var *sv);
 EM_API bool em_is_grad_enabled(void);
 /* Set grad mode; returns the previous value. */
 EM_API bool em_set_grad_enabled(bool on);
+/* Note [Grad mode guard]
+ * Code that runs ops in a chosen grad mode (the engine under create_graph,
+ * a custom Function's forward under no_grad, ...) saves and restores the
+ * caller's mode through this pair, never with em_set_grad_enabled by hand:
+ *     em_grad_guard g = em_grad_guard_begin(false);
+ *     ... ops ...
+ *     em_grad_guard_end(g);
+ * Every path out of the region passes em_grad_guard_end exactly once, so
+ * keep the region free of early returns. (The Lua guards no_grad,
+ * enable_grad and set_grad_enabled in lua/stdlib/autograd.lua do the same
+ * through autograd._set_grad_enabled, which returns the previous mode.) */
+typedef struct { bool prev; } em_grad_guard;
+static inline em_grad_guard em_grad_guard_begin(bool on) { return (em_grad_guard){ em_set_grad_enabled(on) }; }
+static inline void em_grad_guard_end(em_grad_guard g) { em_set_grad_enabled(g.prev); }
 EM_API bool em_is_inference_mode(void);
 EM_API bool em_set_inference_mode(bool on);
 EM_API bool em_is_anomaly_enabled(void);
@@ -255,6 +280,12 @@ EM_API em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_ro
 typedef em_status (*em_custom_apply_fn)(void *ud, em_node *node, em_tensor **grads, em_tensor **out);
 EM_API em_node *em_custom_node_new(const char *name, int num_inputs, int num_next,
                                    em_custom_apply_fn apply, void *ud, void (*free_ud)(void *));
+/* Gives a custom node (from em_custom_node_new) a release_saved callback:
+ * the engine calls release_saved(ud) after running the node in a backward
+ * without retain_graph (as for every node's saved variables), so the ud
+ * frees what it saved for backward; NULL removes it. Returns EM_OK, or
+ * EM_EVALUE for a node that is not a custom one. */
+EM_API em_status em_custom_node_set_release(em_node *node, void (*release_saved)(void *ud));
 
 /* Graphviz DOT text of the graph behind the roots (malloc'd; caller frees). */
 EM_API char *em_autograd_dot(em_tensor **roots, int n_roots);

@@ -33,11 +33,14 @@ EM_HIDDEN em_tensor *em_ag_fn_pow_exponent_backward(em_tensor *grad, em_tensor *
 EM_HIDDEN em_tensor *em_ag_fn_matmul_backward_self(em_tensor *grad, const em_input_meta *self, em_tensor *other);
 EM_HIDDEN em_tensor *em_ag_fn_matmul_backward_other(em_tensor *grad, em_tensor *self, const em_input_meta *other);
 EM_HIDDEN em_tensor *em_ag_fn_zeros_like(em_tensor *t);
+EM_HIDDEN em_tensor *em_ag_fn_to_device_backward(em_tensor *grad, const em_input_meta *self_meta);
 EM_HIDDEN em_tensor *em_ag_fn_as_strided_grad(em_tensor *grad, const em_geometry *self_geometry, em_intlist size,
                                               em_intlist stride, const int64_t *storage_offset);
 
 /* reductions (prod, amax/amin, var/std, norm): see formulas.c */
 EM_HIDDEN em_tensor *em_ag_fn_prod_backward(em_tensor *grad, em_tensor *self, const int64_t *dim, bool keepdim);
+/* max()/min() of all elements: grad shared evenly among the ties. */
+EM_HIDDEN em_tensor *em_ag_fn_max_all_backward(em_tensor *grad, em_tensor *self, em_tensor *result);
 EM_HIDDEN em_tensor *em_ag_fn_amax_backward(em_tensor *grad, em_tensor *self, em_tensor *result, em_intlist dim,
                                             bool keepdim);
 EM_HIDDEN em_tensor *em_ag_fn_var_backward(em_tensor *grad, em_tensor *self, em_intlist dim, int64_t correction,
@@ -46,5 +49,27 @@ EM_HIDDEN em_tensor *em_ag_fn_std_backward(em_tensor *grad, em_tensor *self, em_
                                            int64_t correction, bool keepdim);
 EM_HIDDEN em_tensor *em_ag_fn_norm_backward(em_tensor *grad, em_tensor *self, em_tensor *result, em_scalar p,
                                             em_intlist dim, bool keepdim);
+/* ---- several results and tensor lists (formulas_list.c) ----
+ * See Note [Several results] in codegen/codegen.h and the header of
+ * schema/derivatives.yaml. */
+/* zeros of a result's shape and dtype: the gradient of a result that got
+ * none, where a formula needs one. */
+EM_HIDDEN em_tensor *em_ag_zeros_from_meta(const em_input_meta *m);
+/* sort/topk values: grad placed at the 1-based indices along dim of zeros
+ * shaped like self (gather_backward). */
+EM_HIDDEN em_tensor *em_ag_fn_value_selecting_backward(em_tensor *grad, int64_t dim, em_tensor *indices,
+                                                       const em_input_meta *self_meta);
+/* max.dim/min.dim: value_selecting_backward after putting back the reduced
+ * dim of grad and indices when keepdim was false. */
+EM_HIDDEN em_tensor *em_ag_fn_value_selecting_reduction_backward(em_tensor *grad, int64_t dim, em_tensor *indices,
+                                                                 const em_input_meta *self_meta, bool keepdim);
+/* cat: element i's part of grad along dim (metas: every element's shape). */
+EM_HIDDEN em_tensor *em_ag_fn_cat_grad(em_tensor *grad, const em_input_meta *metas, int64_t dim, int64_t i);
+/* split/chunk: the results' gradients (zeros where NULL) concatenated along
+ * dim; stack_grads (unbind) stacks them. n == 0 gives zeros of self. */
+EM_HIDDEN em_tensor *em_ag_fn_split_backward(em_tensor **grads, int n, const em_input_meta *metas,
+                                             const em_input_meta *self_meta, int64_t dim);
+EM_HIDDEN em_tensor *em_ag_fn_stack_grads(em_tensor **grads, int n, const em_input_meta *metas,
+                                          const em_input_meta *self_meta, int64_t dim);
 
 #endif

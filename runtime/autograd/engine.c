@@ -11,7 +11,14 @@
  * that finishes a GraphTask's last item wakes the task's owner. Readiness
  * is an in-degree countdown: a node is pushed when every edge into it has
  * delivered (its InputBuffer then holds the summed gradients). Queues pop
- * by (reentrant depth, sequence_nr), deepest and newest first. */
+ * by (reentrant depth, sequence_nr), deepest and newest first.
+ *
+ * Layout: ready queues; device workers; per-task node info; evaluate()
+ * and its steps (capture_grads, node_is_needed, run_pre_hooks, apply_node,
+ * deliver_outputs); the graph root; dependencies and exec info;
+ * em_backward() and its steps (make_root, task_new, mark_inputs, run_task,
+ * collect_grads, task_free). Grad mode changes go through em_grad_guard
+ * (Note [Grad mode guard] in em_autograd.h). */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -313,20 +320,12 @@ static bool has_nan(const em_tensor *g) {
     return any;
 }
 
-/* Runs one node and delivers its outputs along its edges. */
-static void evaluate(ready_item it) {
-    graph_task *t = it.task;
-    em_node *n = it.node;
-    bool buf_inline = it.buffer == NULL;
-    em_tensor **buf = buf_inline ? it.inl : it.buffer;
-    em_tensor **out = NULL;
-    em_tensor *out_small[8];
-    if (atomic_load(&t->has_error)) goto done;
+/* ---- running one node: evaluate() and its steps ---- */
 
-    bool prev_grad = em_set_grad_enabled(t->create_graph);
-    em_clear_error();
-    /* grad(): capture the gradients flowing into the inputs' slots, before
-     * the tensor hooks run, as PyTorch 1.13 does */
+/* grad(): records, for every capture on n, the gradient flowing into the
+ * captured input slot of n (the first one wins), before the tensor hooks
+ * run, as PyTorch 1.13 does. buf is n's InputBuffer; nothing is taken. */
+static void capture_grads(graph_task *t, em_node *n, em_tensor **buf) {
     for (int c = 0; c < t->n_captures; c++) {
         if (t->captures[c].node != n) continue;
         uint32_t nr = t->captures[c].input_nr;
@@ -336,18 +335,23 @@ static void evaluate(ready_item it) {
         if (!old) t->captured[t->captures[c].out_index] = em_tensor_retain(g);
         task_unlock(t);
     }
-    if (t->has_exec_info) {
-        task_lock(t);
-        node_info *ni = info_get(t, n, false);
-        bool run = ni && ni->needed == 1;
-        task_unlock(t);
-        if (!run) {
-            em_set_grad_enabled(prev_grad);
-            goto done;
-        }
-    }
-    /* tensor pre-hooks (retain_grad too) may replace a gradient; they run
-     * only for nodes that run */
+}
+
+/* Whether n runs in this task: always without exec info (backward() with
+ * no inputs), else only when compute_exec_info found it needed. */
+static bool node_is_needed(graph_task *t, em_node *n) {
+    if (!t->has_exec_info) return true;
+    task_lock(t);
+    node_info *ni = info_get(t, n, false);
+    bool run = ni && ni->needed == 1;
+    task_unlock(t);
+    return run;
+}
+
+/* Runs n's tensor pre-hooks (retain_grad's too) on the filled slots of
+ * buf; a hook may replace a slot's gradient (buf keeps owning it).
+ * Returns EM_OK, or the failing hook's status with the slot set. */
+static em_status run_pre_hooks(em_node *n, em_tensor **buf) {
     for (em_hook *h = n->pre_hooks; h; h = h->next) {
         if (h->slot < 0 || h->slot >= n->num_inputs || !buf[h->slot]) continue;
         em_clear_error();
@@ -356,21 +360,19 @@ static void evaluate(ready_item it) {
             em_tensor_release(buf[h->slot]);
             buf[h->slot] = r;
         } else if (em_error_kind() != EM_OK) {
-            set_task_error(t, em_error_kind(), em_node_name(n));
-            em_set_grad_enabled(prev_grad);
-            goto done;
+            return em_error_kind();
         }
     }
-    if (n->num_next > 0) {
-        out = n->num_next <= 8 ? out_small : calloc((size_t)n->num_next, sizeof *out);
-        if (out == out_small) memset(out_small, 0, sizeof(em_tensor *) * (size_t)n->num_next);
-        if (!out) {
-            em_set_error(EM_ENOMEM, "backward: out of memory");
-            set_task_error(t, EM_ENOMEM, em_node_name(n));
-            em_set_grad_enabled(prev_grad);
-            goto done;
-        }
-    }
+    return EM_OK;
+}
+
+/* Calls n's apply and then its node post-hooks, filling out[0..num_next)
+ * (new references or NULL). In anomaly mode a NaN in a result becomes an
+ * error, and an error names the forward op that made n. Without
+ * keep_graph, n's saved variables are released afterwards whether or not
+ * apply succeeded (the node's own release_saved callback). Returns EM_OK
+ * or the error status with the slot set. */
+static em_status apply_node(graph_task *t, em_node *n, em_tensor **buf, em_tensor **out) {
     em_status st = n->vt->apply(n, buf, out);
     if (st == EM_OK) {
         for (em_hook *h = n->post_hooks; h && st == EM_OK; h = h->next)
@@ -395,12 +397,16 @@ static void evaluate(ready_item it) {
         n->vt->release_saved(n);
         n->saved_released = true;
     }
-    em_set_grad_enabled(prev_grad);
-    if (st != EM_OK) {
-        set_task_error(t, st, em_node_name(n));
-        goto done;
-    }
-    /* deliver along the edges: the in-degree countdown */
+    return st;
+}
+
+/* Delivers n's results along its edges: out[j] goes into (or is summed,
+ * under create_graph's grad mode, into) slot next[j].input_nr of the next
+ * node's not-ready InputBuffer, and a next node whose last edge has now
+ * delivered is queued (the in-degree countdown). Takes the delivered
+ * out[j] (sets them NULL); the caller releases what is left. On an error
+ * sets the task's error and stops. */
+static void deliver_outputs(graph_task *t, em_node *n, em_tensor **out) {
     for (int j = 0; j < n->num_next; j++) {
         em_node *next = n->next[j].fn;
         if (!next) continue;
@@ -419,20 +425,20 @@ static void evaluate(ready_item it) {
                 task_unlock(t);
                 em_set_error(EM_ENOMEM, "backward: out of memory");
                 set_task_error(t, EM_ENOMEM, NULL);
-                goto done;
+                return;
             }
             em_tensor **slot = small ? &ni->inl[nr] : &ni->buffer[nr];
             if (!*slot) {
                 *slot = out[j];
                 out[j] = NULL;
             } else {
-                bool prev = em_set_grad_enabled(t->create_graph);
+                em_grad_guard g = em_grad_guard_begin(t->create_graph);
                 em_tensor *sum = em_add(*slot, out[j], em_scalar_int(1));
-                em_set_grad_enabled(prev);
+                em_grad_guard_end(g);
                 if (!sum) {
                     task_unlock(t);
                     set_task_error(t, em_error_kind(), em_node_name(next));
-                    goto done;
+                    return;
                 }
                 em_tensor_release(*slot);
                 *slot = sum;
@@ -453,11 +459,42 @@ static void evaluate(ready_item it) {
         if (now_ready && !small && !ready) {
             em_set_error(EM_ENOMEM, "backward: out of memory");
             set_task_error(t, EM_ENOMEM, NULL);
-            goto done;
+            return;
         }
         if (now_ready) push_item(t, next, ready, inl);
     }
-done:
+}
+
+/* Runs one ready item: skips it when the task already failed; otherwise,
+ * in the task's grad mode (create_graph; Note [Grad mode guard]), captures
+ * grad() results, and when the node is needed runs its pre-hooks, apply
+ * and post-hooks, then (back in the caller's grad mode) delivers the
+ * results. A failing step sets the task's error, naming the node. Always
+ * frees the item's InputBuffer, drops its node reference and marks the
+ * item done (finish_item). */
+static void evaluate(ready_item it) {
+    graph_task *t = it.task;
+    em_node *n = it.node;
+    bool buf_inline = it.buffer == NULL;
+    em_tensor **buf = buf_inline ? it.inl : it.buffer;
+    em_tensor **out = NULL;
+    em_tensor *out_small[8];
+    if (!atomic_load(&t->has_error)) {
+        em_grad_guard g = em_grad_guard_begin(t->create_graph);
+        em_clear_error();
+        capture_grads(t, n, buf);
+        bool run = node_is_needed(t, n);
+        em_status st = run ? run_pre_hooks(n, buf) : EM_OK;
+        if (run && st == EM_OK && n->num_next > 0) {
+            out = n->num_next <= 8 ? out_small : calloc((size_t)n->num_next, sizeof *out);
+            if (out == out_small) memset(out_small, 0, sizeof(em_tensor *) * (size_t)n->num_next);
+            if (!out) st = em_set_error(EM_ENOMEM, "backward: out of memory");
+        }
+        if (run && st == EM_OK) st = apply_node(t, n, buf, out);
+        em_grad_guard_end(g);
+        if (st != EM_OK) set_task_error(t, st, em_node_name(n));
+        else if (run) deliver_outputs(t, n, out);
+    }
     if (out) {
         for (int j = 0; j < n->num_next; j++) em_tensor_release(out[j]);
         if (out != out_small) free(out);
@@ -562,7 +599,7 @@ static em_status compute_exec_info(graph_task *t, em_node *root) {
     return EM_OK;
 }
 
-/* ---- backward ---- */
+/* ---- backward: em_backward and its steps ---- */
 
 static bool same_shape(const em_tensor *a, const em_tensor *b) {
     return a->ndim == b->ndim && memcmp(a->sizes, b->sizes, sizeof(int64_t) * (size_t)a->ndim) == 0;
@@ -584,17 +621,15 @@ static void free_thread_queue(void *p) {
 }
 static void make_queue_key(void) { pthread_key_create(&queue_key, free_thread_queue); }
 
-em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_roots, em_tensor **inputs,
-                      int n_inputs, em_tensor **out_grads, const em_backward_opts *opts) {
-    em_backward_opts o = opts ? *opts : (em_backward_opts){ false, false, true, false };
-    const char *who = o.accumulate ? "backward" : "autograd.grad";
-    if (n_roots <= 0) return em_set_error(EM_EVALUE, "%s: no outputs to differentiate", who);
-    if (current_depth >= MAX_REENTRANT_DEPTH)
-        return em_set_error(EM_EVALUE, "%s: reentrant backward nested deeper than %d levels",
-                            who, MAX_REENTRANT_DEPTH);
-    em_autograd_init();
-
-    /* seed gradients */
+/* Makes the GraphRoot of a backward: one next edge per root (its gradient
+ * edge) and one seed gradient per root -- grad_roots[i] (retained; same
+ * shape as roots[i]) or, when NULL, ones for a single-element root (made
+ * with grad mode off). Every root must require grad and have history.
+ * Returns EM_OK with *out (a new node), or the error ("who: ...") with
+ * *out NULL. */
+static em_status make_root(em_tensor **roots, em_tensor **grad_roots, int n_roots, const char *who,
+                           graph_root **out) {
+    *out = NULL;
     graph_root *root = (graph_root *)em_node_new(sizeof(graph_root), &root_vt, 0, n_roots);
     if (!root) return em_error_kind();
     root->base.sequence_nr = UINT64_MAX;
@@ -621,9 +656,9 @@ em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_roots, em
                                   who, em_shape_str(r->ndim, r->sizes, a, sizeof a));
                 break;
             }
-            bool prev = em_set_grad_enabled(false);
-            g = em_ones((em_intlist){ r->sizes, r->ndim }, r->dtype);
-            em_set_grad_enabled(prev);
+            em_grad_guard gg = em_grad_guard_begin(false);
+            g = em_ones((em_intlist){ r->sizes, r->ndim }, r->dtype, r->device);
+            em_grad_guard_end(gg);
             if (!g) { st = em_error_kind(); break; }
         } else {
             if (!same_shape(g, r)) {
@@ -646,17 +681,19 @@ em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_roots, em
         em_node_release(&root->base);
         return st;
     }
+    *out = root;
+    return EM_OK;
+}
 
+/* A new GraphTask for the options o, one level deeper than the running
+ * one, owned by this thread's CPU ready queue (made on first use and freed
+ * when the thread exits). NULL when out of memory (slot not set). */
+static graph_task *task_new(const em_backward_opts *o) {
     graph_task *t = calloc(1, sizeof *t);
-    em_edge *in_edges = n_inputs > 0 ? calloc((size_t)n_inputs, sizeof *in_edges) : NULL;
-    if (!t || (n_inputs > 0 && !in_edges)) {
-        free(t); free(in_edges);
-        em_node_release(&root->base);
-        return em_set_error(EM_ENOMEM, "%s: out of memory", who);
-    }
+    if (!t) return NULL;
     pthread_mutex_init(&t->lock, NULL);
-    t->keep_graph = o.retain_graph || o.create_graph;
-    t->create_graph = o.create_graph;
+    t->keep_graph = o->retain_graph || o->create_graph;
+    t->create_graph = o->create_graph;
     t->depth = current_depth + 1;
     if (!local_queue) {
         if (!cpu_queue_ready) {
@@ -668,121 +705,135 @@ em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_roots, em
         local_queue = &cpu_queue_storage;
     }
     t->owner_queue = local_queue;
+    return t;
+}
 
-    st = compute_dependencies(t, &root->base);
-    if (st == EM_OK && n_inputs > 0) {
-        t->has_exec_info = true;
-        if (!o.accumulate) {
-            t->captures = calloc((size_t)n_inputs, sizeof *t->captures);
-            t->captured = calloc((size_t)n_inputs, sizeof *t->captured);
-            if (!t->captures || !t->captured) st = em_set_error(EM_ENOMEM, "%s: out of memory", who);
+/* With inputs given (backward's inputs=, or grad()): collects each input's
+ * gradient edge into in_edges[i] (new references), marks what must run --
+ * backward() accumulates into the inputs' nodes (targets); grad() captures
+ * the gradient flowing into each input's slot instead, and a captured node
+ * itself runs only when something needed lies beyond it -- and computes
+ * the exec info. Returns EM_OK or the error ("who: input N: ..."). */
+static em_status mark_inputs(graph_task *t, graph_root *root, em_tensor **inputs, int n_inputs,
+                             em_edge *in_edges, const em_backward_opts *o, const char *who) {
+    em_status st = EM_OK;
+    t->has_exec_info = true;
+    if (!o->accumulate) {
+        t->captures = calloc((size_t)n_inputs, sizeof *t->captures);
+        t->captured = calloc((size_t)n_inputs, sizeof *t->captured);
+        if (!t->captures || !t->captured) return em_set_error(EM_ENOMEM, "%s: out of memory", who);
+    }
+    for (int i = 0; i < n_inputs; i++) {
+        if (!inputs[i] || !em_requires_grad(inputs[i]))
+            return em_set_error(EM_EVALUE, "%s: input %d does not require grad", who, i + 1);
+        if ((st = em_collect_edge(inputs[i], &in_edges[i], NULL)) != EM_OK) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", em_error_message());
+            return em_set_error(st, "%s: input %d: %s", who, i + 1, why);
         }
-        for (int i = 0; i < n_inputs && st == EM_OK; i++) {
-            if (!inputs[i] || !em_requires_grad(inputs[i])) {
-                st = em_set_error(EM_EVALUE, "%s: input %d does not require grad", who, i + 1);
-                break;
-            }
-            if ((st = em_collect_edge(inputs[i], &in_edges[i], NULL)) != EM_OK) {
-                char why[512];
-                snprintf(why, sizeof why, "%s", em_error_message());
-                em_set_error(st, "%s: input %d: %s", who, i + 1, why);
-                break;
-            }
-            node_info *ni = in_edges[i].fn ? info_get(t, in_edges[i].fn, false) : NULL;
-            if (o.accumulate) {
-                if (ni) ni->is_target = 1;
-            } else {
-                t->captures[t->n_captures++] = (capture){ in_edges[i].fn, in_edges[i].input_nr, i };
-            }
-        }
-        if (st == EM_OK && !o.accumulate) {
-            /* a node that feeds a captured slot must run up to the capture */
-            for (int c = 0; c < t->n_captures; c++) {
-                node_info *ni = t->captures[c].node ? info_get(t, t->captures[c].node, false) : NULL;
-                if (ni) ni->is_target = 2; /* captured: do not execute the node itself */
-            }
-        }
-        if (st == EM_OK) st = compute_exec_info(t, &root->base);
-        if (st == EM_OK && !o.accumulate) {
-            /* captured nodes only run when something beyond them is needed
-             * (another capture counts: grad() w.r.t. y = f(x) and x runs
-             * y's node to reach x). Decide for every capture before
-             * changing any flag, so the order of the inputs does not matter. */
-            int8_t *beyond = calloc((size_t)t->n_captures + 1, 1);
-            if (!beyond) st = em_set_error(EM_ENOMEM, "%s: out of memory", who);
-            for (int c = 0; st == EM_OK && c < t->n_captures; c++) {
-                em_node *cn = t->captures[c].node;
-                for (int j = 0; cn && j < cn->num_next && !beyond[c]; j++) {
-                    node_info *nx = cn->next[j].fn ? info_get(t, cn->next[j].fn, false) : NULL;
-                    beyond[c] = nx && nx->needed == 1;
-                }
-            }
-            for (int c = 0; st == EM_OK && c < t->n_captures; c++) {
-                em_node *cn = t->captures[c].node;
-                node_info *ni = cn ? info_get(t, cn, false) : NULL;
-                if (ni) ni->needed = beyond[c] ? 1 : 0;
-            }
-            /* a node captured twice may have been cleared by one entry */
-            for (int c = 0; st == EM_OK && c < t->n_captures; c++) {
-                em_node *cn = t->captures[c].node;
-                node_info *ni = cn ? info_get(t, cn, false) : NULL;
-                if (ni && beyond[c]) ni->needed = 1;
-            }
-            free(beyond);
-            /* a node upstream of a capture is needed; compute_exec_info marked
-             * targets needed, so the roots' paths to captures are kept */
+        node_info *ni = in_edges[i].fn ? info_get(t, in_edges[i].fn, false) : NULL;
+        if (o->accumulate) {
+            if (ni) ni->is_target = 1;
+        } else {
+            t->captures[t->n_captures++] = (capture){ in_edges[i].fn, in_edges[i].input_nr, i };
         }
     }
+    if (!o->accumulate) {
+        /* a node that feeds a captured slot must run up to the capture */
+        for (int c = 0; c < t->n_captures; c++) {
+            node_info *ni = t->captures[c].node ? info_get(t, t->captures[c].node, false) : NULL;
+            if (ni) ni->is_target = 2; /* captured: do not execute the node itself */
+        }
+    }
+    if ((st = compute_exec_info(t, &root->base)) != EM_OK || o->accumulate) return st;
+    /* captured nodes only run when something beyond them is needed
+     * (another capture counts: grad() w.r.t. y = f(x) and x runs
+     * y's node to reach x). Decide for every capture before
+     * changing any flag, so the order of the inputs does not matter. */
+    int8_t *beyond = calloc((size_t)t->n_captures + 1, 1);
+    if (!beyond) return em_set_error(EM_ENOMEM, "%s: out of memory", who);
+    for (int c = 0; c < t->n_captures; c++) {
+        em_node *cn = t->captures[c].node;
+        for (int j = 0; cn && j < cn->num_next && !beyond[c]; j++) {
+            node_info *nx = cn->next[j].fn ? info_get(t, cn->next[j].fn, false) : NULL;
+            beyond[c] = nx && nx->needed == 1;
+        }
+    }
+    for (int c = 0; c < t->n_captures; c++) {
+        em_node *cn = t->captures[c].node;
+        node_info *ni = cn ? info_get(t, cn, false) : NULL;
+        if (ni) ni->needed = beyond[c] ? 1 : 0;
+    }
+    /* a node captured twice may have been cleared by one entry */
+    for (int c = 0; c < t->n_captures; c++) {
+        em_node *cn = t->captures[c].node;
+        node_info *ni = cn ? info_get(t, cn, false) : NULL;
+        if (ni && beyond[c]) ni->needed = 1;
+    }
+    free(beyond);
+    /* a node upstream of a capture is needed; compute_exec_info marked
+     * targets needed, so the roots' paths to captures are kept */
+    return EM_OK;
+}
 
-    if (st == EM_OK) {
-        current_depth++;
-        push_item(t, &root->base, NULL, NULL);
-        /* run CPU work until the task is done (Note [Engine threads]) */
-        ready_queue *q = t->owner_queue;
-        if (t->threaded) threaded_on_this_thread++;
-        for (;;) {
-            bool lock = queue_needs_lock(t, q);
-            if (lock) {
-                pthread_mutex_lock(&q->lock);
-                while (q->n == 0 && atomic_load(&t->outstanding) > 0) pthread_cond_wait(&q->cond, &q->lock);
-            }
-            if (atomic_load(&t->outstanding) == 0 || q->n == 0) {
-                /* q->n == 0 without a lock: nothing else can fill the queue */
-                if (lock) pthread_mutex_unlock(&q->lock);
-                break;
-            }
-            ready_item it = heap_pop(q);
+/* Queues the root and runs CPU work from this thread's queue until the
+ * task has no outstanding items (Note [Engine threads]; device workers run
+ * theirs meanwhile). Returns EM_OK or the task's first error. */
+static em_status run_task(graph_task *t, graph_root *root) {
+    current_depth++;
+    push_item(t, &root->base, NULL, NULL);
+    ready_queue *q = t->owner_queue;
+    if (t->threaded) threaded_on_this_thread++;
+    for (;;) {
+        bool lock = queue_needs_lock(t, q);
+        if (lock) {
+            pthread_mutex_lock(&q->lock);
+            while (q->n == 0 && atomic_load(&t->outstanding) > 0) pthread_cond_wait(&q->cond, &q->lock);
+        }
+        if (atomic_load(&t->outstanding) == 0 || q->n == 0) {
+            /* q->n == 0 without a lock: nothing else can fill the queue */
             if (lock) pthread_mutex_unlock(&q->lock);
-            evaluate(it);
+            break;
         }
-        if (t->threaded) threaded_on_this_thread--;
-        current_depth--;
-        if (atomic_load(&t->has_error)) st = em_set_error(t->err, "%s", t->errmsg);
+        ready_item it = heap_pop(q);
+        if (lock) pthread_mutex_unlock(&q->lock);
+        evaluate(it);
     }
+    if (t->threaded) threaded_on_this_thread--;
+    current_depth--;
+    if (atomic_load(&t->has_error)) return em_set_error(t->err, "%s", t->errmsg);
+    return EM_OK;
+}
 
-    /* results of grad() */
-    if (st == EM_OK && !o.accumulate && out_grads) {
-        for (int i = 0; i < n_inputs; i++) {
-            em_tensor *g = t->captured[i];
-            t->captured[i] = NULL;
-            if (!g && !o.allow_unused) {
-                for (int k = 0; k < i; k++) { em_tensor_release(out_grads[k]); out_grads[k] = NULL; }
-                st = em_set_error(EM_EVALUE, "%s: input %d was not used in the graph (pass "
-                                             "allow_unused=true if that is intended)", who, i + 1);
-                break;
-            }
-            if (g) {
-                em_input_meta m;
-                em_input_meta_from(&m, inputs[i]);
-                bool prev = em_set_grad_enabled(o.create_graph);
-                g = em_ag_reduce_to(g, &m);
-                em_set_grad_enabled(prev);
-            }
-            out_grads[i] = g;
+/* grad(): moves the captured gradients into out_grads[i] (new references),
+ * each reduced to its input's shape (in create_graph's grad mode). An
+ * input nothing flowed into is NULL with allow_unused, else an error that
+ * releases what was already handed out. */
+static em_status collect_grads(graph_task *t, em_tensor **inputs, int n_inputs, em_tensor **out_grads,
+                               const em_backward_opts *o, const char *who) {
+    for (int i = 0; i < n_inputs; i++) {
+        em_tensor *g = t->captured[i];
+        t->captured[i] = NULL;
+        if (!g && !o->allow_unused) {
+            for (int k = 0; k < i; k++) { em_tensor_release(out_grads[k]); out_grads[k] = NULL; }
+            return em_set_error(EM_EVALUE, "%s: input %d was not used in the graph (pass "
+                                           "allow_unused=true if that is intended)", who, i + 1);
         }
+        if (g) {
+            em_input_meta m;
+            em_input_meta_from(&m, inputs[i]);
+            em_grad_guard gg = em_grad_guard_begin(o->create_graph);
+            g = em_ag_reduce_to(g, &m);
+            em_grad_guard_end(gg);
+        }
+        out_grads[i] = g;
     }
+    return EM_OK;
+}
 
-    /* cleanup: leftover not-ready buffers (nodes that never became ready) */
+/* Frees a finished (or failed) task: the InputBuffers of nodes that never
+ * became ready, uncollected captures, the inputs' edges (n_inputs). */
+static void task_free(graph_task *t, em_edge *in_edges, int n_inputs) {
     for (size_t i = 0; i < t->info_cap; i++) {
         if (!t->info[i].key) continue;
         free_buffer(t->info[i].buffer, t->info[i].key->num_inputs, false);
@@ -797,6 +848,36 @@ em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_roots, em
     free(t->info);
     pthread_mutex_destroy(&t->lock);
     free(t);
+}
+
+/* The steps: make_root (seed gradients), task_new, compute_dependencies
+ * (in-degrees), mark_inputs (exec info, only with inputs), run_task,
+ * collect_grads (grad() only), task_free. */
+em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_roots, em_tensor **inputs,
+                      int n_inputs, em_tensor **out_grads, const em_backward_opts *opts) {
+    em_backward_opts o = opts ? *opts : (em_backward_opts){ false, false, true, false };
+    const char *who = o.accumulate ? "backward" : "autograd.grad";
+    if (n_roots <= 0) return em_set_error(EM_EVALUE, "%s: no outputs to differentiate", who);
+    if (current_depth >= MAX_REENTRANT_DEPTH)
+        return em_set_error(EM_EVALUE, "%s: reentrant backward nested deeper than %d levels",
+                            who, MAX_REENTRANT_DEPTH);
+    em_autograd_init();
+
+    graph_root *root;
+    em_status st = make_root(roots, grad_roots, n_roots, who, &root);
+    if (st != EM_OK) return st;
+    em_edge *in_edges = n_inputs > 0 ? calloc((size_t)n_inputs, sizeof *in_edges) : NULL;
+    graph_task *t = n_inputs > 0 && !in_edges ? NULL : task_new(&o);
+    if (!t) {
+        free(in_edges);
+        em_node_release(&root->base);
+        return em_set_error(EM_ENOMEM, "%s: out of memory", who);
+    }
+    st = compute_dependencies(t, &root->base);
+    if (st == EM_OK && n_inputs > 0) st = mark_inputs(t, root, inputs, n_inputs, in_edges, &o, who);
+    if (st == EM_OK) st = run_task(t, root);
+    if (st == EM_OK && !o.accumulate && out_grads) st = collect_grads(t, inputs, n_inputs, out_grads, &o, who);
+    task_free(t, in_edges, n_inputs);
     em_node_release(&root->base);
     return st;
 }

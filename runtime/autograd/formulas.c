@@ -32,7 +32,12 @@ em_tensor *em_ag_scalar_s(em_scalar s) {
 static em_intlist meta_sizes(const em_input_meta *m) { return (em_intlist){ m->sizes, m->ndim }; }
 
 em_tensor *em_ag_fn_zeros_like(em_tensor *t) {
-    return em_zeros((em_intlist){ t->sizes, t->ndim }, t->dtype);
+    return em_zeros((em_intlist){ t->sizes, t->ndim }, t->dtype, t->device);
+}
+
+/* to_device's gradient: grad back on the input's device. */
+em_tensor *em_ag_fn_to_device_backward(em_tensor *grad, const em_input_meta *self_meta) {
+    return em_to_device(grad, self_meta->device);
 }
 
 /* grad has the reduced shape; unsqueeze the reduced dims (when keepdim was
@@ -282,6 +287,10 @@ em_tensor *em_ag_fn_amax_backward(em_tensor *grad, em_tensor *self, em_tensor *r
 out:
     release_all(K, t);
     return r;
+}
+
+em_tensor *em_ag_fn_max_all_backward(em_tensor *grad, em_tensor *self, em_tensor *result) {
+    return em_ag_fn_amax_backward(grad, self, result, (em_intlist){ NULL, -1 }, false);
 }
 
 /* N: the number of elements each output of a reduction over dim folds */

@@ -286,7 +286,7 @@ em_tensor *em_ag_reduce_to(em_tensor *grad, const em_input_meta *meta) {
         int lead = grad->ndim - meta->ndim;
         if (lead < 0) {
             /* a gradient with fewer dims than its input: broadcast it up */
-            em_tensor *z = em_zeros((em_intlist){ meta->sizes, meta->ndim }, grad->dtype);
+            em_tensor *z = em_zeros((em_intlist){ meta->sizes, meta->ndim }, grad->dtype, meta->device);
             em_tensor *r = z ? em_add(z, grad, em_scalar_int(1)) : NULL;
             em_tensor_release(z);
             em_tensor_release(grad);
@@ -338,6 +338,7 @@ typedef struct {
     em_custom_apply_fn apply;
     void *ud;
     void (*free_ud)(void *);
+    void (*release_ud)(void *); /* frees the saved state in ud; see em_custom_node_set_release */
     char name[48];
     em_node_vtable vt;
 } custom_node;
@@ -345,6 +346,11 @@ typedef struct {
 static em_status custom_apply(em_node *self, em_tensor **grads, em_tensor **out) {
     custom_node *c = (custom_node *)self;
     return c->apply(c->ud, self, grads, out);
+}
+
+static void custom_release_saved(em_node *self) {
+    custom_node *c = (custom_node *)self;
+    c->release_ud(c->ud);
 }
 
 static void custom_destroy(em_node *self) {
@@ -368,4 +374,14 @@ em_node *em_custom_node_new(const char *name, int num_inputs, int num_next, em_c
     c->ud = ud;
     c->free_ud = free_ud;
     return &c->base;
+}
+
+em_status em_custom_node_set_release(em_node *node, void (*release_saved)(void *ud)) {
+    if (!node || node->vt->apply != custom_apply)
+        return em_set_error(EM_EVALUE, "set_release: %s is not a custom node",
+                            node ? em_node_name(node) : "NULL");
+    custom_node *c = (custom_node *)node;
+    c->release_ud = release_saved;
+    c->vt.release_saved = release_saved ? custom_release_saved : NULL;
+    return EM_OK;
 }

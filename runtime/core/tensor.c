@@ -334,3 +334,9 @@ void em_tensor_release(em_tensor *t)
     version_release(t->version);
     em_core_hdr_free(EM_HDR_TENSOR, t);
 }
+
+void em_tensors_free(em_tensor **ts, int n) {
+    if (!ts) return;
+    for (int i = 0; i < n; i++) em_tensor_release(ts[i]);
+    free(ts);
+}

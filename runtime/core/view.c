@@ -1,5 +1,8 @@
 /* view.c -- views with PyTorch semantics: view, reshape, transpose,
- * permute, expand, narrow, select, slice, squeeze, unsqueeze, alias. */
+ * permute, expand, narrow, select, slice, squeeze, unsqueeze, alias.
+ * Core copies nothing: a reshape that needs a copy is reported to the
+ * caller (Note [Reshape copies outside core] in em_core.h), and the
+ * copying lives in the backend's kernels (runtime/kernels/cpu/copy.c). */
 #include <string.h>
 
 #include "core/em_core_int.h"
@@ -141,23 +144,32 @@ em_tensor *em_core_view(const em_tensor *t, int n, const int64_t *sizes, const c
     return make_view(t, t->offset, n, shape, strides);
 }
 
-em_tensor *em_core_reshape(const em_tensor *t, int n, const int64_t *sizes)
+em_tensor *em_core_reshape_view(const em_tensor *t, int n, const int64_t *sizes, bool *needs_copy)
 {
     int64_t shape[EM_MAX_DIMS], strides[EM_MAX_DIMS];
+    *needs_copy = false;
     if (!infer_size(t, n, sizes, shape, "reshape")) return NULL;
     if (compute_stride(t->ndim, t->sizes, t->strides, n, shape, strides))
         return make_view(t, t->offset, n, shape, strides);
-    /* a copy, which is not a view of anything (Note [View base]) */
-    em_tensor *c = em_core_contiguous(t);
-    if (!c) return NULL;
+    *needs_copy = true; /* See Note [Reshape copies outside core] */
+    return NULL;
+}
+
+em_tensor *em_core_reshape_copied(const em_tensor *c, int n, const int64_t *sizes)
+{
+    int64_t shape[EM_MAX_DIMS], strides[EM_MAX_DIMS];
+    if (!c->is_contiguous) {
+        em_set_error(EM_EINTERNAL, "reshape: the copy to reshape is not contiguous");
+        return NULL;
+    }
+    if (!infer_size(c, n, sizes, shape, "reshape")) return NULL;
     int64_t st = 1;
     for (int i = n - 1; i >= 0; i--) {
         strides[i] = st;
         st = (int64_t)((uint64_t)st * (uint64_t)(shape[i] > 1 ? shape[i] : 1));
     }
-    em_tensor *r = em_tensor_new_view(c->storage, c->offset, n, shape, strides, c->dtype, c->version);
-    em_tensor_release(c);
-    return r;
+    /* not a view of anything (Note [View base]): c's storage and version */
+    return em_tensor_new_view(c->storage, c->offset, n, shape, strides, c->dtype, c->version);
 }
 
 /* ---- dim reordering ---- */

@@ -53,6 +53,31 @@ EM_API void em_lua_argtmp_release(em_lua_argtmp *tmp);
  * bool for booleans; owned by tmp). */
 EM_API em_tensor *em_lua_check_tensor(lua_State *L, int idx, const char *op,
                                       const char *arg, em_lua_argtmp *tmp);
+/* Tensor[]: a Lua array of ember tensors (borrowed; the array's storage is
+ * a userdata pushed onto the stack, collected with it). An element that is
+ * not a tensor raises "op: argument 'arg' element K is not a tensor (got T)"
+ * (see Note [Tensor lists] in codegen/codegen.h). */
+EM_API em_tensorlist em_lua_check_tensorlist(lua_State *L, int idx, const char *op,
+                                             const char *arg);
+/* float[]?: a Lua array of numbers, or one number (a list of one); the
+ * storage is a userdata pushed onto the stack (collected with it). */
+EM_API em_floatlist em_lua_check_floatlist(lua_State *L, int idx, const char *op, const char *arg);
+/* str{a,b,c}: a Lua string that must be one of choices (NULL-terminated);
+ * returns the matching entry of choices (static), else raises "bad argument
+ * #idx to 'op' (arg: expected one of "a", "b", "c", got "x")". */
+EM_API const char *em_lua_check_choice(lua_State *L, int idx, const char *op, const char *arg,
+                                       const char *const *choices);
+/* Pushes the k results of a multi-result op as k values (taking over the
+ * references); r == NULL raises the op's error after releasing outs. */
+EM_API void em_lua_push_results(lua_State *L, em_tensor *r, em_tensor **outs, int k,
+                                const char *op);
+/* Pushes a Tensor[] result as a Lua array (taking over arr and its n
+ * tensors); arr == NULL raises the op's error. */
+EM_API void em_lua_push_tensor_array(lua_State *L, em_tensor **arr, int n, const char *op);
+/* Raises "op: no overload matches the arguments (types); expected one of:
+ * sig1 | sig2 ..." for an overloaded name (schemas NULL-terminated). */
+EM_API int em_lua_no_overload(lua_State *L, const char *op, const char *const *schemas);
+
 /* Tensor?: nil gives NULL. */
 EM_API em_tensor *em_lua_opt_tensor(lua_State *L, int idx, const char *op,
                                     const char *arg, em_lua_argtmp *tmp);
@@ -69,6 +94,12 @@ EM_API int64_t em_lua_check_dim(lua_State *L, int idx, const char *op, const cha
  * element) -> INT64_MAX meaning "to the end". */
 EM_API int64_t em_lua_check_endindex(lua_State *L, int idx, const char *op, const char *arg);
 EM_API em_dtype em_lua_check_dtype(lua_State *L, int idx, const char *op, const char *arg);
+/* Devices (lua_device.c): a device string ("cpu", "cuda:1") or an
+ * ember.device object; nil gives em_no_device(). A generator: an
+ * ember.Generator object (borrowed: the argument keeps it alive), or NULL
+ * for nil (the default generator). Both raise on anything else. */
+EM_API em_device em_lua_check_device(lua_State *L, int idx, const char *op, const char *arg);
+EM_API em_generator *em_lua_check_generator(lua_State *L, int idx, const char *op, const char *arg);
 /* int[] / dim[]: a table of integers, or (when varargs is true) the
  * integers from idx up to the first non-integer. *consumed is how many
  * stack slots were used. Dims (is_dim) are mapped to 0-based. The list's
@@ -95,6 +126,11 @@ EM_API void em_lua_check_option_names(lua_State *L, int opt, const char *op,
 /* Generated: registers every schema op's function variants into the table
  * at module_idx and its method variants into the table at methods_idx. */
 EM_API void em_lua_register_ops(lua_State *L, int module_idx, int methods_idx);
+/* Pushes the table module.NS for a dotted namespace ("nn.functional"),
+ * creating the missing tables on the way; ns "" pushes the module itself.
+ * A new table is also stored as package.loaded["ember." .. NS], so that
+ * require "ember.nn.functional" finds it. */
+EM_API void em_lua_push_namespace(lua_State *L, int module_idx, const char *ns);
 /* Generated: for help(): op name -> "signature\n  doc" pairs, NULL-ended. */
 EM_API extern const char *const em_lua_op_docs[][3]; /* {name, schema, doc} */
 

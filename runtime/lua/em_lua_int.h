@@ -47,7 +47,19 @@ EM_HIDDEN void em_lua_push_tensor_string(lua_State *L, const em_tensor *t);
 /* Pushes the value of the one element at p (dtype t) as a Lua value. */
 EM_HIDDEN void em_lua_push_element(lua_State *L, const void *p, em_dtype t);
 
-/* ---- autograd (lua_autograd.c) ---- */
+/* ---- devices (lua_device.c) ---- */
+
+/* ember.device, ember.Generator, the default generator and seeding
+ * functions into module_idx; x:to (wrapping the generated dtype `to`) and
+ * x:cpu into methods_idx. Call after the generated ops are registered. */
+EM_HIDDEN void em_lua_register_devices(lua_State *L, int module_idx, int methods_idx);
+/* Pushes d as an ember.device object. */
+EM_HIDDEN void em_lua_push_device(lua_State *L, em_device d);
+/* THE way the Lua layer reads tensor memory (Note [Host copies]): t itself
+ * (retained) when on the cpu, else a cpu copy; NULL with the error set. */
+EM_HIDDEN em_tensor *em_lua_host_tensor(em_tensor *t);
+
+/* ---- autograd (lua_autograd.c, lua_node.c, lua_callback.c) ---- */
 
 /* Registers the autograd methods into methods_idx, ember.autograd and the
  * grad-mode queries into module_idx (absolute indices). */
@@ -61,10 +73,71 @@ EM_HIDDEN bool em_lua_set_tensor_property(lua_State *L, em_tensor *t, const char
 struct em_node;
 /* Pushes a graph node as an "ember.Node" userdata (nil for NULL). */
 EM_HIDDEN void em_lua_push_node(lua_State *L, struct em_node *n);
-/* See Note [Deferred unref] in lua_autograd.c: registry refs freed off the
+/* See Note [Deferred unref] in lua_callback.c: registry refs freed off the
  * Lua thread wait on a list; this unrefs the ones of L's state. Cheap when
  * the list is empty (em_lua_pending_count == 0). */
 EM_HIDDEN void em_lua_drain_unrefs(lua_State *L);
 EM_HIDDEN extern _Atomic int em_lua_pending_count;
+
+/* ---- autograd internals (shared by the files split from lua_autograd.c) ----
+ * lua_autograd.c  tensor autograd properties and methods (requires_grad,
+ *                 grad, detach, ...), grad/inference/anomaly modes,
+ *                 em_lua_register_autograd (the tables of everything below)
+ * lua_callback.c  state tokens, deferred unrefs, the thread's callback
+ *                 state, the protected call of Lua code from the engine
+ *                 (Note [Lua callbacks from the engine], Note [Deferred unref])
+ * lua_hooks.c     tensor hooks, node hooks, removable hook handles
+ * lua_node.c      graph nodes as "ember.Node" userdata
+ * lua_backward.c  backward, autograd.grad, autograd.dot
+ * lua_function.c  custom autograd.Function and its ctx (Note [Function ctx]) */
+
+/* A Lua state's liveness token: refcounted, marked dead when the state
+ * closes (Note [Deferred unref]). */
+typedef struct em_lua_token em_lua_token;
+/* L's token (made once per state), as a new reference. */
+EM_HIDDEN em_lua_token *em_lua_token_get(lua_State *L);
+EM_HIDDEN void em_lua_token_retain(em_lua_token *tok);
+EM_HIDDEN void em_lua_token_release(em_lua_token *tok);
+/* Queues registry ref for unref by tok's state (dropped when that state is
+ * gone). Takes over one reference to tok. Never touches Lua: callable from
+ * any thread. */
+EM_HIDDEN void em_lua_defer_unref(em_lua_token *tok, int ref);
+/* Makes L this thread's callback state (the state engine callbacks run
+ * on; NULL: none) and returns the previous one, which the caller restores
+ * when its backward returns. */
+EM_HIDDEN lua_State *em_lua_set_callback_state(lua_State *L);
+/* Runs body(L) with ud as its one light-userdata argument under lua_pcall
+ * on this thread's callback state. Returns EM_OK (slot clear), or on a Lua
+ * error (or no live state) an error status with the message in the slot;
+ * what names the callback in the no-state message. */
+EM_HIDDEN em_status em_lua_run_protected(em_lua_token *tok, lua_CFunction body, void *ud,
+                                         const char *what);
+/* A Lua value (a hook function) kept in the registry for a callback. */
+typedef struct {
+    em_lua_token *tok;
+    int ref;
+} em_lua_cb;
+/* Refs the value at fn_idx; raises on out of memory. */
+EM_HIDDEN em_lua_cb *em_lua_cb_new(lua_State *L, int fn_idx);
+/* Frees cb (a void* for use as free_ud), deferring its unref. */
+EM_HIDDEN void em_lua_cb_free(void *cb);
+
+/* Registers the Lua function at stack index 2 as a hook on tensor t or
+ * node n (exactly one is given) and pushes its removable handle
+ * (lua_hooks.c). */
+EM_HIDDEN int em_lua_register_hook(lua_State *L, em_tensor *t, struct em_node *n);
+/* t:register_hook(fn) (lua_hooks.c). */
+EM_HIDDEN int em_lua_tensor_register_hook(lua_State *L);
+/* Metatables, made once per state: hook handles (lua_hooks.c), nodes
+ * (lua_node.c), the Function ctx (lua_function.c). Leave the stack as is. */
+EM_HIDDEN void em_lua_open_hooks(lua_State *L);
+EM_HIDDEN void em_lua_open_nodes(lua_State *L);
+EM_HIDDEN void em_lua_open_function(lua_State *L);
+/* y:backward(...), autograd.grad(...), autograd.dot(...) (lua_backward.c). */
+EM_HIDDEN int em_lua_tensor_backward(lua_State *L);
+EM_HIDDEN int em_lua_autograd_grad(lua_State *L);
+EM_HIDDEN int em_lua_autograd_dot(lua_State *L);
+/* autograd._function_apply(def, ...) (lua_function.c). */
+EM_HIDDEN int em_lua_function_apply(lua_State *L);
 
 #endif

@@ -159,14 +159,141 @@ em_tensor *em_lua_opt_tensor(lua_State *L, int idx, const char *op, const char *
     return em_lua_check_tensor(L, idx, op, arg, tmp);
 }
 
+/* ---- tensor lists (Note [Tensor lists] in codegen/codegen.h) ---- */
+
+em_tensorlist em_lua_check_tensorlist(lua_State *L, int idx, const char *op, const char *arg) {
+    em_tensorlist out = { NULL, 0 };
+    idx = lua_absindex(L, idx);
+    if (lua_type(L, idx) != LUA_TTABLE)
+        em_lua_argerror(L, idx, op, "%s: table of tensors expected, got %s", arg,
+                        luaL_typename(L, idx));
+    lua_Unsigned len = lua_rawlen(L, idx);
+    if (len > (lua_Unsigned)INT32_MAX / sizeof(em_tensor *))
+        em_lua_argerror(L, idx, op, "%s: too many tensors (%d)", arg, (int)len);
+    /* the backing array is a userdata left on the stack: the GC frees it,
+     * whatever error is raised later */
+    em_tensor **buf = lua_newuserdatauv(L, (len ? len : 1) * sizeof *buf, 0);
+    for (lua_Unsigned i = 1; i <= len; i++) {
+        lua_rawgeti(L, idx, (lua_Integer)i);
+        em_tensor **slot = em_lua_toslot(L, -1);
+        if (!slot)
+            em_lua_raise(L, "%s: argument '%s' element %d is not a tensor (got %s)", op, arg, (int)i,
+                         luaL_typename(L, -1));
+        if (!*slot) em_lua_raise(L, "%s: argument '%s' element %d: tensor used after close", op, arg, (int)i);
+        buf[i - 1] = *slot; /* the table keeps it alive */
+        lua_pop(L, 1);
+    }
+    out.data = buf;
+    out.n = (int)len;
+    return out;
+}
+
+void em_lua_push_results(lua_State *L, em_tensor *r, em_tensor **outs, int k, const char *op) {
+    if (!r) {
+        for (int i = 0; i < k - 1; i++) em_tensor_release(outs[i]);
+        em_lua_error(L, op);
+    }
+    if (!lua_checkstack(L, k)) {
+        em_tensor_release(r);
+        for (int i = 0; i < k - 1; i++) em_tensor_release(outs[i]);
+        em_lua_raise(L, "%s: Lua stack overflow", op);
+    }
+    em_lua_push_tensor(L, r, op);
+    for (int i = 0; i < k - 1; i++) em_lua_push_tensor(L, outs[i], op);
+}
+
+void em_lua_push_tensor_array(lua_State *L, em_tensor **arr, int n, const char *op) {
+    if (!arr) em_lua_error(L, op);
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        em_tensor *t = arr[i];
+        arr[i] = NULL; /* the userdata owns it from here */
+        em_lua_push_tensor(L, t, op);
+        lua_rawseti(L, -2, i + 1);
+    }
+    em_tensors_free(arr, n);
+}
+
+em_floatlist em_lua_check_floatlist(lua_State *L, int idx, const char *op, const char *arg) {
+    em_floatlist out = { NULL, 0 };
+    idx = lua_absindex(L, idx);
+    if (lua_type(L, idx) == LUA_TNUMBER) {
+        double *one = lua_newuserdatauv(L, sizeof(double), 0);
+        *one = (double)lua_tonumber(L, idx);
+        out.data = one;
+        out.n = 1;
+        return out;
+    }
+    if (lua_type(L, idx) != LUA_TTABLE)
+        em_lua_argerror(L, idx, op, "%s: table of numbers expected, got %s", arg, luaL_typename(L, idx));
+    lua_Unsigned len = lua_rawlen(L, idx);
+    if (len > (lua_Unsigned)INT32_MAX / sizeof(double))
+        em_lua_argerror(L, idx, op, "%s: too many numbers (%d)", arg, (int)len);
+    double *buf = lua_newuserdatauv(L, (len ? len : 1) * sizeof *buf, 0);
+    for (lua_Unsigned i = 1; i <= len; i++) {
+        if (lua_rawgeti(L, idx, (lua_Integer)i) != LUA_TNUMBER)
+            em_lua_argerror(L, idx, op, "%s: number expected at [%d], got %s", arg, (int)i, luaL_typename(L, -1));
+        buf[i - 1] = (double)lua_tonumber(L, -1);
+        lua_pop(L, 1);
+    }
+    out.data = buf;
+    out.n = (int)len;
+    return out;
+}
+
+const char *em_lua_check_choice(lua_State *L, int idx, const char *op, const char *arg,
+                                const char *const *choices) {
+    if (lua_type(L, idx) == LUA_TSTRING) {
+        const char *s = lua_tostring(L, idx);
+        for (int i = 0; choices[i]; i++)
+            if (strcmp(choices[i], s) == 0) return choices[i];
+    }
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int i = 0; choices[i]; i++) {
+        luaL_addstring(&b, i ? ", \"" : "\"");
+        luaL_addstring(&b, choices[i]);
+        luaL_addchar(&b, '"');
+    }
+    luaL_pushresult(&b);
+    if (lua_type(L, idx) == LUA_TSTRING)
+        em_lua_argerror(L, idx, op, "%s: expected one of %s, got \"%s\"", arg, lua_tostring(L, -1),
+                        lua_tostring(L, idx));
+    em_lua_argerror(L, idx, op, "%s: expected one of %s, got %s", arg, lua_tostring(L, -1),
+                    luaL_typename(L, idx));
+    return NULL;
+}
+
+int em_lua_no_overload(lua_State *L, const char *op, const char *const *schemas) {
+    luaL_Buffer b;
+    int top = lua_gettop(L);
+    luaL_buffinit(L, &b);
+    for (int i = 1; i <= top; i++) {
+        if (i > 1) luaL_addstring(&b, ", ");
+        luaL_addstring(&b, em_lua_toslot(L, i) ? "tensor" : luaL_typename(L, i));
+    }
+    luaL_addstring(&b, "); expected one of: ");
+    for (int i = 0; schemas[i]; i++) {
+        if (i) luaL_addstring(&b, " | ");
+        luaL_addstring(&b, schemas[i]);
+    }
+    luaL_pushresult(&b);
+    return em_lua_raise(L, "%s: no overload matches the arguments (%s", op, lua_tostring(L, -1));
+}
+
 /* ---- numbers ---- */
 
-/* The value of the one element of t as a scalar of t's category. */
-static em_scalar tensor_scalar(const em_tensor *t) {
-    const void *p = em_tensor_data(t);
-    if (t->dtype == EM_BOOL) return em_scalar_bool(*(const bool *)p);
-    if (em_dtype_is_integral(t->dtype)) return em_scalar_int(em_load_as_int64(p, t->dtype));
-    return em_scalar_float(em_load_as_double(p, t->dtype));
+/* The value of the one element of t as a scalar of t's category, read
+ * through the host-copy helper (Note [Host copies] in lua_device.c). */
+static em_scalar tensor_scalar(lua_State *L, em_tensor *t, const char *op) {
+    em_tensor *h = em_lua_host_tensor(t);
+    if (!h) em_lua_error(L, op);
+    const void *p = em_tensor_data(h);
+    em_scalar s = h->dtype == EM_BOOL ? em_scalar_bool(*(const bool *)p)
+                : em_dtype_is_integral(h->dtype) ? em_scalar_int(em_load_as_int64(p, h->dtype))
+                : em_scalar_float(em_load_as_double(p, h->dtype));
+    em_tensor_release(h);
+    return s;
 }
 
 em_scalar em_lua_check_scalar(lua_State *L, int idx, const char *op, const char *arg) {
@@ -183,7 +310,7 @@ em_scalar em_lua_check_scalar(lua_State *L, int idx, const char *op, const char 
             if ((*slot)->numel != 1)
                 em_lua_argerror(L, idx, op, "%s: number expected, got a tensor with %d elements",
                                 arg, (int)(*slot)->numel);
-            return tensor_scalar(*slot);
+            return tensor_scalar(L, *slot, op);
         }
         em_lua_argerror(L, idx, op, "%s: number expected, got %s", arg, luaL_typename(L, idx));
         return em_scalar_int(0);

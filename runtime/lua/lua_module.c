@@ -11,7 +11,6 @@
 #include "lua/em_lua_int.h"
 #include "autograd/em_autograd.h"
 #include "em_ops.h"
-#include "kernels/cpu/em_cpu.h"
 
 /* ---- ember.tensor ---- */
 
@@ -100,7 +99,7 @@ static em_dtype opt_dtype(lua_State *L, int opt, const char *op) {
 }
 
 static int tensor_make(lua_State *L) {
-    static const char *const names[] = { "dtype", "requires_grad", NULL };
+    static const char *const names[] = { "dtype", "device", "requires_grad", NULL };
     int opt = em_lua_options_index(L);
     if (opt == 1) opt = 0; /* ember.tensor({}) is data, not options */
     if (lua_gettop(L) > (opt ? 2 : 1))
@@ -167,11 +166,16 @@ static int tensor_make(lua_State *L) {
     return 1;
 }
 
-/* ember.tensor(data, {dtype=, requires_grad=}) */
+/* ember.tensor(data, {dtype=, device=, requires_grad=}): built on the cpu,
+ * then moved to device. */
 static int l_tensor(lua_State *L) {
     int opt = em_lua_options_index(L);
     bool requires_grad = false;
+    em_device dev = em_no_device();
     if (opt > 1) {
+        lua_getfield(L, opt, "device");
+        dev = em_lua_check_device(L, lua_gettop(L), "tensor", "device");
+        lua_pop(L, 1);
         int tp = lua_getfield(L, opt, "requires_grad");
         if (tp != LUA_TNIL && tp != LUA_TBOOLEAN)
             return em_lua_raise(L, "bad option 'requires_grad' to 'tensor' (boolean expected, got %s)",
@@ -180,17 +184,16 @@ static int l_tensor(lua_State *L) {
         lua_pop(L, 1);
     }
     tensor_make(L);
+    if (dev.type != EM_DEVICE_NONE && dev.type != EM_CPU) {
+        em_tensor *t = em_lua_totensor(L, -1);
+        em_lua_push_tensor(L, em_to_device(t, dev), "tensor");
+    }
     if (requires_grad && em_set_requires_grad(em_lua_totensor(L, -1), true) != EM_OK)
         return em_lua_error(L, "tensor");
     return 1;
 }
 
 /* ---- runtime settings ---- */
-
-static int l_manual_seed(lua_State *L) {
-    em_manual_seed((uint64_t)em_lua_check_int(L, 1, "manual_seed", "seed"));
-    return 0;
-}
 
 static int l_set_num_threads(lua_State *L) {
     int64_t n = em_lua_check_int(L, 1, "set_num_threads", "n");
@@ -238,10 +241,23 @@ static int l_is_tensor(lua_State *L) {
 
 /* Docs of the hand-written functions and methods: {name, call, doc}. */
 static const char *const extra_docs[][3] = {
-    { "tensor", "ember.tensor(data, {dtype=})",
+    { "tensor", "ember.tensor(data, {dtype=, device=})",
       "A tensor from a nested table, number or boolean (Lua integers give int64, any float "
       "float32, booleans bool), or a copy of a tensor." },
-    { "manual_seed", "ember.manual_seed(n)", "Seeds the global random generator." },
+    { "manual_seed", "ember.manual_seed(n)",
+      "Seeds the default random generator; returns it (ember.default_generator)." },
+    { "seed", "ember.seed()", "Seeds the default generator from the OS; returns the seed." },
+    { "initial_seed", "ember.initial_seed()", "The seed the default generator was last given." },
+    { "Generator", "ember.Generator()",
+      "A random generator for {generator=g} of rand/randn: g:manual_seed(n) (returns g), "
+      "g:seed(), g:initial_seed()." },
+    { "device", "ember.device(\"cuda:1\") / ember.device(\"cuda\", 1)",
+      "A device object: prints as cpu or cuda:1, compares with ==, has .type and .index "
+      "(0-based as in PyTorch, nil when absent). Factories take {device=...} (a string or a "
+      "device); x.device is one." },
+    { "to", "x:to(device [, dtype]) / x:to(dtype)",
+      "x on device and/or converted to dtype; x itself when nothing changes." },
+    { "cpu", "x:cpu()", "x on the cpu (x itself when it is there)." },
     { "set_num_threads", "ember.set_num_threads(n)",
       "Sets the threads of ember's pool and of OpenBLAS." },
     { "get_num_threads", "ember.get_num_threads()", "The number of intra-op threads." },
@@ -367,6 +383,9 @@ static int l_help(lua_State *L) {
         luaL_addstring(&b, "ember ops (ember.help(\"name\") shows one):\n");
         int col = 0;
         for (int i = 0; em_lua_op_docs[i][0]; i++) {
+            bool seen = false; /* overloads share a name: list it once */
+            for (int j = 0; j < i && !seen; j++) seen = strcmp(em_lua_op_docs[j][0], em_lua_op_docs[i][0]) == 0;
+            if (seen) continue;
             int w = (int)strlen(em_lua_op_docs[i][0]);
             if (col && col + 1 + w > 78) { luaL_addchar(&b, '\n'); col = 0; }
             luaL_addstring(&b, col ? " " : "  ");
@@ -389,12 +408,18 @@ static int l_help(lua_State *L) {
     if (!name)
         return em_lua_argerror(L, 1, "help", "name: op name or ember function expected, got %s",
                                luaL_typename(L, 1));
-    for (int i = 0; em_lua_op_docs[i][0]; i++) {
-        if (strcmp(em_lua_op_docs[i][0], name) == 0) {
+    int found = 0; /* every overload of the name */
+    for (int i = 0; em_lua_op_docs[i][0]; i++) found += strcmp(em_lua_op_docs[i][0], name) == 0;
+    if (found) {
+        luaL_buffinit(L, &b);
+        for (int i = 0; em_lua_op_docs[i][0]; i++) {
+            if (strcmp(em_lua_op_docs[i][0], name) != 0) continue;
             lua_pushfstring(L, "%s\n  %s\n", em_lua_op_docs[i][1], em_lua_op_docs[i][2]);
-            emit(L);
-            return 0;
+            luaL_addvalue(&b);
         }
+        luaL_pushresult(&b);
+        emit(L);
+        return 0;
     }
     for (int i = 0; extra_docs[i][0]; i++) {
         if (strcmp(extra_docs[i][0], name) == 0) {
@@ -408,23 +433,77 @@ static int l_help(lua_State *L) {
 
 /* ---- the module ---- */
 
-/* Runs the embedded lua/stdlib chunks in order, each with the module as
- * its argument (a chunk installs itself, e.g. ember.nn = ...); a chunk that
- * returns a value whose name is still free in the module is stored there.
- * Runs after the module is in the registry, so a chunk's require "ember"
- * gets the same table. Errors propagate: a broken stdlib is a bug. */
+/* Note [Stdlib modules]
+ * Each embedded chunk lua/stdlib/NAME.lua is the module "ember.NAME": its
+ * loader sits in package.preload (the registry's _PRELOAD table), and a
+ * chunk names what it needs with require ("ember", "ember.autograd", ...),
+ * so modules load in dependency order whatever their file names. The
+ * loader runs the chunk with (modname, extra) like any Lua loader; what the
+ * chunk returns is package.loaded's value and, when the name is free, the
+ * module field ember.NAME. luaopen_ember puts the module in package.loaded
+ * first and then requires every chunk (alphabetically; a chunk already
+ * loaded as a dependency is not run twice). */
+
+/* The preload loader of stdlib chunk upvalue(1) (an index into em_lua_stdlib). */
+static int stdlib_loader(lua_State *L) {
+    const em_lua_chunk *c = &em_lua_stdlib[lua_tointeger(L, lua_upvalueindex(1))];
+    lua_pushfstring(L, "@lua/stdlib/%s.lua", c->name);
+    if (luaL_loadbuffer(L, c->src, c->len, lua_tostring(L, -1)) != LUA_OK) return lua_error(L);
+    lua_insert(L, 1);
+    lua_settop(L, 3); /* chunk, modname, extra */
+    lua_call(L, 2, 1);
+    return 1;
+}
+
+/* require(name) without the package library's globals: _LOADED[name], or
+ * run _PRELOAD[name] and store its result (true for nil). Leaves the
+ * module on the stack. */
+static void require_preloaded(lua_State *L, const char *name) {
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    if (lua_getfield(L, -1, name) != LUA_TNIL) {
+        lua_remove(L, -2);
+        return;
+    }
+    lua_pop(L, 1);
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+    lua_getfield(L, -1, name);
+    lua_remove(L, -2);
+    lua_pushstring(L, name);
+    lua_pushliteral(L, ":preload:");
+    lua_call(L, 2, 1);
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        lua_pushboolean(L, 1);
+    }
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, name);
+    lua_remove(L, -2);
+}
+
+/* Registers the stdlib loaders and loads them (Note [Stdlib modules]).
+ * Errors propagate: a broken stdlib is a bug. */
 static void run_stdlib(lua_State *L, int mod) {
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    lua_pushvalue(L, mod);
+    lua_setfield(L, -2, "ember");
+    lua_pop(L, 1);
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
     for (int i = 0; em_lua_stdlib[i].name; i++) {
-        const em_lua_chunk *c = &em_lua_stdlib[i];
-        lua_pushfstring(L, "@lua/stdlib/%s.lua", c->name);
-        if (luaL_loadbuffer(L, c->src, c->len, lua_tostring(L, -1)) != LUA_OK) lua_error(L);
-        lua_remove(L, -2); /* the chunk name */
-        lua_pushvalue(L, mod);
-        lua_call(L, 1, 1);
-        if (!lua_isnil(L, -1)) {
-            bool taken = lua_getfield(L, mod, c->name) != LUA_TNIL;
+        lua_pushinteger(L, i);
+        lua_pushcclosure(L, stdlib_loader, 1);
+        lua_pushfstring(L, "ember.%s", em_lua_stdlib[i].name);
+        lua_insert(L, -2);
+        lua_settable(L, -3);
+    }
+    lua_pop(L, 1);
+    for (int i = 0; em_lua_stdlib[i].name; i++) {
+        const char *name = em_lua_stdlib[i].name;
+        lua_pushfstring(L, "ember.%s", name);
+        require_preloaded(L, lua_tostring(L, -1));
+        if (lua_istable(L, -1)) {
+            bool taken = lua_getfield(L, mod, name) != LUA_TNIL;
             lua_pop(L, 1);
-            if (!taken) lua_setfield(L, mod, c->name); /* pops the result */
+            if (!taken) lua_setfield(L, mod, name); /* pops the module */
         }
         lua_settop(L, mod);
     }
@@ -433,7 +512,6 @@ static void run_stdlib(lua_State *L, int mod) {
 int luaopen_ember(lua_State *L) {
     static const luaL_Reg funcs[] = {
         { "tensor", l_tensor },
-        { "manual_seed", l_manual_seed },
         { "set_num_threads", l_set_num_threads },
         { "get_num_threads", l_get_num_threads },
         { "memory_stats", l_memory_stats },
@@ -451,6 +529,7 @@ int luaopen_ember(lua_State *L) {
     em_lua_register_ops(L, mod, methods);
     em_lua_register_methods(L, methods);
     em_lua_register_autograd(L, mod, methods);
+    em_lua_register_devices(L, mod, methods);
     em_lua_open_tensor(L, methods);
     lua_pushvalue(L, mod);
     luaL_setfuncs(L, funcs, 0);

@@ -256,7 +256,7 @@ static int t_index(lua_State *L) {
         em_tensor *t = em_lua_checkself(L, 1, "index");
         if (strcmp(k, "shape") == 0) return push_shape(L, t);
         if (strcmp(k, "dtype") == 0) { lua_pushstring(L, em_dtype_name(t->dtype)); return 1; }
-        if (strcmp(k, "device") == 0) { lua_pushstring(L, em_device_name(t->device)); return 1; }
+        if (strcmp(k, "device") == 0) { em_lua_push_device(L, t->device); return 1; }
         if (strcmp(k, "ndim") == 0) { lua_pushinteger(L, t->ndim); return 1; }
         if (em_lua_tensor_property(L, t, k)) return 1;
         lua_pushnil(L);
@@ -479,7 +479,10 @@ static int m_item(lua_State *L) {
     if (t->numel != 1)
         return em_lua_raise(L, "item: a tensor with %I elements cannot be converted to a number "
                                "(expected exactly one)", (lua_Integer)t->numel);
-    em_lua_push_element(L, em_tensor_data(t), t->dtype);
+    em_tensor *h = em_lua_host_tensor(t); /* Note [Host copies] */
+    if (!h) return em_lua_error(L, "item");
+    em_lua_push_element(L, em_tensor_data(h), h->dtype);
+    em_tensor_release(h);
     return 1;
 }
 
@@ -498,8 +501,10 @@ static void push_list(lua_State *L, const em_tensor *t, const char *p, int d, si
 
 static int m_tolist(lua_State *L) {
     em_tensor *t = em_lua_checkself(L, 1, "tolist");
-    luaL_checkstack(L, t->ndim + 4, "tolist");
-    push_list(L, t, (const char *)em_tensor_data(t), 0, em_dtype_size(t->dtype));
+    luaL_checkstack(L, t->ndim + 5, "tolist");
+    em_tensor *h = em_lua_host_tensor(t); /* Note [Host copies] */
+    em_lua_push_tensor(L, h, "tolist");   /* owned by Lua: errors below cannot leak it */
+    push_list(L, h, (const char *)em_tensor_data(h), 0, em_dtype_size(h->dtype));
     return 1;
 }
 

@@ -475,7 +475,27 @@ def _py_arg(name):
         name, ', '.join(pa + ['%s=%s' % kv for kv in sorted(pk.items())]))
 
 
+def _py_sorting(name, tuple_result):
+    """sort/argsort: torch takes `stable` only with every argument by keyword,
+    and its indices are 0-based where ember's are 1-based (indices + 1)."""
+    def py(st, pa, pk):
+        k = st.get('recv', 0)
+        rest = pa[:k] + pa[k + 1:]
+        kws = ['%s=%s' % (n, v) for n, v in zip(['dim', 'descending'], rest)]
+        kws += ['%s=%s' % kv for kv in sorted(pk.items())]
+        call = 'torch.%s(%s)' % (name, ', '.join([pa[k]] + kws))
+        if tuple_result:
+            return '(lambda r: (r[0], r[1] + 1))(%s)' % call
+        return '(%s + 1)' % call
+    return py
+
+
 MAP = {
+    'sort': dict(py=_py_sorting('sort', True)),
+    'argsort': dict(py=_py_sorting('argsort', False)),
+    # gather reads 1-based indices from any int64 tensor of the program:
+    # no torch spelling keeps them equal (test_multi.lua and gradcheck cover it)
+    'gather': dict(gen=lambda g, op: None),
     'narrow': dict(gen=gen_narrow),
     'select': dict(gen=gen_select),
     'slice': dict(gen=gen_slice, py=_py_slice),

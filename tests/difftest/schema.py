@@ -36,12 +36,12 @@ class Op:
 
 
 def _split_top(s):
-    """Splits s at top-level commas (not inside parentheses/brackets)."""
+    """Splits s at top-level commas (not inside parentheses/brackets/braces)."""
     out, depth, cur = [], 0, ''
     for ch in s:
-        if ch in '([':
+        if ch in '([{':
             depth += 1
-        elif ch in ')]':
+        elif ch in ')]}':
             depth -= 1
         if ch == ',' and depth == 0:
             out.append(cur)

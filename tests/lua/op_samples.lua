@@ -134,6 +134,25 @@ S.prod = function()
     { inputs = { t({ { 0.5, 0, 2 }, { 0, 0.3, -0.7 } }) }, fn = function(a) return a:prod() end, gradgrad = false },
   }
 end
+S.max = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:max() end, gradgrad = true },
+    { inputs = { t({ { 1, 3 }, { 3, 2 } }) }, fn = function(a) return ember.max(a) end, gradgrad = false }, -- a tie shares (a kink for gradgrad)
+  }
+end
+S.max_dim = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return (a:max(2)) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return (ember.max(a, 1, true)) end, gradgrad = true },
+  }
+end
+S.min = function() return one({ m23() }, function(a) return a:min() end) end
+S.min_dim = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return (a:min(-1)) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return (ember.min(a, 1, true)) end, gradgrad = true },
+  }
+end
 S.amax = function()
   return {
     { inputs = { m23() }, fn = function(a) return a:amax() end, gradgrad = true },
@@ -184,6 +203,42 @@ S.matmul = function()
     { inputs = { m23(), v3() }, fn = function(a, b) return a:matmul(b) end, gradgrad = true },
   }
 end
+S.addmm = function()
+  local w = t({ { 0.1, 0.2 }, { -0.3, 0.4 }, { 0.5, -0.6 } })
+  return {
+    { inputs = { t({ 0.25, -0.5 }), m23(), w },
+      fn = function(s, a, b) return ember.addmm(s, a, b, { beta = 0.5, alpha = 2 }) end, gradgrad = true },
+    { inputs = { m23():matmul(w), m23(), w }, fn = function(s, a, b) return s:addmm(a, b) end, gradgrad = true },
+  }
+end
+S.linear = function()
+  local F = ember.nn.functional
+  local w = t({ { 0.1, 0.2, 0.3 }, { -0.4, 0.5, -0.6 } })
+  return {
+    { inputs = { m23(), w, t({ 0.25, -0.5 }) }, fn = function(x, w, b) return F.linear(x, w, b) end, gradgrad = true },
+    { inputs = { v3(), w }, fn = function(x, w) return F.linear(x, w) end, gradgrad = true },
+    { inputs = { m23():view(1, 2, 3), w, t({ 0.25, -0.5 }) }, fn = function(x, w, b) return F.linear(x, w, b) end,
+      gradgrad = true },
+  }
+end
+S.logsumexp = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:logsumexp(2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return ember.logsumexp(a, { 1, 2 }, true) end, gradgrad = true },
+  }
+end
+S.softmax = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:softmax(2) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return ember.nn.functional.softmax(a, 1) end, gradgrad = true },
+  }
+end
+S.log_softmax = function()
+  return {
+    { inputs = { m23() }, fn = function(a) return a:log_softmax(-1) end, gradgrad = true },
+    { inputs = { m23() }, fn = function(a) return ember.log_softmax(a, 1) end, gradgrad = true },
+  }
+end
 
 -- ---- copies and conversions ----
 S.copy_ = function()
@@ -207,6 +262,11 @@ S.to = function()
   -- through float32 and back: float32 rounding needs a larger step
   return one({ m23() }, function(a) return a:to("float32"):to("float64") end,
     { opts = { eps = 1e-3, atol = 1e-3, rtol = 1e-2 } })
+end
+-- to_device: on a cpu-only build the move to "cpu" is the identity (the
+-- fake device of tests/check_device.c covers a real move and its backward)
+S.to_device = function()
+  return one({ m23() }, function(a) return ember.to_device(a, "cpu") * a:to(ember.device("cpu")) end)
 end
 
 -- ---- views ----
@@ -268,5 +328,69 @@ S.squeeze = function()
   }
 end
 S.unsqueeze = function() return one({ v3() }, function(a) return a:unsqueeze(2) end) end
+
+-- ---- several results and tensor lists (samples keyed by C name: split_sizes
+-- is split.sizes, stack_list is stack) ----
+local function m34()
+  return t({ { 0.5, -1.2, 0.8, 2.2 }, { 1.5, 0.3, -0.7, 0.1 }, { -0.4, 1.1, 0.9, -2.0 } })
+end
+local function idx23() return ember.tensor({ { 1, 3 }, { 2, 2 } }) end -- int64, a repeated index
+local function many(list)
+  local r = {}
+  for _, s in ipairs(list) do r[#r + 1] = { inputs = s[1], fn = s[2], gradgrad = true } end
+  return r
+end
+S.sort = function()
+  return many({
+    { { m34() }, function(a) local v = a:sort(); return v end },
+    { { m34() }, function(a) local v, i = a:sort(1, true); return v * 2 end },
+  })
+end
+S.topk = function()
+  return many({
+    { { m34() }, function(a) local v = a:topk(2); return v end },
+    { { m34() }, function(a) local v = a:topk(2, 1, { largest = false }); return v end },
+  })
+end
+S.gather = function()
+  return one({ m23() }, function(a) return a:gather(2, idx23()) end)
+end
+S.gather_backward = function()
+  return one({ t({ { 0.5, -1.2 }, { 1.5, 0.3 } }) }, function(g)
+    return ember.gather_backward(g * g, { 2, 3 }, 2, idx23())
+  end)
+end
+S.cat = function()
+  return many({
+    { { m23(), t({ { 0.1, 0.2, 0.3 } }) }, function(a, b) return ember.cat({ a, b }) end },
+    { { m23(), m23() }, function(a, b) return ember.cat({ a, b * b, a }, -1) end },
+    { { m23() }, function(a) return ember.cat({ ember.zeros(0, { dtype = "float64" }), a }) end },
+  })
+end
+S.stack_list = function()
+  return many({
+    { { m23(), p23() }, function(a, b) return ember.stack({ a, b }) end },
+    { { v3(), v3() }, function(a, b) return ember.stack({ a, b * b }, 2) end },
+  })
+end
+S.split = function()
+  return many({
+    { { m23() }, function(a) local p = a:split(2, 2); return ember.cat({ p[1] * 2, p[2] * 3 }, 2) end },
+    -- only one piece used: the others' gradients are undefined (zeros)
+    { { m34() }, function(a) return a:split(1)[2] * 2 end },
+  })
+end
+S.split_sizes = function()
+  return one({ m34() }, function(a) local p = a:split({ 1, 3 }, 2); return p[2] * p[2] end)
+end
+S.chunk = function()
+  return one({ m34() }, function(a) local p = a:chunk(2); return ember.cat({ p[2], p[1] * 3 }) end)
+end
+S.unbind = function()
+  return many({
+    { { m23() }, function(a) local r = a:unbind(); return r[1] * 2 + r[2] * r[2] end },
+    { { m23() }, function(a) return a:unbind(2)[3] end },
+  })
+end
 
 return S

@@ -396,6 +396,46 @@ function T.function_double_backward()
   check_near(ag.grad(g, x)[1]:item(), 12, 1e-12)
 end
 
+-- The ctx's saved tensors are released by the node's own release callback:
+-- after a backward without retain_graph they are gone (reading them, or a
+-- second backward, fails like PyTorch's "Trying to backward through the
+-- graph a second time"); with retain_graph they stay for the next backward.
+function T.function_saved_released_unless_retain_graph()
+  local ctxs = {}
+  local Sq = ag.Function {
+    name = "Sq",
+    forward = function(ctx, x)
+      ctxs[#ctxs + 1] = ctx
+      ctx:save_for_backward(x)
+      return x * x
+    end,
+    backward = function(ctx, g) return g * 2 * ctx.saved_tensors[1] end,
+  }
+  local x = f64({ 1.0, 2.0 }, true)
+  local y = Sq(x):sum()
+  y:backward({ retain_graph = true })
+  check_tensor(ctxs[1].saved_tensors[1], { 1, 2 }, 0)
+  y:backward()
+  check_tensor(x.grad, { 4, 8 }, 0)
+  check_error(function() return ctxs[1].saved_tensors end, "SqBackward",
+    "backward through the graph a second time")
+  check_error(function() y:backward() end, "SqBackward", "backward through the graph a second time",
+    "retain_graph=true")
+  -- autograd.grad releases too; with retain_graph it keeps them
+  local y2 = Sq(x):sum()
+  check_tensor(ag.grad(y2, x, { retain_graph = true })[1], { 2, 4 }, 0)
+  check_tensor(ctxs[2].saved_tensors[1], { 1, 2 }, 0)
+  check_tensor(ag.grad(y2, x)[1], { 2, 4 }, 0)
+  check_error(function() ag.grad(y2, x) end, "backward through the graph a second time")
+  -- only nodes that ran release: a backward through another graph of x
+  -- leaves this node's saved tensors alone
+  local y3 = Sq(x):sum()
+  ;(x * 3):sum():backward()
+  check_tensor(ctxs[3].saved_tensors[1], { 1, 2 }, 0)
+  y3:backward()
+  check_error(function() return ctxs[3].saved_tensors end, "backward through the graph a second time")
+end
+
 -- ---- in-place safety ----
 
 function T.inplace_on_saved_tensor_is_refused()

@@ -1,5 +1,8 @@
 /* copy.c -- dtype conversion loops and the copy/fill kernels:
  * copy_, fill_, zero_, clone, contiguous, to.
+ * cast_table is the tree's one dtype-cast table: core has no copy loops
+ * (a reshape that must copy runs contiguous through the dispatcher; Note
+ * [Reshape copies outside core] in core/em_core.h).
  */
 /* O3 vectorizes the loops; no-trapping-math lets selects (clamps, relu,
  * comparisons) be if-converted; no-math-errno lets sqrt vectorize. None

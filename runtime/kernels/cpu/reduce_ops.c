@@ -264,9 +264,9 @@ em_tensor *em_cpu_norm(em_keyset ks, em_tensor *self, em_scalar p, em_intlist di
 
 /* Note [Arg-reductions]
  * argmax/argmin and max/min over a dim return the first index (1-based, as
- * every index a user sees) of the extreme value, and NaN counts as the extreme (the first NaN wins), as in
- * PyTorch. A dim whose slices are contiguous runs folds each run with the
- * vectorised max/min loop, then scans for the first index holding that
+ * every index a user sees) of the extreme value, and NaN counts as the
+ * extreme (the first NaN wins), as in PyTorch. A dim whose slices are
+ * contiguous runs folds each run with the vectorised max/min loop, then scans for the first index holding that
  * value; a long run with few outputs is cut into fixed parts whose
  * (value, index) pairs are combined in order. Otherwise (the dim has a
  * stride) blocks of COLS adjacent outputs scan the rows. Same bits on any
@@ -388,7 +388,8 @@ static void arg_cols_range(int64_t b, int64_t e, void *arg) {
 }
 
 /* The extreme values (dtype of self) and their first indices (int64,
- * 1-based) over dim (0-based, wrapped; dim < 0: over all elements, flattened). values
+ * 0-based here; the kernels make them 1-based) over dim (0-based, wrapped;
+ * dim < 0: over all elements, flattened). values
  * or indices may be NULL when not wanted. Errors name the op. */
 static em_status argreduce(em_tensor *self, int dim, bool keepdim, bool is_max, const char *name,
                            em_tensor **values, em_tensor **indices) {
@@ -465,9 +466,6 @@ static em_status argreduce(em_tensor *self, int dim, bool keepdim, bool is_max, 
         if (!*values) { st = EM_ENOMEM; goto done; }
     }
     if (indices) {
-        /* indices a user sees are 1-based (DESIGN.md, "API conventions") */
-        int64_t *ip = em_tensor_data(idx);
-        for (int64_t i = 0; i < idx->numel; i++) ip[i] += 1;
         *indices = idx;
         idx = NULL;
     }
@@ -482,12 +480,21 @@ done:
     return st;
 }
 
+/* Index results hold 1-based positions (DESIGN.md, "API conventions"; as
+ * sort/topk and gather): argreduce's fresh int64 tensor i gets + 1. */
+static em_tensor *one_based(em_tensor *i) {
+    if (!i) return NULL;
+    int64_t *p = em_tensor_data(i);
+    for (int64_t k = 0; k < i->numel; k++) p[k] += 1;
+    return i;
+}
+
 em_tensor *em_cpu_argmax(em_keyset ks, em_tensor *self, const int64_t *dim, bool keepdim) {
     (void)ks;
     em_tensor *i;
     int d = dim ? em_wrap_dim(*dim, self->ndim, "argmax") : -1;
     if (dim && d < 0) return NULL;
-    return argreduce(self, d, keepdim, true, "argmax", NULL, &i) == EM_OK ? i : NULL;
+    return argreduce(self, d, keepdim, true, "argmax", NULL, &i) == EM_OK ? one_based(i) : NULL;
 }
 
 em_tensor *em_cpu_argmin(em_keyset ks, em_tensor *self, const int64_t *dim, bool keepdim) {
@@ -495,7 +502,7 @@ em_tensor *em_cpu_argmin(em_keyset ks, em_tensor *self, const int64_t *dim, bool
     em_tensor *i;
     int d = dim ? em_wrap_dim(*dim, self->ndim, "argmin") : -1;
     if (dim && d < 0) return NULL;
-    return argreduce(self, d, keepdim, false, "argmin", NULL, &i) == EM_OK ? i : NULL;
+    return argreduce(self, d, keepdim, false, "argmin", NULL, &i) == EM_OK ? one_based(i) : NULL;
 }
 
 em_tensor *em_cpu_max_dim(em_keyset ks, em_tensor *self, int64_t dim, bool keepdim, em_tensor **indices) {
@@ -504,7 +511,9 @@ em_tensor *em_cpu_max_dim(em_keyset ks, em_tensor *self, int64_t dim, bool keepd
     *indices = NULL;
     int d = em_wrap_dim(dim, self->ndim, "max");
     if (d < 0) return NULL;
-    return argreduce(self, d, keepdim, true, "max", &v, indices) == EM_OK ? v : NULL;
+    if (argreduce(self, d, keepdim, true, "max", &v, indices) != EM_OK) return NULL;
+    one_based(*indices);
+    return v;
 }
 
 em_tensor *em_cpu_min_dim(em_keyset ks, em_tensor *self, int64_t dim, bool keepdim, em_tensor **indices) {
@@ -513,7 +522,9 @@ em_tensor *em_cpu_min_dim(em_keyset ks, em_tensor *self, int64_t dim, bool keepd
     *indices = NULL;
     int d = em_wrap_dim(dim, self->ndim, "min");
     if (d < 0) return NULL;
-    return argreduce(self, d, keepdim, false, "min", &v, indices) == EM_OK ? v : NULL;
+    if (argreduce(self, d, keepdim, false, "min", &v, indices) != EM_OK) return NULL;
+    one_based(*indices);
+    return v;
 }
 
 em_tensor *em_cpu_max_all(em_keyset ks, em_tensor *self) {

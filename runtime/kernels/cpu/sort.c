@@ -1,0 +1,665 @@
+/* sort.c -- ordering kernels: sort, argsort, topk, and gather with its
+ * adjoint gather_backward (the gradient of sort's and topk's values).
+ *
+ * Indices a user sees are 1-based int64 (DESIGN.md, "API conventions"):
+ * sort/topk write position + 1, gather reads 1-based indices.
+ * Ordering follows PyTorch 1.13 on CPU: NaN sorts above every number (last
+ * ascending, first descending); the sort is always stable, so ties keep
+ * their input order whether `stable` is asked for or not (PyTorch's CPU
+ * sort is stable too). topk selects as PyTorch does, so that it returns
+ * the same positions among ties (Note [topk ties]); with sorted=false its
+ * order is PyTorch's too.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cpu/em_cpu.h"
+#include "em_kernels_decl.h"
+
+/* ---- rows along one dim ---- */
+
+/* Walks every position of sizes[] except along dim (an odometer), keeping
+ * the element offset of each of up to 3 tensors (strides[t][d]). */
+typedef struct {
+    int ndim, dim, nt;
+    int64_t sizes[EM_MAX_DIMS];
+    int64_t strides[3][EM_MAX_DIMS];
+    int64_t pos[EM_MAX_DIMS];
+    int64_t off[3];
+} row_iter;
+
+static void row_init(row_iter *it, int ndim, const int64_t *sizes, int dim, int nt,
+                     const int64_t *const *strides) {
+    memset(it, 0, sizeof *it);
+    it->ndim = ndim;
+    it->dim = dim;
+    it->nt = nt;
+    for (int d = 0; d < ndim; d++) it->sizes[d] = sizes[d];
+    for (int t = 0; t < nt; t++)
+        for (int d = 0; d < ndim; d++) it->strides[t][d] = strides[t][d];
+}
+
+/* Advances to the next row; false after the last. */
+static bool row_next(row_iter *it) {
+    for (int d = it->ndim - 1; d >= 0; d--) {
+        if (d == it->dim) continue;
+        if (++it->pos[d] < it->sizes[d]) {
+            for (int t = 0; t < it->nt; t++) it->off[t] += it->strides[t][d];
+            return true;
+        }
+        for (int t = 0; t < it->nt; t++) it->off[t] -= it->strides[t][d] * (it->sizes[d] - 1);
+        it->pos[d] = 0;
+    }
+    return false;
+}
+
+/* ---- comparing ---- */
+
+typedef struct {
+    const char *base;    /* self's data at the row start */
+    int64_t stride;      /* in bytes, along the row */
+    em_dtype dtype;
+    bool floating;
+    bool descending;
+} row_keys;
+
+static double key_f(const row_keys *k, int64_t i) {
+    return em_load_as_double(k->base + i * k->stride, k->dtype);
+}
+static int64_t key_i(const row_keys *k, int64_t i) {
+    return em_load_as_int64(k->base + i * k->stride, k->dtype);
+}
+
+/* Whether element a comes strictly before element b (NaN above numbers). */
+static bool before(const row_keys *k, int64_t a, int64_t b) {
+    if (k->floating) {
+        double x = key_f(k, a), y = key_f(k, b);
+        bool nx = isnan(x), ny = isnan(y);
+        if (k->descending) return (nx && !ny) || x > y;
+        return (!nx && ny) || x < y;
+    }
+    int64_t x = key_i(k, a), y = key_i(k, b);
+    return k->descending ? x > y : x < y;
+}
+
+/* Stable merge sort of the positions idx[0..n) (tmp: n scratch slots). */
+static void merge_sort(const row_keys *k, int64_t *idx, int64_t *tmp, int64_t n) {
+    if (n < 2) return;
+    if (n <= 16) { /* insertion sort: stable */
+        for (int64_t i = 1; i < n; i++) {
+            int64_t v = idx[i], j = i;
+            while (j > 0 && before(k, v, idx[j - 1])) {
+                idx[j] = idx[j - 1];
+                j--;
+            }
+            idx[j] = v;
+        }
+        return;
+    }
+    int64_t h = n / 2;
+    merge_sort(k, idx, tmp, h);
+    merge_sort(k, idx + h, tmp, n - h);
+    int64_t i = 0, j = h, o = 0;
+    while (i < h && j < n) tmp[o++] = before(k, idx[j], idx[i]) ? idx[j++] : idx[i++];
+    while (i < h) tmp[o++] = idx[i++];
+    while (j < n) tmp[o++] = idx[j++];
+    memcpy(idx, tmp, (size_t)n * sizeof *idx);
+}
+
+/* ---- topk's selection: PyTorch's algorithm, for PyTorch's indices ----
+ *
+ * Note [topk ties]
+ * PyTorch 1.13's CPU topk (TopKImpl.h) copies a row into (value, index)
+ * pairs and runs std::partial_sort when k * 64 <= n, else std::nth_element
+ * and, when sorted, std::sort of the first k - 1. Which of several equal
+ * values it returns is decided by those algorithms, so they are ported here
+ * step for step (libstdc++'s introselect, introsort, heap select; one
+ * comparator, NaN above numbers). Changing anything below changes which
+ * tied indices topk returns. */
+
+typedef struct {
+    double f;     /* floating keys */
+    int64_t i;    /* integer keys */
+    int64_t idx;  /* 0-based position in the row */
+} tk_elem;
+
+typedef struct {
+    bool floating, largest;
+} tk_cmp;
+
+static bool tk_less(const tk_cmp *c, const tk_elem *x, const tk_elem *y) {
+    if (c->floating) {
+        bool nx = isnan(x->f), ny = isnan(y->f);
+        return c->largest ? (nx && !ny) || x->f > y->f : (!nx && ny) || x->f < y->f;
+    }
+    return c->largest ? x->i > y->i : x->i < y->i;
+}
+
+static void tk_swap(tk_elem *a, tk_elem *b) {
+    tk_elem t = *a;
+    *a = *b;
+    *b = t;
+}
+
+static int64_t tk_lg(int64_t n) { return 63 - __builtin_clzll((unsigned long long)n); }
+
+static void tk_move_median_to_first(const tk_cmp *c, tk_elem *result, tk_elem *a, tk_elem *b, tk_elem *d) {
+    if (tk_less(c, a, b)) {
+        if (tk_less(c, b, d)) tk_swap(result, b);
+        else if (tk_less(c, a, d)) tk_swap(result, d);
+        else tk_swap(result, a);
+    } else if (tk_less(c, a, d)) {
+        tk_swap(result, a);
+    } else if (tk_less(c, b, d)) {
+        tk_swap(result, d);
+    } else {
+        tk_swap(result, b);
+    }
+}
+
+static tk_elem *tk_unguarded_partition(const tk_cmp *c, tk_elem *first, tk_elem *last, tk_elem *pivot) {
+    for (;;) {
+        while (tk_less(c, first, pivot)) first++;
+        last--;
+        while (tk_less(c, pivot, last)) last--;
+        if (!(first < last)) return first;
+        tk_swap(first, last);
+        first++;
+    }
+}
+
+static tk_elem *tk_partition_pivot(const tk_cmp *c, tk_elem *first, tk_elem *last) {
+    tk_elem *mid = first + (last - first) / 2;
+    tk_move_median_to_first(c, first, first + 1, mid, last - 1);
+    return tk_unguarded_partition(c, first + 1, last, first);
+}
+
+static void tk_unguarded_linear_insert(const tk_cmp *c, tk_elem *last) {
+    tk_elem val = *last;
+    tk_elem *next = last - 1;
+    while (tk_less(c, &val, next)) {
+        *last = *next;
+        last = next;
+        next--;
+    }
+    *last = val;
+}
+
+static void tk_insertion_sort(const tk_cmp *c, tk_elem *first, tk_elem *last) {
+    if (first == last) return;
+    for (tk_elem *i = first + 1; i != last; i++) {
+        if (tk_less(c, i, first)) {
+            tk_elem val = *i;
+            memmove(first + 1, first, (size_t)(i - first) * sizeof *first);
+            *first = val;
+        } else {
+            tk_unguarded_linear_insert(c, i);
+        }
+    }
+}
+
+static void tk_push_heap(const tk_cmp *c, tk_elem *first, int64_t hole, int64_t top, tk_elem value) {
+    int64_t parent = (hole - 1) / 2;
+    while (hole > top && tk_less(c, first + parent, &value)) {
+        first[hole] = first[parent];
+        hole = parent;
+        parent = (hole - 1) / 2;
+    }
+    first[hole] = value;
+}
+
+static void tk_adjust_heap(const tk_cmp *c, tk_elem *first, int64_t hole, int64_t len, tk_elem value) {
+    const int64_t top = hole;
+    int64_t second = hole;
+    while (second < (len - 1) / 2) {
+        second = 2 * (second + 1);
+        if (tk_less(c, first + second, first + (second - 1))) second--;
+        first[hole] = first[second];
+        hole = second;
+    }
+    if ((len & 1) == 0 && second == (len - 2) / 2) {
+        second = 2 * (second + 1);
+        first[hole] = first[second - 1];
+        hole = second - 1;
+    }
+    tk_push_heap(c, first, hole, top, value);
+}
+
+static void tk_pop_heap(const tk_cmp *c, tk_elem *first, tk_elem *last, tk_elem *result) {
+    tk_elem value = *result;
+    *result = *first;
+    tk_adjust_heap(c, first, 0, last - first, value);
+}
+
+static void tk_make_heap(const tk_cmp *c, tk_elem *first, tk_elem *last) {
+    int64_t len = last - first;
+    if (len < 2) return;
+    for (int64_t parent = (len - 2) / 2;; parent--) {
+        tk_adjust_heap(c, first, parent, len, first[parent]);
+        if (parent == 0) return;
+    }
+}
+
+static void tk_heap_select(const tk_cmp *c, tk_elem *first, tk_elem *middle, tk_elem *last) {
+    tk_make_heap(c, first, middle);
+    for (tk_elem *i = middle; i < last; i++)
+        if (tk_less(c, i, first)) tk_pop_heap(c, first, middle, i);
+}
+
+static void tk_sort_heap(const tk_cmp *c, tk_elem *first, tk_elem *last) {
+    while (last - first > 1) {
+        last--;
+        tk_pop_heap(c, first, last, last);
+    }
+}
+
+static void tk_partial_sort(const tk_cmp *c, tk_elem *first, tk_elem *middle, tk_elem *last) {
+    tk_heap_select(c, first, middle, last);
+    tk_sort_heap(c, first, middle);
+}
+
+static void tk_introsort_loop(const tk_cmp *c, tk_elem *first, tk_elem *last, int64_t depth) {
+    while (last - first > 16) {
+        if (depth == 0) {
+            tk_partial_sort(c, first, last, last);
+            return;
+        }
+        depth--;
+        tk_elem *cut = tk_partition_pivot(c, first, last);
+        tk_introsort_loop(c, cut, last, depth);
+        last = cut;
+    }
+}
+
+static void tk_sort(const tk_cmp *c, tk_elem *first, tk_elem *last) {
+    if (first == last) return;
+    tk_introsort_loop(c, first, last, tk_lg(last - first) * 2);
+    if (last - first > 16) {
+        tk_insertion_sort(c, first, first + 16);
+        for (tk_elem *i = first + 16; i != last; i++) tk_unguarded_linear_insert(c, i);
+    } else {
+        tk_insertion_sort(c, first, last);
+    }
+}
+
+static void tk_nth_element(const tk_cmp *c, tk_elem *first, tk_elem *nth, tk_elem *last) {
+    if (first == last || nth == last) return;
+    int64_t depth = tk_lg(last - first) * 2;
+    while (last - first > 3) {
+        if (depth == 0) {
+            tk_heap_select(c, first, nth + 1, last);
+            tk_swap(first, nth);
+            return;
+        }
+        depth--;
+        tk_elem *cut = tk_partition_pivot(c, first, last);
+        if (cut <= nth) first = cut;
+        else last = cut;
+    }
+    tk_insertion_sort(c, first, last);
+}
+
+/* Orders q[0..n) so that its first k are topk's, as PyTorch does. */
+static void tk_select(const tk_cmp *c, tk_elem *q, int64_t n, int64_t k, bool sorted) {
+    if (k == 0) return;
+    if (k * 64 <= n) {
+        tk_partial_sort(c, q, q + k, q + n);
+    } else {
+        tk_nth_element(c, q, q + k - 1, q + n);
+        if (sorted) tk_sort(c, q, q + k - 1);
+    }
+}
+
+/* ---- sort / topk ---- */
+
+/* The shared body: orders self along dim and writes the first k of each
+ * row into values (when wanted) and 1-based positions into indices.
+ * Returns EM_OK or the error. */
+static em_status order_rows(const em_tensor *self, int dim, bool descending, int64_t k,
+                            em_tensor *values, em_tensor *indices) {
+    int nd = self->ndim ? self->ndim : 1;
+    int64_t one = 1, zero = 0;
+    const int64_t *sizes = self->ndim ? self->sizes : &one;
+    int64_t n = sizes[dim];
+    if (self->numel == 0) return EM_OK;
+    int64_t *idx = malloc(sizeof(int64_t) * (size_t)(2 * n + 1));
+    if (!idx) return em_set_error(EM_ENOMEM, "sort: out of memory for %lld positions", (long long)n);
+    size_t es = em_dtype_size(self->dtype);
+    /* values has indices' shape; without values its slot walks indices' strides */
+    const int64_t *ist = indices->ndim ? indices->strides : &zero;
+    const int64_t *st[3] = { self->ndim ? self->strides : &zero,
+                             values && values->ndim ? values->strides : ist, ist };
+    row_iter it;
+    row_init(&it, nd, sizes, dim, 3, st);
+    const char *src = (const char *)em_tensor_data(self);
+    char *vd = values ? (char *)em_tensor_data(values) : NULL;
+    int64_t *id = (int64_t *)em_tensor_data(indices);
+    row_keys keys = { NULL, st[0][dim] * (int64_t)es, self->dtype, em_cpu_is_float(self->dtype), descending };
+    do {
+        keys.base = src + it.off[0] * (int64_t)es;
+        for (int64_t i = 0; i < n; i++) idx[i] = i;
+        merge_sort(&keys, idx, idx + n, n);
+        for (int64_t j = 0; j < k; j++) {
+            id[it.off[2] + j * st[2][dim]] = idx[j] + 1;
+            if (vd)
+                memcpy(vd + (it.off[1] + j * st[1][dim]) * (int64_t)es, keys.base + idx[j] * keys.stride, es);
+        }
+    } while (row_next(&it));
+    free(idx);
+    return EM_OK;
+}
+
+/* Allocates values (self's dtype, unless NULL is wanted) and indices
+ * (int64) of self's shape with k along dim, then fills them. */
+static em_tensor *ordered(const em_tensor *self, int dim, bool descending, int64_t k,
+                          em_tensor **indices, bool want_values) {
+    int64_t sizes[EM_MAX_DIMS];
+    memcpy(sizes, self->sizes, sizeof(int64_t) * (size_t)self->ndim);
+    if (self->ndim) sizes[dim] = k;
+    em_tensor *v = want_values ? em_tensor_new(self->ndim, sizes, self->dtype, self->device) : NULL;
+    em_tensor *ix = em_tensor_new(self->ndim, sizes, EM_INT64, self->device);
+    if ((want_values && !v) || !ix || order_rows(self, dim, descending, k, v, ix) != EM_OK) {
+        em_tensor_release(v);
+        em_tensor_release(ix);
+        return NULL;
+    }
+    if (!want_values) return ix;
+    *indices = ix;
+    return v;
+}
+
+em_tensor *em_cpu_sort(em_keyset ks, em_tensor *self, int64_t dim, bool descending, bool stable,
+                       em_tensor **indices) {
+    (void)ks;
+    (void)stable; /* always stable (see the file's header) */
+    int d = em_wrap_dim(dim, self->ndim, "sort");
+    if (d < 0) return NULL;
+    return ordered(self, d, descending, self->ndim ? self->sizes[d] : 1, indices, true);
+}
+
+em_tensor *em_cpu_argsort(em_keyset ks, em_tensor *self, int64_t dim, bool descending, bool stable) {
+    (void)ks;
+    (void)stable;
+    int d = em_wrap_dim(dim, self->ndim, "argsort");
+    if (d < 0) return NULL;
+    return ordered(self, d, descending, self->ndim ? self->sizes[d] : 1, NULL, false);
+}
+
+em_tensor *em_cpu_topk(em_keyset ks, em_tensor *self, int64_t k, int64_t dim, bool largest, bool sorted,
+                       em_tensor **indices) {
+    (void)ks;
+    int d = em_wrap_dim(dim, self->ndim, "topk");
+    if (d < 0) return NULL;
+    int64_t one = 1, zero = 0;
+    int nd = self->ndim ? self->ndim : 1;
+    const int64_t *sizes = self->ndim ? self->sizes : &one;
+    int64_t n = sizes[d];
+    if (k < 0 || k > n) {
+        em_set_error(EM_EINDEX, "topk: k (%lld) is out of range for dim %d of size %lld", (long long)k,
+                     d + 1, (long long)n);
+        return NULL;
+    }
+    int64_t osz[EM_MAX_DIMS];
+    memcpy(osz, self->sizes, sizeof(int64_t) * (size_t)self->ndim);
+    if (self->ndim) osz[d] = k;
+    em_tensor *v = em_tensor_new(self->ndim, osz, self->dtype, self->device);
+    em_tensor *ix = em_tensor_new(self->ndim, osz, EM_INT64, self->device);
+    tk_elem *q = v && ix ? malloc(sizeof *q * (size_t)(n ? n : 1)) : NULL;
+    if (!q) {
+        if (v && ix) em_set_error(EM_ENOMEM, "topk: out of memory for %lld elements", (long long)n);
+        em_tensor_release(v);
+        em_tensor_release(ix);
+        return NULL;
+    }
+    if (k > 0 && v->numel > 0) {
+        size_t es = em_dtype_size(self->dtype);
+        const int64_t *st[3] = { self->ndim ? self->strides : &zero, v->ndim ? v->strides : &zero,
+                                 ix->ndim ? ix->strides : &zero };
+        row_iter it;
+        row_init(&it, nd, sizes, d, 3, st);
+        tk_cmp c = { em_cpu_is_float(self->dtype), largest };
+        const char *src = (const char *)em_tensor_data(self);
+        char *vd = (char *)em_tensor_data(v);
+        int64_t *id = (int64_t *)em_tensor_data(ix);
+        do {
+            const char *row = src + it.off[0] * (int64_t)es;
+            for (int64_t j = 0; j < n; j++) {
+                const char *e = row + j * st[0][d] * (int64_t)es;
+                q[j].idx = j;
+                if (c.floating) q[j].f = em_load_as_double(e, self->dtype);
+                else q[j].i = em_load_as_int64(e, self->dtype);
+            }
+            tk_select(&c, q, n, k, sorted);
+            for (int64_t j = 0; j < k; j++) {
+                id[it.off[2] + j * st[2][d]] = q[j].idx + 1;
+                memcpy(vd + (it.off[1] + j * st[1][d]) * (int64_t)es, row + q[j].idx * st[0][d] * (int64_t)es, es);
+            }
+        } while (row_next(&it));
+    }
+    free(q);
+    *indices = ix;
+    return v;
+}
+
+/* ---- gather and its adjoint ---- */
+
+/* Checks an index tensor for gather-like ops against the data tensor's
+ * sizes (n dims; every index dim but dim no larger than the data's). */
+static em_status check_index(const em_tensor *index, int n, const int64_t *sizes, int dim, const char *op,
+                             const char *what) {
+    if (index->dtype != EM_INT64)
+        return em_set_error(EM_ETYPE, "%s: index must be an int64 tensor, got %s", op,
+                            em_dtype_name(index->dtype));
+    int in = index->ndim ? index->ndim : 1;
+    if (in != n) {
+        char a[EM_SHAPE_STR_MAX], b[EM_SHAPE_STR_MAX];
+        return em_set_error(EM_ESHAPE, "%s: index %s and %s %s must have the same number of dims", op,
+                            em_shape_str(index->ndim, index->sizes, a, sizeof a), what,
+                            em_shape_str(n, sizes, b, sizeof b));
+    }
+    for (int d = 0; d < index->ndim; d++)
+        if (d != dim && index->sizes[d] > sizes[d]) {
+            char a[EM_SHAPE_STR_MAX], b[EM_SHAPE_STR_MAX];
+            return em_set_error(EM_ESHAPE, "%s: index %s is larger than %s %s in dim %d", op,
+                                em_shape_str(index->ndim, index->sizes, a, sizeof a), what,
+                                em_shape_str(n, sizes, b, sizeof b), d + 1);
+        }
+    return EM_OK;
+}
+
+/* Visits every element of index (odometer over all its dims) with the
+ * offsets of index, data (dim's stride dropped) and other (index's shape). */
+typedef struct {
+    const em_tensor *index;
+    int dim;
+    int64_t n;               /* data's size along dim */
+    const int64_t *dstr;     /* data strides */
+    const int64_t *ostr;     /* other strides (index-shaped) */
+    const char *op;
+} gather_walk;
+
+typedef void (*gather_fn)(void *ctx, int64_t data_off, int64_t other_off);
+
+static em_status walk(const gather_walk *w, gather_fn fn, void *ctx) {
+    const em_tensor *ix = w->index;
+    if (ix->numel == 0) return EM_OK;
+    int nd = ix->ndim;
+    int64_t pos[EM_MAX_DIMS] = { 0 };
+    int64_t io = 0, doff = 0, oo = 0;
+    const int64_t *idata = (const int64_t *)em_tensor_data(ix);
+    for (;;) {
+        int64_t v = idata[io];
+        if (v < 1 || v > w->n) {
+            return em_set_error(EM_EINDEX, "%s: index %lld is out of bounds for dim %d with size %lld "
+                                "(indices are 1-based)", w->op, (long long)v, w->dim + 1, (long long)w->n);
+        }
+        fn(ctx, doff + (v - 1) * (nd ? w->dstr[w->dim] : 0), oo);
+        int d = nd - 1;
+        for (; d >= 0; d--) {
+            if (++pos[d] < ix->sizes[d]) {
+                io += ix->strides[d];
+                if (d != w->dim) doff += w->dstr[d];
+                oo += w->ostr[d];
+                break;
+            }
+            io -= ix->strides[d] * (ix->sizes[d] - 1);
+            if (d != w->dim) doff -= w->dstr[d] * (ix->sizes[d] - 1);
+            oo -= w->ostr[d] * (ix->sizes[d] - 1);
+            pos[d] = 0;
+        }
+        if (d < 0) return EM_OK;
+    }
+}
+
+typedef struct {
+    const char *src;
+    char *dst;
+    size_t es;
+    em_dtype dtype;
+} copy_ctx;
+
+static void gather_one(void *p, int64_t data_off, int64_t other_off) {
+    copy_ctx *c = p;
+    memcpy(c->dst + other_off * (int64_t)c->es, c->src + data_off * (int64_t)c->es, c->es);
+}
+
+static void scatter_add_one(void *p, int64_t data_off, int64_t other_off) {
+    copy_ctx *c = p;
+    void *d = c->dst + data_off * (int64_t)c->es;
+    const void *s = c->src + other_off * (int64_t)c->es;
+    em_store_from_double(d, c->dtype, em_load_as_double(d, c->dtype) + em_load_as_double(s, c->dtype));
+}
+
+em_tensor *em_cpu_gather(em_keyset ks, em_tensor *self, int64_t dim, em_tensor *index) {
+    (void)ks;
+    int d = em_wrap_dim(dim, self->ndim, "gather");
+    if (d < 0) return NULL;
+    int64_t one = 1;
+    int n = self->ndim ? self->ndim : 1;
+    const int64_t *sizes = self->ndim ? self->sizes : &one;
+    if (check_index(index, n, sizes, d, "gather", "self") != EM_OK) return NULL;
+    em_tensor *out = em_tensor_new(index->ndim, index->sizes, self->dtype, self->device);
+    if (!out) return NULL;
+    int64_t zero = 0;
+    gather_walk w = { index, d, sizes[d], self->ndim ? self->strides : &zero, out->strides, "gather" };
+    copy_ctx c = { (const char *)em_tensor_data(self), (char *)em_tensor_data(out), em_dtype_size(self->dtype),
+                   self->dtype };
+    if (walk(&w, gather_one, &c) != EM_OK) {
+        em_tensor_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+em_tensor *em_cpu_gather_backward(em_keyset ks, em_tensor *grad_output, em_intlist input_sizes, int64_t dim,
+                                  em_tensor *index) {
+    (void)ks;
+    if (input_sizes.n < 0 || input_sizes.n > EM_MAX_DIMS) {
+        em_set_error(EM_EVALUE, "gather_backward: input_sizes has %d entries (at most %d)", input_sizes.n,
+                     EM_MAX_DIMS);
+        return NULL;
+    }
+    int d = em_wrap_dim(dim, input_sizes.n, "gather_backward");
+    if (d < 0) return NULL;
+    int64_t one = 1;
+    int n = input_sizes.n ? input_sizes.n : 1;
+    const int64_t *sizes = input_sizes.n ? input_sizes.data : &one;
+    if (check_index(index, n, sizes, d, "gather_backward", "input_sizes") != EM_OK) return NULL;
+    if (grad_output->ndim != index->ndim ||
+        memcmp(grad_output->sizes, index->sizes, sizeof(int64_t) * (size_t)index->ndim) != 0) {
+        char a[EM_SHAPE_STR_MAX], b[EM_SHAPE_STR_MAX];
+        em_set_error(EM_ESHAPE, "gather_backward: grad_output %s and index %s must have one shape",
+                     em_shape_str(grad_output->ndim, grad_output->sizes, a, sizeof a),
+                     em_shape_str(index->ndim, index->sizes, b, sizeof b));
+        return NULL;
+    }
+    em_tensor *z = em_cpu_zeros(EM_KS(EM_KEY_CPU), input_sizes, grad_output->dtype, em_cpu_device());
+    if (!z) return NULL;
+    em_tensor *g = em_cpu_contiguous(EM_KS(EM_KEY_CPU), grad_output);
+    if (!g) {
+        em_tensor_release(z);
+        return NULL;
+    }
+    int64_t zero = 0;
+    gather_walk w = { index, d, sizes[d], input_sizes.n ? z->strides : &zero, g->strides, "gather_backward" };
+    copy_ctx c = { (const char *)em_tensor_data(g), (char *)em_tensor_data(z), em_dtype_size(z->dtype), z->dtype };
+    em_status s = walk(&w, scatter_add_one, &c);
+    em_tensor_release(g);
+    if (s != EM_OK) {
+        em_tensor_release(z);
+        return NULL;
+    }
+    return z;
+}
+
+/* ---- searchsorted ---- */
+
+/* The 0-based insertion point of v in the n sorted values at p (stride st
+ * elements): the first position whose value is >= v (side left) or > v
+ * (side right). Floats compare as double, integers as int64. */
+static int64_t insertion_point(const char *p, int64_t st, int64_t n, em_dtype dt, const char *vp, em_dtype vdt,
+                               bool floating, bool right) {
+    size_t es = em_dtype_size(dt);
+    int64_t lo = 0, hi = n;
+    double vd = floating ? em_load_as_double(vp, vdt) : 0;
+    int64_t vi = floating ? 0 : em_load_as_int64(vp, vdt);
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        const char *e = p + mid * st * (int64_t)es;
+        bool go_right;
+        if (floating) {
+            double x = em_load_as_double(e, dt);
+            go_right = right ? !(x > vd) : x < vd;
+        } else {
+            int64_t x = em_load_as_int64(e, dt);
+            go_right = right ? x <= vi : x < vi;
+        }
+        if (go_right) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+em_tensor *em_cpu_searchsorted(em_keyset ks, em_tensor *sorted_sequence, em_tensor *self, const char *side) {
+    (void)ks;
+    const em_tensor *seq = sorted_sequence;
+    char a[EM_SHAPE_STR_MAX], b[EM_SHAPE_STR_MAX];
+    if (seq->ndim == 0) {
+        em_set_error(EM_ESHAPE, "searchsorted: sorted_sequence must have at least one dim, got a 0-dim tensor");
+        return NULL;
+    }
+    bool one_d = seq->ndim == 1;
+    if (!one_d && (self->ndim != seq->ndim ||
+                   memcmp(self->sizes, seq->sizes, sizeof(int64_t) * (size_t)(seq->ndim - 1)) != 0)) {
+        em_set_error(EM_ESHAPE, "searchsorted: sorted_sequence %s and self %s must have the same leading dims "
+                     "(all but the last), or sorted_sequence must be 1-d",
+                     em_shape_str(seq->ndim, seq->sizes, a, sizeof a), em_shape_str(self->ndim, self->sizes, b, sizeof b));
+        return NULL;
+    }
+    if (seq->dtype == EM_BOOL || self->dtype == EM_BOOL) {
+        em_set_error(EM_ETYPE, "searchsorted: bool tensors are not supported");
+        return NULL;
+    }
+    em_tensor *out = em_tensor_new(self->ndim, self->sizes, EM_INT64, self->device);
+    if (!out || self->numel == 0) return out;
+    bool right = strcmp(side, "right") == 0;
+    bool floating = em_cpu_is_float(seq->dtype) || em_cpu_is_float(self->dtype);
+    int64_t n = seq->sizes[seq->ndim - 1], sst = seq->strides[seq->ndim - 1];
+    const char *sd = (const char *)em_tensor_data(seq), *vd = (const char *)em_tensor_data(self);
+    size_t ses = em_dtype_size(seq->dtype), ves = em_dtype_size(self->dtype);
+    int64_t *od = (int64_t *)em_tensor_data(out);
+    int64_t pos[EM_MAX_DIMS] = { 0 };
+    for (int64_t k = 0; k < self->numel; k++) {
+        /* offsets of this element of self, and of its row of seq */
+        int64_t voff = 0, soff = 0;
+        for (int d = 0; d < self->ndim; d++) {
+            voff += pos[d] * self->strides[d];
+            if (!one_d && d < seq->ndim - 1) soff += pos[d] * seq->strides[d];
+        }
+        od[k] = 1 + insertion_point(sd + soff * (int64_t)ses, sst, n, seq->dtype, vd + voff * (int64_t)ves,
+                                    self->dtype, floating, right);
+        for (int d = self->ndim - 1; d >= 0 && ++pos[d] == self->sizes[d]; d--) pos[d] = 0;
+    }
+    return out;
+}
