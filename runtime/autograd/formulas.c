@@ -246,19 +246,39 @@ static void release_all(int n, em_tensor **t) {
     for (int i = 0; i < n; i++) em_tensor_release(t[i]);
 }
 
-/* PyTorch's prod_backward, written so zeros are exact: with P the product
- * of the nonzero elements and nz their count of zeros, an element gets
- * grad * P / x when nz == 0, grad * P at the single zero when nz == 1, and
- * 0 otherwise. */
-em_tensor *em_ag_fn_prod_backward(em_tensor *grad, em_tensor *self, const int64_t *dim, bool keepdim) {
+/* Whether t (bool) holds a true element; -1 with the error set. Reads one
+ * value through a host copy when t is not on the cpu. */
+static int any_true(em_tensor *t) {
+    em_tensor *a = em_any(t, NULL, false);
+    em_tensor *h = a && a->device.type != EM_CPU ? em_to_device(a, em_cpu_device()) : em_tensor_retain(a);
+    int r = h ? *(const bool *)em_tensor_data(h) : -1;
+    em_tensor_release(h);
+    em_tensor_release(a);
+    return r;
+}
+
+/* PyTorch's prod_backward: grad * result / self when self has no zero
+ * (the same graph and the same inf/nan as PyTorch); otherwise exact at the
+ * zeros: with P the product of a slice's nonzero elements and nz its count
+ * of zeros, an element gets grad * P / x when nz == 0, grad * P at the
+ * single zero when nz == 1, and 0 otherwise. */
+em_tensor *em_ag_fn_prod_backward(em_tensor *grad, em_tensor *self, em_tensor *result, const int64_t *dim,
+                                  bool keepdim) {
     if (self->ndim == 0) return em_tensor_retain(grad); /* as PyTorch: no history through self */
     em_intlist dl = { dim, dim ? 1 : -1 };
-    enum { G, Z, ONE, ZERO, X1, P, NZ, A, E0, E1, B0, B1, V, K };
+    enum { G, Z, ONE, ZERO, X1, P, NZ, A, E0, E1, B0, B1, V, RS, K };
     em_tensor *t[K] = { NULL };
     em_tensor *r = NULL;
     if (!(t[G] = unreduce(grad, self->ndim, dl, keepdim))) goto out;
     if (!(t[ONE] = em_ag_scalar(1)) || !(t[ZERO] = em_ag_scalar(0))) goto out;
     if (!(t[Z] = em_eq(self, t[ZERO]))) goto out;
+    int zeros = any_true(t[Z]);
+    if (zeros < 0) goto out;
+    if (!zeros) {
+        if (!(t[RS] = unreduce(result, self->ndim, dl, keepdim)) || !(t[A] = em_div(t[RS], self))) goto out;
+        r = em_mul(t[G], t[A]);
+        goto out;
+    }
     if (!(t[X1] = em_where(t[Z], t[ONE], self))) goto out;
     if (!(t[P] = em_prod(t[X1], dim, true, EM_DTYPE_NONE))) goto out;
     if (!(t[NZ] = em_sum(t[Z], dl, true, EM_DTYPE_NONE))) goto out;
