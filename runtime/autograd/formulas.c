@@ -309,8 +309,22 @@ out:
     return r;
 }
 
+/* max()/min() of all elements: PyTorch's evenly_distribute_backward -- the
+ * gradient split among the elements equal to the result, or among the NaNs
+ * when the result is NaN; 0 elsewhere. */
 em_tensor *em_ag_fn_max_all_backward(em_tensor *grad, em_tensor *self, em_tensor *result) {
-    return em_ag_fn_amax_backward(grad, self, result, (em_intlist){ NULL, -1 }, false);
+    enum { RN, SN, EQ, M, C, Q, ZERO, K };
+    em_tensor *t[K] = { NULL };
+    em_tensor *r = NULL;
+    if (!(t[RN] = em_ne(result, result)) || !(t[SN] = em_ne(self, self)) || !(t[EQ] = em_eq(self, result))) goto out;
+    if (!(t[M] = em_where(t[RN], t[SN], t[EQ])) || !(t[C] = em_sum(t[M], (em_intlist){ NULL, -1 }, false,
+                                                                        EM_DTYPE_NONE)))
+        goto out;
+    if (!(t[Q] = em_div(grad, t[C])) || !(t[ZERO] = em_ag_scalar(0))) goto out;
+    r = em_where(t[M], t[Q], t[ZERO]);
+out:
+    release_all(K, t);
+    return r;
 }
 
 /* N: the number of elements each output of a reduction over dim folds */
@@ -381,8 +395,8 @@ em_tensor *em_ag_fn_norm_backward(em_tensor *grad, em_tensor *self, em_tensor *r
     } else if (isinf(pv)) {
         if (!(t[SG] = em_sign(self)) || !(t[AB] = em_abs(self))) goto out;
         if (!(t[M] = em_eq(t[AB], t[R])) || !(t[C] = em_sum(t[M], dim, true, EM_DTYPE_NONE))) goto out;
-        if (!(t[Q] = em_mul(t[SG], t[M])) || !(t[W] = em_div(t[Q], t[C]))) goto out;
-        r = em_mul(t[G], t[W]);
+        if (!(t[Q] = em_mul(t[G], t[SG])) || !(t[W] = em_div(t[Q], t[C]))) goto out;
+        r = em_where(t[M], t[W], t[ZERO]); /* 0 outside the mask, also for a NaN norm */
     } else if (pv < 1) {
         /* SS = sign(x) |x|^(p-1), 0 where x is 0; times grad * norm^(1-p) */
         if (!(t[SG] = em_sign(self)) || !(t[AB] = em_abs(self)) || !(t[E] = em_ag_scalar(pv - 1))) goto out;
