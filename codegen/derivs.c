@@ -37,7 +37,7 @@ const cg_helper cg_helpers[] = {
     { "zeros_like", "t" },
     { "to_device_backward", "tm" },
     { "as_strided_grad", "tgvvv" },
-    { "prod_backward", "ttvv" }, { "amax_backward", "tttvv" }, { "max_all_backward", "ttt" }, { "var_backward", "ttvvv" },
+    { "prod_backward", "tttvv" }, { "amax_backward", "tttvv" }, { "max_all_backward", "ttt" }, { "var_backward", "ttvvv" },
     { "std_backward", "tttvvv" }, { "norm_backward", "tttvvv" },
     { "value_selecting_backward", "tvtm" },
     { "value_selecting_reduction_backward", "tvtmv" },

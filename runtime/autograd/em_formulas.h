@@ -38,7 +38,8 @@ EM_HIDDEN em_tensor *em_ag_fn_as_strided_grad(em_tensor *grad, const em_geometry
                                               em_intlist stride, const int64_t *storage_offset);
 
 /* reductions (prod, amax/amin, var/std, norm): see formulas.c */
-EM_HIDDEN em_tensor *em_ag_fn_prod_backward(em_tensor *grad, em_tensor *self, const int64_t *dim, bool keepdim);
+EM_HIDDEN em_tensor *em_ag_fn_prod_backward(em_tensor *grad, em_tensor *self, em_tensor *result, const int64_t *dim,
+                                            bool keepdim);
 /* max()/min() of all elements: grad shared evenly among the ties. */
 EM_HIDDEN em_tensor *em_ag_fn_max_all_backward(em_tensor *grad, em_tensor *self, em_tensor *result);
 EM_HIDDEN em_tensor *em_ag_fn_amax_backward(em_tensor *grad, em_tensor *self, em_tensor *result, em_intlist dim,

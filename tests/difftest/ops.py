@@ -450,10 +450,29 @@ def gen_norm(g, op):
     return r
 
 
+def gen_prod(g, op):
+    """prod's generic arguments, but on a tensor requiring grad only when its
+    values are finite: with a zero anywhere torch's backward multiplies the
+    other elements out (inf * 0 gives nan where ember's gives 0, and the
+    reverse), an accepted difference (README)."""
+    r = gen_generic(g, op)
+    if r:
+        x = g.t(r['args'][0][1])
+        if x.requires_grad and not bool(x.detach().isfinite().all()):
+            return None
+    return r
+
+
 def _py_norm(st, pa, pk):
     # ember's p defaults to 2; torch.norm's default ('fro') refuses a dtype
     a = pa + (['2'] if len(pa) == 1 else [])
     return 'torch.norm(%s)' % ', '.join(a + ['%s=%s' % kv for kv in sorted(pk.items())])
+
+
+def _py_arg(name):
+    # ember's indices are 1-based
+    return lambda st, pa, pk: '(torch.%s(%s) + 1)' % (
+        name, ', '.join(pa + ['%s=%s' % kv for kv in sorted(pk.items())]))
 
 
 def _py_sorting(name, tuple_result):
@@ -519,6 +538,8 @@ MAP = {
     'div_': dict(weight=1.2), 'copy_': dict(weight=2), 'zero_': dict(weight=1.2),
     'requires_grad_': dict(weight=0.3), 'detach': dict(weight=0.5),
     'norm': dict(gen=gen_norm, py=_py_norm),
+    'prod': dict(gen=gen_prod),
+    'argmax': dict(py=_py_arg('argmax'), weight=0.7), 'argmin': dict(py=_py_arg('argmin'), weight=0.7),
 }
 
 # Filled by surface(): ops whose function lives in a namespace (ember.nn.functional.NAME,

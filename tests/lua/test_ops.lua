@@ -169,6 +169,17 @@ function T.reductions_framework()
   check_tensor(ember.zeros(2, 0):norm(-inf, 2), { 0, 0 })
   check_tensor(t({ 1.0, nan }):norm(inf), { nan })
   check_tensor(ember.tensor({ 3, 4 }):norm(2, nil, { dtype = "float32" }), { 5 }, 1e-6, "integers with a dtype")
+  -- argmax/argmin: 1-based, the first of ties, NaN counts as the extreme
+  check_tensor(x:argmax(), { 6 })
+  check_eq(x:argmax().dtype, "int64")
+  check_tensor(x:argmax(2), { 2, 3 })
+  check_tensor(x:argmin(1), { 1, 2, 1 })
+  check_tensor(ember.argmin(x, -1, { keepdim = true }), { { 1 }, { 2 } })
+  check_shape(x:argmax(nil, { keepdim = true }), { 1, 1 })
+  check_tensor(t({ 3, 1, 1 }):argmin(), { 2 })
+  check_tensor(t({ 1.0, nan, 3.0, nan }):argmax(), { 2 })
+  check_tensor(t({ 1.0, nan, -3.0 }):argmin(), { 2 })
+  check_tensor(t({ { 1.0, 7.0 }, { 7.0, 2.0 } }):argmax(1), { 2, 1 })
 end
 
 function T.reductions_backward()

@@ -263,10 +263,10 @@ em_tensor *em_cpu_norm(em_keyset ks, em_tensor *self, em_scalar p, em_intlist di
 /* ---- arg-reductions ---- */
 
 /* Note [Arg-reductions]
- * argmax/argmin and max/min over a dim return the first index of the
- * extreme value, and NaN counts as the extreme (the first NaN wins), as in
- * PyTorch. A dim whose slices are contiguous runs folds each run with the
- * vectorised max/min loop, then scans for the first index holding that
+ * argmax/argmin and max/min over a dim return the first index (1-based, as
+ * every index a user sees) of the extreme value, and NaN counts as the
+ * extreme (the first NaN wins), as in PyTorch. A dim whose slices are
+ * contiguous runs folds each run with the vectorised max/min loop, then scans for the first index holding that
  * value; a long run with few outputs is cut into fixed parts whose
  * (value, index) pairs are combined in order. Otherwise (the dim has a
  * stride) blocks of COLS adjacent outputs scan the rows. Same bits on any
@@ -387,8 +387,9 @@ static void arg_cols_range(int64_t b, int64_t e, void *arg) {
     }
 }
 
-/* The extreme values (dtype of self) and their first indices (int64) over
- * dim (0-based, wrapped; dim < 0: over all elements, flattened). values
+/* The extreme values (dtype of self) and their first indices (int64,
+ * 0-based here; the kernels make them 1-based) over dim (0-based, wrapped;
+ * dim < 0: over all elements, flattened). values
  * or indices may be NULL when not wanted. Errors name the op. */
 static em_status argreduce(em_tensor *self, int dim, bool keepdim, bool is_max, const char *name,
                            em_tensor **values, em_tensor **indices) {
