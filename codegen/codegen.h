@@ -55,6 +55,7 @@ typedef enum {
     CG_INTLIST_OPT,/* int[]?: em_intlist, n == -1 when absent */
     CG_STR,        /* str{a,b,c}: const char *, one of the values listed in the schema */
     CG_FLOATLIST_OPT, /* float[]?: em_floatlist, n == -1 when absent */
+    CG_DEVICE, CG_DEVICE_OPT, CG_GENERATOR_OPT, /* devices: em_device, em_generator * */
     CG_TYPE_COUNT
 } cg_type;
 
@@ -199,6 +200,7 @@ typedef struct {
     int delegate;      /* a delegating op: index of its out= op; -1 otherwise */
     char *delegate_name; /* structured_delegate as written ("add.out"), or NULL */
     int structured_line; /* line of the structured / structured_delegate key */
+    char *metamethod;  /* "__add": the tensor metamethod entry (Note [Metamethods]), or NULL */
     char *namespaces[CG_MAX_NAMESPACES]; /* where the function variant lives: "" = ember */
     int nnamespaces;   /* 0: just ember */
     char *doc;

@@ -567,7 +567,7 @@ static void requires_any(cg_buf *b, const cg_op *op, bool all, int extra) {
     bool first = true;
     int la = list_arg(op);
     if (la >= 0 && (all || formula_for(op, la))) {
-        cg_printf(b, "list_requires_grad(%s)", op->args[la].name);
+        cg_printf(b, "em_ag_list_requires_grad(%s)", op->args[la].name);
         first = false;
     }
     for (int i = 0; i < op->nargs; i++) {
@@ -779,6 +779,9 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
         cg_puts(b, "    if (em_set_history(result, node, 0) != EM_OK) {\n");
     }
     cg_puts(b, "        em_tensor_release(result);\n        goto fail;\n    }\n");
+    /* a view of one of several views returned together is one of them too */
+    if (w < 0 && op->ret_alias && tensor_count(op) >= 1 && cg_type_is_tensor(op->args[0].type))
+        cg_printf(b, "    em_ag_inherit_multi_view(result, %s);\n", op->args[0].name);
     if (formulas_use_result(op)) {
         /* PyTorch saves an output whatever needs a gradient, so a later
          * in-place write into it makes backward refuse -- except in its
@@ -869,10 +872,6 @@ void cg_emit_autograd(cg_buf *b, const cg_schema *s) {
                "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
                "#include \"autograd/em_autograd.h\"\n#include \"autograd/em_formulas.h\"\n"
                "#include \"em_ops.h\"\n#include \"em_kernels_decl.h\"\n\n");
-    cg_puts(b, "/* Whether an element of a Tensor[] argument requires grad. */\n"
-               "static inline __attribute__((unused)) bool list_requires_grad(em_tensorlist l)\n{\n"
-               "    for (int i = 0; i < l.n; i++)\n        if (em_requires_grad(l.data[i]))\n"
-               "            return true;\n    return false;\n}\n\n");
     const char *last = NULL;
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];

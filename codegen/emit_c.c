@@ -170,263 +170,6 @@ void cg_emit_kernels_decl_h(cg_buf *b, const cg_schema *s) {
 
 /* ---- em_ops.c: fixed helpers ---- */
 
-static const char ops_c_helpers[] =
-    "/* ---- boxing: C arguments <-> em_ivalue (fallbacks see arguments boxed) ---- */\n"
-    "\n"
-    "static inline em_ivalue iv_none(void) {\n"
-    "    em_ivalue v;\n"
-    "    v.tag = EM_IV_NONE;\n"
-    "    v.v.i = 0;\n"
-    "    return v;\n"
-    "}\n"
-    "static inline em_ivalue iv_tensor(em_tensor *t) {\n"
-    "    em_ivalue v = iv_none();\n"
-    "    if (t) { v.tag = EM_IV_TENSOR; v.v.t = t; }\n"
-    "    return v;\n"
-    "}\n"
-    "static inline em_ivalue iv_scalar(em_scalar s) {\n"
-    "    em_ivalue v;\n"
-    "    v.tag = EM_IV_SCALAR;\n"
-    "    v.v.s = s;\n"
-    "    return v;\n"
-    "}\n"
-    "static inline em_ivalue iv_opt_scalar(const em_scalar *s) { return s ? iv_scalar(*s) : iv_none(); }\n"
-    "static inline em_ivalue iv_int(int64_t i) {\n"
-    "    em_ivalue v;\n"
-    "    v.tag = EM_IV_INT;\n"
-    "    v.v.i = i;\n"
-    "    return v;\n"
-    "}\n"
-    "static inline em_ivalue iv_opt_int(const int64_t *i) { return i ? iv_int(*i) : iv_none(); }\n"
-    "static inline em_ivalue iv_list(em_intlist l) {\n"
-    "    em_ivalue v = iv_none();\n"
-    "    if (l.n >= 0) { v.tag = EM_IV_INTLIST; v.v.l = l; }\n"
-    "    return v;\n"
-    "}\n"
-    "static inline em_ivalue iv_double(double d) {\n"
-    "    em_ivalue v;\n"
-    "    v.tag = EM_IV_DOUBLE;\n"
-    "    v.v.d = d;\n"
-    "    return v;\n"
-    "}\n"
-    "static inline em_ivalue iv_bool(bool b) {\n"
-    "    em_ivalue v;\n"
-    "    v.tag = EM_IV_BOOL;\n"
-    "    v.v.b = b;\n"
-    "    return v;\n"
-    "}\n"
-    "static inline em_ivalue iv_tensorlist(em_tensorlist l) {\n"
-    "    em_ivalue v;\n"
-    "    v.tag = EM_IV_TENSORLIST;\n"
-    "    v.v.tl = l;\n"
-    "    return v;\n"
-    "}\n"
-    "static inline __attribute__((unused)) em_ivalue iv_flist(em_floatlist l) {\n"
-    "    em_ivalue v = iv_none();\n"
-    "    if (l.n >= 0) { v.tag = EM_IV_FLOATLIST; v.v.fl = l; }\n"
-    "    return v;\n"
-    "}\n"
-    "static inline __attribute__((unused)) em_ivalue iv_str(const char *s) {\n"
-    "    em_ivalue v;\n"
-    "    v.tag = EM_IV_STRING;\n"
-    "    v.v.str = s;\n"
-    "    return v;\n"
-    "}\n"
-    "static inline em_ivalue iv_dtype(em_dtype dt) {\n"
-    "    em_ivalue v = iv_none();\n"
-    "    if (dt != EM_DTYPE_NONE) { v.tag = EM_IV_DTYPE; v.v.dt = dt; }\n"
-    "    return v;\n"
-    "}\n"
-    "\n"
-    "/* Unboxing: each reads st->args[i] into *out, or sets an EM_EINTERNAL error\n"
-    " * (a fallback built a stack that does not match the schema) and returns it. */\n"
-    "static inline em_status bad_arg(const em_stack *st, int i, const char *op, const char *name) {\n"
-    "    return em_set_error(EM_EINTERNAL, \"%s: boxed argument %d ('%s') has the wrong type (tag %d)\",\n"
-    "                        op, i + 1, name, (int)st->args[i].tag);\n"
-    "}\n"
-    "static inline em_status un_tensor(const em_stack *st, int i, const char *op, const char *name,\n"
-    "                                  bool optional, em_tensor **out) {\n"
-    "    const em_ivalue *v = &st->args[i];\n"
-    "    if (v->tag == EM_IV_TENSOR && v->v.t) { *out = v->v.t; return EM_OK; }\n"
-    "    if (v->tag == EM_IV_NONE && optional) { *out = NULL; return EM_OK; }\n"
-    "    return bad_arg(st, i, op, name);\n"
-    "}\n"
-    "static inline em_status un_scalar(const em_stack *st, int i, const char *op, const char *name,\n"
-    "                                  em_scalar *out) {\n"
-    "    const em_ivalue *v = &st->args[i];\n"
-    "    switch (v->tag) {\n"
-    "    case EM_IV_SCALAR: *out = v->v.s; return EM_OK;\n"
-    "    case EM_IV_INT: *out = em_scalar_int(v->v.i); return EM_OK;\n"
-    "    case EM_IV_DOUBLE: *out = em_scalar_float(v->v.d); return EM_OK;\n"
-    "    case EM_IV_BOOL: *out = em_scalar_bool(v->v.b); return EM_OK;\n"
-    "    default: return bad_arg(st, i, op, name);\n"
-    "    }\n"
-    "}\n"
-    "static inline em_status un_opt_scalar(const em_stack *st, int i, const char *op, const char *name,\n"
-    "                                      em_scalar *buf, const em_scalar **out) {\n"
-    "    *out = NULL;\n"
-    "    if (st->args[i].tag == EM_IV_NONE) return EM_OK;\n"
-    "    if (un_scalar(st, i, op, name, buf) != EM_OK) return EM_EINTERNAL;\n"
-    "    *out = buf;\n"
-    "    return EM_OK;\n"
-    "}\n"
-    "static inline em_status un_int(const em_stack *st, int i, const char *op, const char *name,\n"
-    "                               int64_t *out) {\n"
-    "    if (st->args[i].tag != EM_IV_INT) return bad_arg(st, i, op, name);\n"
-    "    *out = st->args[i].v.i;\n"
-    "    return EM_OK;\n"
-    "}\n"
-    "static inline em_status un_opt_int(const em_stack *st, int i, const char *op, const char *name,\n"
-    "                                   int64_t *buf, const int64_t **out) {\n"
-    "    *out = NULL;\n"
-    "    if (st->args[i].tag == EM_IV_NONE) return EM_OK;\n"
-    "    if (un_int(st, i, op, name, buf) != EM_OK) return EM_EINTERNAL;\n"
-    "    *out = buf;\n"
-    "    return EM_OK;\n"
-    "}\n"
-    "static inline em_status un_list(const em_stack *st, int i, const char *op, const char *name,\n"
-    "                                bool optional, em_intlist *out) {\n"
-    "    const em_ivalue *v = &st->args[i];\n"
-    "    if (v->tag == EM_IV_INTLIST) { *out = v->v.l; return EM_OK; }\n"
-    "    if (v->tag == EM_IV_NONE && optional) { out->data = NULL; out->n = -1; return EM_OK; }\n"
-    "    return bad_arg(st, i, op, name);\n"
-    "}\n"
-    "static inline em_status un_double(const em_stack *st, int i, const char *op, const char *name,\n"
-    "                                  double *out) {\n"
-    "    const em_ivalue *v = &st->args[i];\n"
-    "    if (v->tag == EM_IV_DOUBLE) { *out = v->v.d; return EM_OK; }\n"
-    "    if (v->tag == EM_IV_INT) { *out = (double)v->v.i; return EM_OK; }\n"
-    "    return bad_arg(st, i, op, name);\n"
-    "}\n"
-    "static inline em_status un_bool(const em_stack *st, int i, const char *op, const char *name,\n"
-    "                                bool *out) {\n"
-    "    if (st->args[i].tag != EM_IV_BOOL) return bad_arg(st, i, op, name);\n"
-    "    *out = st->args[i].v.b;\n"
-    "    return EM_OK;\n"
-    "}\n"
-    "static inline em_status un_dtype(const em_stack *st, int i, const char *op, const char *name,\n"
-    "                                 bool optional, em_dtype *out) {\n"
-    "    const em_ivalue *v = &st->args[i];\n"
-    "    if (v->tag == EM_IV_DTYPE) { *out = v->v.dt; return EM_OK; }\n"
-    "    if (v->tag == EM_IV_NONE && optional) { *out = EM_DTYPE_NONE; return EM_OK; }\n"
-    "    return bad_arg(st, i, op, name);\n"
-    "}\n"
-    "static inline __attribute__((unused)) em_status un_tensorlist(const em_stack *st, int i, const char *op,\n"
-    "                                                              const char *name, em_tensorlist *out) {\n"
-    "    if (st->args[i].tag != EM_IV_TENSORLIST) return bad_arg(st, i, op, name);\n"
-    "    *out = st->args[i].v.tl;\n"
-    "    return EM_OK;\n"
-    "}\n"
-    "static inline __attribute__((unused)) em_status un_flist(const em_stack *st, int i, const char *op,\n"
-    "                                                         const char *name, em_floatlist *out) {\n"
-    "    const em_ivalue *v = &st->args[i];\n"
-    "    if (v->tag == EM_IV_FLOATLIST) { *out = v->v.fl; return EM_OK; }\n"
-    "    if (v->tag == EM_IV_NONE) { out->data = NULL; out->n = -1; return EM_OK; }\n"
-    "    return bad_arg(st, i, op, name);\n"
-    "}\n"
-    "static inline __attribute__((unused)) em_status un_str(const em_stack *st, int i, const char *op,\n"
-    "                                                       const char *name, const char **out) {\n"
-    "    if (st->args[i].tag != EM_IV_STRING || !st->args[i].v.str) return bad_arg(st, i, op, name);\n"
-    "    *out = st->args[i].v.str;\n"
-    "    return EM_OK;\n"
-    "}\n"
-    "\n"
-    "/* ---- boxed call plumbing ---- */\n"
-    "\n"
-    "/* The adapters' checks before unboxing: a kernel at the highest key and the\n"
-    " * schema's argument count. Returns the kernel, or NULL with the error set. */\n"
-    "static void *adapter_kernel(const em_op *op, em_keyset ks, const em_stack *st, int nargs) {\n"
-    "    int k = em_keyset_highest(ks);\n"
-    "    void *fn = (unsigned)k < EM_KEY_COUNT ? op->kernel[k] : NULL;\n"
-    "    if (!fn) {\n"
-    "        em_set_error(EM_EINTERNAL, \"%s: no unboxed kernel for dispatch key %s\", op->name,\n"
-    "                     k >= 0 && k < EM_KEY_COUNT ? em_key_name((em_dispatch_key)k) : \"(none)\");\n"
-    "        return NULL;\n"
-    "    }\n"
-    "    if (st->nargs != nargs) {\n"
-    "        em_set_error(EM_EINTERNAL, \"%s: boxed call with %d arguments, the schema has %d\",\n"
-    "                     op->name, st->nargs, nargs);\n"
-    "        return NULL;\n"
-    "    }\n"
-    "    return fn;\n"
-    "}\n"
-    "\n"
-    "/* Stores a kernel's k results (r and the k-1 out-parameters, owned) as the\n"
-    " * stack's return values. On failure (r NULL) releases any out-parameter the\n"
-    " * kernel set and returns the error. See Note [Several results] in codegen.h. */\n"
-    "static em_status put_results(const em_op *op, em_stack *st, em_tensor *r, em_tensor **outs, int k) {\n"
-    "    if (!r) {\n"
-    "        for (int i = 1; i < k; i++) {\n"
-    "            em_tensor_release(outs[i - 1]);\n"
-    "            outs[i - 1] = NULL;\n"
-    "        }\n"
-    "        if (em_error_kind() != EM_OK) return em_error_kind();\n"
-    "        return em_set_error(EM_EINTERNAL, \"%s: kernel failed without setting an error\", op->name);\n"
-    "    }\n"
-    "    st->rets[0] = iv_tensor(r);\n"
-    "    for (int i = 1; i < k; i++) {\n"
-    "        if (!outs[i - 1]) {\n"
-    "            st->nrets = i;\n"
-    "            em_stack_clear_rets(st);\n"
-    "            return em_set_error(EM_EINTERNAL, \"%s: kernel left result %d unset\", op->name, i + 1);\n"
-    "        }\n"
-    "        st->rets[i] = iv_tensor(outs[i - 1]);\n"
-    "    }\n"
-    "    st->nrets = k;\n"
-    "    return EM_OK;\n"
-    "}\n"
-    "static inline __attribute__((unused)) em_status put_result(const em_op *op, em_stack *st, em_tensor *r) {\n"
-    "    return put_results(op, st, r, NULL, 1);\n"
-    "}\n"
-    "/* A Tensor[] result: the array (owned, with its n tensors) as rets[0]. */\n"
-    "static inline __attribute__((unused)) em_status put_list_result(const em_op *op, em_stack *st,\n"
-    "                                                                em_tensor **r, int n) {\n"
-    "    if (!r) {\n"
-    "        if (em_error_kind() != EM_OK) return em_error_kind();\n"
-    "        return em_set_error(EM_EINTERNAL, \"%s: kernel failed without setting an error\", op->name);\n"
-    "    }\n"
-    "    st->rets[0].tag = EM_IV_TENSORLIST;\n"
-    "    st->rets[0].v.tl.data = r;\n"
-    "    st->rets[0].v.tl.n = n;\n"
-    "    st->nrets = 1;\n"
-    "    return EM_OK;\n"
-    "}\n"
-    "\n"
-    "/* Runs a boxed call that resolve chose (fallback, or an unboxed kernel that\n"
-    " * was registered after the fast path looked) and checks that it left k\n"
-    " * tensor results (one owned tensor list when list is set) on the stack.\n"
-    " * EM_OK, or the error with the stack's results released. */\n"
-    "static em_status run_boxed(const em_op *op, em_keyset ks, em_stack *st, void *fn,\n"
-    "                           em_boxed_fn boxed, void *ud, int k, bool list) {\n"
-    "    em_status s;\n"
-    "    st->nrets = 0;\n"
-    "    s = fn ? op->call_unboxed_from_boxed(op, ks, st) : boxed(op, ks, st, ud);\n"
-    "    if (s != EM_OK) {\n"
-    "        em_stack_clear_rets(st);\n"
-    "        if (em_error_kind() == EM_OK)\n"
-    "            em_set_error(EM_EINTERNAL, \"%s: boxed kernel failed without setting an error\", op->name);\n"
-    "        return em_error_kind();\n"
-    "    }\n"
-    "    bool ok = st->nrets == k;\n"
-    "    for (int i = 0; ok && i < k; i++)\n"
-    "        ok = list ? st->rets[i].tag == EM_IV_TENSORLIST && (st->rets[i].v.tl.data || !st->rets[i].v.tl.n)\n"
-    "                  : st->rets[i].tag == EM_IV_TENSOR && st->rets[i].v.t;\n"
-    "    if (!ok) {\n"
-    "        em_stack_clear_rets(st);\n"
-    "        return em_set_error(EM_EINTERNAL, \"%s: boxed kernel returned %d values, the schema has %d %s\",\n"
-    "                            op->name, st->nrets, k, list ? \"tensor list\" : \"tensor(s)\");\n"
-    "    }\n"
-    "    return EM_OK;\n"
-    "}\n"
-    "\n"
-    "/* Takes the owned tensor rets[i] off the stack. */\n"
-    "static inline __attribute__((unused)) em_tensor *take_ret(em_stack *st, int i) {\n"
-    "    em_tensor *t = st->rets[i].v.t;\n"
-    "    st->rets[i].tag = EM_IV_NONE;\n"
-    "    return t;\n"
-    "}\n"
-    "\n";
-
 /* ---- em_ops.c: per op ---- */
 
 static const char *box_fn(cg_type t) {
@@ -442,6 +185,8 @@ static const char *box_fn(cg_type t) {
     case CG_FLOAT: return "iv_double";
     case CG_BOOL: return "iv_bool";
     case CG_DTYPE: case CG_DTYPE_OPT: return "iv_dtype";
+    case CG_DEVICE: case CG_DEVICE_OPT: return "em_iv_device";
+    case CG_GENERATOR_OPT: return "em_iv_generator";
     case CG_TENSORLIST: return "iv_tensorlist";
     default: return NULL;
     }
@@ -502,7 +247,16 @@ static void emit_entry(cg_buf *b, const cg_op *op) {
         cg_printf(b, "    if (!nresults) {\n"
                      "        em_set_error(EM_EVALUE, \"%s: out-parameter 'nresults' is NULL\");\n"
                      "        return NULL;\n    }\n    *nresults = 0;\n", op->name);
-    if (ntensor == 0) {
+    int idev = -1; /* a Device argument: validated, and the key of a factory */
+    for (int i = 0; i < op->nargs; i++)
+        if (op->args[i].type == CG_DEVICE || op->args[i].type == CG_DEVICE_OPT) idev = i;
+    if (idev >= 0)
+        cg_printf(b, "    if (!em_device_resolve(%s, &%s, \"%s\"))\n        return NULL;\n",
+                  op->args[idev].name, op->args[idev].name, op->name);
+    if (ntensor == 0 && idev >= 0) {
+        cg_printf(b, "    ks = EM_KS(em_backend_key(%s)); /* a factory: the device's backend */\n",
+                  op->args[idev].name);
+    } else if (ntensor == 0) {
         cg_puts(b, "    ks = EM_KS(EM_KEY_CPU); /* no tensor arguments: the default backend */\n");
     } else {
         for (int i = 0; i < op->nargs; i++) {
@@ -513,6 +267,8 @@ static void emit_entry(cg_buf *b, const cg_op *op) {
         }
         /* every tensor absent, or an empty list: the default backend */
         cg_puts(b, "    if (!ks)\n        ks = EM_KS(EM_KEY_CPU);\n");
+        if (idev >= 0) /* a move between devices: the kernel of the non-CPU side */
+            cg_printf(b, "    ks |= EM_KS(em_backend_key(%s));\n", op->args[idev].name);
     }
     (void)nrequired;
     cg_printf(b, "    ks = em_disp_compute(&em_op_table[EM_OP_%s], ks);\n", op->name);
@@ -580,6 +336,8 @@ static const char *zero_value(cg_type t) {
     case CG_FLOAT: return "0.0";
     case CG_BOOL: return "false";
     case CG_DTYPE: case CG_DTYPE_OPT: return "EM_DTYPE_NONE";
+    case CG_DEVICE: case CG_DEVICE_OPT: return "em_no_device()";
+    case CG_GENERATOR_OPT: return "NULL";
     case CG_TENSORLIST: return "{ NULL, 0 }";
     default: return "0";
     }
@@ -638,6 +396,14 @@ static void emit_adapter(cg_buf *b, const cg_op *op) {
             break;
         case CG_DTYPE: case CG_DTYPE_OPT:
             cg_printf(b, "un_dtype(st, %d, op->name, \"%s\", %s, &%s)", i, a->name, opt, a->name);
+            break;
+        case CG_DEVICE: case CG_DEVICE_OPT:
+            cg_printf(b, "(em_un_device(st, %d, %s, &%s) ? EM_OK : bad_arg(st, %d, op->name, \"%s\"))",
+                      i, opt, a->name, i, a->name);
+            break;
+        case CG_GENERATOR_OPT:
+            cg_printf(b, "(em_un_generator(st, %d, &%s) ? EM_OK : bad_arg(st, %d, op->name, \"%s\"))",
+                      i, a->name, i, a->name);
             break;
         case CG_TENSORLIST:
             cg_printf(b, "un_tensorlist(st, %d, op->name, \"%s\", &%s)", i, a->name, a->name);
@@ -699,7 +465,7 @@ void cg_emit_ops_c(cg_buf *b, const cg_schema *s) {
     cg_puts(b, "/* em_ops.c -- the op table and every op's dispatching entry points and boxing\n"
                " * adapters. See Note [How a call is dispatched] in em_dispatch.h. */\n"
                "#include <string.h>\n\n#include \"em_ops.h\"\n#include \"em_kernels_decl.h\"\n\n");
-    cg_puts(b, ops_c_helpers);
+    cg_puts(b, "#include \"dispatch/em_boxing.h\"\n\n"); /* boxing helpers: a real header under runtime/ */
     const char *last = NULL;
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];

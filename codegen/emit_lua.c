@@ -22,67 +22,6 @@
 
 #include "codegen.h"
 
-static const char lua_helpers[] =
-    "/* ---- helpers shared by the bindings (see Note [Lua argument binding]) ---- */\n"
-    "\n"
-    "/* The stack index of argument name: the next positional slot when one is\n"
-    " * left (positional arguments only; advances *pos), else the options-table\n"
-    " * field pushed onto the stack, else 0. Raises when given both ways. */\n"
-    "static inline int arg_slot(lua_State *L, int *pos, int top, int opt, const char *op,\n"
-    "                           const char *name, bool positional) {\n"
-    "    int idx = 0;\n"
-    "    if (positional && *pos <= top) idx = (*pos)++;\n"
-    "    if (opt) {\n"
-    "        if (lua_getfield(L, opt, name) != LUA_TNIL) {\n"
-    "            if (idx)\n"
-    "                return luaL_error(L, \"%s: argument '%s' given both by position and in the options table\",\n"
-    "                                  op, name);\n"
-    "            return lua_gettop(L);\n"
-    "        }\n"
-    "        lua_pop(L, 1);\n"
-    "    }\n"
-    "    return idx;\n"
-    "}\n"
-    "\n"
-    "/* Whether slot idx holds a value (0 and nil mean absent). */\n"
-    "static inline bool arg_given(lua_State *L, int idx) { return idx && !lua_isnil(L, idx); }\n"
-    "\n"
-    "/* Whether every key of the options table at opt is one of names. */\n"
-    "static inline __attribute__((unused)) bool options_known(lua_State *L, int opt, const char *const *names) {\n"
-    "    bool ok = true;\n"
-    "    lua_pushnil(L);\n"
-    "    while (ok && lua_next(L, opt)) {\n"
-    "        lua_pop(L, 1);\n"
-    "        bool known = false;\n"
-    "        if (lua_type(L, -1) == LUA_TSTRING)\n"
-    "            for (int i = 0; names[i]; i++)\n"
-    "                if (strcmp(names[i], lua_tostring(L, -1)) == 0) known = true;\n"
-    "        ok = known;\n"
-    "    }\n"
-    "    if (!ok) lua_pop(L, 1); /* the key lua_next left */\n"
-    "    return ok;\n"
-    "}\n"
-    "\n"
-    "static inline int missing(lua_State *L, const char *op, const char *name) {\n"
-    "    return luaL_error(L, \"%s: missing argument '%s'\", op, name);\n"
-    "}\n"
-    "\n"
-    "static inline int too_many(lua_State *L, const char *op, int most, int got) {\n"
-    "    return luaL_error(L, \"%s: expected at most %d arguments, got %d\", op, most, got);\n"
-    "}\n"
-    "\n"
-    "/* Raises the conversion's own error for a value that cannot become a tensor,\n"
-    " * before any temporary exists; values that can pass untouched. */\n"
-    "static inline void precheck_tensor(lua_State *L, int idx, const char *op, const char *name,\n"
-    "                                   bool optional, em_lua_argtmp *tmp) {\n"
-    "    int t = lua_type(L, idx);\n"
-    "    if (t == LUA_TNUMBER || t == LUA_TBOOLEAN || (optional && t <= LUA_TNIL) ||\n"
-    "        em_lua_totensor(L, idx))\n"
-    "        return;\n"
-    "    (void)em_lua_check_tensor(L, idx, op, name, tmp); /* raises */\n"
-    "}\n"
-    "\n";
-
 /* An argument's local: a_NAME holds the C value, v_NAME the pointee of the
  * pointer-typed optionals, i_NAME its stack slot. */
 static void emit_locals(cg_buf *b, const cg_op *op) {
@@ -171,6 +110,12 @@ static void emit_locals(cg_buf *b, const cg_op *op) {
             cg_printf(b, "    em_dtype a_%s = %s;\n", a->name,
                       has ? cg_dtype_enums[d->dtype] : "EM_DTYPE_NONE");
             break;
+        case CG_DEVICE: case CG_DEVICE_OPT:
+            cg_printf(b, "    em_device a_%s = em_no_device();\n", a->name);
+            break;
+        case CG_GENERATOR_OPT:
+            cg_printf(b, "    em_generator *a_%s = NULL;\n", a->name);
+            break;
         case CG_TENSORLIST:
             cg_printf(b, "    em_tensorlist a_%s = { NULL, 0 };\n", a->name);
             break;
@@ -202,6 +147,8 @@ static const char *simple_checker(cg_type t) {
     case CG_FLOAT: return "em_lua_check_float";
     case CG_BOOL: return "em_lua_check_bool";
     case CG_DTYPE: case CG_DTYPE_OPT: return "em_lua_check_dtype";
+    case CG_DEVICE: case CG_DEVICE_OPT: return "em_lua_check_device";
+    case CG_GENERATOR_OPT: return "em_lua_check_generator";
     default: return NULL;
     }
 }
@@ -411,6 +358,8 @@ static const char *lua_type_test(cg_type t) {
     case CG_FLOATLIST_OPT: return "(lt == LUA_TTABLE || lt == LUA_TNUMBER)";
     case CG_DTYPE: case CG_DTYPE_OPT: return "(lt == LUA_TSTRING)";
     case CG_TENSORLIST: return "(lt == LUA_TTABLE)";
+    case CG_DEVICE: case CG_DEVICE_OPT: return "(lt == LUA_TSTRING || lt == LUA_TUSERDATA)";
+    case CG_GENERATOR_OPT: return "(lt == LUA_TUSERDATA)";
     default: return "false";
     }
 }
@@ -474,30 +423,37 @@ static void emit_matcher(cg_buf *b, const cg_op *op) {
               varargs ? "lt != LUA_TNUMBER" : "true");
 }
 
+/* Note [Metamethods]
+ * `a + b` on tensors runs the op named by ops.yaml `metamethod: __add`
+ * through mm_NAME: the same C op (em_add) as ember.add, with the remaining
+ * arguments at their defaults, but without the binding's argument slots --
+ * Lua always passes exactly the operands. lua_tensor.c registers
+ * em_lua_op_metamethods on the tensor metatable with the metatable as
+ * upvalue 1, which em_lua_mm_operand and em_lua_push_result use for their
+ * fast paths (em_lua_bind.h). */
+static void emit_metamethod(cg_buf *b, const cg_op *op) {
+    int n = strcmp(op->metamethod, "__unm") == 0 ? 1 : 2;
+    cg_printf(b, "/* %s: the metamethod entry of %s (Note [Metamethods]). */\n"
+                 "static int mm_%s(lua_State *L)\n{\n    em_lua_argtmp tmp;\n", op->metamethod, op->name,
+              op->name);
+    emit_locals(b, op);
+    cg_puts(b, "\n    tmp.n = 0;\n    tmp.nlists = 0;\n");
+    for (int i = 0; i < n; i++)
+        cg_printf(b, "    a_%s = em_lua_mm_operand(L, %d, \"%s\", \"%s\", &tmp);\n", op->args[i].name, i + 1,
+                  op->name, op->args[i].name);
+    cg_printf(b, "    em_tensor *r = em_%s(", op->name);
+    for (int i = 0; i < op->nargs; i++) cg_printf(b, "%sa_%s", i ? ", " : "", op->args[i].name);
+    cg_printf(b, ");\n\n    if (tmp.n)\n        em_lua_argtmp_release(&tmp);\n"
+                 "    em_lua_push_result(L, r, \"%s\");\n    return 1;\n}\n\n", op->name);
+}
+
 void cg_emit_lua(cg_buf *b, const cg_schema *s) {
     cg_generated_banner(b, s->ops_path);
     cg_puts(b, "/* em_lua_ops.c -- the Lua bindings of every op: ember.NAME and x:NAME.\n"
                " * See Note [Lua argument binding] in codegen/emit_lua.c. */\n"
                "#include <stdint.h>\n#include <string.h>\n\n"
                "#include \"em_ops.h\"\n#include \"autograd/em_autograd.h\"\n#include \"lua/em_lua.h\"\n\n");
-    cg_puts(b, lua_helpers);
-    cg_puts(b, "/* Factories take requires_grad=true in their options table (PyTorch's\n"
-               " * TensorOptions): the new tensor becomes a leaf that requires grad. On\n"
-               " * failure releases r and returns false with the error set. */\n"
-               "static __attribute__((unused)) bool set_requires_grad(lua_State *L, int opt, em_tensor *r, const char *op)\n{\n"
-               "    int t = lua_getfield(L, opt, \"requires_grad\");\n"
-               "    bool on = lua_toboolean(L, -1);\n"
-               "    lua_pop(L, 1);\n"
-               "    if (t != LUA_TNIL && t != LUA_TBOOLEAN) {\n"
-               "        em_tensor_release(r);\n"
-               "        return luaL_error(L, \"bad option 'requires_grad' to '%s' (boolean expected, got %s)\",\n"
-               "                          op, lua_typename(L, t));\n"
-               "    }\n"
-               "    if (on && em_set_requires_grad(r, true) != EM_OK) {\n"
-               "        em_tensor_release(r);\n"
-               "        return false;\n"
-               "    }\n"
-               "    return true;\n}\n\n");
+    cg_puts(b, "#include \"lua/em_lua_bind.h\"\n\n"); /* binding helpers: a real header under runtime/ */
     const char *last = NULL;
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];
@@ -554,6 +510,14 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
                           s->ops[j].name);
         cg_printf(b, "    return em_lua_no_overload(L, \"%s\", schemas);\n}\n\n", op->base);
     }
+    cg_puts(b, "/* ---- metamethods ---- */\n\n");
+    for (int i = 0; i < s->nops; i++)
+        if (s->ops[i].metamethod) emit_metamethod(b, &s->ops[i]);
+    cg_puts(b, "/* The tensor metamethods of ops.yaml; declared in em_lua.h. */\n"
+               "const luaL_Reg em_lua_op_metamethods[] = {\n");
+    for (int i = 0; i < s->nops; i++)
+        if (s->ops[i].metamethod) cg_printf(b, "    { \"%s\", mm_%s },\n", s->ops[i].metamethod, s->ops[i].name);
+    cg_puts(b, "    { NULL, NULL }\n};\n\n");
     cg_puts(b, "/* ---- registration ---- */\n\n"
                "/* Function variants: {namespace (\"\" = ember), name, binding}. */\n"
                "static const struct { const char *ns, *name; lua_CFunction func; } functions[] = {\n");

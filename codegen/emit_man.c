@@ -116,6 +116,17 @@ void cg_emit_man(cg_buf *b, const cg_schema *s) {
         if (op->v_function && !op->nnamespaces) call_form(b, op, false, "");
         for (int k = 0; op->v_function && k < op->nnamespaces; k++) call_form(b, op, false, op->namespaces[k]);
         if (op->v_method) call_form(b, op, true, "");
+        if (op->metamethod) { /* Note [Metamethods] */
+            static const char *const forms[][2] = { { "__add", "a + b" }, { "__sub", "a - b" },
+                                                    { "__mul", "a * b" }, { "__div", "a / b" },
+                                                    { "__mod", "a % b" }, { "__pow", "a ^ b" },
+                                                    { "__idiv", "a // b" }, { "__unm", "-a" } };
+            for (size_t k = 0; k < sizeof forms / sizeof forms[0]; k++)
+                if (strcmp(forms[k][0], op->metamethod) == 0) {
+                    roff_escape(b, forms[k][1]);
+                    cg_puts(b, "\n");
+                }
+        }
         cg_puts(b, ".fi\n\\fI");
         roff_escape(b, op->schema);
         cg_puts(b, "\\fR\n.br\n");

@@ -40,6 +40,9 @@ const cg_type_info cg_types[CG_TYPE_COUNT] = {
     [CG_INTLIST_OPT]  = { "int[]?",    "em_intlist ",       true },
     [CG_STR]          = { "str{...}",  "const char *",      false },
     [CG_FLOATLIST_OPT]= { "float[]?",  "em_floatlist ",     true },
+    [CG_DEVICE]       = { "Device",    "em_device ",        false },
+    [CG_DEVICE_OPT]   = { "Device?",   "em_device ",        true }, /* EM_DEVICE_NONE: absent */
+    [CG_GENERATOR_OPT] = { "Generator?", "em_generator *",  true }, /* NULL: the default */
 };
 
 const char *const cg_key_names[CG_KEY_COUNT] = { "CPU", "CUDA", "PrivateUse1", "Autograd" };
@@ -417,6 +420,10 @@ static void parse_default(sig_lexer *x, cg_arg *a, char *text) {
         want = "one of the str type's values, quoted (\"mean\")";
         break;
     }
+    case CG_DEVICE_OPT: case CG_GENERATOR_OPT:
+        ok = d->kind == CG_DEF_NULL; want = "None"; break;
+    case CG_DEVICE:
+        ok = false; want = "no default (a Device argument is required; use Device? for None)"; break;
     default:
         ok = false; want = "?"; break;
     }
@@ -720,12 +727,41 @@ static void parse_namespaces(const char *path, yaml_document_t *doc, yaml_node_t
     }
 }
 
+/* metamethod: __add. Note [Metamethods]: Lua's arithmetic on tensors calls
+ * the op through a generated entry (mm_NAME in em_lua_ops.c). A binary
+ * metamethod's op takes two positional Tensors first, a unary one (__unm)
+ * one; every later argument must be a Scalar with a default, and the op
+ * returns one Tensor. */
+static void parse_metamethod(const char *path, yaml_node_t *n, cg_op *op) {
+    static const char *const known[] = { "__add", "__sub", "__mul", "__div", "__mod", "__pow",
+                                         "__idiv", "__unm", NULL };
+    expect_scalar(path, n, "a metamethod name");
+    const char *name = scalar_of(n);
+    bool ok = false;
+    for (int i = 0; known[i]; i++) ok = ok || strcmp(known[i], name) == 0;
+    if (!ok)
+        cg_error_at(path, mark_line(n), "op '%s': unknown metamethod '%s' (known: __add, __sub, __mul, "
+                    "__div, __mod, __pow, __idiv, __unm)", op->name, name);
+    int ntensors = strcmp(name, "__unm") == 0 ? 1 : 2;
+    bool fits = op->nargs >= ntensors && op->nrets == 1 && !cg_op_ret_list(op);
+    for (int i = 0; fits && i < op->nargs; i++) {
+        const cg_arg *a = &op->args[i];
+        fits = i < ntensors ? a->type == CG_TENSOR && !a->kwonly && !a->alias
+                            : a->type == CG_SCALAR && a->def.kind != CG_DEF_NONE_GIVEN;
+    }
+    if (!fits)
+        cg_error_at(path, mark_line(n), "op '%s' cannot be metamethod %s: it needs %d positional "
+                    "Tensor argument%s first, only defaulted Scalars after, and one Tensor result",
+                    op->name, name, ntensors, ntensors > 1 ? "s" : "");
+    op->metamethod = cg_xstrdup(name);
+}
+
 static void parse_op(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_op *op) {
     op->line = mark_line(n);
     if (n->type != YAML_MAPPING_NODE)
         cg_error_at(path, op->line, "an op entry must be a mapping with func, variants, kernels "
                     "and doc, found %s", node_kind(n));
-    yaml_node_t *func = NULL, *variants = NULL, *kernels = NULL, *docn = NULL, *ns = NULL;
+    yaml_node_t *func = NULL, *variants = NULL, *kernels = NULL, *docn = NULL, *ns = NULL, *mm = NULL;
     yaml_node_t *structured = NULL, *delegate = NULL;
     for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
         yaml_node_t *k = yaml_document_get_node(doc, pr->key);
@@ -737,12 +773,13 @@ static void parse_op(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_
                              : strcmp(key, "kernels") == 0  ? &kernels
                              : strcmp(key, "doc") == 0      ? &docn
                              : strcmp(key, "namespace") == 0 ? &ns
+                             : strcmp(key, "metamethod") == 0 ? &mm
                              : strcmp(key, "structured") == 0 ? &structured
                              : strcmp(key, "structured_delegate") == 0 ? &delegate
                                                             : NULL;
         if (!slot)
             cg_error_at(path, mark_line(k), "unknown key '%s' (known keys: func, variants, kernels, "
-                        "namespace, structured, structured_delegate, doc)", key);
+                        "namespace, metamethod, structured, structured_delegate, doc)", key);
         if (*slot) cg_error_at(path, mark_line(k), "key '%s' given twice", key);
         *slot = v;
     }
@@ -777,6 +814,7 @@ static void parse_op(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_
     else op->v_function = true;
     if (kernels) parse_kernels(path, doc, kernels, op);
     if (ns) parse_namespaces(path, doc, ns, op);
+    if (mm) parse_metamethod(path, mm, op);
     if (op->v_method && (op->nargs == 0 || op->args[0].type != CG_TENSOR || op->args[0].kwonly))
         cg_error_at(path, mark_line(func), "op '%s' has a method variant but its first argument "
                     "is not a positional Tensor", op->name);
@@ -927,6 +965,9 @@ void cg_parse_ops(const char *path, cg_schema *s) {
             if (strcmp(s->ops[j].name, op->name) == 0)
                 cg_error_at(path, op->line, "duplicate op '%s' (first defined at line %d)", op->name,
                             s->ops[j].line);
+            if (op->metamethod && s->ops[j].metamethod && strcmp(s->ops[j].metamethod, op->metamethod) == 0)
+                cg_error_at(path, op->line, "metamethod %s given to '%s' and '%s'", op->metamethod,
+                            s->ops[j].name, op->name);
             /* Note [Overloads]: one Lua binding per name, so the variants agree */
             if (strcmp(s->ops[j].base, op->base) == 0 &&
                 (s->ops[j].v_function != op->v_function || s->ops[j].v_method != op->v_method))

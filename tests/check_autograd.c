@@ -12,7 +12,7 @@
 #include "em_ops.h"
 
 static em_tensor *filled(int n, float v) {
-    em_tensor *t = em_full((em_intlist){ (int64_t[]){ n }, 1 }, em_scalar_float(v), EM_FLOAT32);
+    em_tensor *t = em_full((em_intlist){ (int64_t[]){ n }, 1 }, em_scalar_float(v), EM_FLOAT32, em_no_device());
     ck_assert_ptr_nonnull(t);
     return t;
 }
@@ -45,7 +45,7 @@ static em_status scale_apply(void *ud_, em_node *node, em_tensor **grads, em_ten
     if (ud->fail) return em_set_error(EM_EVALUE, "deliberate failure");
     if (!grads[0]) return EM_OK;
     for (int j = 0; j < node->num_next; j++) {
-        em_tensor *f = em_full((em_intlist){ NULL, 0 }, em_scalar_float(ud->factor), EM_FLOAT32);
+        em_tensor *f = em_full((em_intlist){ NULL, 0 }, em_scalar_float(ud->factor), EM_FLOAT32, em_no_device());
         out[j] = em_mul(grads[0], f);
         em_tensor_release(f);
         if (!out[j]) return em_error_kind();

@@ -436,7 +436,15 @@ START_TEST(test_codegen_real_schema) {
     ck_assert_ptr_nonnull(list);
     ck_assert_ptr_nonnull(strstr(list, "\"matmul\","));
     ck_assert_ptr_null(strstr(list, "\"eq\""));
+    /* metamethods run the ops' C entry; composites sit at every key; namespaces */
+    ck_assert_ptr_nonnull(strstr(l, "{ \"__add\", mm_add },"));
+    ck_assert_ptr_nonnull(strstr(l, "{ \"__unm\", mm_neg },"));
+    ck_assert_ptr_nonnull(strstr(l, "em_tensor *r = em_add(a_self, a_other, a_alpha);"));
+    ck_assert_ptr_nonnull(strstr(l, "{ \"nn.functional\", \"linear\", l_linear },"));
     free(l);
+    c = slurp(&r, "gen/em_ops.c");
+    ck_assert_ptr_nonnull(strstr(c, "[EM_KEY_AUTOGRAD] = (void *)em_comp_linear"));
+    free(c);
     cleanup(&r);
 }
 END_TEST
@@ -445,6 +453,34 @@ START_TEST(test_codegen_derivatives_good) {
     run_result r;
     run_codegen(&r, "deriv_ops.yaml", "deriv_good.yaml");
     ck_assert_msg(r.status == 0, "codegen failed: %s", r.err);
+    cleanup(&r);
+}
+END_TEST
+
+/* Device, Device? and Generator?: C types, validation and the factory's
+ * key in the entry, boxing, and the Lua parsers. */
+START_TEST(test_codegen_device_types) {
+    run_result r;
+    run_codegen(&r, "schema/ops.yaml", "schema/derivatives.yaml");
+    ck_assert_msg(r.status == 0, "codegen failed on the real schema: %s", r.err);
+    char *h = slurp(&r, "gen/em_ops.h");
+    ck_assert_ptr_nonnull(strstr(h, "EM_API em_tensor *em_zeros(em_intlist size, em_dtype dtype, em_device device);"));
+    ck_assert_ptr_nonnull(strstr(h, "EM_API em_tensor *em_rand(em_intlist size, em_generator *generator, "
+                                    "em_dtype dtype, em_device device);"));
+    free(h);
+    char *c = slurp(&r, "gen/em_ops.c");
+    ck_assert_ptr_nonnull(strstr(c, "    if (!em_device_resolve(device, &device, \"zeros\"))\n        return NULL;\n"
+                                    "    ks = EM_KS(em_backend_key(device)); /* a factory: the device's backend */"));
+    ck_assert_ptr_nonnull(strstr(c, "    ks |= EM_KS(em_backend_key(device));\n"
+                                    "    ks = em_disp_compute(&em_op_table[EM_OP_to_device], ks);"));
+    ck_assert_ptr_nonnull(strstr(c, "em_iv_device(device)"));
+    ck_assert_ptr_nonnull(strstr(c, "em_iv_generator(generator)"));
+    ck_assert_ptr_nonnull(strstr(c, "em_un_generator(st, 1, &generator)"));
+    free(c);
+    char *l = slurp(&r, "gen/em_lua_ops.c");
+    ck_assert_ptr_nonnull(strstr(l, "a_device = em_lua_check_device(L, i_device, \"zeros\", \"device\");"));
+    ck_assert_ptr_nonnull(strstr(l, "a_generator = em_lua_check_generator(L, i_generator, \"randn\", \"generator\");"));
+    free(l);
     cleanup(&r);
 }
 END_TEST
@@ -464,6 +500,8 @@ static const bad_case bad_cases[] = {
     { "missing_doc.yaml", NULL, "missing_doc.yaml:7:", "op 'abs' has no 'doc'" },
     { "bad_default.yaml", NULL, "bad_default.yaml:2:",
       "bad default '3' for argument 'keepdim' of type bool" },
+    { "bad_device_default.yaml", NULL, "bad_device_default.yaml:2:",
+      "bad default 'None' for argument 'device' of type Device: expected no default" },
     { "dup_op.yaml", NULL, "dup_op.yaml:6:", "duplicate op 'neg'" },
     { "unknown_key.yaml", NULL, "unknown_key.yaml:3:", "unknown key 'kernal'" },
     { "unknown_dispatch_key.yaml", NULL, "unknown_dispatch_key.yaml:3:", "unknown dispatch key 'CPUU'" },
@@ -485,6 +523,10 @@ static const bad_case bad_cases[] = {
       "save: the formulas of mul use 'other' but save does not list it" },
     { "deriv_ops.yaml", "deriv_no_op.yaml", "deriv_no_op.yaml:3:",
       "the formula needs op 'sub' (for its arithmetic)" },
+    { "bad_metamethod.yaml", NULL, "bad_metamethod.yaml:4:", "op 'neg': unknown metamethod '__plus'" },
+    { "metamethod_signature.yaml", NULL, "metamethod_signature.yaml:4:",
+      "op 'neg' cannot be metamethod __add: it needs 2 positional Tensor arguments first" },
+    { "metamethod_twice.yaml", NULL, "metamethod_twice.yaml:7:", "metamethod __unm given to 'neg' and 'neg2'" },
     { "composite_mixed.yaml", NULL, "composite_mixed.yaml:3:",
       "op 'neg': a Composite kernel is the op's only kernel" },
     { "bad_namespace.yaml", NULL, "bad_namespace.yaml:4:",
@@ -559,6 +601,7 @@ Suite *make_codegen_suite(void) {
     tcase_add_test(core, test_codegen_good_min_writes_all_files);
     tcase_add_test(core, test_codegen_good_min_compiles);
     tcase_add_test(core, test_codegen_real_schema);
+    tcase_add_test(core, test_codegen_device_types);
     tcase_add_test(core, test_codegen_derivatives_good);
     tcase_add_test(core, test_codegen_autograd_fixture);
     tcase_add_test(core, test_codegen_multi_fixture);

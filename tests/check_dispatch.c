@@ -1,6 +1,7 @@
 /* check_dispatch.c -- Check suite for runtime/dispatch: key selection,
  * registration from outside runtime/, fallthrough, boxed fallbacks, TLS sets. */
 #include <check.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -140,6 +141,74 @@ static em_status trace_fallback(const em_op *op, em_keyset ks, em_stack *st, voi
     return em_disp_call_boxed(op, ks & em_keys_below(EM_KEY_TRACE), st);
 }
 
+/* Several results, Tensor[] arguments and Tensor[] results through a boxed
+ * fallback: every result comes back (Note [Several results]). */
+START_TEST(test_dispatch_boxed_multi_results) {
+    ck_assert_int_eq(em_disp_register_fallback(EM_KEY_TRACE, trace_fallback, traced), EM_OK);
+    ntraced = 0;
+    em_tensor *a = vec(3, 0.0f);
+    float *ad = em_tensor_data(a);
+    ad[0] = 3.0f; ad[1] = 1.0f; ad[2] = 2.0f;
+    em_tensor *idx = NULL;
+    em_disp_tls_keys.include = EM_KS(EM_KEY_TRACE);
+    em_tensor *v = em_sort(a, -1, false, false, &idx);
+    em_tensor *parts[2] = { a, a };
+    em_tensor *c = em_cat((em_tensorlist){ parts, 2 }, 0);
+    int n = -1;
+    em_tensor **pieces = em_split(a, 2, 0, &n);
+    em_disp_tls_keys.include = 0;
+    em_disp_register_fallback(EM_KEY_TRACE, NULL, NULL);
+    ck_assert_int_eq(ntraced, 3);
+    ck_assert_str_eq(traced[0], "sort/4");
+    ck_assert_str_eq(traced[1], "cat/2");
+    ck_assert_str_eq(traced[2], "split/3");
+    ck_assert_ptr_nonnull(v);
+    ck_assert_ptr_nonnull(idx);
+    ck_assert_float_eq(((float *)em_tensor_data(v))[0], 1.0f);
+    ck_assert_int_eq(idx->dtype, EM_INT64);
+    const int64_t *id = em_tensor_data(idx);
+    ck_assert(id[0] == 2 && id[1] == 3 && id[2] == 1); /* 1-based */
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq((int)c->numel, 6);
+    ck_assert_ptr_nonnull(pieces);
+    ck_assert_int_eq(n, 2);
+    ck_assert_int_eq((int)pieces[0]->numel, 2);
+    ck_assert_int_eq((int)pieces[1]->numel, 1);
+    ck_assert_ptr_eq(pieces[1]->view_base, a); /* views of a */
+    em_tensors_free(pieces, n);
+    em_tensor_release(v); em_tensor_release(idx); em_tensor_release(c);
+    em_tensor_release(a);
+}
+END_TEST
+
+/* The C API of multi-result and list ops: errors leave out-parameters NULL
+ * and name the op; list elements are checked. */
+START_TEST(test_dispatch_multi_result_errors) {
+    em_tensor *a = vec(3, 1.0f);
+    em_tensor *idx = (em_tensor *)(uintptr_t)1; /* reset by the entry */
+    ck_assert_ptr_null(em_topk(a, 4, 0, true, true, &idx));
+    ck_assert_ptr_null(idx);
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "topk: k (4) is out of range"));
+    em_clear_error();
+    ck_assert_ptr_null(em_sort(a, 0, false, false, NULL));
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "sort: out-parameter 'indices' is NULL"));
+    em_clear_error();
+    em_tensor *parts[2] = { a, NULL };
+    ck_assert_ptr_null(em_cat((em_tensorlist){ parts, 2 }, 0));
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "cat: argument 'tensors' element 2 is NULL"));
+    em_clear_error();
+    int n = 7;
+    ck_assert_ptr_null(em_split(a, -1, 0, &n));
+    ck_assert_int_eq(n, 0);
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "split: split_size must be non-negative"));
+    em_clear_error();
+    ck_assert_ptr_null(em_searchsorted(a, a, "middle"));
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "searchsorted: argument 'side' must be one of: left, right (got 'middle')"));
+    em_clear_error();
+    em_tensor_release(a);
+}
+END_TEST
+
 START_TEST(test_dispatch_boxed_fallback) {
     ck_assert_int_eq(em_disp_register_fallback(EM_KEY_TRACE, trace_fallback, traced), EM_OK);
     em_tensor *a = vec(4, 3.0f), *b = vec(4, 2.0f);
@@ -201,6 +270,8 @@ Suite *make_dispatch_suite(void) {
     tcase_add_test(tc, test_dispatch_fallthrough);
     tcase_add_test(tc, test_dispatch_redispatch_below);
     tcase_add_test(tc, test_dispatch_boxed_fallback);
+    tcase_add_test(tc, test_dispatch_boxed_multi_results);
+    tcase_add_test(tc, test_dispatch_multi_result_errors);
     suite_add_tcase(s, tc);
     TCase *te = tcase_create("errors");
     tcase_add_test(te, test_dispatch_no_kernel_is_error);

@@ -1173,59 +1173,59 @@ END_TEST
 
 START_TEST(test_kernels_factories)
 {
-    em_tensor *t = em_cpu_full(KS, IL(2, 2), em_scalar_bool(true), EM_DTYPE_NONE);
+    em_tensor *t = em_cpu_full(KS, IL(2, 2), em_scalar_bool(true), EM_DTYPE_NONE, em_cpu_device());
     ck_assert_int_eq(t->dtype, EM_BOOL);
     ck_assert_double_eq(at(t, 3), 1);
     em_tensor_release(t);
-    t = em_cpu_full(KS, IL(2), em_scalar_int(7), EM_DTYPE_NONE);
+    t = em_cpu_full(KS, IL(2), em_scalar_int(7), EM_DTYPE_NONE, em_cpu_device());
     ck_assert_int_eq(t->dtype, EM_INT64);
     ck_assert_double_eq(at(t, 1), 7);
     em_tensor_release(t);
-    t = em_cpu_full(KS, IL(2), em_scalar_float(1.5), EM_DTYPE_NONE);
+    t = em_cpu_full(KS, IL(2), em_scalar_float(1.5), EM_DTYPE_NONE, em_cpu_device());
     ck_assert_int_eq(t->dtype, EM_FLOAT32);
     ck_assert_double_eq(at(t, 1), 1.5);
     em_tensor_release(t);
-    t = em_cpu_zeros(KS, IL(3, 0), EM_DTYPE_NONE);
+    t = em_cpu_zeros(KS, IL(3, 0), EM_DTYPE_NONE, em_cpu_device());
     assert_shape(t, 2, SZ(3, 0));
     em_tensor_release(t);
-    t = em_cpu_ones(KS, IL(4), EM_FLOAT16);
+    t = em_cpu_ones(KS, IL(4), EM_FLOAT16, em_cpu_device());
     ck_assert_double_eq(at(t, 3), 1);
     em_tensor_release(t);
-    t = em_cpu_zeros(KS, IL(5), EM_INT8);
+    t = em_cpu_zeros(KS, IL(5), EM_INT8, em_cpu_device());
     ck_assert_double_eq(at(t, 4), 0);
     em_tensor_release(t);
-    t = em_cpu_empty(KS, IL(2, 3), EM_DTYPE_NONE);
+    t = em_cpu_empty(KS, IL(2, 3), EM_DTYPE_NONE, em_cpu_device());
     ck_assert_int_eq(t->dtype, EM_FLOAT32);
     em_tensor_release(t);
-    ck_assert_ptr_null(em_cpu_zeros(KS, IL(2, -1), EM_DTYPE_NONE));
+    ck_assert_ptr_null(em_cpu_zeros(KS, IL(2, -1), EM_DTYPE_NONE, em_cpu_device()));
     assert_error(EM_EVALUE, "zeros");
-    ck_assert_ptr_null(em_cpu_empty(KS, IL(-3), EM_DTYPE_NONE));
+    ck_assert_ptr_null(em_cpu_empty(KS, IL(-3), EM_DTYPE_NONE, em_cpu_device()));
     assert_error(EM_EVALUE, "empty");
     /* arange */
-    t = em_cpu_arange(KS, em_scalar_int(5), NULL, ONE, EM_DTYPE_NONE);
+    t = em_cpu_arange(KS, em_scalar_int(5), NULL, ONE, EM_DTYPE_NONE, em_cpu_device());
     ck_assert_int_eq(t->dtype, EM_INT64);
     assert_shape(t, 1, SZ(5));
     ck_assert_double_eq(at(t, 4), 4);
     em_tensor_release(t);
     em_scalar e = em_scalar_float(2.5);
-    t = em_cpu_arange(KS, em_scalar_int(1), &e, em_scalar_float(0.5), EM_DTYPE_NONE);
+    t = em_cpu_arange(KS, em_scalar_int(1), &e, em_scalar_float(0.5), EM_DTYPE_NONE, em_cpu_device());
     ck_assert_int_eq(t->dtype, EM_FLOAT32);
     assert_shape(t, 1, SZ(3));
     ck_assert_double_eq(at(t, 2), 2.0);
     em_tensor_release(t);
     em_scalar e10 = em_scalar_int(10), em1 = em_scalar_int(-1);
-    t = em_cpu_arange(KS, em_scalar_int(0), &e10, em_scalar_int(3), EM_DTYPE_NONE);
+    t = em_cpu_arange(KS, em_scalar_int(0), &e10, em_scalar_int(3), EM_DTYPE_NONE, em_cpu_device());
     assert_shape(t, 1, SZ(4));
     ck_assert_double_eq(at(t, 3), 9);
     em_tensor_release(t);
-    t = em_cpu_arange(KS, em_scalar_int(3), &em1, em_scalar_int(-2), EM_FLOAT64);
+    t = em_cpu_arange(KS, em_scalar_int(3), &em1, em_scalar_int(-2), EM_FLOAT64, em_cpu_device());
     ck_assert_int_eq(t->dtype, EM_FLOAT64);
     assert_shape(t, 1, SZ(2));
     ck_assert_double_eq(at(t, 1), 1);
     em_tensor_release(t);
-    ck_assert_ptr_null(em_cpu_arange(KS, em_scalar_int(0), &e10, em_scalar_int(0), EM_DTYPE_NONE));
+    ck_assert_ptr_null(em_cpu_arange(KS, em_scalar_int(0), &e10, em_scalar_int(0), EM_DTYPE_NONE, em_cpu_device()));
     assert_error(EM_EVALUE, "arange");
-    ck_assert_ptr_null(em_cpu_arange(KS, em_scalar_int(0), &e10, em_scalar_int(-1), EM_DTYPE_NONE));
+    ck_assert_ptr_null(em_cpu_arange(KS, em_scalar_int(0), &e10, em_scalar_int(-1), EM_DTYPE_NONE, em_cpu_device()));
     assert_error(EM_EVALUE, "arange");
 }
 END_TEST
@@ -1233,9 +1233,9 @@ END_TEST
 START_TEST(test_kernels_random)
 {
     em_manual_seed(42);
-    em_tensor *a = em_cpu_randn(KS, IL(100000), EM_DTYPE_NONE);
+    em_tensor *a = em_cpu_randn(KS, IL(100000), NULL, EM_DTYPE_NONE, em_cpu_device());
     em_manual_seed(42);
-    em_tensor *b = em_cpu_randn(KS, IL(100000), EM_DTYPE_NONE);
+    em_tensor *b = em_cpu_randn(KS, IL(100000), NULL, EM_DTYPE_NONE, em_cpu_device());
     ck_assert_int_eq(a->dtype, EM_FLOAT32);
     ck_assert(memcmp(em_tensor_data(a), em_tensor_data(b), 400000) == 0);
     double m = 0, v = 0;
@@ -1245,9 +1245,9 @@ START_TEST(test_kernels_random)
     v = sqrt(v / 1e5);
     ck_assert_double_lt(fabs(m), 0.02);
     ck_assert_double_lt(fabs(v - 1), 0.02);
-    em_tensor *c = em_cpu_randn(KS, IL(100000), EM_DTYPE_NONE);
+    em_tensor *c = em_cpu_randn(KS, IL(100000), NULL, EM_DTYPE_NONE, em_cpu_device());
     ck_assert(memcmp(em_tensor_data(a), em_tensor_data(c), 400000) != 0);
-    em_tensor *u = em_cpu_rand(KS, IL(10000), EM_FLOAT64);
+    em_tensor *u = em_cpu_rand(KS, IL(10000), NULL, EM_FLOAT64, em_cpu_device());
     ck_assert_int_eq(u->dtype, EM_FLOAT64);
     double um = 0;
     for (int64_t i = 0; i < 10000; i++) {
@@ -1256,9 +1256,9 @@ START_TEST(test_kernels_random)
         um += x;
     }
     ck_assert_double_lt(fabs(um / 1e4 - 0.5), 0.02);
-    ck_assert_ptr_null(em_cpu_randn(KS, IL(3), EM_INT64));
+    ck_assert_ptr_null(em_cpu_randn(KS, IL(3), NULL, EM_INT64, em_cpu_device()));
     assert_error(EM_ETYPE, "randn");
-    ck_assert_ptr_null(em_cpu_rand(KS, IL(-3), EM_DTYPE_NONE));
+    ck_assert_ptr_null(em_cpu_rand(KS, IL(-3), NULL, EM_DTYPE_NONE, em_cpu_device()));
     assert_error(EM_EVALUE, "rand");
     em_tensor_release(u);
     em_tensor_release(c);

@@ -97,8 +97,9 @@ typedef struct em_ag_meta {
                                    later in-place op on the tensor itself) */
     em_hook *hooks;             /* leaf tensor hooks (AccumulateGrad pre-hooks) */
     const char *multi_view_of;  /* the node's name (static) when this view is one of
-                                   several returned by one op (split, unbind): an
-                                   in-place write into it is refused */
+                                   several returned by one op (split, unbind), or a
+                                   view of one: an in-place write into it is refused */
+    uint32_t multi_view_nr;     /* which of those outputs (0-based) */
 } em_ag_meta;
 
 /* A tensor's geometry without its data: what as_strided needs to rebuild a
@@ -203,6 +204,9 @@ EM_API em_status em_ag_check_inplace(em_tensor *self, const char *op);
  * `name` (a static string), so that em_ag_check_inplace refuses in-place
  * writes into it, as PyTorch does. A no-op for a t that is not a view. */
 EM_API em_status em_ag_mark_multi_view(em_tensor *t, const char *name);
+/* A view made from such a view is one too (PyTorch propagates the
+ * creation meta): called by the generated kernels of view ops. */
+EM_API void em_ag_inherit_multi_view(em_tensor *view, const em_tensor *src);
 /* Regenerates a stale view's history now (see the Note); a no-op for
  * tensors that are not views or are in step. Called by the queries. */
 EM_API void em_ag_sync_view(em_tensor *t);

@@ -33,11 +33,13 @@ EM_HIDDEN em_tensor *em_ag_fn_pow_exponent_backward(em_tensor *grad, em_tensor *
 EM_HIDDEN em_tensor *em_ag_fn_matmul_backward_self(em_tensor *grad, const em_input_meta *self, em_tensor *other);
 EM_HIDDEN em_tensor *em_ag_fn_matmul_backward_other(em_tensor *grad, em_tensor *self, const em_input_meta *other);
 EM_HIDDEN em_tensor *em_ag_fn_zeros_like(em_tensor *t);
+EM_HIDDEN em_tensor *em_ag_fn_to_device_backward(em_tensor *grad, const em_input_meta *self_meta);
 EM_HIDDEN em_tensor *em_ag_fn_as_strided_grad(em_tensor *grad, const em_geometry *self_geometry, em_intlist size,
                                               em_intlist stride, const int64_t *storage_offset);
 
 /* reductions (prod, amax/amin, var/std, norm): see formulas.c */
-EM_HIDDEN em_tensor *em_ag_fn_prod_backward(em_tensor *grad, em_tensor *self, const int64_t *dim, bool keepdim);
+EM_HIDDEN em_tensor *em_ag_fn_prod_backward(em_tensor *grad, em_tensor *self, em_tensor *result, const int64_t *dim,
+                                            bool keepdim);
 /* max()/min() of all elements: grad shared evenly among the ties. */
 EM_HIDDEN em_tensor *em_ag_fn_max_all_backward(em_tensor *grad, em_tensor *self, em_tensor *result);
 EM_HIDDEN em_tensor *em_ag_fn_amax_backward(em_tensor *grad, em_tensor *self, em_tensor *result, em_intlist dim,
@@ -70,5 +72,13 @@ EM_HIDDEN em_tensor *em_ag_fn_split_backward(em_tensor **grads, int n, const em_
                                              const em_input_meta *self_meta, int64_t dim);
 EM_HIDDEN em_tensor *em_ag_fn_stack_grads(em_tensor **grads, int n, const em_input_meta *metas,
                                           const em_input_meta *self_meta, int64_t dim);
+
+/* Whether an element of a Tensor[] argument requires grad (the generated
+ * Autograd kernel of an op with a Tensor[] argument asks). */
+static inline __attribute__((unused)) bool em_ag_list_requires_grad(em_tensorlist l) {
+    for (int i = 0; i < l.n; i++)
+        if (em_requires_grad(l.data[i])) return true;
+    return false;
+}
 
 #endif

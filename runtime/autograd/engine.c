@@ -657,7 +657,7 @@ static em_status make_root(em_tensor **roots, em_tensor **grad_roots, int n_root
                 break;
             }
             em_grad_guard gg = em_grad_guard_begin(false);
-            g = em_ones((em_intlist){ r->sizes, r->ndim }, r->dtype);
+            g = em_ones((em_intlist){ r->sizes, r->ndim }, r->dtype, r->device);
             em_grad_guard_end(gg);
             if (!g) { st = em_error_kind(); break; }
         } else {

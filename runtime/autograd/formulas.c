@@ -32,7 +32,12 @@ em_tensor *em_ag_scalar_s(em_scalar s) {
 static em_intlist meta_sizes(const em_input_meta *m) { return (em_intlist){ m->sizes, m->ndim }; }
 
 em_tensor *em_ag_fn_zeros_like(em_tensor *t) {
-    return em_zeros((em_intlist){ t->sizes, t->ndim }, t->dtype);
+    return em_zeros((em_intlist){ t->sizes, t->ndim }, t->dtype, t->device);
+}
+
+/* to_device's gradient: grad back on the input's device. */
+em_tensor *em_ag_fn_to_device_backward(em_tensor *grad, const em_input_meta *self_meta) {
+    return em_to_device(grad, self_meta->device);
 }
 
 /* grad has the reduced shape; unsqueeze the reduced dims (when keepdim was
@@ -241,18 +246,39 @@ static void release_all(int n, em_tensor **t) {
     for (int i = 0; i < n; i++) em_tensor_release(t[i]);
 }
 
-/* PyTorch's prod_backward, written so zeros are exact: with P the product
- * of the nonzero elements and nz their count of zeros, an element gets
- * grad * P / x when nz == 0, grad * P at the single zero when nz == 1, and
- * 0 otherwise. */
-em_tensor *em_ag_fn_prod_backward(em_tensor *grad, em_tensor *self, const int64_t *dim, bool keepdim) {
+/* Whether t (bool) holds a true element; -1 with the error set. Reads one
+ * value through a host copy when t is not on the cpu. */
+static int any_true(em_tensor *t) {
+    em_tensor *a = em_any(t, NULL, false);
+    em_tensor *h = a && a->device.type != EM_CPU ? em_to_device(a, em_cpu_device()) : em_tensor_retain(a);
+    int r = h ? *(const bool *)em_tensor_data(h) : -1;
+    em_tensor_release(h);
+    em_tensor_release(a);
+    return r;
+}
+
+/* PyTorch's prod_backward: grad * result / self when self has no zero
+ * (the same graph and the same inf/nan as PyTorch); otherwise exact at the
+ * zeros: with P the product of a slice's nonzero elements and nz its count
+ * of zeros, an element gets grad * P / x when nz == 0, grad * P at the
+ * single zero when nz == 1, and 0 otherwise. */
+em_tensor *em_ag_fn_prod_backward(em_tensor *grad, em_tensor *self, em_tensor *result, const int64_t *dim,
+                                  bool keepdim) {
+    if (self->ndim == 0) return em_tensor_retain(grad); /* as PyTorch: no history through self */
     em_intlist dl = { dim, dim ? 1 : -1 };
-    enum { G, Z, ONE, ZERO, X1, P, NZ, A, E0, E1, B0, B1, V, K };
+    enum { G, Z, ONE, ZERO, X1, P, NZ, A, E0, E1, B0, B1, V, RS, K };
     em_tensor *t[K] = { NULL };
     em_tensor *r = NULL;
     if (!(t[G] = unreduce(grad, self->ndim, dl, keepdim))) goto out;
     if (!(t[ONE] = em_ag_scalar(1)) || !(t[ZERO] = em_ag_scalar(0))) goto out;
     if (!(t[Z] = em_eq(self, t[ZERO]))) goto out;
+    int zeros = any_true(t[Z]);
+    if (zeros < 0) goto out;
+    if (!zeros) {
+        if (!(t[RS] = unreduce(result, self->ndim, dl, keepdim)) || !(t[A] = em_div(t[RS], self))) goto out;
+        r = em_mul(t[G], t[A]);
+        goto out;
+    }
     if (!(t[X1] = em_where(t[Z], t[ONE], self))) goto out;
     if (!(t[P] = em_prod(t[X1], dim, true, EM_DTYPE_NONE))) goto out;
     if (!(t[NZ] = em_sum(t[Z], dl, true, EM_DTYPE_NONE))) goto out;
@@ -283,8 +309,20 @@ out:
     return r;
 }
 
+/* PyTorch's evenly_distribute_backward: grad / count at the elements equal
+ * to the result -- or, when the result is NaN, at the NaNs -- zeros elsewhere. */
 em_tensor *em_ag_fn_max_all_backward(em_tensor *grad, em_tensor *self, em_tensor *result) {
-    return em_ag_fn_amax_backward(grad, self, result, (em_intlist){ NULL, -1 }, false);
+    enum { NS, NR, EQ, M, C, G, Z, K };
+    em_tensor *t[K] = { NULL };
+    em_tensor *r = NULL;
+    if (!(t[NS] = em_ne(self, self)) || !(t[NR] = em_ne(result, result)) || !(t[EQ] = em_eq(self, result)) ||
+        !(t[M] = em_where(t[NR], t[NS], t[EQ])) || !(t[C] = em_sum(t[M], (em_intlist){ NULL, -1 }, false, EM_DTYPE_NONE)) ||
+        !(t[G] = em_div(grad, t[C])) || !(t[Z] = em_ag_scalar(0)))
+        goto out;
+    r = em_where(t[M], t[G], t[Z]);
+out:
+    release_all(K, t);
+    return r;
 }
 
 /* N: the number of elements each output of a reduction over dim folds */
@@ -334,15 +372,16 @@ out:
     return r;
 }
 
-/* norm: p = 2: grad x / norm; 1: grad sign(x); inf/-inf: grad sign(x)
- * split evenly among the |x| equal to the norm; 0: zero; other p:
- * grad x |x|^(p-2) / norm^(p-1). Where x (or the norm) is 0 the gradient is
- * 0 (the subgradient PyTorch picks). */
+/* norm, as PyTorch 1.13's norm_backward: p = 2: x * (grad / norm), 0 where
+ * the norm is 0; 1: grad sign(x); inf/-inf: grad sign(x) split evenly among
+ * the |x| equal to the norm; 0: zero; p < 1: sign(x) |x|^(p-1) (0 where x
+ * is 0) * grad * norm^(1-p); 1 < p < 2: sign(x) |x|^(p-1) and p > 2:
+ * x |x|^(p-2), times grad / norm^(p-1) (0 where the norm is 0). */
 em_tensor *em_ag_fn_norm_backward(em_tensor *grad, em_tensor *self, em_tensor *result, em_scalar p,
                                   em_intlist dim, bool keepdim) {
     double pv = em_scalar_to_double(p);
     if (pv == 0) return em_ag_fn_zeros_like(self);
-    enum { G, R, ZERO, SG, AB, M, C, Q, W, PW, E, Z, K };
+    enum { G, R, ZERO, SG, AB, M, C, Q, W, PW, E, Z, SS, K };
     em_tensor *t[K] = { NULL };
     em_tensor *r = NULL;
     if (!(t[G] = unreduce(grad, self->ndim, dim, keepdim)) || !(t[R] = unreduce(result, self->ndim, dim, keepdim)))
@@ -354,23 +393,43 @@ em_tensor *em_ag_fn_norm_backward(em_tensor *grad, em_tensor *self, em_tensor *r
     } else if (isinf(pv)) {
         if (!(t[SG] = em_sign(self)) || !(t[AB] = em_abs(self))) goto out;
         if (!(t[M] = em_eq(t[AB], t[R])) || !(t[C] = em_sum(t[M], dim, true, EM_DTYPE_NONE))) goto out;
-        if (!(t[Q] = em_mul(t[SG], t[M])) || !(t[W] = em_div(t[Q], t[C]))) goto out;
-        r = em_mul(t[G], t[W]);
+        if (!(t[Q] = em_mul(t[G], t[SG])) || !(t[W] = em_div(t[Q], t[C]))) goto out;
+        r = em_where(t[M], t[W], t[ZERO]); /* 0 outside the mask, also for a NaN norm */
+    } else if (pv < 1) {
+        /* SS = sign(x) |x|^(p-1), 0 where x is 0; times grad * norm^(1-p) */
+        if (!(t[SG] = em_sign(self)) || !(t[AB] = em_abs(self)) || !(t[E] = em_ag_scalar(pv - 1))) goto out;
+        if (!(t[PW] = em_pow(t[AB], t[E])) || !(t[M] = em_mul(t[SG], t[PW]))) goto out;
+        if (!(t[Z] = em_eq(self, t[ZERO])) || !(t[SS] = em_where(t[Z], t[ZERO], t[M]))) goto out;
+        em_tensor_release(t[E]);
+        em_tensor_release(t[PW]);
+        t[E] = t[PW] = NULL;
+        if (!(t[E] = em_ag_scalar(1 - pv)) || !(t[PW] = em_pow(t[R], t[E]))) goto out;
+        if (!(t[W] = em_mul(t[SS], t[G]))) goto out;
+        r = em_mul(t[W], t[PW]);
     } else {
-        /* Q = grad / norm^(p-1); W = x |x|^(p-2) Q; 0 where x is 0 */
+        /* SS times Q = grad / norm^(p-1), Q 0 where the norm is 0 */
         if (pv == 2) {
-            if (!(t[Q] = em_div(t[G], t[R])) || !(t[W] = em_mul(self, t[Q]))) goto out;
+            if (!(t[W] = em_div(t[G], t[R]))) goto out;
+            t[SS] = em_tensor_retain(self);
         } else {
             if (!(t[E] = em_ag_scalar(pv - 1)) || !(t[PW] = em_pow(t[R], t[E]))) goto out;
-            if (!(t[Q] = em_div(t[G], t[PW]))) goto out;
+            if (!(t[W] = em_div(t[G], t[PW]))) goto out;
             em_tensor_release(t[E]);
-            t[E] = NULL;
-            if (!(t[AB] = em_abs(self)) || !(t[E] = em_ag_scalar(pv - 2))) goto out;
-            if (!(t[SG] = em_pow(t[AB], t[E])) || !(t[M] = em_mul(self, t[SG]))) goto out;
-            if (!(t[W] = em_mul(t[M], t[Q]))) goto out;
+            em_tensor_release(t[PW]);
+            t[E] = t[PW] = NULL;
+            if (!(t[AB] = em_abs(self))) goto out;
+            if (pv < 2) {
+                if (!(t[E] = em_ag_scalar(pv - 1)) || !(t[PW] = em_pow(t[AB], t[E])) || !(t[SG] = em_sign(self)))
+                    goto out;
+                t[SS] = em_mul(t[SG], t[PW]);
+            } else {
+                if (!(t[E] = em_ag_scalar(pv - 2)) || !(t[PW] = em_pow(t[AB], t[E]))) goto out;
+                t[SS] = em_mul(self, t[PW]);
+            }
         }
-        if (!(t[Z] = em_eq(self, t[ZERO]))) goto out;
-        r = em_where(t[Z], t[ZERO], t[W]);
+        if (!t[SS]) goto out;
+        if (!(t[Z] = em_eq(t[R], t[ZERO])) || !(t[Q] = em_where(t[Z], t[ZERO], t[W]))) goto out;
+        r = em_mul(t[SS], t[Q]);
     }
 out:
     release_all(K, t);

@@ -8,7 +8,7 @@
 
 static em_intlist sizes_of(const em_input_meta *m) { return (em_intlist){ m->sizes, m->ndim }; }
 
-em_tensor *em_ag_zeros_from_meta(const em_input_meta *m) { return em_zeros(sizes_of(m), m->dtype); }
+em_tensor *em_ag_zeros_from_meta(const em_input_meta *m) { return em_zeros(sizes_of(m), m->dtype, m->device); }
 
 em_tensor *em_ag_fn_value_selecting_backward(em_tensor *grad, int64_t dim, em_tensor *indices,
                                              const em_input_meta *self_meta) {

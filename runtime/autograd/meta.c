@@ -656,17 +656,28 @@ em_status em_rebase_history(em_tensor *t, em_node *node) {
 
 em_status em_ag_mark_multi_view(em_tensor *t, const char *name) {
     em_ag_meta *m = t->autograd_meta;
-    if (t->view_base && m) m->multi_view_of = name;
+    if (t->view_base && m) {
+        m->multi_view_of = name;
+        m->multi_view_nr = m->output_nr;
+    }
     return EM_OK;
+}
+
+void em_ag_inherit_multi_view(em_tensor *view, const em_tensor *src) {
+    const em_ag_meta *s = src->autograd_meta;
+    em_ag_meta *m = view->autograd_meta;
+    if (!s || !s->multi_view_of || !m || !view->view_base) return;
+    m->multi_view_of = s->multi_view_of;
+    m->multi_view_nr = s->multi_view_nr;
 }
 
 em_status em_ag_check_inplace(em_tensor *self, const char *op) {
     em_ag_meta *m = self->autograd_meta;
     if (m && m->multi_view_of && self->view_base)
-        return em_set_error(EM_EVALUE, "%s: output %u of %s is a view and is being modified in place; "
-                                       "it is one of several views returned by one op, which does not "
-                                       "allow writing into them in place (use an out-of-place op, or "
-                                       "clone() it first)", op, (unsigned)m->output_nr + 1, m->multi_view_of);
+        return em_set_error(EM_EVALUE, "%s: the tensor is (a view of) output %u of %s, one of several "
+                                       "views returned by one op; such views cannot be modified in place "
+                                       "(use an out-of-place op, or clone() the view first)",
+                            op, (unsigned)m->multi_view_nr + 1, m->multi_view_of);
     if (m && !m->grad_fn && m->requires_grad)
         return em_set_error(EM_EVALUE, "%s: a leaf tensor that requires grad is being used in an "
                                        "in-place operation (do it under ember.no_grad())", op);

@@ -286,7 +286,7 @@ em_tensor *em_ag_reduce_to(em_tensor *grad, const em_input_meta *meta) {
         int lead = grad->ndim - meta->ndim;
         if (lead < 0) {
             /* a gradient with fewer dims than its input: broadcast it up */
-            em_tensor *z = em_zeros((em_intlist){ meta->sizes, meta->ndim }, grad->dtype);
+            em_tensor *z = em_zeros((em_intlist){ meta->sizes, meta->ndim }, grad->dtype, meta->device);
             em_tensor *r = z ? em_add(z, grad, em_scalar_int(1)) : NULL;
             em_tensor_release(z);
             em_tensor_release(grad);

@@ -274,16 +274,7 @@ void em_store_from_int64(void *p, em_dtype t, int64_t v)
     }
 }
 
-/* ---- devices and keys ---- */
-
-const char *em_device_name(em_device d)
-{
-    switch (d.type) {
-    case EM_CPU: return "cpu";
-    case EM_CUDA: return "cuda";
-    default: return "unknown";
-    }
-}
+/* ---- dispatch keys (devices: context.c) ---- */
 
 const char *em_key_name(em_dispatch_key k)
 {
@@ -292,15 +283,6 @@ const char *em_key_name(em_dispatch_key k)
         [EM_KEY_AUTOGRAD] = "Autograd", [EM_KEY_TRACE] = "Trace",
     };
     return (unsigned)k < EM_KEY_COUNT ? names[k] : "Unknown";
-}
-
-em_dispatch_key em_backend_key(em_device d)
-{
-    switch (d.type) {
-    case EM_CPU: return EM_KEY_CPU;
-    case EM_CUDA: return EM_KEY_CUDA;
-    default: return EM_KEY_PRIVATEUSE1;
-    }
 }
 
 _Static_assert(EM_DTYPE_COUNT == 9, "update dtype_names, dtype_sizes and promote_table");

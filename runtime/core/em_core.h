@@ -128,10 +128,33 @@ EM_API void em_tensors_free(struct em_tensor **ts, int n);
 
 /* ---- devices and dispatch keys ---- */
 
-typedef enum { EM_CPU = 0, EM_CUDA, EM_DEVICE_COUNT } em_device_type;
-typedef struct { int8_t type; int8_t index; } em_device; /* type: em_device_type */
-EM_API const char *em_device_name(em_device d);          /* "cpu", "cuda" */
-static inline em_device em_cpu_device(void) { em_device d = { EM_CPU, 0 }; return d; }
+/* Note [Devices]
+ * A device is a type and an index. The index is an id, 0-based as in
+ * PyTorch ("cuda:0" is the first CUDA device), or -1 for "no index": the
+ * CPU has none (it prints as "cpu"), and device("cuda") names the current
+ * device of its type (a factory resolves it to index 0). Each type maps to
+ * one backend dispatch key (the table in core/context.c); PrivateUse1 is
+ * the slot for an out-of-tree backend, named "privateuseone" as in
+ * PyTorch. A type is available once a backend registered its allocator
+ * (em_register_allocator); the CPU registers the caching allocator. */
+typedef enum { EM_CPU = 0, EM_CUDA, EM_PRIVATEUSE1, EM_DEVICE_COUNT,
+               EM_DEVICE_NONE = -1 /* "no device given" in optional arguments */ } em_device_type;
+typedef struct { int8_t type; int8_t index; } em_device; /* type: em_device_type; index -1: none */
+EM_API const char *em_device_name(em_device d);          /* the type's name: "cpu", "cuda" */
+static inline em_device em_cpu_device(void) { em_device d = { EM_CPU, -1 }; return d; }
+static inline em_device em_no_device(void) { em_device d = { EM_DEVICE_NONE, -1 }; return d; }
+static inline bool em_device_eq(em_device a, em_device b) { return a.type == b.type && a.index == b.index; }
+/* Writes "cpu", "cuda:1", "privateuseone:0" into buf; returns buf. */
+EM_API char *em_device_str(em_device d, char *buf, size_t n);
+#define EM_DEVICE_STR_MAX 32
+/* Parses "cpu", "cuda", "cuda:1", "privateuseone:0" (PyTorch's spelling).
+ * EM_OK, or an EM_EVALUE error naming op and what is wrong. */
+EM_API em_status em_device_parse(const char *s, em_device *out, const char *op);
+/* The device a new tensor lives on when d is given to a factory: absent ->
+ * cpu; no index -> index 0 (cpu keeps none). Sets an EM_EDEVICE error
+ * "op: device X is not available: no backend registered" and returns false
+ * when no allocator is registered for the type. */
+EM_API bool em_device_resolve(em_device d, em_device *out, const char *op);
 
 /* Note [Dispatch key order]
  * Keys are ordered by priority: a higher value wins. The dispatcher ORs
@@ -152,8 +175,12 @@ typedef enum {
 typedef uint64_t em_keyset;
 #define EM_KS(k) ((em_keyset)1 << (k))
 EM_API const char *em_key_name(em_dispatch_key k);
-/* The backend key for a device (CPU -> EM_KEY_CPU, ...). */
+/* The backend key for a device (CPU -> EM_KEY_CPU, ...), from the one
+ * device-type <-> key table in core/context.c. */
 EM_API em_dispatch_key em_backend_key(em_device d);
+/* The device type a backend key serves, or EM_DEVICE_NONE for a key that
+ * is not a backend (Autograd, Trace). */
+EM_API em_device_type em_key_device_type(em_dispatch_key k);
 
 /* ---- storage and allocators ---- */
 
@@ -167,6 +194,19 @@ typedef struct em_allocator {
 /* The CPU caching allocator: 64-byte aligned; freed blocks are kept on a
  * free list per size class and reused (see Note [Caching allocator]). */
 EM_API const em_allocator *em_cpu_allocator(void);
+
+/* Note [Allocator registry]
+ * One allocator per device type. Storage allocation (em_storage_new) asks
+ * the registry for the device's allocator; a backend makes its device
+ * type available by registering one (from its init code, without touching
+ * core). The CPU entry is the caching allocator from the start (and again
+ * after NULL is registered for it: the cpu is always available).
+ * Registering NULL removes a backend (tests); the allocator must outlive
+ * every storage made from it. Registration is not synchronised with
+ * concurrent allocation: do it before using the device. */
+EM_API em_status em_register_allocator(em_device_type type, const em_allocator *a);
+/* The registered allocator of a device type, or NULL. */
+EM_API const em_allocator *em_get_allocator(em_device_type type);
 typedef struct {
     size_t allocated; /* bytes in live storages */
     size_t cached;    /* bytes held on free lists, ready for reuse */
@@ -195,6 +235,41 @@ EM_API em_storage *em_storage_new(size_t nbytes, em_device device);
 EM_API em_storage *em_storage_wrap(void *data, size_t nbytes, em_device device);
 EM_API void em_storage_retain(em_storage *s);
 EM_API void em_storage_release(em_storage *s);
+
+/* ---- the runtime context: generators and the thread count ---- */
+
+/* Note [Runtime context]
+ * Process-wide settings that every backend reads live in core
+ * (core/context.c), not in a backend: the default random generator and
+ * the intra-op thread count. A backend that keeps its own copy of a
+ * setting (the CPU pool, OpenBLAS) registers a hook that is called when
+ * it changes.
+ *
+ * A generator is a refcounted xoshiro256** state seeded by splitmix64,
+ * with the API shape of torch.Generator: manual_seed, seed (a fresh
+ * non-deterministic seed), initial_seed. Kernels draw from it between
+ * em_generator_lock and em_generator_unlock, serially, so a seed fixes
+ * every value whatever the thread count. */
+typedef struct em_generator em_generator;
+EM_API em_generator *em_generator_new(void);        /* refcount 1, default seed; NULL on OOM */
+EM_API em_generator *em_generator_retain(em_generator *g);
+EM_API void em_generator_release(em_generator *g);
+EM_API em_generator *em_default_generator(void);    /* borrowed; lives forever */
+EM_API void em_generator_manual_seed(em_generator *g, uint64_t seed);
+EM_API uint64_t em_generator_seed(em_generator *g); /* reseeds from the OS; returns the seed */
+EM_API uint64_t em_generator_initial_seed(em_generator *g);
+EM_API void em_generator_lock(em_generator *g);
+EM_API void em_generator_unlock(em_generator *g);
+EM_API uint64_t em_generator_next_u64(em_generator *g); /* lock held */
+/* Seeds the default generator (torch.manual_seed). */
+EM_API void em_manual_seed(uint64_t seed);
+
+/* The intra-op thread count (n >= 1; clamped to 256), shared by every
+ * backend; the CPU backend's hook resizes its pool and OpenBLAS. */
+EM_API void em_set_num_threads(int n);
+EM_API int em_get_num_threads(void);
+/* Registers fn(n), called by em_set_num_threads (at most 8 hooks). */
+EM_API em_status em_context_on_num_threads(void (*fn)(int n));
 
 /* ---- tensors ---- */
 

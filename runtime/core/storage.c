@@ -2,19 +2,17 @@
  * allocator that frees it (or none, for borrowed memory). */
 #include "core/em_core_int.h"
 
-static const em_allocator *device_allocator(em_device device)
-{
-    return device.type == EM_CPU ? em_cpu_allocator() : NULL;
-}
-
-/* New storage of nbytes (refcount 1) from the device's allocator, or NULL
- * with EM_EDEVICE (no allocator for the device) or EM_ENOMEM set. A zero
- * byte storage has data == NULL. */
+/* New storage of nbytes (refcount 1) from the device's allocator (see
+ * Note [Allocator registry] in em_core.h), or NULL with EM_EDEVICE (no
+ * allocator for the device) or EM_ENOMEM set. A zero byte storage has
+ * data == NULL. */
 em_storage *em_storage_new(size_t nbytes, em_device device)
 {
-    const em_allocator *a = device_allocator(device);
+    const em_allocator *a = em_get_allocator((em_device_type)device.type);
     if (!a) {
-        em_set_error(EM_EDEVICE, "storage: device %s is not available", em_device_name(device));
+        char b[EM_DEVICE_STR_MAX];
+        em_set_error(EM_EDEVICE, "storage: device %s is not available: no backend registered",
+                     em_device_str(device, b, sizeof b));
         return NULL;
     }
     em_storage *s = em_core_hdr_alloc(EM_HDR_STORAGE);
@@ -27,8 +25,9 @@ em_storage *em_storage_new(size_t nbytes, em_device device)
         s->data = a->alloc(a, nbytes);
         if (!s->data) {
             em_core_hdr_free(EM_HDR_STORAGE, s);
+            char b[EM_DEVICE_STR_MAX];
             em_set_error(EM_ENOMEM, "out of memory allocating %zu bytes on %s", nbytes,
-                         em_device_name(device));
+                         em_device_str(device, b, sizeof b));
             return NULL;
         }
     }

@@ -2,6 +2,7 @@
  * thread-local key sets and the slow path of a call (boxed fallbacks).
  * See Note [How a call is dispatched] in em_dispatch.h. */
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "dispatch/em_dispatch.h"
@@ -105,7 +106,16 @@ void *em_disp_resolve(const em_op *op, em_keyset ks, int *key_out, em_boxed_fn *
     int k = em_keyset_highest(ks);
     if (key_out) *key_out = k;
     if (k < 0) {
-        em_set_error(EM_EDEVICE, "%s: no kernel for these arguments (empty dispatch key set)", op->name);
+        /* the arguments' backend keys were masked away: none has a kernel
+         * (a tensor on a device whose backend lacks this op) */
+        char have[128] = "";
+        size_t off = 0;
+        for (int b = 0; b < EM_KEY_AUTOGRAD && off < sizeof have; b++)
+            if (op->has_kernel & EM_KS(b))
+                off += (size_t)snprintf(have + off, sizeof have - off, "%s%s", off ? ", " : "",
+                                        em_key_name((em_dispatch_key)b));
+        em_set_error(EM_EDEVICE, "%s: no kernel for the arguments' device (%s has kernels for: %s)",
+                     op->name, op->name, off ? have : "none");
         return NULL;
     }
     if (k >= EM_KEY_COUNT) {

@@ -20,7 +20,8 @@
 
 typedef enum {
     EM_IV_NONE, EM_IV_TENSOR, EM_IV_SCALAR, EM_IV_INT, EM_IV_DOUBLE,
-    EM_IV_BOOL, EM_IV_INTLIST, EM_IV_DTYPE, EM_IV_TENSORLIST, EM_IV_STRING, EM_IV_FLOATLIST
+    EM_IV_BOOL, EM_IV_INTLIST, EM_IV_DTYPE, EM_IV_TENSORLIST, EM_IV_STRING, EM_IV_FLOATLIST,
+    EM_IV_DEVICE, EM_IV_GENERATOR
 } em_ivalue_tag;
 
 typedef struct {
@@ -37,6 +38,8 @@ typedef struct {
         em_floatlist fl;  /* borrowed */
         em_tensorlist tl; /* arguments: borrowed; results: an owned array of
                              owned tensors (Note [Several results]) */
+        em_device dev;
+        em_generator *g; /* borrowed */
     } v;
 } em_ivalue;
 
@@ -47,6 +50,32 @@ typedef struct {
     em_ivalue rets[4];   /* results: tensors (and tensor lists) are owned */
     int nrets;
 } em_stack;
+
+/* Boxing of Device / Device? (absent: type EM_DEVICE_NONE, boxed as none)
+ * and Generator? (NULL: the default generator, boxed as none), for the
+ * generated adapters. The unboxers return false on a tag of another type. */
+static inline em_ivalue em_iv_device(em_device d) {
+    em_ivalue v;
+    v.tag = d.type == EM_DEVICE_NONE ? EM_IV_NONE : EM_IV_DEVICE;
+    v.v.dev = d;
+    return v;
+}
+static inline em_ivalue em_iv_generator(em_generator *g) {
+    em_ivalue v;
+    v.tag = g ? EM_IV_GENERATOR : EM_IV_NONE;
+    v.v.g = g;
+    return v;
+}
+static inline bool em_un_device(const em_stack *st, int i, bool optional, em_device *out) {
+    if (st->args[i].tag == EM_IV_DEVICE) { *out = st->args[i].v.dev; return true; }
+    if (st->args[i].tag == EM_IV_NONE && optional) { *out = em_no_device(); return true; }
+    return false;
+}
+static inline bool em_un_generator(const em_stack *st, int i, em_generator **out) {
+    if (st->args[i].tag == EM_IV_GENERATOR) { *out = st->args[i].v.g; return true; }
+    if (st->args[i].tag == EM_IV_NONE) { *out = NULL; return true; }
+    return false;
+}
 
 typedef struct em_op em_op;
 

@@ -107,7 +107,7 @@ em_tensor *em_comp_addmm(em_keyset ks, em_tensor *self, em_tensor *mat1, em_tens
     cs_scope s = { .n = 0 };
     em_tensor *r;
     if (scalar_is(alpha, 0)) { /* like BLAS, alpha == 0 does not read the product (inf * 0) */
-        r = cs_keep(&s, em_zeros((em_intlist){ out, 2 }, mat2->dtype));
+        r = cs_keep(&s, em_zeros((em_intlist){ out, 2 }, mat2->dtype, mat2->device));
         if (r && !scalar_is(beta, 0)) r = cs_keep(&s, em_add(r, self, beta));
         return cs_finish(&s, r);
     }
@@ -144,7 +144,17 @@ em_tensor *em_comp_linear(em_keyset ks, em_tensor *input, em_tensor *weight, em_
         r = cs_keep(&s, em_addmm(bias, input, wt, em_scalar_int(1), em_scalar_int(1)));
     else {
         r = wt ? cs_keep(&s, em_matmul(input, wt)) : NULL;
-        if (r && bias) r = cs_keep(&s, em_add(r, bias, em_scalar_int(1)));
+        if (r && bias) { /* added into the product as PyTorch does: bias may not grow it */
+            int64_t bc[EM_MAX_DIMS];
+            int nb = em_broadcast_shapes(r->ndim, r->sizes, bias->ndim, bias->sizes, bc, "linear");
+            if (nb != r->ndim || memcmp(bc, r->sizes, sizeof(int64_t) * (size_t)nb) != 0) {
+                em_clear_error();
+                em_set_error(EM_ESHAPE, "linear: bias of shape %s does not broadcast to the output's shape %s",
+                             em_shape_str(bias->ndim, bias->sizes, b1, sizeof b1),
+                             em_shape_str(r->ndim, r->sizes, b2, sizeof b2));
+                s.failed = true;
+            } else r = cs_keep(&s, em_add(r, bias, em_scalar_int(1)));
+        }
     }
     return cs_finish(&s, r);
 }

@@ -94,6 +94,12 @@ EM_API int64_t em_lua_check_dim(lua_State *L, int idx, const char *op, const cha
  * element) -> INT64_MAX meaning "to the end". */
 EM_API int64_t em_lua_check_endindex(lua_State *L, int idx, const char *op, const char *arg);
 EM_API em_dtype em_lua_check_dtype(lua_State *L, int idx, const char *op, const char *arg);
+/* Devices (lua_device.c): a device string ("cpu", "cuda:1") or an
+ * ember.device object; nil gives em_no_device(). A generator: an
+ * ember.Generator object (borrowed: the argument keeps it alive), or NULL
+ * for nil (the default generator). Both raise on anything else. */
+EM_API em_device em_lua_check_device(lua_State *L, int idx, const char *op, const char *arg);
+EM_API em_generator *em_lua_check_generator(lua_State *L, int idx, const char *op, const char *arg);
 /* int[] / dim[]: a table of integers, or (when varargs is true) the
  * integers from idx up to the first non-integer. *consumed is how many
  * stack slots were used. Dims (is_dim) are mapped to 0-based. The list's
@@ -127,6 +133,10 @@ EM_API void em_lua_register_ops(lua_State *L, int module_idx, int methods_idx);
 EM_API void em_lua_push_namespace(lua_State *L, int module_idx, const char *ns);
 /* Generated: for help(): op name -> "signature\n  doc" pairs, NULL-ended. */
 EM_API extern const char *const em_lua_op_docs[][3]; /* {name, schema, doc} */
+/* Generated: the tensor metamethods (__add, ...) of ops.yaml `metamethod:`
+ * entries; registered with the tensor metatable as upvalue 1 (Note
+ * [Metamethods] in codegen/emit_lua.c). */
+EM_API extern const luaL_Reg em_lua_op_metamethods[];
 
 /* Generated from the files in lua/stdlib (codegen/embed_lua.sh): Lua chunks that
  * luaopen_ember runs with the module as their argument. NULL-terminated. */

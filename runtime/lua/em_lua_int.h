@@ -47,6 +47,18 @@ EM_HIDDEN void em_lua_push_tensor_string(lua_State *L, const em_tensor *t);
 /* Pushes the value of the one element at p (dtype t) as a Lua value. */
 EM_HIDDEN void em_lua_push_element(lua_State *L, const void *p, em_dtype t);
 
+/* ---- devices (lua_device.c) ---- */
+
+/* ember.device, ember.Generator, the default generator and seeding
+ * functions into module_idx; x:to (wrapping the generated dtype `to`) and
+ * x:cpu into methods_idx. Call after the generated ops are registered. */
+EM_HIDDEN void em_lua_register_devices(lua_State *L, int module_idx, int methods_idx);
+/* Pushes d as an ember.device object. */
+EM_HIDDEN void em_lua_push_device(lua_State *L, em_device d);
+/* THE way the Lua layer reads tensor memory (Note [Host copies]): t itself
+ * (retained) when on the cpu, else a cpu copy; NULL with the error set. */
+EM_HIDDEN em_tensor *em_lua_host_tensor(em_tensor *t);
+
 /* ---- autograd (lua_autograd.c, lua_node.c, lua_callback.c) ---- */
 
 /* Registers the autograd methods into methods_idx, ember.autograd and the

@@ -283,12 +283,17 @@ int em_lua_no_overload(lua_State *L, const char *op, const char *const *schemas)
 
 /* ---- numbers ---- */
 
-/* The value of the one element of t as a scalar of t's category. */
-static em_scalar tensor_scalar(const em_tensor *t) {
-    const void *p = em_tensor_data(t);
-    if (t->dtype == EM_BOOL) return em_scalar_bool(*(const bool *)p);
-    if (em_dtype_is_integral(t->dtype)) return em_scalar_int(em_load_as_int64(p, t->dtype));
-    return em_scalar_float(em_load_as_double(p, t->dtype));
+/* The value of the one element of t as a scalar of t's category, read
+ * through the host-copy helper (Note [Host copies] in lua_device.c). */
+static em_scalar tensor_scalar(lua_State *L, em_tensor *t, const char *op) {
+    em_tensor *h = em_lua_host_tensor(t);
+    if (!h) em_lua_error(L, op);
+    const void *p = em_tensor_data(h);
+    em_scalar s = h->dtype == EM_BOOL ? em_scalar_bool(*(const bool *)p)
+                : em_dtype_is_integral(h->dtype) ? em_scalar_int(em_load_as_int64(p, h->dtype))
+                : em_scalar_float(em_load_as_double(p, h->dtype));
+    em_tensor_release(h);
+    return s;
 }
 
 em_scalar em_lua_check_scalar(lua_State *L, int idx, const char *op, const char *arg) {
@@ -305,7 +310,7 @@ em_scalar em_lua_check_scalar(lua_State *L, int idx, const char *op, const char 
             if ((*slot)->numel != 1)
                 em_lua_argerror(L, idx, op, "%s: number expected, got a tensor with %d elements",
                                 arg, (int)(*slot)->numel);
-            return tensor_scalar(*slot);
+            return tensor_scalar(L, *slot, op);
         }
         em_lua_argerror(L, idx, op, "%s: number expected, got %s", arg, luaL_typename(L, idx));
         return em_scalar_int(0);

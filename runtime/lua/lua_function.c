@@ -191,7 +191,7 @@ static int fn_backward_body(lua_State *L) {
             em_lua_push_tensor(L, em_tensor_retain(g), who);
         } else { /* materialize a zero gradient */
             const em_input_meta *m = &node->input_meta[i];
-            em_lua_push_tensor(L, em_zeros((em_intlist){ m->sizes, m->ndim }, m->dtype), who);
+            em_lua_push_tensor(L, em_zeros((em_intlist){ m->sizes, m->ndim }, m->dtype, m->device), who);
         }
     }
     lua_call(L, node->num_inputs + 1, LUA_MULTRET);

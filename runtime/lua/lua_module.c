@@ -11,7 +11,6 @@
 #include "lua/em_lua_int.h"
 #include "autograd/em_autograd.h"
 #include "em_ops.h"
-#include "kernels/cpu/em_cpu.h"
 
 /* ---- ember.tensor ---- */
 
@@ -100,7 +99,7 @@ static em_dtype opt_dtype(lua_State *L, int opt, const char *op) {
 }
 
 static int tensor_make(lua_State *L) {
-    static const char *const names[] = { "dtype", "requires_grad", NULL };
+    static const char *const names[] = { "dtype", "device", "requires_grad", NULL };
     int opt = em_lua_options_index(L);
     if (opt == 1) opt = 0; /* ember.tensor({}) is data, not options */
     if (lua_gettop(L) > (opt ? 2 : 1))
@@ -167,11 +166,16 @@ static int tensor_make(lua_State *L) {
     return 1;
 }
 
-/* ember.tensor(data, {dtype=, requires_grad=}) */
+/* ember.tensor(data, {dtype=, device=, requires_grad=}): built on the cpu,
+ * then moved to device. */
 static int l_tensor(lua_State *L) {
     int opt = em_lua_options_index(L);
     bool requires_grad = false;
+    em_device dev = em_no_device();
     if (opt > 1) {
+        lua_getfield(L, opt, "device");
+        dev = em_lua_check_device(L, lua_gettop(L), "tensor", "device");
+        lua_pop(L, 1);
         int tp = lua_getfield(L, opt, "requires_grad");
         if (tp != LUA_TNIL && tp != LUA_TBOOLEAN)
             return em_lua_raise(L, "bad option 'requires_grad' to 'tensor' (boolean expected, got %s)",
@@ -180,17 +184,16 @@ static int l_tensor(lua_State *L) {
         lua_pop(L, 1);
     }
     tensor_make(L);
+    if (dev.type != EM_DEVICE_NONE && dev.type != EM_CPU) {
+        em_tensor *t = em_lua_totensor(L, -1);
+        em_lua_push_tensor(L, em_to_device(t, dev), "tensor");
+    }
     if (requires_grad && em_set_requires_grad(em_lua_totensor(L, -1), true) != EM_OK)
         return em_lua_error(L, "tensor");
     return 1;
 }
 
 /* ---- runtime settings ---- */
-
-static int l_manual_seed(lua_State *L) {
-    em_manual_seed((uint64_t)em_lua_check_int(L, 1, "manual_seed", "seed"));
-    return 0;
-}
 
 static int l_set_num_threads(lua_State *L) {
     int64_t n = em_lua_check_int(L, 1, "set_num_threads", "n");
@@ -238,10 +241,23 @@ static int l_is_tensor(lua_State *L) {
 
 /* Docs of the hand-written functions and methods: {name, call, doc}. */
 static const char *const extra_docs[][3] = {
-    { "tensor", "ember.tensor(data, {dtype=})",
+    { "tensor", "ember.tensor(data, {dtype=, device=})",
       "A tensor from a nested table, number or boolean (Lua integers give int64, any float "
       "float32, booleans bool), or a copy of a tensor." },
-    { "manual_seed", "ember.manual_seed(n)", "Seeds the global random generator." },
+    { "manual_seed", "ember.manual_seed(n)",
+      "Seeds the default random generator; returns it (ember.default_generator)." },
+    { "seed", "ember.seed()", "Seeds the default generator from the OS; returns the seed." },
+    { "initial_seed", "ember.initial_seed()", "The seed the default generator was last given." },
+    { "Generator", "ember.Generator()",
+      "A random generator for {generator=g} of rand/randn: g:manual_seed(n) (returns g), "
+      "g:seed(), g:initial_seed()." },
+    { "device", "ember.device(\"cuda:1\") / ember.device(\"cuda\", 1)",
+      "A device object: prints as cpu or cuda:1, compares with ==, has .type and .index "
+      "(0-based as in PyTorch, nil when absent). Factories take {device=...} (a string or a "
+      "device); x.device is one." },
+    { "to", "x:to(device [, dtype]) / x:to(dtype)",
+      "x on device and/or converted to dtype; x itself when nothing changes." },
+    { "cpu", "x:cpu()", "x on the cpu (x itself when it is there)." },
     { "set_num_threads", "ember.set_num_threads(n)",
       "Sets the threads of ember's pool and of OpenBLAS." },
     { "get_num_threads", "ember.get_num_threads()", "The number of intra-op threads." },
@@ -496,7 +512,6 @@ static void run_stdlib(lua_State *L, int mod) {
 int luaopen_ember(lua_State *L) {
     static const luaL_Reg funcs[] = {
         { "tensor", l_tensor },
-        { "manual_seed", l_manual_seed },
         { "set_num_threads", l_set_num_threads },
         { "get_num_threads", l_get_num_threads },
         { "memory_stats", l_memory_stats },
@@ -514,6 +529,7 @@ int luaopen_ember(lua_State *L) {
     em_lua_register_ops(L, mod, methods);
     em_lua_register_methods(L, methods);
     em_lua_register_autograd(L, mod, methods);
+    em_lua_register_devices(L, mod, methods);
     em_lua_open_tensor(L, methods);
     lua_pushvalue(L, mod);
     luaL_setfuncs(L, funcs, 0);

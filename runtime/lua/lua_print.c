@@ -186,11 +186,21 @@ static void add_tensor(luaL_Buffer *b, const printer *pr, const char *p, int d, 
 
 /* ---- the whole string ---- */
 
-void em_lua_push_tensor_string(lua_State *L, const em_tensor *t) {
+void em_lua_push_tensor_string(lua_State *L, const em_tensor *dev_t) {
     static const char prefix[] = "tensor(";
     const int indent = (int)sizeof prefix - 1;
-    char suffix[2][EM_SHAPE_STR_MAX + 16];
+    char suffix[3][EM_SHAPE_STR_MAX + 16];
     int nsuffix = 0;
+    /* the values come from a host copy (Note [Host copies] in lua_device.c),
+     * held by Lua below the result so that an error cannot leak it */
+    em_tensor *t = em_lua_host_tensor((em_tensor *)dev_t);
+    em_lua_push_tensor(L, t, "tostring");
+    int held = lua_gettop(L);
+    if (dev_t->device.type != EM_CPU) { /* PyTorch: device='cuda:0' first */
+        char d[EM_DEVICE_STR_MAX];
+        snprintf(suffix[nsuffix++], sizeof suffix[0], "device='%s'",
+                 em_device_str(dev_t->device, d, sizeof d));
+    }
     luaL_Buffer b;
     luaL_buffinit(L, &b);
     luaL_addstring(&b, prefix);
@@ -234,4 +244,5 @@ void em_lua_push_tensor_string(lua_State *L, const em_tensor *t) {
     }
     lua_pushliteral(L, ")");
     lua_concat(L, 2);
+    lua_remove(L, held);
 }

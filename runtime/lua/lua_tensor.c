@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "autograd/em_autograd.h"
+#include "lua/em_lua_bind.h"
 #include "lua/em_lua_int.h"
 #include "em_ops.h"
 
@@ -62,7 +63,7 @@ void em_lua_push_tensor(lua_State *L, em_tensor *t, const char *op) {
 }
 
 /* em_lua_push_tensor for metamethods, whose upvalue 1 is the metatable. */
-static void push_result(lua_State *L, em_tensor *t, const char *op) {
+void em_lua_push_result(lua_State *L, em_tensor *t, const char *op) {
     if (!t) em_lua_error(L, op);
     em_tensor **slot = (em_tensor **)lua_newuserdatauv(L, sizeof *slot, 0);
     *slot = t;
@@ -256,7 +257,7 @@ static int t_index(lua_State *L) {
         em_tensor *t = em_lua_checkself(L, 1, "index");
         if (strcmp(k, "shape") == 0) return push_shape(L, t);
         if (strcmp(k, "dtype") == 0) { lua_pushstring(L, em_dtype_name(t->dtype)); return 1; }
-        if (strcmp(k, "device") == 0) { lua_pushstring(L, em_device_name(t->device)); return 1; }
+        if (strcmp(k, "device") == 0) { em_lua_push_device(L, t->device); return 1; }
         if (strcmp(k, "ndim") == 0) { lua_pushinteger(L, t->ndim); return 1; }
         if (em_lua_tensor_property(L, t, k)) return 1;
         lua_pushnil(L);
@@ -349,55 +350,8 @@ static int t_newindex(lua_State *L) {
 
 /* ---- metamethods ---- */
 
-enum { A_ADD, A_SUB, A_MUL, A_DIV, A_POW, A_MOD, A_IDIV };
-static const char *const arith_names[] = { "add", "sub", "mul", "div", "pow", "remainder", "floor_divide" };
-
-/* The live tensor at idx when its metatable is upvalue 1 (the fast path of
- * the arithmetic metamethods), else NULL. */
-static inline em_tensor *fast_operand(lua_State *L, int idx) {
-    if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return NULL;
-    bool ours = lua_rawequal(L, -1, lua_upvalueindex(1));
-    lua_pop(L, 1);
-    return ours ? *(em_tensor **)lua_touserdata(L, idx) : NULL;
-}
-
-static int arith(lua_State *L, int which) {
-    const char *op = arith_names[which];
-    em_lua_argtmp tmp;
-    tmp.n = 0;
-    tmp.nlists = 0;
-    em_tensor *a = fast_operand(L, 1);
-    if (!a) a = em_lua_check_tensor(L, 1, op, "self", &tmp);
-    em_tensor *b = fast_operand(L, 2);
-    if (!b) b = em_lua_check_tensor(L, 2, op, which == A_POW ? "exponent" : "other", &tmp);
-    em_tensor *r;
-    switch (which) {
-    case A_ADD: r = em_add(a, b, em_scalar_int(1)); break;
-    case A_SUB: r = em_sub(a, b, em_scalar_int(1)); break;
-    case A_MUL: r = em_mul(a, b); break;
-    case A_DIV: r = em_div(a, b); break;
-    case A_POW: r = em_pow(a, b); break;
-    case A_IDIV: r = em_floor_divide(a, b); break;
-    default: r = em_remainder(a, b); break;
-    }
-    if (tmp.n) em_lua_argtmp_release(&tmp);
-    push_result(L, r, op);
-    return 1;
-}
-
-static int t_add(lua_State *L) { return arith(L, A_ADD); }
-static int t_sub(lua_State *L) { return arith(L, A_SUB); }
-static int t_mul(lua_State *L) { return arith(L, A_MUL); }
-static int t_div(lua_State *L) { return arith(L, A_DIV); }
-static int t_pow(lua_State *L) { return arith(L, A_POW); }
-static int t_mod(lua_State *L) { return arith(L, A_MOD); }
-static int t_idiv(lua_State *L) { return arith(L, A_IDIV); }
-
-static int t_unm(lua_State *L) {
-    em_tensor *t = em_lua_checkself(L, 1, "neg");
-    push_result(L, em_neg(t), "neg");
-    return 1;
-}
+/* The arithmetic metamethods (a + b, -a, ...) are generated from ops.yaml
+ * (em_lua_op_metamethods, Note [Metamethods] in codegen/emit_lua.c). */
 
 static int t_len(lua_State *L) {
     em_tensor *t = em_lua_checkself(L, 1, "len");
@@ -435,10 +389,7 @@ static int t_tostring(lua_State *L) {
 
 void em_lua_open_tensor(lua_State *L, int methods_idx) {
     static const luaL_Reg meta[] = {
-        { "__newindex", t_newindex }, { "__add", t_add },         { "__sub", t_sub },
-        { "__mul", t_mul },           { "__div", t_div },         { "__pow", t_pow },
-        { "__mod", t_mod },           { "__idiv", t_idiv },       { "__unm", t_unm },
-        { "__len", t_len },
+        { "__newindex", t_newindex }, { "__len", t_len },
         { "__gc", t_release },        { "__close", t_release },   { "__tostring", t_tostring },
         { NULL, NULL }
     };
@@ -455,6 +406,8 @@ void em_lua_open_tensor(lua_State *L, int methods_idx) {
     }
     lua_pushvalue(L, -1);
     luaL_setfuncs(L, meta, 1); /* upvalue 1: the metatable itself */
+    lua_pushvalue(L, -1);
+    luaL_setfuncs(L, em_lua_op_metamethods, 1); /* likewise */
     lua_pushvalue(L, -1);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &em_lua_mt_key);
     lua_pushvalue(L, methods_idx);
@@ -479,7 +432,10 @@ static int m_item(lua_State *L) {
     if (t->numel != 1)
         return em_lua_raise(L, "item: a tensor with %I elements cannot be converted to a number "
                                "(expected exactly one)", (lua_Integer)t->numel);
-    em_lua_push_element(L, em_tensor_data(t), t->dtype);
+    em_tensor *h = em_lua_host_tensor(t); /* Note [Host copies] */
+    if (!h) return em_lua_error(L, "item");
+    em_lua_push_element(L, em_tensor_data(h), h->dtype);
+    em_tensor_release(h);
     return 1;
 }
 
@@ -498,8 +454,10 @@ static void push_list(lua_State *L, const em_tensor *t, const char *p, int d, si
 
 static int m_tolist(lua_State *L) {
     em_tensor *t = em_lua_checkself(L, 1, "tolist");
-    luaL_checkstack(L, t->ndim + 4, "tolist");
-    push_list(L, t, (const char *)em_tensor_data(t), 0, em_dtype_size(t->dtype));
+    luaL_checkstack(L, t->ndim + 5, "tolist");
+    em_tensor *h = em_lua_host_tensor(t); /* Note [Host copies] */
+    em_lua_push_tensor(L, h, "tolist");   /* owned by Lua: errors below cannot leak it */
+    push_list(L, h, (const char *)em_tensor_data(h), 0, em_dtype_size(h->dtype));
     return 1;
 }
 

@@ -38,7 +38,7 @@ import ops as OPS  # noqa: E402
 import render  # noqa: E402
 
 REG_DIR = os.path.join(HERE, 'regressions')
-TOL = {'float32': 1e-4, 'float64': 1e-7, 'float16': 2e-3, 'bfloat16': 1.6e-2}
+TOL = {'float32': 1e-4, 'float64': 1e-7, 'float16': 2e-3, 'bfloat16': 3e-2}  # bf16: 8-bit mantissa, errors compound over a few ops
 EMBER_TIMEOUT = 120
 CI_SEEDS, CI_TIME = range(0, 5000), 150  # the default run (no mode given)
 FLOATS = ('float32', 'float64', 'float16', 'bfloat16')

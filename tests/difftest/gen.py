@@ -66,6 +66,10 @@ class Gen:
         self.ops = ops
         self.ns = new_namespace()
         self.stmts, self.names, self.views, self.novalues = [], [], set(), set()
+        # index results (ops.INDEX_RESULTS) and their views: never written in place;
+        # results of composite ops: never autograd.grad inputs (ember's graph
+        # holds the composite's parts, torch's fused op saves its output)
+        self.frozen, self.composite_outs = set(), set()
         self.counter = 0
         self.edge = self.r.choice([0.0, 0.0, 0.1, 0.25])  # share of edge values in leaves
 
@@ -90,7 +94,7 @@ class Gen:
                 return pred is None or pred(t)
             except RuntimeError:  # torch refuses to read some views' autograd state
                 return False
-        cands = [n for n in self.tensors() if ok(self.ns[n])]
+        cands = [n for n in self.tensors() if ok(self.ns[n]) and not (inplace and n in self.frozen)]
         if not cands:
             return None
         w = [1.0 + i / len(self.names) + (3.0 if inplace and n in self.views else 0.0)
@@ -337,7 +341,10 @@ class Gen:
         if not rg:
             raise Rejected()
         y, pre = self._scalar_of(self.r.choice(rg[-4:]))
-        inputs = self.r.sample(rg, min(len(rg), self.r.randint(1, 3)))
+        rg_in = [n for n in rg if n not in self.composite_outs]
+        if not rg_in:
+            raise Rejected()
+        inputs = self.r.sample(rg_in, min(len(rg_in), self.r.randint(1, 3)))
         cg = self.r.random() < 0.5
         st = dict(s='grad', outputs=[y], inputs=inputs, create_graph=cg,
                   outs=[self.fresh() for _ in inputs])
@@ -390,7 +397,19 @@ class Gen:
             if st['s'] == 'nograd':
                 self._register(st['body'])
                 continue
-            for v in ([st['out']] if st.get('out') else []) + (st.get('outs') or []):
+            outs = ([st['out']] if st.get('out') else []) + (st.get('outs') or [])
+            if st['s'] == 'call':
+                for k in OPS.INDEX_RESULTS.get(st['op'], []):
+                    if k < len(outs):
+                        self.frozen.add(outs[k])
+                src = st.get('args', [[None, None]])[0]
+                if st['op'] in VIEW_OPS and src[0] == 'var' and src[1] in self.frozen:
+                    self.frozen.update(outs)
+                if st['op'] in OPS.COMPOSITE:
+                    self.composite_outs.update(outs)
+            elif st['s'] == 'index' and st.get('src') in self.frozen:
+                self.frozen.update(outs)
+            for v in outs:
                 self.names.append(v)
                 if st.get('novalues'):
                     self.novalues.add(v)

@@ -439,7 +439,74 @@ def _py_narrow_backward(st, pa, pk):
         g, sizes, dim, start, start, length)
 
 
+def gen_norm(g, op):
+    """norm's generic arguments, but p = 0 only on a tensor that does not
+    require grad: torch's p = 0 backward gives no gradient (None), ember's
+    gives zeros (an accepted difference, README)."""
+    r = gen_generic(g, op)
+    if r and len(r['args']) > 1 and r['args'][1][0] in ('int', 'num') and r['args'][1][1] == 0 \
+            and g.t(r['args'][0][1]).requires_grad:
+        r['args'][1] = ['int', 2]
+    return r
+
+
+def gen_prod(g, op):
+    """prod's generic arguments, but on a tensor requiring grad only when its
+    values are finite: with a zero anywhere torch's backward multiplies the
+    other elements out (inf * 0 gives nan where ember's gives 0, and the
+    reverse), an accepted difference (README)."""
+    r = gen_generic(g, op)
+    if r:
+        x = g.t(r['args'][0][1])
+        if x.requires_grad and not bool(x.detach().isfinite().all()):
+            return None
+    return r
+
+
+def _py_norm(st, pa, pk):
+    # ember's p defaults to 2; torch.norm's default ('fro') refuses a dtype
+    a = pa + (['2'] if len(pa) == 1 else [])
+    return 'torch.norm(%s)' % ', '.join(a + ['%s=%s' % kv for kv in sorted(pk.items())])
+
+
+def _py_arg(name):
+    # ember's indices are 1-based
+    return lambda st, pa, pk: '(torch.%s(%s) + 1)' % (
+        name, ', '.join(pa + ['%s=%s' % kv for kv in sorted(pk.items())]))
+
+
+def _py_sorting(name, tuple_result):
+    """sort/argsort: torch takes `stable` only with every argument by keyword,
+    and its indices are 0-based where ember's are 1-based (indices + 1)."""
+    def py(st, pa, pk):
+        k = st.get('recv', 0)
+        rest = pa[:k] + pa[k + 1:]
+        kws = ['%s=%s' % (n, v) for n, v in zip(['dim', 'descending'], rest)]
+        kws += ['%s=%s' % kv for kv in sorted(pk.items())]
+        call = 'torch.%s(%s)' % (name, ', '.join([pa[k]] + kws))
+        if tuple_result:
+            return '(lambda r: (r[0], r[1] + 1))(%s)' % call
+        return '(%s + 1)' % call
+    return py
+
+
+def _plus1(call):
+    return '(%s + 1)' % call
+
+
+def _plus1_second(call):
+    return '(lambda r: (r[0], r[1] + 1))(%s)' % call
+
+
 MAP = {
+    # index results are 1-based in ember (post wraps torch's call)
+    'argmax': dict(post=_plus1), 'argmin': dict(post=_plus1),
+    'max.dim': dict(post=_plus1_second), 'min.dim': dict(post=_plus1_second),
+    'sort': dict(py=_py_sorting('sort', True)),
+    'argsort': dict(py=_py_sorting('argsort', False)),
+    # gather reads 1-based indices from any int64 tensor of the program:
+    # no torch spelling keeps them equal (test_multi.lua and gradcheck cover it)
+    'gather': dict(gen=lambda g, op: None),
     'narrow': dict(gen=gen_narrow),
     'select': dict(gen=gen_select),
     'slice': dict(gen=gen_slice, py=_py_slice),
@@ -470,7 +537,20 @@ MAP = {
     'add_': dict(weight=1.5), 'sub_': dict(weight=1.2), 'mul_': dict(weight=1.5),
     'div_': dict(weight=1.2), 'copy_': dict(weight=2), 'zero_': dict(weight=1.2),
     'requires_grad_': dict(weight=0.3), 'detach': dict(weight=0.5),
+    'norm': dict(gen=gen_norm, py=_py_norm),
+    'prod': dict(gen=gen_prod),
+    'argmax': dict(py=_py_arg('argmax'), weight=0.7), 'argmin': dict(py=_py_arg('argmin'), weight=0.7),
 }
+
+# Filled by surface(): ops whose function lives in a namespace (ember.nn.functional.NAME,
+# torch.nn.functional.NAME), and composite ops.
+NAMESPACE = {}
+COMPOSITE = set()
+# Ops whose result at position k (0-based) is an index tensor: torch's values
+# get + 1 in a new tensor, so an in-place write into it would not reach what
+# torch saved -- the generator never writes into these (gen.py).
+INDEX_RESULTS = {'argmax': [0], 'argmin': [0], 'argsort': [0], 'max.dim': [1], 'min.dim': [1],
+                 'sort': [1], 'topk': [1]}
 
 # Hand-written methods of runtime/lua (not in ops.yaml), same format.
 EXTRA = [
@@ -505,6 +585,10 @@ def surface(ops_yaml):
             ops.append(o)
     sup, unsup = [], []
     for o in ops:
+        if o.namespace:
+            NAMESPACE[o.name] = o.namespace
+        if o.composite:
+            COMPOSITE.add(o.name)
         spec = MAP.get(o.name, {})
         if spec.get('gen') or generic_problem(o) is None:
             sup.append(o)

@@ -239,10 +239,12 @@ def lua_call(st):
         return '(%s %s %s)' % (la[0], LUA_OPERATORS[op], la[1])
     if kw:
         la.append('{' + ', '.join('%s = %s' % (k, lua_arg(v)) for k, v in sorted(kw.items())) + '}')
+    name = op.split('.')[0]  # an overload (max.dim) is called by its base name
     if style == 'method':
         k = st.get('recv', 0)
-        return '%s:%s(%s)' % (la[k], op, ', '.join(la[:k] + la[k + 1:]))
-    return 'ember.%s(%s)' % (op, ', '.join(la))
+        return '%s:%s(%s)' % (la[k], name, ', '.join(la[:k] + la[k + 1:]))
+    ns = OPS.NAMESPACE.get(op)
+    return 'ember.%s%s(%s)' % (ns + '.' if ns else '', name, ', '.join(la))
 
 
 def py_call(st):
@@ -256,17 +258,19 @@ def py_call(st):
     if style == 'function':  # torch functions take sizes and dims as one tuple
         pa = [py_arg(a[:2] + ['t']) if a[0] in ('ints', 'dims') and a[2:] == ['v'] else p
               for a, p in zip(args, pa)]
-    spec = OPS.MAP.get(op)
-    if spec and spec.get('py'):
-        return spec['py'](st, pa, pk)
+    spec = OPS.MAP.get(op) or {}
+    post = spec.get('post', lambda call: call)
+    if spec.get('py'):
+        return post(spec['py'](st, pa, pk))
     if OPS.is_aten(op):
         return 'torch.ops.aten.%s(%s)' % (op, ', '.join(pa + ['%s=%s' % kv for kv in sorted(pk.items())]))
-    name = (spec or {}).get('pyname', op)
+    name = spec.get('pyname', op.split('.')[0])
     kws = ['%s=%s' % (k, v) for k, v in sorted(pk.items())]
     if style == 'method':
         k = st.get('recv', 0)
-        return '%s.%s(%s)' % (pa[k], name, ', '.join(pa[:k] + pa[k + 1:] + kws))
-    return 'torch.%s(%s)' % (name, ', '.join(pa + kws))
+        return post('%s.%s(%s)' % (pa[k], name, ', '.join(pa[:k] + pa[k + 1:] + kws)))
+    ns = OPS.NAMESPACE.get(op)
+    return post('torch.%s%s(%s)' % (ns + '.' if ns else '', name, ', '.join(pa + kws)))
 
 
 # ---- statements ----

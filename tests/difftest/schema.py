@@ -26,9 +26,13 @@ class Op:
     """One ops.yaml entry. `inplace` is true for `Tensor(a!) self` ops;
     `returns` is a list of return type strings (one for `-> Tensor`)."""
 
-    def __init__(self, name, args, returns, variants, func, doc=''):
+    def __init__(self, name, args, returns, variants, func, doc='', kernels=None, namespace=None):
         self.name, self.args, self.returns, self.variants = name, args, returns, variants
         self.func, self.doc = func, doc
+        self.composite = 'Composite' in (kernels or {})  # runs other ops (Note [Composite ops])
+        ns = namespace if isinstance(namespace, list) else [namespace] if namespace else []
+        # where the function variant lives: '' (ember itself) or e.g. 'nn.functional'
+        self.namespace = '' if not ns or 'ember' in ns else ns[0]
         self.inplace = bool(args) and '!' in args[0].raw_type if args else False
 
     def __repr__(self):
@@ -36,12 +40,12 @@ class Op:
 
 
 def _split_top(s):
-    """Splits s at top-level commas (not inside parentheses/brackets)."""
+    """Splits s at top-level commas (not inside parentheses/brackets/braces)."""
     out, depth, cur = [], 0, ''
     for ch in s:
-        if ch in '([':
+        if ch in '([{':
             depth += 1
-        elif ch in ')]':
+        elif ch in ')]}':
             depth -= 1
         if ch == ',' and depth == 0:
             out.append(cur)
@@ -93,5 +97,6 @@ def load_ops(path):
             continue
         name, args, rets = parse_func(e['func'])
         variants = [v.strip() for v in str(e.get('variants', 'function')).split(',')]
-        ops.append(Op(name, args, rets, variants, e['func'], e.get('doc', '')))
+        ops.append(Op(name, args, rets, variants, e['func'], e.get('doc', ''), e.get('kernels'),
+                      e.get('namespace')))
     return ops

@@ -263,6 +263,11 @@ S.to = function()
   return one({ m23() }, function(a) return a:to("float32"):to("float64") end,
     { opts = { eps = 1e-3, atol = 1e-3, rtol = 1e-2 } })
 end
+-- to_device: on a cpu-only build the move to "cpu" is the identity (the
+-- fake device of tests/check_device.c covers a real move and its backward)
+S.to_device = function()
+  return one({ m23() }, function(a) return ember.to_device(a, "cpu") * a:to(ember.device("cpu")) end)
+end
 
 -- ---- views ----
 S.view = function() return one({ m23() }, function(a) return a:view(3, 2) end) end

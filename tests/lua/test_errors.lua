@@ -49,6 +49,9 @@ function T.reduction_errors()
   check_error(function() return x:norm("a") end, "norm", "p")
   check_error(function() return x:var(1, { correction = 1.5 }) end, "var", "correction")
   check_error(function() return x:prod(nil, { dtype = "float128" }) end, "prod", "dtype", "float128")
+  check_error(function() return ember.zeros(0):argmax() end, "argmax", "no elements")
+  check_error(function() return ember.zeros(2, 0):argmin(2) end, "argmin", "dim 2", "non-zero size")
+  check_error(function() return x:argmax(3) end, "argmax", "dim 3")
 end
 
 function T.index_out_of_range()

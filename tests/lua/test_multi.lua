@@ -59,6 +59,16 @@ function T.topk_values_and_indices()
   check_eq(shape(v), "0"); check_eq(shape(i), "0")
   v, i = ember.zeros(0, 3):topk(0, 1)
   check_eq(shape(v), "0,3")
+  -- ties: PyTorch's selection decides which equal values come back (Note
+  -- [topk ties] in sort.c); expected indices from torch.topk, plus one
+  local ties = t({ 1.0, 3, 3, 2, 3, nan, 0 })
+  _, i = ties:topk(3)
+  check_tensor(i, { 6, 3, 5 })
+  local y = t({ 1.0, 3, 3, 2, 3, 0, 3, 3, 3, 1, 1, 3 })
+  v, i = y:topk(4)
+  check_tensor(v, { 3, 3, 3, 3 }); check_tensor(i, { 9, 8, 7, 12 })
+  _, i = y:topk(2, { largest = false })
+  check_tensor(i, { 6, 11 })
   check_error(function() x:topk(6) end, "topk: k (6) is out of range for dim 1 of size 5")
   check_error(function() x:topk(-1) end, "out of range")
 end
@@ -180,9 +190,13 @@ function T.inplace_on_a_multi_output_view_is_refused()
   local b = a * 1
   local p = b:split(2)
   check_error(function() p[1]:mul_(2) end,
-    "mul_: output 1 of SplitBackward is a view and is being modified in place; it is one of several views")
-  check_error(function() b:unbind()[2]:add_(1) end, "output 2 of UnbindBackward is a view")
+    "mul_: the tensor is (a view of) output 1 of SplitBackward, one of several views returned by one op; "
+    .. "such views cannot be modified in place")
+  check_error(function() b:unbind()[2]:add_(1) end, "output 2 of UnbindBackward")
   check_error(function() b:chunk(2)[2]:zero_() end, "output 2 of ChunkBackward")
+  -- a view of such a view is refused too (PyTorch propagates it)
+  check_error(function() p[2]:narrow(1, 2, 1):mul_(2) end, "(a view of) output 2 of SplitBackward")
+  check_error(function() p[1][1]:add_(1) end, "output 1 of SplitBackward")
   -- out of place is fine, and so is a write under no_grad
   local q = p[1] * 2
   q:sum():backward()

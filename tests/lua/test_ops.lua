@@ -168,6 +168,18 @@ function T.reductions_framework()
   check_eq(x:norm(2, nil, { dtype = "float64" }).dtype, "float64")
   check_tensor(ember.zeros(2, 0):norm(-inf, 2), { 0, 0 })
   check_tensor(t({ 1.0, nan }):norm(inf), { nan })
+  check_tensor(ember.tensor({ 3, 4 }):norm(2, nil, { dtype = "float32" }), { 5 }, 1e-6, "integers with a dtype")
+  -- argmax/argmin: 1-based, the first of ties, NaN counts as the extreme
+  check_tensor(x:argmax(), { 6 })
+  check_eq(x:argmax().dtype, "int64")
+  check_tensor(x:argmax(2), { 2, 3 })
+  check_tensor(x:argmin(1), { 1, 2, 1 })
+  check_tensor(ember.argmin(x, -1, { keepdim = true }), { { 1 }, { 2 } })
+  check_shape(x:argmax(nil, { keepdim = true }), { 1, 1 })
+  check_tensor(t({ 3, 1, 1 }):argmin(), { 2 })
+  check_tensor(t({ 1.0, nan, 3.0, nan }):argmax(), { 2 })
+  check_tensor(t({ 1.0, nan, -3.0 }):argmin(), { 2 })
+  check_tensor(t({ { 1.0, 7.0 }, { 7.0, 2.0 } }):argmax(1), { 2, 1 })
 end
 
 function T.reductions_backward()
@@ -196,6 +208,11 @@ function T.reductions_backward()
   x:std():backward()
   check_tensor(x.grad, { 0, 0 }, 1e-6, "std with no spread")
   check_eq(x:all().requires_grad, false)
+  -- prod of a 0-dim tensor passes grad through, with no history (PyTorch)
+  x = ember.tensor(2.0, { requires_grad = true })
+  local g = ember.autograd.grad({ x:prod() }, { x }, { create_graph = true })[1]
+  check_eq(g.requires_grad, false)
+  check_eq(g:item(), 1)
 end
 
 function T.linear_algebra()

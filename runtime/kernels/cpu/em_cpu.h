@@ -20,13 +20,9 @@
 #include "core/em_core.h"
 #include "em_kernels_decl.h" /* generated: every kernel's prototype */
 
-/* ---- public API ---- */
-
-/* Seed the global random generator (rand, randn): same seed, same values. */
-EM_API void em_manual_seed(uint64_t seed);
-/* Set the number of threads of ember's pool AND of OpenBLAS (n >= 1). */
-EM_API void em_set_num_threads(int n);
-EM_API int em_get_num_threads(void);
+/* Seeding (em_manual_seed) and the thread count (em_set_num_threads) live
+ * in core's runtime context (Note [Runtime context] in em_core.h); the
+ * pool follows the thread count through a hook. */
 
 /* ---- thread pool (pool.c) ---- */
 
@@ -96,14 +92,11 @@ em_tensor *em_cpu_zero_(em_keyset ks, em_tensor *self);
 
 /* max/min over one dim: returns the values (self's dtype) and sets
  * *indices to an owned int64 tensor of the first index of each extreme
- * (0-based; NaN counts as the extreme, as in PyTorch); dim is 0-based (negative
- * counts from the end). On error returns NULL, *indices NULL. */
+ * (1-based, as every index a user sees; NaN counts as the extreme, as in
+ * PyTorch); dim is 0-based (negative counts from the end). On error returns
+ * NULL, *indices NULL. */
 em_tensor *em_cpu_max_dim(em_keyset ks, em_tensor *self, int64_t dim, bool keepdim, em_tensor **indices);
 em_tensor *em_cpu_min_dim(em_keyset ks, em_tensor *self, int64_t dim, bool keepdim, em_tensor **indices);
-/* The first index (0-based, int64) of the max/min over dim (NULL: of the
- * flattened tensor; negative counts from the end); NaN counts as the extreme. */
-em_tensor *em_cpu_argmax(em_keyset ks, em_tensor *self, const int64_t *dim, bool keepdim);
-em_tensor *em_cpu_argmin(em_keyset ks, em_tensor *self, const int64_t *dim, bool keepdim);
 /* max/min of all elements (0-dim, self's dtype); an empty input errors. */
 em_tensor *em_cpu_max_all(em_keyset ks, em_tensor *self);
 em_tensor *em_cpu_min_all(em_keyset ks, em_tensor *self);

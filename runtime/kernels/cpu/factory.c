@@ -1,58 +1,17 @@
-/* factory.c -- tensor factories: empty zeros ones full arange rand randn,
- * and the global random generator (xoshiro256**, seeded by splitmix64).
+/* factory.c -- the CPU kernels of the tensor factories: empty zeros ones
+ * full arange rand randn.
  *
- * The generator is one global state behind a mutex; rand/randn draw their
- * values serially so that a seed fixes every value regardless of the
- * thread count. randn uses the Box-Muller transform on pairs.
+ * The generated entry has resolved the device argument (the call reaches
+ * these kernels only for the cpu). rand/randn draw from the given
+ * generator, else core's default one (Note [Runtime context] in
+ * em_core.h), serially under its lock so that a seed fixes every value
+ * regardless of the thread count. randn uses the Box-Muller transform on
+ * pairs.
  */
 #include "kernels/cpu/em_cpu.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <string.h>
-
-/* ---- generator ---- */
-
-#define DEFAULT_SEED 67280421310721ULL
-
-static struct {
-    pthread_mutex_t mu;
-    uint64_t s[4];
-    bool seeded;
-} gen = { .mu = PTHREAD_MUTEX_INITIALIZER };
-
-static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static void seed_locked(uint64_t seed) {
-    uint64_t x = seed;
-    for (int i = 0; i < 4; i++) gen.s[i] = splitmix64(&x);
-    gen.seeded = true;
-}
-
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-static inline uint64_t next_u64(void) {
-    uint64_t *s = gen.s;
-    uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return r;
-}
-
-void em_manual_seed(uint64_t seed) {
-    pthread_mutex_lock(&gen.mu);
-    seed_locked(seed);
-    pthread_mutex_unlock(&gen.mu);
-}
 
 /* ---- helpers ---- */
 
@@ -88,8 +47,8 @@ static em_tensor *filled(em_intlist size, em_dtype dtype, em_scalar v, const cha
 
 /* ---- kernels ---- */
 
-em_tensor *em_cpu_empty(em_keyset ks, em_intlist size, em_dtype dtype) {
-    (void)ks;
+em_tensor *em_cpu_empty(em_keyset ks, em_intlist size, em_dtype dtype, em_device device) {
+    (void)ks, (void)device;
     em_tensor *t = new_sized(size, dtype == EM_DTYPE_NONE ? EM_FLOAT32 : dtype, "empty");
     /* a bool byte other than 0 or 1 is undefined behaviour for every
      * kernel that loads it as C's _Bool: empty bool tensors start false */
@@ -97,8 +56,8 @@ em_tensor *em_cpu_empty(em_keyset ks, em_intlist size, em_dtype dtype) {
     return t;
 }
 
-em_tensor *em_cpu_zeros(em_keyset ks, em_intlist size, em_dtype dtype) {
-    (void)ks;
+em_tensor *em_cpu_zeros(em_keyset ks, em_intlist size, em_dtype dtype, em_device device) {
+    (void)ks, (void)device;
     em_tensor *t = new_sized(size, dtype == EM_DTYPE_NONE ? EM_FLOAT32 : dtype, "zeros");
     if (!t) return NULL;
     em_tensor *r = em_cpu_zero_(EM_KS(EM_KEY_CPU), t);
@@ -106,18 +65,20 @@ em_tensor *em_cpu_zeros(em_keyset ks, em_intlist size, em_dtype dtype) {
     return r;
 }
 
-em_tensor *em_cpu_ones(em_keyset ks, em_intlist size, em_dtype dtype) {
-    (void)ks;
+em_tensor *em_cpu_ones(em_keyset ks, em_intlist size, em_dtype dtype, em_device device) {
+    (void)ks, (void)device;
     return filled(size, dtype == EM_DTYPE_NONE ? EM_FLOAT32 : dtype, em_scalar_int(1), "ones");
 }
 
-em_tensor *em_cpu_full(em_keyset ks, em_intlist size, em_scalar fill_value, em_dtype dtype) {
-    (void)ks;
+em_tensor *em_cpu_full(em_keyset ks, em_intlist size, em_scalar fill_value, em_dtype dtype,
+                        em_device device) {
+    (void)ks, (void)device;
     return filled(size, dtype == EM_DTYPE_NONE ? em_scalar_dtype(fill_value) : dtype, fill_value, "full");
 }
 
-em_tensor *em_cpu_arange(em_keyset ks, em_scalar start, const em_scalar *end, em_scalar step, em_dtype dtype) {
-    (void)ks;
+em_tensor *em_cpu_arange(em_keyset ks, em_scalar start, const em_scalar *end, em_scalar step, em_dtype dtype,
+                          em_device device) {
+    (void)ks, (void)device;
     em_scalar s0 = start, s1;
     if (end) s1 = *end;
     else { s1 = start; s0 = em_scalar_int(0); }
@@ -188,7 +149,8 @@ em_tensor *em_cpu_arange(em_keyset ks, em_scalar start, const em_scalar *end, em
 }
 
 /* Fills t (contiguous, floating) with uniform [0,1) or standard normal values. */
-static em_tensor *random_tensor(em_intlist size, em_dtype dtype, bool normal, const char *op) {
+static em_tensor *random_tensor(em_intlist size, em_generator *gen, em_dtype dtype, bool normal,
+                                const char *op) {
     if (dtype == EM_DTYPE_NONE) dtype = EM_FLOAT32;
     if (dtype >= 0 && dtype < EM_DTYPE_COUNT && !em_dtype_is_floating(dtype)) {
         em_set_error(EM_ETYPE, "%s: expected a floating dtype, got %s", op, em_dtype_name(dtype));
@@ -199,11 +161,11 @@ static em_tensor *random_tensor(em_intlist size, em_dtype dtype, bool normal, co
     char *p = em_tensor_data(t);
     size_t es = em_dtype_size(dtype);
     int64_t n = t->numel;
-    pthread_mutex_lock(&gen.mu);
-    if (!gen.seeded) seed_locked(DEFAULT_SEED);
+    if (!gen) gen = em_default_generator();
+    em_generator_lock(gen);
     if (!normal) {
         for (int64_t i = 0; i < n; i++) {
-            uint64_t x = next_u64();
+            uint64_t x = em_generator_next_u64(gen);
             if (dtype == EM_FLOAT64) ((double *)p)[i] = (double)(x >> 11) * 0x1.0p-53;
             else {
                 float f = (float)(x >> 40) * 0x1.0p-24f;
@@ -218,8 +180,8 @@ static em_tensor *random_tensor(em_intlist size, em_dtype dtype, bool normal, co
         }
     } else {
         for (int64_t i = 0; i < n; i += 2) {
-            double u1 = 1.0 - (double)(next_u64() >> 11) * 0x1.0p-53; /* (0, 1] */
-            double u2 = (double)(next_u64() >> 11) * 0x1.0p-53;
+            double u1 = 1.0 - (double)(em_generator_next_u64(gen) >> 11) * 0x1.0p-53; /* (0, 1] */
+            double u2 = (double)(em_generator_next_u64(gen) >> 11) * 0x1.0p-53;
             double r = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
             double z[2] = { r * cos(th), r * sin(th) };
             for (int k = 0; k < 2 && i + k < n; k++) {
@@ -229,16 +191,18 @@ static em_tensor *random_tensor(em_intlist size, em_dtype dtype, bool normal, co
             }
         }
     }
-    pthread_mutex_unlock(&gen.mu);
+    em_generator_unlock(gen);
     return t;
 }
 
-em_tensor *em_cpu_rand(em_keyset ks, em_intlist size, em_dtype dtype) {
-    (void)ks;
-    return random_tensor(size, dtype, false, "rand");
+em_tensor *em_cpu_rand(em_keyset ks, em_intlist size, em_generator *generator, em_dtype dtype,
+                       em_device device) {
+    (void)ks, (void)device;
+    return random_tensor(size, generator, dtype, false, "rand");
 }
 
-em_tensor *em_cpu_randn(em_keyset ks, em_intlist size, em_dtype dtype) {
-    (void)ks;
-    return random_tensor(size, dtype, true, "randn");
+em_tensor *em_cpu_randn(em_keyset ks, em_intlist size, em_generator *generator, em_dtype dtype,
+                        em_device device) {
+    (void)ks, (void)device;
+    return random_tensor(size, generator, dtype, true, "randn");
 }

@@ -39,6 +39,16 @@ static void coalesce(em_cpu_iter *it) {
     it->ndim = out;
 }
 
+/* The device a new output lives on: that of the operands. A wrapped
+ * number (a 0-dim tensor made from a Lua/C number, always on the cpu)
+ * does not decide it, as in PyTorch where a cpu scalar may join tensors of
+ * any device. */
+static em_device operand_device(int nin, em_tensor *const *in) {
+    for (int i = 0; i < nin; i++)
+        if (!in[i]->wrapped_number) return in[i]->device;
+    return nin > 0 ? in[0]->device : em_cpu_device();
+}
+
 em_tensor *em_cpu_iter_build(em_cpu_iter *it, em_tensor *out, em_dtype out_dtype,
                              int nin, em_tensor *const *in, em_dtype compute,
                              const char *op) {
@@ -74,7 +84,7 @@ em_tensor *em_cpu_iter_build(em_cpu_iter *it, em_tensor *out, em_dtype out_dtype
         memcpy(shape, out->sizes, sizeof(int64_t) * (size_t)ndim);
         em_tensor_retain(out);
     } else {
-        out = em_tensor_new(ndim, shape, out_dtype, em_cpu_dev());
+        out = em_tensor_new(ndim, shape, out_dtype, operand_device(nin, in));
         if (!out) return NULL;
     }
     /* operands */

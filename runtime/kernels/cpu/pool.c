@@ -95,8 +95,7 @@ static void pool_reset_after_fork(void) {
 }
 
 static void pool_init_once(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    if (pool.nthreads == 0) pool.nthreads = n < 1 ? 1 : n > 256 ? 256 : (int)n;
+    if (pool.nthreads == 0) pool.nthreads = em_get_num_threads(); /* core's context */
     pthread_atfork(NULL, NULL, pool_reset_after_fork);
 }
 
@@ -180,10 +179,10 @@ void em_cpu_parallel_for(int64_t n, int64_t grain, em_cpu_range_fn fn, void *ctx
     pthread_mutex_unlock(&pool.owner_mu);
 }
 
-void em_set_num_threads(int n) {
+/* The hook em_set_num_threads (core's runtime context, Note [Runtime
+ * context]) calls: resize the pool and OpenBLAS's threads together. */
+static void set_threads(int n) {
     pthread_once(&pool_once, pool_init_once);
-    if (n < 1) n = 1;
-    if (n > 256) n = 256;
     pthread_mutex_lock(&pool.owner_mu);
     if (n != pool.nthreads) {
         pool_stop();
@@ -193,7 +192,6 @@ void em_set_num_threads(int n) {
     openblas_set_num_threads(n);
 }
 
-int em_get_num_threads(void) {
-    pthread_once(&pool_once, pool_init_once);
-    return pool.nthreads;
+__attribute__((constructor)) static void register_thread_hook(void) {
+    em_context_on_num_threads(set_threads);
 }

@@ -4,8 +4,8 @@
  *
  * Note [Reduction framework]
  * A reduction folds the elements of each output position with one
- * associative operation (EM_CPU_R_SUM, EM_CPU_R_PROD, EM_CPU_R_MAX, ...; see rop in
- * reduce_int.h) after an optional element map (square, |x|, |x|^p,
+ * associative operation (EM_CPU_R_SUM, EM_CPU_R_PROD, EM_CPU_R_MAX, ...; see
+ * em_cpu_rop in reduce_int.h) after an optional element map (square, |x|, |x|^p,
  * (x - mean)^2, x != 0). em_cpu_reduce_run():
  *   1. makes the input contiguous in the source dtype S (float32, float64,
  *      int64, or uint8 for bool folds), chosen by the kernel;
@@ -19,8 +19,10 @@
  *                              parallel over (output, part), parts folded
  *                              in order ("over the reduced dim")
  *        columns, many blocks  parallel over (outer position, column block)
- *        columns, few blocks   the rows cut into fixed parts, parallel over
- *                              (block, part), partial columns folded in order
+ *        columns, few blocks   blocks widened to WIDE columns (whole rows,
+ *                              read sequentially), the rows cut into fixed
+ *                              parts, parallel over (block, part), partial
+ *                              columns folded in order ("over the reduced dim")
  *   4. leaves one accumulator per output (double for S float, int64
  *      otherwise) in a contiguous buffer shaped like the output; the kernel
  *      finishes it (divide, sqrt, ...) and casts it into the result.
@@ -29,7 +31,9 @@
  * a fixed order, so 1 and 2 threads give the same bits.
  * Vectorisation: a run is folded in LANES independent lanes of the compute
  * type (float for float32, folded into double every BLOCK elements), which
- * the compiler turns into SIMD; NaN is sticky in max/min lanes.
+ * the compiler turns into SIMD; NaN is sticky in max/min lanes. Columns fold
+ * eight rows at a time per column (in float for float32 sums, in double for
+ * max-like folds), then into the column's accumulator.
  */
 /* O3 vectorizes the loops; no-trapping-math lets selects (clamps, relu,
  * comparisons) be if-converted; no-math-errno lets sqrt vectorize. None

@@ -248,9 +248,10 @@ em_tensor *em_cpu_norm(em_keyset ks, em_tensor *self, em_scalar p, em_intlist di
     (void)ks;
     const char *name = "norm";
     if (!dtype_ok(dtype, name)) return NULL;
-    if (!em_dtype_is_floating(self->dtype)) {
-        em_set_error(EM_ETYPE, "%s: input dtype should be floating point, got %s", name,
-                     em_dtype_name(self->dtype));
+    /* with a dtype the input is converted first (PyTorch accepts integers then) */
+    if (dtype == EM_DTYPE_NONE && !em_dtype_is_floating(self->dtype)) {
+        em_set_error(EM_ETYPE, "%s: input dtype should be floating point, got %s (or give a floating dtype)",
+                     name, em_dtype_name(self->dtype));
         return NULL;
     }
     if (dtype != EM_DTYPE_NONE && !em_dtype_is_floating(dtype)) {
@@ -282,10 +283,10 @@ em_tensor *em_cpu_norm(em_keyset ks, em_tensor *self, em_scalar p, em_intlist di
 /* ---- arg-reductions ---- */
 
 /* Note [Arg-reductions]
- * argmax/argmin and max/min over a dim return the first index of the
- * extreme value, and NaN counts as the extreme (the first NaN wins), as in
- * PyTorch. A dim whose slices are contiguous runs folds each run with the
- * vectorised max/min loop, then scans for the first index holding that
+ * argmax/argmin and max/min over a dim return the first index (1-based, as
+ * every index a user sees) of the extreme value, and NaN counts as the
+ * extreme (the first NaN wins), as in PyTorch. A dim whose slices are
+ * contiguous runs folds each run with the vectorised max/min loop, then scans for the first index holding that
  * value; a long run with few outputs is cut into fixed parts whose
  * (value, index) pairs are combined in order. Otherwise (the dim has a
  * stride) blocks of COLS adjacent outputs scan the rows. Same bits on any
@@ -406,8 +407,9 @@ static void arg_cols_range(int64_t b, int64_t e, void *arg) {
     }
 }
 
-/* The extreme values (dtype of self) and their first indices (int64) over
- * dim (0-based, wrapped; dim < 0: over all elements, flattened). values
+/* The extreme values (dtype of self) and their first indices (int64,
+ * 0-based here; the kernels make them 1-based) over dim (0-based, wrapped;
+ * dim < 0: over all elements, flattened). values
  * or indices may be NULL when not wanted. Errors name the op. */
 static em_status argreduce(em_tensor *self, int dim, bool keepdim, bool is_max, const char *name,
                            em_tensor **values, em_tensor **indices) {

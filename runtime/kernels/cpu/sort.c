@@ -6,8 +6,9 @@
  * Ordering follows PyTorch 1.13 on CPU: NaN sorts above every number (last
  * ascending, first descending); the sort is always stable, so ties keep
  * their input order whether `stable` is asked for or not (PyTorch's CPU
- * sort is stable too). topk takes the first k of that order; on ties
- * PyTorch's introselect may pick other, equal-valued positions.
+ * sort is stable too). topk selects as PyTorch does, so that it returns
+ * the same positions among ties (Note [topk ties]); with sorted=false its
+ * order is PyTorch's too.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -106,6 +107,210 @@ static void merge_sort(const row_keys *k, int64_t *idx, int64_t *tmp, int64_t n)
     memcpy(idx, tmp, (size_t)n * sizeof *idx);
 }
 
+/* ---- topk's selection: PyTorch's algorithm, for PyTorch's indices ----
+ *
+ * Note [topk ties]
+ * PyTorch 1.13's CPU topk (TopKImpl.h) copies a row into (value, index)
+ * pairs and runs std::partial_sort when k * 64 <= n, else std::nth_element
+ * and, when sorted, std::sort of the first k - 1. Which of several equal
+ * values it returns is decided by those algorithms, so they are ported here
+ * step for step (libstdc++'s introselect, introsort, heap select; one
+ * comparator, NaN above numbers). Changing anything below changes which
+ * tied indices topk returns. */
+
+typedef struct {
+    double f;     /* floating keys */
+    int64_t i;    /* integer keys */
+    int64_t idx;  /* 0-based position in the row */
+} tk_elem;
+
+typedef struct {
+    bool floating, largest;
+} tk_cmp;
+
+static bool tk_less(const tk_cmp *c, const tk_elem *x, const tk_elem *y) {
+    if (c->floating) {
+        bool nx = isnan(x->f), ny = isnan(y->f);
+        return c->largest ? (nx && !ny) || x->f > y->f : (!nx && ny) || x->f < y->f;
+    }
+    return c->largest ? x->i > y->i : x->i < y->i;
+}
+
+static void tk_swap(tk_elem *a, tk_elem *b) {
+    tk_elem t = *a;
+    *a = *b;
+    *b = t;
+}
+
+static int64_t tk_lg(int64_t n) { return 63 - __builtin_clzll((unsigned long long)n); }
+
+static void tk_move_median_to_first(const tk_cmp *c, tk_elem *result, tk_elem *a, tk_elem *b, tk_elem *d) {
+    if (tk_less(c, a, b)) {
+        if (tk_less(c, b, d)) tk_swap(result, b);
+        else if (tk_less(c, a, d)) tk_swap(result, d);
+        else tk_swap(result, a);
+    } else if (tk_less(c, a, d)) {
+        tk_swap(result, a);
+    } else if (tk_less(c, b, d)) {
+        tk_swap(result, d);
+    } else {
+        tk_swap(result, b);
+    }
+}
+
+static tk_elem *tk_unguarded_partition(const tk_cmp *c, tk_elem *first, tk_elem *last, tk_elem *pivot) {
+    for (;;) {
+        while (tk_less(c, first, pivot)) first++;
+        last--;
+        while (tk_less(c, pivot, last)) last--;
+        if (!(first < last)) return first;
+        tk_swap(first, last);
+        first++;
+    }
+}
+
+static tk_elem *tk_partition_pivot(const tk_cmp *c, tk_elem *first, tk_elem *last) {
+    tk_elem *mid = first + (last - first) / 2;
+    tk_move_median_to_first(c, first, first + 1, mid, last - 1);
+    return tk_unguarded_partition(c, first + 1, last, first);
+}
+
+static void tk_unguarded_linear_insert(const tk_cmp *c, tk_elem *last) {
+    tk_elem val = *last;
+    tk_elem *next = last - 1;
+    while (tk_less(c, &val, next)) {
+        *last = *next;
+        last = next;
+        next--;
+    }
+    *last = val;
+}
+
+static void tk_insertion_sort(const tk_cmp *c, tk_elem *first, tk_elem *last) {
+    if (first == last) return;
+    for (tk_elem *i = first + 1; i != last; i++) {
+        if (tk_less(c, i, first)) {
+            tk_elem val = *i;
+            memmove(first + 1, first, (size_t)(i - first) * sizeof *first);
+            *first = val;
+        } else {
+            tk_unguarded_linear_insert(c, i);
+        }
+    }
+}
+
+static void tk_push_heap(const tk_cmp *c, tk_elem *first, int64_t hole, int64_t top, tk_elem value) {
+    int64_t parent = (hole - 1) / 2;
+    while (hole > top && tk_less(c, first + parent, &value)) {
+        first[hole] = first[parent];
+        hole = parent;
+        parent = (hole - 1) / 2;
+    }
+    first[hole] = value;
+}
+
+static void tk_adjust_heap(const tk_cmp *c, tk_elem *first, int64_t hole, int64_t len, tk_elem value) {
+    const int64_t top = hole;
+    int64_t second = hole;
+    while (second < (len - 1) / 2) {
+        second = 2 * (second + 1);
+        if (tk_less(c, first + second, first + (second - 1))) second--;
+        first[hole] = first[second];
+        hole = second;
+    }
+    if ((len & 1) == 0 && second == (len - 2) / 2) {
+        second = 2 * (second + 1);
+        first[hole] = first[second - 1];
+        hole = second - 1;
+    }
+    tk_push_heap(c, first, hole, top, value);
+}
+
+static void tk_pop_heap(const tk_cmp *c, tk_elem *first, tk_elem *last, tk_elem *result) {
+    tk_elem value = *result;
+    *result = *first;
+    tk_adjust_heap(c, first, 0, last - first, value);
+}
+
+static void tk_make_heap(const tk_cmp *c, tk_elem *first, tk_elem *last) {
+    int64_t len = last - first;
+    if (len < 2) return;
+    for (int64_t parent = (len - 2) / 2;; parent--) {
+        tk_adjust_heap(c, first, parent, len, first[parent]);
+        if (parent == 0) return;
+    }
+}
+
+static void tk_heap_select(const tk_cmp *c, tk_elem *first, tk_elem *middle, tk_elem *last) {
+    tk_make_heap(c, first, middle);
+    for (tk_elem *i = middle; i < last; i++)
+        if (tk_less(c, i, first)) tk_pop_heap(c, first, middle, i);
+}
+
+static void tk_sort_heap(const tk_cmp *c, tk_elem *first, tk_elem *last) {
+    while (last - first > 1) {
+        last--;
+        tk_pop_heap(c, first, last, last);
+    }
+}
+
+static void tk_partial_sort(const tk_cmp *c, tk_elem *first, tk_elem *middle, tk_elem *last) {
+    tk_heap_select(c, first, middle, last);
+    tk_sort_heap(c, first, middle);
+}
+
+static void tk_introsort_loop(const tk_cmp *c, tk_elem *first, tk_elem *last, int64_t depth) {
+    while (last - first > 16) {
+        if (depth == 0) {
+            tk_partial_sort(c, first, last, last);
+            return;
+        }
+        depth--;
+        tk_elem *cut = tk_partition_pivot(c, first, last);
+        tk_introsort_loop(c, cut, last, depth);
+        last = cut;
+    }
+}
+
+static void tk_sort(const tk_cmp *c, tk_elem *first, tk_elem *last) {
+    if (first == last) return;
+    tk_introsort_loop(c, first, last, tk_lg(last - first) * 2);
+    if (last - first > 16) {
+        tk_insertion_sort(c, first, first + 16);
+        for (tk_elem *i = first + 16; i != last; i++) tk_unguarded_linear_insert(c, i);
+    } else {
+        tk_insertion_sort(c, first, last);
+    }
+}
+
+static void tk_nth_element(const tk_cmp *c, tk_elem *first, tk_elem *nth, tk_elem *last) {
+    if (first == last || nth == last) return;
+    int64_t depth = tk_lg(last - first) * 2;
+    while (last - first > 3) {
+        if (depth == 0) {
+            tk_heap_select(c, first, nth + 1, last);
+            tk_swap(first, nth);
+            return;
+        }
+        depth--;
+        tk_elem *cut = tk_partition_pivot(c, first, last);
+        if (cut <= nth) first = cut;
+        else last = cut;
+    }
+    tk_insertion_sort(c, first, last);
+}
+
+/* Orders q[0..n) so that its first k are topk's, as PyTorch does. */
+static void tk_select(const tk_cmp *c, tk_elem *q, int64_t n, int64_t k, bool sorted) {
+    if (k == 0) return;
+    if (k * 64 <= n) {
+        tk_partial_sort(c, q, q + k, q + n);
+    } else {
+        tk_nth_element(c, q, q + k - 1, q + n);
+        if (sorted) tk_sort(c, q, q + k - 1);
+    }
+}
+
 /* ---- sort / topk ---- */
 
 /* The shared body: orders self along dim and writes the first k of each
@@ -184,16 +389,57 @@ em_tensor *em_cpu_argsort(em_keyset ks, em_tensor *self, int64_t dim, bool desce
 em_tensor *em_cpu_topk(em_keyset ks, em_tensor *self, int64_t k, int64_t dim, bool largest, bool sorted,
                        em_tensor **indices) {
     (void)ks;
-    (void)sorted; /* the k are always returned in order, which sorted=false allows */
     int d = em_wrap_dim(dim, self->ndim, "topk");
     if (d < 0) return NULL;
-    int64_t n = self->ndim ? self->sizes[d] : 1;
+    int64_t one = 1, zero = 0;
+    int nd = self->ndim ? self->ndim : 1;
+    const int64_t *sizes = self->ndim ? self->sizes : &one;
+    int64_t n = sizes[d];
     if (k < 0 || k > n) {
         em_set_error(EM_EINDEX, "topk: k (%lld) is out of range for dim %d of size %lld", (long long)k,
                      d + 1, (long long)n);
         return NULL;
     }
-    return ordered(self, d, largest, k, indices, true);
+    int64_t osz[EM_MAX_DIMS];
+    memcpy(osz, self->sizes, sizeof(int64_t) * (size_t)self->ndim);
+    if (self->ndim) osz[d] = k;
+    em_tensor *v = em_tensor_new(self->ndim, osz, self->dtype, self->device);
+    em_tensor *ix = em_tensor_new(self->ndim, osz, EM_INT64, self->device);
+    tk_elem *q = v && ix ? malloc(sizeof *q * (size_t)(n ? n : 1)) : NULL;
+    if (!q) {
+        if (v && ix) em_set_error(EM_ENOMEM, "topk: out of memory for %lld elements", (long long)n);
+        em_tensor_release(v);
+        em_tensor_release(ix);
+        return NULL;
+    }
+    if (k > 0 && v->numel > 0) {
+        size_t es = em_dtype_size(self->dtype);
+        const int64_t *st[3] = { self->ndim ? self->strides : &zero, v->ndim ? v->strides : &zero,
+                                 ix->ndim ? ix->strides : &zero };
+        row_iter it;
+        row_init(&it, nd, sizes, d, 3, st);
+        tk_cmp c = { em_cpu_is_float(self->dtype), largest };
+        const char *src = (const char *)em_tensor_data(self);
+        char *vd = (char *)em_tensor_data(v);
+        int64_t *id = (int64_t *)em_tensor_data(ix);
+        do {
+            const char *row = src + it.off[0] * (int64_t)es;
+            for (int64_t j = 0; j < n; j++) {
+                const char *e = row + j * st[0][d] * (int64_t)es;
+                q[j].idx = j;
+                if (c.floating) q[j].f = em_load_as_double(e, self->dtype);
+                else q[j].i = em_load_as_int64(e, self->dtype);
+            }
+            tk_select(&c, q, n, k, sorted);
+            for (int64_t j = 0; j < k; j++) {
+                id[it.off[2] + j * st[2][d]] = q[j].idx + 1;
+                memcpy(vd + (it.off[1] + j * st[1][d]) * (int64_t)es, row + q[j].idx * st[0][d] * (int64_t)es, es);
+            }
+        } while (row_next(&it));
+    }
+    free(q);
+    *indices = ix;
+    return v;
 }
 
 /* ---- gather and its adjoint ---- */
@@ -328,7 +574,7 @@ em_tensor *em_cpu_gather_backward(em_keyset ks, em_tensor *grad_output, em_intli
                      em_shape_str(index->ndim, index->sizes, b, sizeof b));
         return NULL;
     }
-    em_tensor *z = em_cpu_zeros(EM_KS(EM_KEY_CPU), input_sizes, grad_output->dtype);
+    em_tensor *z = em_cpu_zeros(EM_KS(EM_KEY_CPU), input_sizes, grad_output->dtype, em_cpu_device());
     if (!z) return NULL;
     em_tensor *g = em_cpu_contiguous(EM_KS(EM_KEY_CPU), grad_output);
     if (!g) {

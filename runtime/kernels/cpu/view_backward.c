@@ -13,7 +13,7 @@ static em_tensor *scatter(em_tensor *grad, em_intlist sizes, em_tensor *(*region
         em_set_error(EM_EVALUE, "%s: input_sizes has %d entries (at most %d)", op, sizes.n, EM_MAX_DIMS);
         return NULL;
     }
-    em_tensor *z = em_cpu_zeros(EM_KS(EM_KEY_CPU), sizes, grad->dtype);
+    em_tensor *z = em_cpu_zeros(EM_KS(EM_KEY_CPU), sizes, grad->dtype, em_cpu_device());
     if (!z) return NULL;
     em_tensor *r = region(z, arg);
     if (!r || em_cpu_copy_into(r, grad, op) != EM_OK) {
