@@ -401,20 +401,31 @@ START_TEST(test_kernels_structured_out)
     em_tensor_release(r);
     ck_assert_uint_eq(em_tensor_version(out), v0 + 1);
     for (int64_t i = 0; i < 6; i++) ck_assert_double_eq(at(out, i), (double)i + 2 * f_small(i % 3));
-    /* a wrong shape with elements: refused, naming both shapes */
-    em_tensor *bad = em_tensor_new(1, SZ(6), EM_FLOAT32, em_cpu_device());
-    ck_assert_ptr_null(em_cpu_mul_out(KS, a, b, bad));
-    assert_error(EM_ESHAPE, "mul: out= tensor has shape {6} but the result has shape {2,3}");
-    /* an empty out takes the result's shape */
+    /* another shape: resized as PyTorch's resize_output (shrinking keeps the storage) */
+    em_tensor *bad = em_tensor_new(1, SZ(7), EM_FLOAT32, em_cpu_device());
+    em_storage *bst = bad->storage;
+    r = em_cpu_mul_out(KS, a, b, bad);
+    ck_assert_ptr_eq(r, bad);
+    em_tensor_release(r);
+    assert_shape(bad, 2, SZ(2, 3));
+    ck_assert_ptr_eq(bad->storage, bst);
+    ck_assert(bad->is_contiguous);
+    ck_assert_double_eq(at(bad, 4), 4 * f_small(1));
+    /* an empty out grows */
     em_tensor *empty = em_tensor_new(1, SZ(0), EM_FLOAT32, em_cpu_device());
     r = em_cpu_sub_out(KS, a, b, ONE, empty);
     ck_assert_ptr_eq(r, empty);
     em_tensor_release(r);
     assert_shape(empty, 2, SZ(2, 3));
     ck_assert(empty->is_contiguous);
+    ck_assert_uint_ge(empty->storage->nbytes, 6 * sizeof(float));
     ck_assert_double_eq(at(empty, 5), 5 - f_small(2));
-    ck_assert_ptr_null(em_cpu_div_out(KS, i64, i64, bad));
-    assert_error(EM_ESHAPE, "div: out= tensor has shape {6} but the result has shape {3}");
+    /* borrowed memory cannot grow */
+    float blob[2] = { 0, 0 };
+    em_tensor *bl = em_tensor_from_blob(blob, 1, SZ(2), SZ(1), EM_FLOAT32);
+    ck_assert_ptr_null(em_cpu_add_out(KS, a, b, ONE, bl));
+    assert_error(EM_EVALUE, "add: out= tensor with shape {2} cannot grow to the result's shape {2,3}");
+    em_tensor_release(bl);
     /* float result into an integer out: refused */
     em_tensor *iout = em_tensor_new(1, SZ(3), EM_INT64, em_cpu_device());
     ck_assert_ptr_null(em_cpu_div_out(KS, i64, i64, iout));

@@ -65,17 +65,21 @@ static inline em_tensor *em_structured_alloc(const em_meta *m) {
 EM_API em_status em_structured_check_inplace(const em_meta *m, em_tensor *self, em_tensor *const *in,
                                              int n);
 /* The out= checks: out is on m's device, its dtype is one m->out_dtype
- * allows (the wrapper sets EM_META_OUT_CAST before the meta runs), out has m's shape -- or no elements, in which case it gets new
- * storage of m's shape (see Note [out= resizing]) -- has no internal
- * overlap and overlaps none of the n inputs partially. */
+ * allows (the wrapper sets EM_META_OUT_CAST before the meta runs), out
+ * has no internal overlap and overlaps none of the n inputs partially,
+ * then out takes m's shape when it has another (Note [out= resizing]). */
 EM_API em_status em_structured_check_out(const em_meta *m, em_tensor *out, em_tensor *const *in, int n);
 
 /* Note [out= resizing]
- * PyTorch resizes an out= tensor of the wrong shape (with a deprecation
- * warning when it had elements). ember keeps the safe half: an out with
- * zero elements (ember.empty(0)) takes the result's shape on new storage
- * of its dtype and device; an out with elements and another shape is an
- * error naming both shapes. An empty out that is a view is refused (it
- * shares its base's storage, which must not change under the base). */
+ * As PyTorch's resize_output: an out= tensor of another shape is resized
+ * to the result's shape (PyTorch also warns when it had elements; ember has
+ * no warning channel, so it does it silently): its sizes become the
+ * result's with contiguous strides from its storage offset, and its
+ * storage grows when too small (the old bytes are kept; views sharing the
+ * storage see the new block, as in PyTorch). Borrowed memory
+ * (em_tensor_from_blob) cannot grow: that is an error naming both shapes.
+ * The overlap checks run before, on out as given (as PyTorch's), so an
+ * empty out never overlaps; an impl still copies an input that shares
+ * out's storage without being out itself before writing. */
 
 #endif

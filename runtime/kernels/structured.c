@@ -37,21 +37,30 @@ em_status em_structured_check_inplace(const em_meta *m, em_tensor *self, em_tens
     return overlaps(m, self, in, n);
 }
 
-/* Gives the empty, non-view out new contiguous storage of m's shape. */
-static em_status resize_empty(const em_meta *m, em_tensor *out) {
-    if (out->view_base) {
-        char b1[EM_SHAPE_STR_MAX];
-        return em_set_error(EM_ESHAPE, "%s: out= tensor with shape %s is an empty view; it cannot take the "
-                                       "result's shape (pass a tensor that is not a view)", m->op,
-                            em_shape_str(out->ndim, out->sizes, b1, sizeof b1));
-    }
+/* PyTorch's resize_ of an out= tensor (Note [out= resizing]): m's sizes,
+ * contiguous strides from out's storage offset; the storage grows (its
+ * old bytes copied, every tensor sharing it sees the new block) when it
+ * is too small. */
+static em_status resize_out(const em_meta *m, em_tensor *out) {
     int64_t numel = 1;
     for (int d = 0; d < m->ndim; d++) numel *= m->sizes[d];
-    em_storage *st = em_storage_new((size_t)numel * em_dtype_size(out->dtype), out->device);
-    if (!st) return em_error_kind();
-    em_storage_release(out->storage);
-    out->storage = st;
-    out->offset = 0;
+    size_t need = (size_t)(out->offset + numel) * em_dtype_size(out->dtype);
+    em_storage *st = out->storage;
+    if (need > st->nbytes) {
+        char b1[EM_SHAPE_STR_MAX], b2[EM_SHAPE_STR_MAX];
+        if (!st->allocator || out->device.type != EM_CPU)
+            return em_set_error(EM_EVALUE, "%s: out= tensor with shape %s cannot grow to the result's shape %s (its "
+                                           "memory is %s)", m->op,
+                                em_shape_str(out->ndim, out->sizes, b1, sizeof b1),
+                                em_shape_str(m->ndim, m->sizes, b2, sizeof b2),
+                                st->allocator ? "not on the cpu" : "borrowed");
+        void *p = st->allocator->alloc(st->allocator, need);
+        if (!p) return em_set_error(EM_ENOMEM, "%s: out of memory resizing out= to %zu bytes", m->op, need);
+        if (st->nbytes) memcpy(p, st->data, st->nbytes);
+        if (st->data) st->allocator->free(st->allocator, st->data, st->nbytes);
+        st->data = p;
+        st->nbytes = need;
+    }
     out->ndim = m->ndim;
     int64_t stride = 1;
     for (int d = m->ndim - 1; d >= 0; d--) {
@@ -72,15 +81,9 @@ em_status em_structured_check_out(const em_meta *m, em_tensor *out, em_tensor *c
                             em_dtype_name(m->dtype), em_dtype_name(out->dtype));
     if (m->out_dtype == EM_META_OUT_CAST && !em_structured_can_cast(m->dtype, out->dtype))
         return cast_error(m, out->dtype);
-    if (!same_shape(m, out)) {
-        if (out->numel != 0) {
-            char b1[EM_SHAPE_STR_MAX], b2[EM_SHAPE_STR_MAX];
-            return em_set_error(EM_ESHAPE, "%s: out= tensor has shape %s but the result has shape %s (pass a "
-                                           "tensor of the result's shape, or an empty one)", m->op,
-                                em_shape_str(out->ndim, out->sizes, b1, sizeof b1),
-                                em_shape_str(m->ndim, m->sizes, b2, sizeof b2));
-        }
-        if (resize_empty(m, out) != EM_OK) return em_error_kind();
-    }
-    return overlaps(m, out, in, n);
+    /* overlap is judged on out as given, before resizing (as PyTorch's
+     * TensorIterator does): an empty out overlaps nothing */
+    if (overlaps(m, out, in, n) != EM_OK) return em_error_kind();
+    if (!same_shape(m, out) && resize_out(m, out) != EM_OK) return em_error_kind();
+    return EM_OK;
 }

@@ -16,6 +16,8 @@ generated from ops.yaml (conversions, detach, ...), as func signatures.
 An op whose arguments have a kind missing from ARG_KINDS and no 'gen' entry
 is reported by `difftest.py --list` as not covered.
 """
+import torch
+
 import schema
 
 
@@ -498,6 +500,42 @@ def _plus1_second(call):
     return '(lambda r: (r[0], r[1] + 1))(%s)' % call
 
 
+def _gen_out(base_gen, need_dim=False):
+    """out= overloads of structured families (add.out, sum.out, ...): the
+    base op's arguments plus out, an existing tensor of any shape and dtype
+    (ember resizes and casts as torch does) that shares no storage with the
+    inputs: torch computes aliased reductions and matmuls from a zeroed or
+    half-written out, and checks no overlap there, where ember refuses a
+    partial overlap and computes a full one from the inputs' values
+    (README, "Differences accepted"), has no internal overlap and does not
+    require grad (test_structured.lua checks the autograd refusal). Torch's
+    methods take no out=, so the call is a function in both languages.
+    need_dim: torch's sum.out has no overload without dim."""
+    def gen(g, op):
+        res = base_gen(g, op)
+        if res is None:
+            return None
+        args = res['args']
+        if need_dim and len(args) < 2 and args[0][0] == 'var':
+            args.append(g.dims(args[0][1]))
+        used = [a[1] for a in args if a[0] == 'var']
+        used += [v[1] for v in res.get('kw', {}).values() if isinstance(v, list) and v and v[0] == 'var']
+        ptrs = {g.t(u).storage().data_ptr() for u in used if u in g.ns}  # pre statements make new leaves
+        o = None
+        for _ in range(4):
+            o = g.pick(inplace=True)
+            if (o is not None and g.t(o).storage().data_ptr() not in ptrs
+                    and torch._debug_has_internal_overlap(g.t(o)) == 0 and not g.t(o).requires_grad):
+                break
+            o = None
+        if o is None:
+            return None
+        res['kw'] = dict(res.get('kw', {}), out=['var', o])
+        res['style'] = 'function'
+        return res
+    return gen
+
+
 MAP = {
     # index results are 1-based in ember (post wraps torch's call)
     'argmax': dict(post=_plus1), 'argmin': dict(post=_plus1),
@@ -534,6 +572,12 @@ MAP = {
     'select_backward': dict(gen=gen_select_backward, weight=0.3),
     'slice_backward': dict(gen=gen_slice_backward, py=_py_slice_backward, weight=0.3),
     'narrow_backward': dict(gen=gen_narrow_backward, py=_py_narrow_backward, weight=0.3),
+    'add.out': dict(gen=_gen_out(gen_generic), weight=0.5),
+    'sub.out': dict(gen=_gen_out(gen_generic), weight=0.4),
+    'mul.out': dict(gen=_gen_out(gen_generic), weight=0.4),
+    'div.out': dict(gen=_gen_out(gen_generic), weight=0.4),
+    'sum.out': dict(gen=_gen_out(gen_generic, need_dim=True), weight=0.5),
+    'matmul.out': dict(gen=_gen_out(gen_matmul), weight=0.4),
     'add_': dict(weight=1.5), 'sub_': dict(weight=1.2), 'mul_': dict(weight=1.5),
     'div_': dict(weight=1.2), 'copy_': dict(weight=2), 'zero_': dict(weight=1.2),
     'requires_grad_': dict(weight=0.3), 'detach': dict(weight=0.5),
