@@ -454,7 +454,33 @@ def _py_sorting(name, tuple_result):
     return py
 
 
+def _py_default(st, pa, pk, name):
+    kws = ['%s=%s' % kv for kv in sorted(pk.items())]
+    if st['style'] == 'method':
+        k = st.get('recv', 0)
+        return '%s.%s(%s)' % (pa[k], name, ', '.join(pa[:k] + pa[k + 1:] + kws))
+    return 'torch.%s(%s)' % (name, ', '.join(pa + kws))
+
+
+def _py_indices(name):
+    """Ops whose (last) result holds positions: ember's are 1-based. One
+    result (argmax) gets + 1; (values, indices) (max.dim) gets it on the
+    second; max(self) with one value result stays as it is."""
+    def py(st, pa, pk):
+        call = _py_default(st, pa, pk, name)
+        if len(st.get('outs', [])) == 2:
+            return '(lambda r: (r[0], r[1] + 1))(%s)' % call
+        if name.startswith('arg'):
+            return '(%s + 1)' % call
+        return call
+    return py
+
+
 MAP = {
+    'argmax': dict(py=_py_indices('argmax')),
+    'argmin': dict(py=_py_indices('argmin')),
+    'max': dict(py=_py_indices('max')),
+    'min': dict(py=_py_indices('min')),
     'sort': dict(py=_py_sorting('sort', True)),
     'argsort': dict(py=_py_sorting('argsort', False)),
     # gather reads 1-based indices from any int64 tensor of the program:

@@ -93,5 +93,8 @@ def load_ops(path):
             continue
         name, args, rets = parse_func(e['func'])
         variants = [v.strip() for v in str(e.get('variants', 'function')).split(',')]
-        ops.append(Op(name, args, rets, variants, e['func'], e.get('doc', '')))
+        # an overload (max.dim) is called by its base name in Lua and torch
+        o = Op(name.split('.')[0], args, rets, variants, e['func'], e.get('doc', ''))
+        o.overload = name.split('.')[1] if '.' in name else None
+        ops.append(o)
     return ops
