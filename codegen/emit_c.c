@@ -194,12 +194,9 @@ static const char *box_fn(cg_type t) {
 
 /* The public entry: NULL checks, key set, compute, redispatch. */
 static void emit_entry(cg_buf *b, const cg_op *op) {
-    int ntensor = 0, nrequired = 0;
+    int ntensor = 0;
     for (int i = 0; i < op->nargs; i++)
-        if (cg_type_is_tensor(op->args[i].type) || op->args[i].type == CG_TENSORLIST) {
-            ntensor++;
-            if (op->args[i].type != CG_TENSOR_OPT) nrequired++;
-        }
+        if (cg_type_is_tensor(op->args[i].type) || op->args[i].type == CG_TENSORLIST) ntensor++;
     op_comment(b, op, "");
     cg_printf(b, "%sem_%s(", cg_ret_ctype(op), op->name);
     cg_emit_params(b, op, false);
@@ -265,12 +262,14 @@ static void emit_entry(cg_buf *b, const cg_op *op) {
             else if (a->type == CG_TENSOR_OPT)
                 cg_printf(b, "    if (%s)\n        ks |= %s->keyset;\n", a->name, a->name);
         }
-        /* every tensor absent, or an empty list: the default backend */
-        cg_puts(b, "    if (!ks)\n        ks = EM_KS(EM_KEY_CPU);\n");
+        /* every tensor absent, or an empty list: the default backend (not
+         * emitted when a Tensor argument is required: the hot path) */
+        bool maybe_none = true;
+        for (int i = 0; i < op->nargs; i++) maybe_none &= op->args[i].type != CG_TENSOR;
+        if (maybe_none) cg_puts(b, "    if (!ks)\n        ks = EM_KS(EM_KEY_CPU);\n");
         if (idev >= 0) /* a move between devices: the kernel of the non-CPU side */
             cg_printf(b, "    ks |= EM_KS(em_backend_key(%s));\n", op->args[idev].name);
     }
-    (void)nrequired;
     cg_printf(b, "    ks = em_disp_compute(&em_op_table[EM_OP_%s], ks);\n", op->name);
     cg_printf(b, "    return em_redispatch_%s(ks%s", op->name, args_sep(op));
     cg_emit_arg_names(b, op);

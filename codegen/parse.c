@@ -74,7 +74,7 @@ const char *cg_ret_ctype(const cg_op *op) { return cg_op_ret_list(op) ? "em_tens
  * argument may not take them (nor a C keyword). */
 static const char *const reserved_names[] = {
     "ks", "op", "key", "fn", "st", "r", "L", "tmp", "opt", "top", "pos", "names",
-    "nresults", "i", "rv", "nr", "lst",
+    "nresults", "nres", "outs", "i", "rv", "nr",
     "auto", "break", "case", "char", "const", "continue", "default", "do", "double",
     "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long",
     "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct",

@@ -208,6 +208,21 @@ function T.reductions_backward()
   x:std():backward()
   check_tensor(x.grad, { 0, 0 }, 1e-6, "std with no spread")
   check_eq(x:all().requires_grad, false)
+  -- a NaN result: max() sends the gradient to the NaNs, amax to nothing
+  -- (nan everywhere), the inf norm to nothing (0), as PyTorch 1.13
+  local nan = 0 / 0
+  x = ember.tensor({ 1.0, nan, nan }, { requires_grad = true })
+  x:max():backward()
+  check_tensor(x.grad, { 0, 0.5, 0.5 }, 1e-6, "max() with NaN")
+  x = ember.tensor({ 1.0, nan, 3.0 }, { requires_grad = true })
+  x:amax():backward()
+  check_tensor(x.grad, { nan, nan, nan }, 1e-6, "amax with NaN")
+  x = ember.tensor({ 1.0, nan, 3.0 }, { requires_grad = true })
+  x:norm(math.huge):backward()
+  check_tensor(x.grad, { 0, 0, 0 }, 1e-6, "inf norm with NaN")
+  x = ember.tensor({ 0.0, nan }, { requires_grad = true })
+  x:norm():backward()
+  check_tensor(x.grad, { nan, nan }, 1e-6, "2-norm with NaN")
   -- prod of a 0-dim tensor passes grad through, with no history (PyTorch)
   x = ember.tensor(2.0, { requires_grad = true })
   local g = ember.autograd.grad({ x:prod() }, { x }, { create_graph = true })[1]
