@@ -104,6 +104,10 @@ em_tensor *em_comp_addmm(em_keyset ks, em_tensor *self, em_tensor *mat1, em_tens
                      em_shape_str(self->ndim, self->sizes, b1, sizeof b1), em_shape_str(2, out, b2, sizeof b2));
         return NULL;
     }
+    if (!em_dtype_is_floating(mat2->dtype)) { /* integer addmm truncates alpha and beta (PyTorch) */
+        alpha = em_scalar_int(em_scalar_to_int(alpha));
+        beta = em_scalar_int(em_scalar_to_int(beta));
+    }
     cs_scope s = { .n = 0 };
     em_tensor *r;
     if (scalar_is(alpha, 0)) { /* like BLAS, alpha == 0 does not read the product (inf * 0) */

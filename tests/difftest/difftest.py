@@ -330,6 +330,51 @@ def _family(label):
     return label
 
 
+# README, "Differences accepted": torch's matmul of a 2-d by a batched operand
+# saves a folded copy and its `3.25 / x` saves reciprocal(x)'s result, where
+# ember's nodes save the operand: a later in-place write into the operand
+# makes ember's backward refuse where torch's passes.
+SAVED_DIFFERS = __import__('re').compile(
+    r'(MatmulBackward|DivBackward)\w*: a tensor needed for gradient computation was modified by an in-place')
+COMPARISONS = {'eq', 'ne', 'lt', 'le', 'gt', 'ge'}
+
+
+def _operand(tvars, arg):
+    """A comparison operand as (flat float values, shape), or None."""
+    if arg[0] == 'var':
+        v = tvars.get(arg[1])
+        if not isinstance(v, dict) or 'v' not in v:
+            return None
+        return [float(_num(x)) for x in v['v']], v['shape']
+    if arg[0] in ('num', 'int'):
+        return [float(_num(arg[1]))], []
+    return None
+
+
+def _near_tie(st, tvars, ev, tv, tol):
+    """Whether every element where a comparison's results differ compares
+    two operands within tol (relative, at least 1): a rounding difference
+    upstream (a reduction in another order) flipped a near-tie."""
+    import numpy as np
+    ops_ = [_operand(tvars, a) for a in st.get('args', [])[:2]]
+    if len(ops_) != 2 or None in ops_:
+        return False
+    try:
+        a = np.array(ops_[0][0], dtype=float).reshape(ops_[0][1])
+        b = np.array(ops_[1][0], dtype=float).reshape(ops_[1][1])
+        a, b = np.broadcast_arrays(a, b)
+    except ValueError:
+        return False
+    a, b = a.reshape(-1), b.reshape(-1)
+    if len(a) != len(ev['v']):
+        return False
+    for i, (x, y) in enumerate(zip(ev['v'], tv['v'])):
+        if x != y and not (math.isfinite(a[i]) and math.isfinite(b[i]) and
+                           abs(a[i] - b[i]) <= tol * max(1.0, abs(a[i]), abs(b[i]))):
+            return False
+    return True
+
+
 def compare(prog, e, t):
     """Differences between ember's result e and torch's t for prog, as a
     list of (category, message); [] when they agree."""
@@ -341,6 +386,8 @@ def compare(prog, e, t):
         if str(r.get('err', '')).startswith('harness'):
             return [('harness', '%s: %s' % (who, r['err']))]
     if e['ok'] != t['ok']:
+        if not e['ok'] and SAVED_DIFFERS.search(str(e['err'])):
+            return []  # README, "Differences accepted": what a node saves
         if not e['ok']:
             return [('error:ember', 'ember raised at statement %s, torch did not: %s' % (e['step'], e['err']))]
         return [('error:torch', 'torch raised at statement %s, ember did not: %s' % (t['step'], t['err']))]
@@ -360,6 +407,7 @@ def compare(prog, e, t):
     # least precise floating dtype
     floor = max([TOL[r['dtype']] for r in t['vars'].values()
                  if isinstance(r, dict) and r.get('dtype') in TOL] + [0.0])
+    flipped = set()  # comparisons accepted as flipped near-ties, and what uses them
     for n in render.defined_vars(prog):
         ev, tv = e['vars'].get(n, 'missing'), t['vars'].get(n, 'missing')
         what = '%s (%s)' % (n, _stmt_label(defs.get(n)))
@@ -380,7 +428,15 @@ def compare(prog, e, t):
         # reduction in another order) into a difference of 1: its values
         # are compared within 1 (README, "Differences accepted")
         slack = 1.0 if defs.get(n, {}).get('op') == 'floor_divide' else 0.0
+        st_n = defs.get(n, {})
+        if set(_uses(st_n)) & flipped:  # computed from a flipped near-tie: values may differ
+            flipped.add(n)
+            novalues = True
         d = _tensor_diffs(what, ev, tv, values=not novalues, floor=floor, slack=slack)
+        if d and d[0][0] == 'values' and st_n.get('op') in COMPARISONS and \
+                _near_tie(st_n, t['vars'], ev, tv, max(floor, 1e-4)):
+            d = []  # README, "Differences accepted": comparisons of near-ties
+            flipped.add(n)
         if tv['rg'] and tv['dtype'] not in FLOATS:
             # torch 1.13 lets an integer or bool tensor gain history when a
             # tensor that requires grad is copied or filled into it; ember

@@ -20,6 +20,11 @@ end
 function T.addmm_matches_pytorch()
   check_tensor(ember.addmm(b, x, w:t(), { beta = 0.5, alpha = 2 }), { { 0.225, -2.81 }, { 0.125, -0.31 } }, 1e-12)
   check_tensor(b:addmm(x, w:t()), { { 0.3, -1.78 }, { 0.25, -0.53 } }, 1e-12)
+  -- integer addmm truncates alpha and beta (PyTorch 1.13)
+  local i3 = ember.ones(3, 3, { dtype = "int64" })
+  local ri = i3:addmm(i3, i3, { alpha = 2.7, beta = 1.9 })
+  check_eq(ri.dtype, "int64")
+  check_eq(ri[1][1]:item(), 7)
   -- beta = 0 ignores self's values: NaN does not propagate
   local nan = t({ { 0 / 0 } })
   check_tensor(ember.addmm(nan, x, w:t(), { beta = 0 }), { { 0.05, -1.28 }, { 0, -0.03 } }, 1e-12)
