@@ -92,6 +92,10 @@ typedef struct em_ag_meta {
     uint32_t output_nr;
     bool requires_grad;         /* leaf flag (results use grad_fn) */
     bool retains_grad;
+    uint16_t multi_view_nr;     /* with multi_view_of: which of those outputs (0-based),
+                                   saturating at UINT16_MAX -- only the error message
+                                   reads it, and it keeps the meta at 64 bytes (one
+                                   recorded op allocates one) */
     em_node *retain_fn;         /* owned: the node holding the retain_grad hook (the
                                    grad_fn when retain_grad() ran, or the node of a
                                    later in-place op on the tensor itself) */
@@ -99,7 +103,6 @@ typedef struct em_ag_meta {
     const char *multi_view_of;  /* the node's name (static) when this view is one of
                                    several returned by one op (split, unbind), or a
                                    view of one: an in-place write into it is refused */
-    uint32_t multi_view_nr;     /* which of those outputs (0-based) */
 } em_ag_meta;
 
 /* A tensor's geometry without its data: what as_strided needs to rebuild a

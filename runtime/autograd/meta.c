@@ -2,6 +2,7 @@
  * grad_fn, history, detach, tensor hooks and AccumulateGrad. */
 #include <pthread.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "autograd/em_autograd.h"
@@ -658,7 +659,7 @@ em_status em_ag_mark_multi_view(em_tensor *t, const char *name) {
     em_ag_meta *m = t->autograd_meta;
     if (t->view_base && m) {
         m->multi_view_of = name;
-        m->multi_view_nr = m->output_nr;
+        m->multi_view_nr = m->output_nr < UINT16_MAX ? (uint16_t)m->output_nr : UINT16_MAX;
     }
     return EM_OK;
 }
@@ -673,11 +674,14 @@ void em_ag_inherit_multi_view(em_tensor *view, const em_tensor *src) {
 
 em_status em_ag_check_inplace(em_tensor *self, const char *op) {
     em_ag_meta *m = self->autograd_meta;
-    if (m && m->multi_view_of && self->view_base)
-        return em_set_error(EM_EVALUE, "%s: the tensor is (a view of) output %u of %s, one of several "
+    if (m && m->multi_view_of && self->view_base) {
+        char nr[32] = "";
+        if (m->multi_view_nr < UINT16_MAX) snprintf(nr, sizeof nr, " %u", (unsigned)m->multi_view_nr + 1);
+        return em_set_error(EM_EVALUE, "%s: the tensor is (a view of) output%s of %s, one of several "
                                        "views returned by one op; such views cannot be modified in place "
                                        "(use an out-of-place op, or clone() the view first)",
-                            op, (unsigned)m->multi_view_nr + 1, m->multi_view_of);
+                            op, nr, m->multi_view_of);
+    }
     if (m && !m->grad_fn && m->requires_grad)
         return em_set_error(EM_EVALUE, "%s: a leaf tensor that requires grad is being used in an "
                                        "in-place operation (do it under ember.no_grad())", op);
