@@ -202,6 +202,7 @@ static const size_t hdr_size[EM_HDR_KINDS] = {
 void *em_core_hdr_alloc(int kind)
 {
     if (em_core_should_fail()) return NULL;
+    thread_allocated += hdr_size[kind]; /* the collector's pressure counts headers too */
     block *b = tlc.hdr_head[kind];
     if (b) {
         tlc.hdr_head[kind] = b->next;

@@ -217,8 +217,9 @@ EM_API void em_memory_get_stats(em_memory_stats *out);
 EM_API void em_memory_empty_cache(void); /* return cached blocks to the OS */
 /* Test hook: make the n-th allocation from now fail (0 disables). */
 EM_API void em_memory_fail_after(long n);
-/* Bytes allocated by this thread since the last call; the Lua layer feeds
- * them to the collector (see Note [GC pressure] in runtime/lua). */
+/* Bytes allocated by this thread since the last call (data and tensor,
+ * storage and version headers); the Lua layer feeds them to the collector
+ * (see Note [GC pressure] in runtime/lua/lua_tensor.c). */
 EM_API size_t em_memory_take_thread_allocated(void);
 
 typedef struct em_storage {
