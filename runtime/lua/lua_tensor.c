@@ -19,7 +19,8 @@
  * A tensor userdata is a few bytes to Lua's collector, but may own
  * megabytes. em_lua_push_tensor adds the bytes this thread allocated since
  * the last push (em_memory_take_thread_allocated) to a pending count; past
- * GC_PRESSURE_BYTES it asks the collector for one basic step (in
+ * GC_PRESSURE_BYTES (512 KiB: about a thousand 1-element tensors, a batch
+ * the header cache absorbs) it asks the collector for one basic step (in
  * generational mode a minor collection; it adds no fake debt, which would
  * make a small heap look grown and run a major collection each time), so
  * a loop allocating tensors stays flat without collectgarbage(). A step is
@@ -36,7 +37,7 @@
  * finalizers free tensors in batches that grow with the heap (12k+ at a
  * few MB), overflowing the header cache into malloc: a 1-element add went
  * from 390 to 1600 ns with 5000 live tables in the heap. */
-#define GC_PRESSURE_BYTES ((size_t)1 << 20)
+#define GC_PRESSURE_BYTES ((size_t)1 << 19)
 #define GC_MAJOR_MIN ((size_t)64 << 20)
 static _Thread_local size_t gc_pending, gc_since_full, gc_full_threshold = GC_MAJOR_MIN;
 
