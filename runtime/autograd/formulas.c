@@ -11,23 +11,9 @@
 
 /* Wrapped numbers are made directly (no dispatch): they never carry
  * history, and formulas make one per literal on every backward. */
-em_tensor *em_ag_scalar(double v) {
-    em_tensor *t = em_tensor_new(0, NULL, EM_FLOAT64, em_cpu_device());
-    if (!t) return NULL;
-    *(double *)em_tensor_data(t) = v;
-    t->wrapped_number = true;
-    return t;
-}
+em_tensor *em_ag_scalar(double v) { return em_tensor_wrapped_scalar(em_scalar_float(v)); }
 
-em_tensor *em_ag_scalar_s(em_scalar s) {
-    if (s.kind == EM_SCALAR_FLOAT) return em_ag_scalar(s.v.d);
-    em_dtype dt = s.kind == EM_SCALAR_INT ? EM_INT64 : EM_BOOL;
-    em_tensor *t = em_tensor_new(0, NULL, dt, em_cpu_device());
-    if (!t) return NULL;
-    em_store_from_int64(em_tensor_data(t), dt, em_scalar_to_int(s));
-    t->wrapped_number = true;
-    return t;
-}
+em_tensor *em_ag_scalar_s(em_scalar s) { return em_tensor_wrapped_scalar(s); }
 
 static em_intlist meta_sizes(const em_input_meta *m) { return (em_intlist){ m->sizes, m->ndim }; }
 

@@ -330,6 +330,10 @@ EM_API void em_core_set_autograd_meta_free(void (*fn)(void *meta));
 
 /* A new contiguous tensor with uninitialised data (refcount 1), or NULL. */
 EM_API em_tensor *em_tensor_new(int ndim, const int64_t *sizes, em_dtype dtype, em_device device);
+/* A wrapped-number 0-dim CPU tensor holding s (float64 for a float, int64
+ * for an integer, bool for a boolean): what a Lua number becomes as a
+ * Tensor argument; it does not take part in type promotion. */
+EM_API em_tensor *em_tensor_wrapped_scalar(em_scalar s);
 /* A new tensor header over an existing storage (retained), sharing the
  * given version counter (retained) or making a fresh one when NULL. */
 EM_API em_tensor *em_tensor_new_view(em_storage *st, int64_t offset, int ndim,

@@ -211,6 +211,17 @@ em_tensor *em_tensor_new(int ndim, const int64_t *sizes, em_dtype dtype, em_devi
 
 /* Validates the view against the storage: strides >= 0, offset >= 0 and
  * the last addressed element inside the storage (when numel > 0). */
+em_tensor *em_tensor_wrapped_scalar(em_scalar s)
+{
+    em_dtype dt = s.kind == EM_SCALAR_FLOAT ? EM_FLOAT64 : s.kind == EM_SCALAR_INT ? EM_INT64 : EM_BOOL;
+    em_tensor *t = em_tensor_new(0, NULL, dt, em_cpu_device());
+    if (!t) return NULL;
+    if (dt == EM_FLOAT64) *(double *)em_tensor_data(t) = s.v.d;
+    else em_store_from_int64(em_tensor_data(t), dt, em_scalar_to_int(s));
+    t->wrapped_number = true;
+    return t;
+}
+
 em_tensor *em_tensor_new_view(em_storage *st, int64_t offset, int ndim, const int64_t *sizes,
                               const int64_t *strides, em_dtype dtype, em_version *version)
 {

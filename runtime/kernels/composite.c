@@ -56,16 +56,7 @@ static em_tensor *cs_finish(cs_scope *s, em_tensor *keep) {
 
 /* A wrapped-number 0-dim tensor (it does not promote, like a Lua number
  * operand). */
-static em_tensor *cs_scalar(cs_scope *s, em_scalar v) {
-    em_dtype dt = v.kind == EM_SCALAR_FLOAT ? EM_FLOAT64 : v.kind == EM_SCALAR_INT ? EM_INT64 : EM_BOOL;
-    em_tensor *t = em_tensor_new(0, NULL, dt, em_cpu_device());
-    if (t) {
-        if (dt == EM_FLOAT64) *(double *)em_tensor_data(t) = v.v.d;
-        else em_store_from_int64(em_tensor_data(t), dt, em_scalar_to_int(v));
-        t->wrapped_number = true;
-    }
-    return cs_keep(s, t);
-}
+static em_tensor *cs_scalar(cs_scope *s, em_scalar v) { return cs_keep(s, em_tensor_wrapped_scalar(v)); }
 
 static bool scalar_is(em_scalar v, double x) { return em_scalar_to_double(v) == x; }
 

@@ -109,29 +109,15 @@ em_tensor *em_lua_checkself(lua_State *L, int idx, const char *op) {
 }
 
 em_tensor *em_lua_wrap_number(lua_State *L, int idx) {
-    em_tensor *t;
     switch (lua_type(L, idx)) {
     case LUA_TNUMBER:
-        if (lua_isinteger(L, idx)) {
-            t = em_tensor_new(0, NULL, EM_INT64, em_cpu_device());
-            if (!t) return NULL;
-            *(int64_t *)em_tensor_data(t) = (int64_t)lua_tointeger(L, idx);
-        } else {
-            t = em_tensor_new(0, NULL, EM_FLOAT64, em_cpu_device());
-            if (!t) return NULL;
-            *(double *)em_tensor_data(t) = (double)lua_tonumber(L, idx);
-        }
-        break;
+        return em_tensor_wrapped_scalar(lua_isinteger(L, idx) ? em_scalar_int((int64_t)lua_tointeger(L, idx))
+                                                              : em_scalar_float((double)lua_tonumber(L, idx)));
     case LUA_TBOOLEAN:
-        t = em_tensor_new(0, NULL, EM_BOOL, em_cpu_device());
-        if (!t) return NULL;
-        *(bool *)em_tensor_data(t) = lua_toboolean(L, idx);
-        break;
+        return em_tensor_wrapped_scalar(em_scalar_bool(lua_toboolean(L, idx)));
     default:
         return NULL;
     }
-    t->wrapped_number = true;
-    return t;
 }
 
 em_tensor *em_lua_check_tensor(lua_State *L, int idx, const char *op, const char *arg,
