@@ -88,19 +88,6 @@ EM_HIDDEN bool em_cpu_scalar_overflows(em_scalar v, em_dtype dt);
 em_tensor *em_cpu_fill_(em_keyset ks, em_tensor *self, em_tensor *value);
 em_tensor *em_cpu_zero_(em_keyset ks, em_tensor *self);
 
-/* ---- reductions without a schema entry yet (reduce_ops.c) ---- */
-
-/* max/min over one dim: returns the values (self's dtype) and sets
- * *indices to an owned int64 tensor of the first index of each extreme
- * (1-based, as every index a user sees; NaN counts as the extreme, as in
- * PyTorch); dim is 0-based (negative counts from the end). On error returns
- * NULL, *indices NULL. */
-em_tensor *em_cpu_max_dim(em_keyset ks, em_tensor *self, int64_t dim, bool keepdim, em_tensor **indices);
-em_tensor *em_cpu_min_dim(em_keyset ks, em_tensor *self, int64_t dim, bool keepdim, em_tensor **indices);
-/* max/min of all elements (0-dim, self's dtype); an empty input errors. */
-em_tensor *em_cpu_max_all(em_keyset ks, em_tensor *self);
-em_tensor *em_cpu_min_all(em_keyset ks, em_tensor *self);
-
 /* ---- per-dtype macros shared by the loop files ---- */
 
 /* X(short name, C type, enum) in em_dtype order. */

@@ -525,6 +525,12 @@ em_tensor *em_cpu_argmin(em_keyset ks, em_tensor *self, const int64_t *dim, bool
     return argreduce(self, d, keepdim, false, "argmin", NULL, &i) == EM_OK ? one_based(i) : NULL;
 }
 
+/* max/min over one dim (max.dim/min.dim; prototypes in em_kernels_decl.h):
+ * returns the values (self's dtype) and sets *indices to an owned int64
+ * tensor of the first index of each extreme (1-based; NaN counts as the
+ * extreme, as in PyTorch); dim is 0-based (negative counts from the end).
+ * On error returns NULL, *indices NULL. max_all/min_all reduce everything
+ * (0-dim, self's dtype); an empty input errors. */
 em_tensor *em_cpu_max_dim(em_keyset ks, em_tensor *self, int64_t dim, bool keepdim, em_tensor **indices) {
     (void)ks;
     em_tensor *v;
