@@ -106,9 +106,13 @@ $(BUILD)/obj/codegen/%.o: codegen/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(HOSTCFLAGS) -c -o $@ $<
 
-$(GEN_STAMP): $(BUILD)/codegen schema/ops.yaml schema/derivatives.yaml
+# Note [Schema files]: schema/ops.yaml and schema/derivatives.yaml, then one
+# pair per op family in schema/ops/ and schema/derivatives/, in name order.
+SCHEMA_OPS    := schema/ops.yaml $(sort $(wildcard schema/ops/*.yaml))
+SCHEMA_DERIVS := schema/derivatives.yaml $(sort $(wildcard schema/derivatives/*.yaml))
+$(GEN_STAMP): $(BUILD)/codegen $(SCHEMA_OPS) $(SCHEMA_DERIVS)
 	@mkdir -p $(GEN) $(BUILD)/man
-	$(BUILD)/codegen --ops schema/ops.yaml --derivatives schema/derivatives.yaml --out $(GEN) --man $(BUILD)/man
+	$(BUILD)/codegen $(SCHEMA_OPS:%=--ops %) $(SCHEMA_DERIVS:%=--derivatives %) --out $(GEN) --man $(BUILD)/man
 	@touch $@
 $(GEN)/em_ops.c $(GEN)/em_autograd_gen.c $(GEN)/em_lua_ops.c $(GEN)/em_structured.c $(BUILD)/man/ember-ops.7: $(GEN_STAMP)
 	@:

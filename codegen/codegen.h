@@ -158,7 +158,8 @@ typedef struct {
 } cg_formula;
 
 typedef struct {
-    int line;                        /* of the entry in derivatives.yaml */
+    int line;                        /* of the entry in its derivatives file */
+    const char *path;                /* that file */
     bool output_nondiff;             /* no output is differentiable (all flags false) */
     bool ret_nondiff[CG_MAX_RETS];   /* output_differentiability per result */
     bool may_return_self;            /* may_return_self: true (to, contiguous) */
@@ -205,22 +206,27 @@ typedef struct {
     int nnamespaces;   /* 0: just ember */
     char *doc;
     const char *group; /* the "# ---- x ----" banner above it, or NULL */
-    int line;          /* 1-based line of the entry in ops.yaml */
+    int line;          /* 1-based line of the entry in its file */
+    const char *path;  /* the ops file it comes from (schema/ops.yaml, schema/ops/X.yaml) */
     cg_deriv *deriv;   /* its derivatives.yaml entry, NULL when it has none */
 } cg_op;
 
 typedef struct {
-    const char *ops_path;
-    const char *derivs_path; /* NULL when no derivatives.yaml was given */
+    const char *ops_path;    /* the ops files, ", "-separated (messages, banners) */
+    const char *derivs_path; /* the derivatives files likewise; NULL when none was given */
     cg_op *ops;
     int nops;
 } cg_schema;
 
 /* ---- parse.c ---- */
 
-/* Parses and validates ops.yaml into s. On any error prints
- * "FILE:LINE: message" to stderr and exits with status 1. */
+/* Parses one ops file into s, appending its ops to those of earlier files
+ * (schema/ops.yaml, then each schema/ops/FAMILY.yaml: Note [Schema files]). On any
+ * error prints "FILE:LINE: message" to stderr and exits with status 1. */
 void cg_parse_ops(const char *path, cg_schema *s);
+/* Checks what spans the files once every ops file is parsed (structured
+ * families, kernels shared by several ops); exits like cg_parse_ops. */
+void cg_check_ops(cg_schema *s);
 /* Parses derivatives.yaml into the ops' deriv entries, checking it against
  * s (names match an op's func exactly, formula keys are Tensor arguments,
  * formulas parse and name known identifiers and functions). Exits like

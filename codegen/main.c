@@ -15,8 +15,8 @@
 #include "codegen.h"
 
 static void usage(FILE *f) {
-    fputs("usage: codegen --ops OPS.yaml [--derivatives DERIVATIVES.yaml] --out GEN_DIR "
-          "[--man MAN_DIR]\n", f);
+    fputs("usage: codegen --ops OPS.yaml [--ops MORE.yaml ...] [--derivatives DERIVATIVES.yaml ...] "
+          "--out GEN_DIR [--man MAN_DIR]\n", f);
 }
 
 static char *join(const char *dir, const char *file) {
@@ -37,10 +37,13 @@ static void emit_to(const char *dir, const char *file, void (*emit)(cg_buf *, co
 }
 
 int main(int argc, char **argv) {
-    const char *ops = NULL, *derivs = NULL, *out = NULL, *man = NULL;
+    /* --ops and --derivatives may repeat: Note [Schema files] */
+    const char *ops[argc], *derivs[argc];
+    int nops = 0, nderivs = 0;
+    const char *ops1 = NULL, *derivs1 = NULL, *out = NULL, *man = NULL;
     for (int i = 1; i < argc; i++) {
-        const char **slot = strcmp(argv[i], "--ops") == 0           ? &ops
-                            : strcmp(argv[i], "--derivatives") == 0 ? &derivs
+        const char **slot = strcmp(argv[i], "--ops") == 0           ? &ops1
+                            : strcmp(argv[i], "--derivatives") == 0 ? &derivs1
                             : strcmp(argv[i], "--out") == 0         ? &out
                             : strcmp(argv[i], "--man") == 0         ? &man
                                                                     : NULL;
@@ -55,15 +58,18 @@ int main(int argc, char **argv) {
             return 2;
         }
         *slot = argv[++i];
+        if (slot == &ops1) ops[nops++] = ops1;
+        if (slot == &derivs1) derivs[nderivs++] = derivs1;
     }
-    if (!ops || !out) {
+    if (!nops || !out) {
         usage(stderr);
         return 2;
     }
 
     cg_schema s = { 0 };
-    cg_parse_ops(ops, &s);
-    if (derivs) cg_parse_derivatives(derivs, &s);
+    for (int i = 0; i < nops; i++) cg_parse_ops(ops[i], &s);
+    cg_check_ops(&s);
+    for (int i = 0; i < nderivs; i++) cg_parse_derivatives(derivs[i], &s);
 
     cg_mkdirs(out);
     emit_to(out, "em_ops.h", cg_emit_ops_h, &s);

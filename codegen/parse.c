@@ -919,10 +919,10 @@ static void check_delegate(const char *path, cg_schema *s, cg_op *op) {
 
 static void check_structured(cg_schema *s) {
     for (int i = 0; i < s->nops; i++)
-        if (s->ops[i].meta) check_structured_out(s->ops_path, &s->ops[i]);
+        if (s->ops[i].meta) check_structured_out(s->ops[i].path, &s->ops[i]);
         else s->ops[i].out_arg = -1;
     for (int i = 0; i < s->nops; i++)
-        if (s->ops[i].delegate_name) check_delegate(s->ops_path, s, &s->ops[i]);
+        if (s->ops[i].delegate_name) check_delegate(s->ops[i].path, s, &s->ops[i]);
 }
 
 /* Two ops naming one kernel must give it the same C signature. */
@@ -938,7 +938,7 @@ static void check_kernel_signatures(const cg_schema *s) {
                     cg_emit_params(&pa, &s->ops[a], true);
                     cg_emit_params(&pb, &s->ops[b], true);
                     if (strcmp(pa.data, pb.data) != 0)
-                        cg_error_at(s->ops_path, s->ops[a].line,
+                        cg_error_at(s->ops[a].path, s->ops[a].line,
                                     "kernel '%s' is used by ops '%s' and '%s' with different "
                                     "signatures", fn, s->ops[b].name, s->ops[a].name);
                     free(pa.data);
@@ -947,24 +947,37 @@ static void check_kernel_signatures(const cg_schema *s) {
         }
 }
 
+/* "a" then "a, b": the list of schema files for messages and banners. */
+static const char *append_path(const char *list, const char *path) {
+    if (!list) return path;
+    size_t n = strlen(list) + strlen(path) + 3;
+    char *p = cg_xmalloc(n);
+    snprintf(p, n, "%s, %s", list, path);
+    return p;
+}
+
 void cg_parse_ops(const char *path, cg_schema *s) {
     yaml_document_t doc;
     yaml_node_item_t *it, *end;
     load_yaml(path, &doc);
     root_items(path, &doc, &it, &end);
-    s->ops_path = path;
-    s->nops = (int)(end - it);
-    if (!s->nops) cg_error_at(path, 1, "no ops defined");
-    s->ops = cg_xmalloc((size_t)s->nops * sizeof *s->ops);
+    s->ops_path = append_path(s->ops_path, path);
+    int first = s->nops, nnew = (int)(end - it);
+    if (!nnew) cg_error_at(path, 1, "no ops defined");
+    s->nops += nnew;
+    s->ops = realloc(s->ops, (size_t)s->nops * sizeof *s->ops);
+    if (!s->ops) cg_die("out of memory");
+    memset(s->ops + first, 0, (size_t)nnew * sizeof *s->ops);
     int nb;
     banner *banners = read_banners(path, &nb);
-    for (int i = 0; it < end; it++, i++) {
+    for (int i = first; it < end; it++, i++) {
         cg_op *op = &s->ops[i];
         parse_op(path, &doc, yaml_document_get_node(&doc, *it), op);
+        op->path = path;
         for (int j = 0; j < i; j++) {
             if (strcmp(s->ops[j].name, op->name) == 0)
-                cg_error_at(path, op->line, "duplicate op '%s' (first defined at line %d)", op->name,
-                            s->ops[j].line);
+                cg_error_at(path, op->line, "duplicate op '%s' (first defined at %s:%d)", op->name,
+                            s->ops[j].path, s->ops[j].line);
             if (op->metamethod && s->ops[j].metamethod && strcmp(s->ops[j].metamethod, op->metamethod) == 0)
                 cg_error_at(path, op->line, "metamethod %s given to '%s' and '%s'", op->metamethod,
                             s->ops[j].name, op->name);
@@ -979,6 +992,10 @@ void cg_parse_ops(const char *path, cg_schema *s) {
             if (banners[b].line < op->line) op->group = banners[b].name;
     }
     yaml_document_delete(&doc);
+}
+
+void cg_check_ops(cg_schema *s) {
+    if (!s->nops) cg_die("no ops file given");
     check_structured(s);
     check_kernel_signatures(s);
 }
@@ -1062,7 +1079,7 @@ void cg_parse_derivatives(const char *path, cg_schema *s) {
     yaml_node_item_t *it, *end;
     load_yaml(path, &doc);
     root_items(path, &doc, &it, &end);
-    s->derivs_path = path;
+    s->derivs_path = append_path(s->derivs_path, path);
     for (; it < end; it++) {
         yaml_node_t *n = yaml_document_get_node(&doc, *it);
         if (n->type != YAML_MAPPING_NODE)
@@ -1097,16 +1114,17 @@ void cg_parse_derivatives(const char *path, cg_schema *s) {
         if (op->composite)
             cg_error_at(path, mark_line(n), "'%s' is a composite op (kernels: {Composite: ...} in "
                         "%s): its gradient comes from the ops it calls, so it takes no derivatives "
-                        "entry", op->name, s->ops_path);
+                        "entry", op->name, op->path);
         if (op->meta)
             cg_error_at(path, mark_line(n), "'%s' is the out= op of a structured family: out= variants "
                         "record nothing, so it takes no derivatives entry (give one to its functional "
                         "and in-place ops)", op->name);
         if (op->deriv)
-            cg_error_at(path, mark_line(n), "duplicate derivatives entry for '%s' (first at line %d)",
-                        op->name, op->deriv->line);
+            cg_error_at(path, mark_line(n), "duplicate derivatives entry for '%s' (first at %s:%d)",
+                        op->name, op->deriv->path, op->deriv->line);
         cg_deriv *d = cg_xmalloc(sizeof *d);
         d->line = mark_line(n);
+        d->path = path;
         op->deriv = d;
         yaml_node_t *save = NULL;
         bool have_outdiff = false;

@@ -47,13 +47,26 @@ static void fixture_path(char *buf, size_t n, const char *file) {
 /* Runs codegen --ops OPS [--derivatives DERIVS] --out DIR/gen --man DIR/man.
  * ops and derivs name files (relative to the fixture dir unless they hold a
  * '/'); derivs may be NULL. */
+/* ops and derivs name fixture files; several are joined with '+'
+ * ("a.yaml+b.yaml": --ops a --ops b, Note [Schema files]). */
 static void run_codegen(run_result *r, const char *ops, const char *derivs) {
-    char ops_path[512], der_path[512], gen[128], man[128], errfile[128];
+    char ops_path[4][512], der_path[4][512], gen[128], man[128], errfile[128];
     memset(r, 0, sizeof *r);
     strcpy(r->dir, "/tmp/em_check_codegen_XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(r->dir));
-    fixture_path(ops_path, sizeof ops_path, ops);
-    if (derivs) fixture_path(der_path, sizeof der_path, derivs);
+    int nops = 0, nder = 0;
+    for (const char *p = ops; p; p = strchr(p, '+') ? strchr(p, '+') + 1 : NULL) {
+        char one[256];
+        snprintf(one, sizeof one, "%.*s", (int)strcspn(p, "+"), p);
+        ck_assert_int_lt(nops, 4);
+        fixture_path(ops_path[nops++], sizeof ops_path[0], one);
+    }
+    for (const char *p = derivs; p; p = strchr(p, '+') ? strchr(p, '+') + 1 : NULL) {
+        char one[256];
+        snprintf(one, sizeof one, "%.*s", (int)strcspn(p, "+"), p);
+        ck_assert_int_lt(nder, 4);
+        fixture_path(der_path[nder++], sizeof der_path[0], one);
+    }
     snprintf(gen, sizeof gen, "%s/gen", r->dir);
     snprintf(man, sizeof man, "%s/man", r->dir);
     snprintf(errfile, sizeof errfile, "%s/stderr.txt", r->dir);
@@ -65,11 +78,15 @@ static void run_codegen(run_result *r, const char *ops, const char *derivs) {
         if (fd < 0) _exit(126);
         dup2(fd, 2);
         close(fd);
-        const char *argv[12] = { codegen_bin(), "--ops", ops_path, "--out", gen, "--man", man };
-        int n = 7;
-        if (derivs) {
+        const char *argv[24] = { codegen_bin(), "--out", gen, "--man", man };
+        int n = 5;
+        for (int i = 0; i < nops; i++) {
+            argv[n++] = "--ops";
+            argv[n++] = ops_path[i];
+        }
+        for (int i = 0; i < nder; i++) {
             argv[n++] = "--derivatives";
-            argv[n++] = der_path;
+            argv[n++] = der_path[i];
         }
         argv[n] = NULL;
         execv(argv[0], (char *const *)argv);
@@ -409,6 +426,32 @@ START_TEST(test_codegen_types_fixture) {
 }
 END_TEST
 
+/* Note [Schema files]: ops, overloads and formulas spread over files; an op
+ * defined twice names both files. */
+START_TEST(test_codegen_schema_files) {
+    run_result r;
+    run_codegen(&r, "files_a.yaml+files_b.yaml", "files_derivs_b.yaml");
+    ck_assert_msg(r.status == 0, "codegen failed on two files: %s", r.err);
+    char *h = slurp(&r, "gen/em_ops.h");
+    ck_assert_ptr_nonnull(strstr(h, "em_tensor *em_square(em_tensor *self);"));
+    ck_assert_ptr_nonnull(strstr(h, "em_tensor *em_max_other(em_tensor *self, em_tensor *other);"));
+    free(h);
+    char *a = slurp(&r, "gen/em_autograd_gen.c");
+    ck_assert_ptr_nonnull(strstr(a, "} SquareBackward;"));
+    free(a);
+    char *m = slurp(&r, "man/ember-ops.7");
+    ck_assert_ptr_nonnull(strstr(m, "from the second file"));
+    free(m);
+    cleanup(&r);
+
+    run_codegen(&r, "files_a.yaml+files_dup.yaml", NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "files_dup.yaml:1: duplicate op 'mul' (first defined at ") &&
+                  strstr(r.err, "files_a.yaml:4)"), "%s", r.err);
+    cleanup(&r);
+}
+END_TEST
+
 START_TEST(test_codegen_real_schema) {
     run_result r;
     run_codegen(&r, "schema/ops.yaml", "schema/derivatives.yaml");
@@ -607,6 +650,7 @@ Suite *make_codegen_suite(void) {
     tcase_add_test(core, test_codegen_multi_fixture);
     tcase_add_test(core, test_codegen_structured_fixture);
     tcase_add_test(core, test_codegen_types_fixture);
+    tcase_add_test(core, test_codegen_schema_files);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("errors");
     tcase_add_loop_test(errors, test_codegen_errors, 0, (int)(sizeof bad_cases / sizeof bad_cases[0]));

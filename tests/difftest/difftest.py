@@ -109,7 +109,7 @@ def worker_main():
     import gen
     torch.set_num_threads(1)
     warnings.simplefilter('ignore')
-    sup, _ = gen.surface(os.path.join(ROOT, 'schema', 'ops.yaml'))
+    sup, _ = gen.surface(os.path.join(ROOT, 'schema'))
     for line in sys.stdin:
         req = json.loads(line)
         for item in req['items']:
@@ -688,7 +688,7 @@ def main(argv=None):
             'interpreter (on Debian run the script with /usr/bin/python3)' % sys.executable)
         out('difftest: 0 passed, 1 failed')
         return 2
-    sup, unsup = OPS.surface(os.path.join(ROOT, 'schema', 'ops.yaml'))
+    sup, unsup = OPS.surface(os.path.join(ROOT, 'schema'))
 
     if args.list:
         out('generated (%d):' % len(sup))

@@ -639,3 +639,25 @@ def surface(ops_yaml):
         else:
             unsup.append((o, generic_problem(o)))
     return sup, unsup
+
+
+# Note [Schema files]: each op family keeps its entries in ops_FAMILY.py
+# beside this file: a module that may `from ops import *` (it is imported
+# after everything above exists) and defines MAP (merged into MAP above),
+# and optionally INDEX_RESULTS and EXTRA, merged the same way.
+def _load_families():
+    import importlib
+    import os
+    here = os.path.dirname(os.path.abspath(__file__))
+    for f in sorted(os.listdir(here)):
+        if not (f.startswith('ops_') and f.endswith('.py')):
+            continue
+        m = importlib.import_module(f[:-3])
+        for k, v in getattr(m, 'MAP', {}).items():
+            assert k not in MAP, 'difftest MAP entry %s given twice (%s)' % (k, f)
+            MAP[k] = v
+        INDEX_RESULTS.update(getattr(m, 'INDEX_RESULTS', {}))
+        EXTRA.extend(getattr(m, 'EXTRA', []))
+
+
+_load_families()

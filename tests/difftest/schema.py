@@ -1,5 +1,6 @@
 """schema.py -- reads schema/ops.yaml into Op records (name, args, returns,
 variants) so the harness's op surface grows with the schema."""
+import os
 import re
 
 import yaml
@@ -87,10 +88,22 @@ def parse_func(func):
     return name, args, rets
 
 
+def ops_files(schema_dir):
+    """The ops files in the order codegen reads them (Note [Schema files]):
+    ops.yaml, then ops/*.yaml by name."""
+    d = os.path.join(schema_dir, 'ops')
+    more = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith('.yaml')) \
+        if os.path.isdir(d) else []
+    return [os.path.join(schema_dir, 'ops.yaml')] + more
+
+
 def load_ops(path):
-    """Every entry of ops.yaml as an Op, in file order."""
-    with open(path) as f:
-        entries = yaml.safe_load(f) or []
+    """Every entry of the ops files as an Op, in file order: path is the
+    schema directory (every file) or one ops file."""
+    entries = []
+    for p in ops_files(path) if os.path.isdir(path) else [path]:
+        with open(p) as f:
+            entries += yaml.safe_load(f) or []
     ops = []
     for e in entries:
         if not isinstance(e, dict) or 'func' not in e:

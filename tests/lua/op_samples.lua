@@ -393,4 +393,20 @@ S.unbind = function()
   })
 end
 
+-- Note [Schema files]: each op family keeps its samples in samples/FAMILY.lua
+-- (a table NAME -> function like S.NAME above, given the helpers below).
+local dir = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "tests/lua"
+local p = io.popen('ls "' .. dir .. '"/samples/*.lua 2>/dev/null')
+local fam = {}
+for line in p:lines() do fam[#fam + 1] = line end
+p:close()
+table.sort(fam)
+local H = { t = t, m23 = m23, p23 = p23, v3 = v3, one = one, many = many }
+for _, file in ipairs(fam) do
+  for name, make in pairs(dofile(file)(H)) do
+    assert(not S[name], "samples for " .. name .. " given twice (" .. file .. ")")
+    S[name] = make
+  end
+end
+
 return S
