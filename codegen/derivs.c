@@ -44,6 +44,23 @@ const cg_helper cg_helpers[] = {
     { "cat_grad", "tmvv" },
     { "split_backward", "lmv" },
     { "stack_grads", "lmv" },
+    /* one block per op family (Note [Schema files]) */
+    /* ---- family: unary ---- */
+
+    /* ---- family: binary ---- */
+
+    /* ---- family: reduce ---- */
+
+    /* ---- family: shape ---- */
+
+    /* ---- family: index ---- */
+
+    /* ---- family: linalg ---- */
+
+    /* ---- family: random ---- */
+
+    /* ---- family: vmath ---- */
+
     { NULL, NULL }
 };
 

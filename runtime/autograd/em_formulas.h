@@ -73,6 +73,24 @@ EM_HIDDEN em_tensor *em_ag_fn_split_backward(em_tensor **grads, int n, const em_
 EM_HIDDEN em_tensor *em_ag_fn_stack_grads(em_tensor **grads, int n, const em_input_meta *metas,
                                           const em_input_meta *self_meta, int64_t dim);
 
+/* Note [Schema files]: each op family's helpers sit in its own block below
+ * and its own runtime/autograd/formulas_FAMILY.c. */
+/* ---- family: unary (formulas_unary.c) ---- */
+
+/* ---- family: binary (formulas_binary.c) ---- */
+
+/* ---- family: reduce (formulas_reduce.c) ---- */
+
+/* ---- family: shape (formulas_shape.c) ---- */
+
+/* ---- family: index (formulas_index.c) ---- */
+
+/* ---- family: linalg (formulas_linalg.c) ---- */
+
+/* ---- family: random (formulas_random.c) ---- */
+
+/* ---- family: vmath (formulas_vmath.c) ---- */
+
 /* Whether an element of a Tensor[] argument requires grad (the generated
  * Autograd kernel of an op with a Tensor[] argument asks). */
 static inline __attribute__((unused)) bool em_ag_list_requires_grad(em_tensorlist l) {

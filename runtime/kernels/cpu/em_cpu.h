@@ -152,6 +152,24 @@ em_tensor *em_cpu_zero_(em_keyset ks, em_tensor *self);
 #define CLONE_f32 EM_CPU_CLONES
 #define CLONE_f64 EM_CPU_CLONES
 
+/* ---- per op family (Note [Schema files]): each family's shared helpers ---- */
+
+/* ---- family: unary ---- */
+
+/* ---- family: binary ---- */
+
+/* ---- family: reduce ---- */
+
+/* ---- family: shape ---- */
+
+/* ---- family: index ---- */
+
+/* ---- family: linalg ---- */
+
+/* ---- family: random ---- */
+
+/* ---- family: vmath ---- */
+
 /* ---- small helpers ---- */
 
 static inline em_device em_cpu_dev(void) { return em_cpu_device(); }
