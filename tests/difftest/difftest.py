@@ -667,6 +667,8 @@ def parse_seeds(s):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--seeds', help='seed range A:B (B exclusive)')
+    ap.add_argument('--ops', help='draw only these ops (comma-separated names, overloads by base '
+                    'name): a quick check of new ops; sets EMBER_DIFFTEST_OPS for the workers')
     ap.add_argument('--time-limit', type=float, help='stop after S seconds (shrinking included)')
     ap.add_argument('--regressions', action='store_true', help='replay tests/difftest/regressions/')
     ap.add_argument('--ember', default=os.path.join(ROOT, 'build', 'ember'), help='ember executable')
@@ -678,6 +680,8 @@ def main(argv=None):
     ap.add_argument('-v', '--verbose', action='store_true')
     ap.add_argument('--worker', action='store_true', help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.ops:
+        os.environ['EMBER_DIFFTEST_OPS'] = args.ops
     out = lambda s='': print(s, flush=True)  # noqa: E731
     log = out if args.verbose else (lambda s='': None)
     t0 = time.time()

@@ -16,6 +16,8 @@ generated from ops.yaml (conversions, detach, ...), as func signatures.
 An op whose arguments have a kind missing from ARG_KINDS and no 'gen' entry
 is reported by `difftest.py --list` as not covered.
 """
+import os
+
 import torch
 
 import schema
@@ -627,6 +629,10 @@ def surface(ops_yaml):
             o = schema.Op(name, args, rets, [variants], func)
             o.inplace = '!' in args[0].raw_type
             ops.append(o)
+    only = os.environ.get('EMBER_DIFFTEST_OPS')
+    if only:  # difftest.py --ops a,b: draw just these (by name or base name)
+        keep = set(only.split(','))
+        ops = [o for o in ops if o.name in keep or o.name.split('.')[0] in keep]
     sup, unsup = [], []
     for o in ops:
         if o.namespace:
