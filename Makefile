@@ -8,7 +8,7 @@
 #   make SAN=address,undefined test    sanitizer build in build/san-address-undefined
 #   make tsan       the engine tests under ThreadSanitizer
 #   make difftest   random programs in ember and PyTorch 1.13, compared (CI runs it)
-#   make bench      figures against the PyTorch references (not a test)
+#   make bench      figures beside PyTorch measured in the same run (not a test)
 #   make install    PREFIX=/usr/local
 
 CC      ?= gcc

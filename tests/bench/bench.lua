@@ -68,6 +68,51 @@ do
     end
   end
 end
+-- transcendental functions on 1e7 float32, out of place: GB/s counted as 8
+-- bytes per element (torch_bench.py's pointwise(); ops a build lacks are skipped)
+do
+  local n = 10000000
+  local a = ember.rand(n) * 4 - 2
+  local p = ember.rand(n) + 0.1
+  local gbs = function(t) return 8 * n / t / 1e9 end
+  for _, th in ipairs({1, 2}) do
+    ember.set_num_threads(th)
+    for _, c in ipairs({ { "exp", a }, { "log", p }, { "tanh", a }, { "sigmoid", a }, { "sin", a } }) do
+      local name, x = c[1], c[2]
+      if x[name] then
+        measure("ember_" .. name .. "_1e7_f32_t" .. th, gbs, "GB/s", 5, function() local y = x[name](x) end)
+      end
+    end
+  end
+end
+-- indexing, scans and sorting at one thread: Melem/s (torch_bench.py's indexing())
+do
+  ember.set_num_threads(1)
+  local n = 1000000
+  local x, src = ember.randn(1000, 1000), ember.randn(1000, 1000)
+  local idx = (ember.rand(1000, 1000) * 1000):to("int64") + 1
+  local rows = (ember.rand(1000) * 1000):to("int64") + 1
+  local mel = function(k) return function(t) return k / t / 1e6 end end
+  measure("ember_gather_1e6_dim2_t1", mel(n), "Melem/s", 5, function() local y = x:gather(2, idx) end)
+  if x.scatter_add_ then
+    measure("ember_scatter_add_1e6_dim2_t1", mel(n), "Melem/s", 5,
+      function() local y = ember.zeros(1000, 1000):scatter_add_(2, idx, src) end)
+  end
+  if x.index_select then
+    measure("ember_index_select_1e6_dim1_t1", mel(n), "Melem/s", 5, function() local y = x:index_select(1, rows) end)
+  end
+  if x.index_add_ then
+    measure("ember_index_add_1e6_dim1_t1", mel(n), "Melem/s", 5,
+      function() local y = ember.zeros(1000, 1000):index_add_(1, rows, src) end)
+  end
+  local v = ember.randn(10000000)
+  if v.cumsum then
+    measure("ember_cumsum_1e7_f32_t1", mel(10000000), "Melem/s", 3, function() local y = v:cumsum(1) end)
+  end
+  local v6 = v:narrow(1, 1, n)
+  measure("ember_sort_1e6_f32_t1", mel(n), "Melem/s", 3, function() local y = v6:sort() end)
+  measure("ember_topk100_1e6_f32_t1", mel(n), "Melem/s", 3, function() local y = v6:topk(100) end)
+end
 -- 1024x1024 float32 matmul: GFLOP/s
 do
   local n = 1024

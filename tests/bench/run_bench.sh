@@ -1,25 +1,54 @@
 #!/bin/sh
 # run_bench.sh -- make bench: ember's figures beside the machine's limits and
-# PyTorch 1.13's figures on this machine (../shared/bench/RESULTS.md), as ratios.
+# PyTorch 1.13 measured in the same run (tests/bench/torch_bench.py, when
+# /usr/bin/python3 can import torch; BENCH_TORCH=0 skips it), as ratios.
+# Without torch it prints the stored figures of ../shared/bench/RESULTS.md
+# (same machine kind, another day) and says so.
 B=${BUILD:-build}
+PY=${BENCH_PYTHON:-/usr/bin/python3}
 out=$(mktemp); trap 'rm -f "$out"' EXIT
 echo "== machine limits (cblas_sgemm direct, STREAM-style add)"
 "$B/bench_ref" | tee -a "$out"
 echo "== ember"
 "$B/bench_host" tests/bench/bench.lua | tee -a "$out"
+same_run=no
+if [ "${BENCH_TORCH:-1}" != 0 ] && "$PY" -c 'import torch' >/dev/null 2>&1; then
+  echo "== PyTorch $("$PY" -c 'import torch; print(torch.__version__)'), same run"
+  "$PY" tests/bench/torch_bench.py | tee -a "$out" && same_run=yes
+else
+  echo "== PyTorch: not importable by $PY (apt-get install python3-torch); stored figures below"
+  # ../shared/bench/RESULTS.md, this machine kind (medians)
+  { echo "torch_add_1elem 1107 ns/op"; echo "torch_add_1elem_grad 1589 ns/op";
+    echo "torch_add_1e7_f32_t1 5.48 GB/s"; echo "torch_sum_1e7_f32_t1 45.2 GB/s";
+    echo "torch_matmul_f32_n1024_t1 103.0 GFLOP/s"; echo "torch_matmul_f32_n1024_t2 194.1 GFLOP/s";
+    echo "torch_chain10k_forward 3.35 us/node"; echo "torch_chain10k_backward 4.45 us/node";
+    echo "torch_chain10k_total 7.80 us/node"; } >> "$out"
+fi
 med() { awk -v n="$1" '$1 == n { print $2 }' "$out"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else printf "n/a" }'; }
-echo "== ratios (medians; these machines are shared and noisy)"
-# PyTorch 1.13 anchors from ../shared/bench/RESULTS.md (same machine kind)
-TORCH_ADD1_NS=1107; TORCH_ADD1E7_T1=5.48; TORCH_SUM1E7_T1=45.2; TORCH_MM_T1=103.0; TORCH_MM_T2=194.1
-echo "1-elem add: ember $(med ember_add_1elem) ns/op; torch 1.13: $TORCH_ADD1_NS ns (torch/ember = $(ratio $TORCH_ADD1_NS "$(med ember_add_1elem)")x; target < 500 ns)"
-echo "  Lua floor now: $(med lua_floor_add_metamethod) ns (184-207 ns on a quiet machine per RESULTS.md); ember/floor = $(ratio "$(med ember_add_1elem)" "$(med lua_floor_add_metamethod)")"
-echo "add 1e7 t2: $(med ember_add_1e7_f32_t2) GB/s = $(ratio "$(med ember_add_1e7_f32_t2)" "$(med ref_stream_add_1e7_t2)") of STREAM add t2 (target >= 0.80); torch t1 out-of-place $TORCH_ADD1E7_T1 GB/s"
-echo "add 1e7 t1: $(med ember_add_1e7_f32_t1) GB/s = $(ratio "$(med ember_add_1e7_f32_t1)" "$(med ref_stream_add_1e7_t1)") of STREAM add t1"
-echo "sum 1e7 t1: $(med ember_sum_1e7_f32_t1) GB/s; torch t1 $TORCH_SUM1E7_T1 GB/s (ember/torch = $(ratio "$(med ember_sum_1e7_f32_t1)" $TORCH_SUM1E7_T1))"
-echo "sum 1e3x1e4 t1: dim 2 $(med ember_sum_1e3x1e4_dim2_t1) GB/s, dim 1 $(med ember_sum_1e3x1e4_dim1_t1) GB/s; t2: dim 2 $(med ember_sum_1e3x1e4_dim2_t2), dim 1 $(med ember_sum_1e3x1e4_dim1_t2) GB/s (target: >= sum 1e7 of the same run)"
-echo "reductions 1e7 t1/t2 GB/s: prod $(med ember_prod_1e7_f32_t1)/$(med ember_prod_1e7_f32_t2), amax $(med ember_amax_1e7_f32_t1)/$(med ember_amax_1e7_f32_t2) (dim 1 of 1e3x1e4: $(med ember_amax_1e3x1e4_dim1_t1)/$(med ember_amax_1e3x1e4_dim1_t2)), var $(med ember_var_1e7_f32_t1)/$(med ember_var_1e7_f32_t2) (dim 2: $(med ember_var_1e3x1e4_dim2_t1)/$(med ember_var_1e3x1e4_dim2_t2); two passes), norm $(med ember_norm_1e7_f32_t1)/$(med ember_norm_1e7_f32_t2)"
-echo "matmul 1024 t2: $(med ember_matmul_f32_n1024_t2) GFLOP/s = $(ratio "$(med ember_matmul_f32_n1024_t2)" "$(med direct_sgemm_n1024_t2)") of cblas_sgemm called directly in the same process (target >= 0.95); torch t2 $TORCH_MM_T2"
-echo "1-elem add, requires_grad: ember $(med ember_add_1elem_grad) ns/op; torch 1.13: 1589 ns (target < 1000 ns)"
-echo "chain 10k: forward $(med ember_chain10k_forward) + backward $(med ember_chain10k_backward) us/node; torch 3.35 + 4.45, micrograd 1.34 + 2.22 (target backward < 0.5)"
-echo "matmul 1024 t1: $(med ember_matmul_f32_n1024_t1) GFLOP/s = $(ratio "$(med ember_matmul_f32_n1024_t1)" "$(med direct_sgemm_n1024_t1)") of direct sgemm; torch t1 $TORCH_MM_T1 (ember/torch = $(ratio "$(med ember_matmul_f32_n1024_t1)" $TORCH_MM_T1))"
+
+echo "== ember beside PyTorch ($( [ $same_run = yes ] && echo "measured in this run" || echo "STORED figures, not this run"); medians; shared, noisy machines)"
+echo "   speed-up = how many times faster ember is (rates: ember/torch; times: torch/ember)"
+# every ember_NAME with a torch_NAME: one line
+awk '
+  $1 ~ /^ember_/ { n = substr($1, 7); e[n] = $2; u[n] = $3; order[++k] = n }
+  $1 ~ /^torch_/ { t[substr($1, 7)] = $2 }
+  END {
+    for (i = 1; i <= k; i++) {
+      n = order[i]
+      if (!(n in t) || t[n] <= 0 || e[n] <= 0) continue
+      s = (u[n] ~ /^(ns|us|ms|s)\//) ? t[n] / e[n] : e[n] / t[n]
+      printf "  %-28s ember %10.2f  torch %10.2f %-8s speed-up %6.2fx\n", n, e[n], t[n], u[n], s
+    }
+  }' "$out"
+
+echo "== against the machine and the Lua floor"
+echo "1-elem add: ember $(med ember_add_1elem) ns; Lua floor (__add + userdata + __gc) $(med lua_floor_add_metamethod) ns; ember/floor = $(ratio "$(med ember_add_1elem)" "$(med lua_floor_add_metamethod)") (target <= 1.3); recorded $(med ember_add_1elem_grad) ns = $(ratio "$(med ember_add_1elem_grad)" "$(med lua_floor_add_metamethod)") of the floor (target <= 1.6)"
+echo "add 1e7 t2: $(med ember_add_1e7_f32_t2) GB/s = $(ratio "$(med ember_add_1e7_f32_t2)" "$(med ref_stream_add_1e7_t2)") of STREAM add t2 (target >= 0.80); t1: $(ratio "$(med ember_add_1e7_f32_t1)" "$(med ref_stream_add_1e7_t1)") of STREAM add t1"
+for f in exp log tanh sigmoid sin; do
+  v=$(med ember_${f}_1e7_f32_t1)
+  [ -n "$v" ] && echo "$f 1e7 t1: $v GB/s = $(ratio "$v" "$(med ember_add_1e7_f32_t1)") of ember's add 1e7 t1 (target >= 0.8)"
+done
+echo "sum 1e3x1e4 t1: dim 2 $(med ember_sum_1e3x1e4_dim2_t1) GB/s, dim 1 $(med ember_sum_1e3x1e4_dim1_t1) GB/s (target: >= sum 1e7 of the same run, $(med ember_sum_1e7_f32_t1))"
+echo "matmul 1024: t1 $(ratio "$(med ember_matmul_f32_n1024_t1)" "$(med direct_sgemm_n1024_t1)"), t2 $(ratio "$(med ember_matmul_f32_n1024_t2)" "$(med direct_sgemm_n1024_t2)") of cblas_sgemm called directly in the same process (target >= 0.95)"
+echo "chain 10k: forward $(med ember_chain10k_forward) + backward $(med ember_chain10k_backward) us/node (micrograd, stored: 1.34 + 2.22)"

@@ -44,6 +44,81 @@ function T.sort_along_dims_and_edges()
   check_error(function() m:sort(3) end, "sort")
 end
 
+-- rows of 256 or more take the radix sort (Note [Sort keys]): the same
+-- stable order as a reference sort, for every dtype, with ties, NaN and -0
+function T.sort_long_rows_match_a_stable_reference()
+  local nan = 0 / 0
+  local function ref(vals, desc)
+    local p = {}
+    for i = 1, #vals do p[i] = i end
+    local function key(v) return v ~= v and math.huge * 2 or v end
+    table.sort(p, function(a, b)
+      local x, y = vals[a], vals[b]
+      local xn, yn = x ~= x, y ~= y
+      local lt, gt
+      if xn or yn then lt, gt = yn and not xn, xn and not yn
+      else lt, gt = x < y, x > y end
+      if desc then lt, gt = gt, lt end
+      if lt then return true elseif gt then return false end
+      return a < b
+    end)
+    return p
+  end
+  local cases = {
+    { "float32", true }, { "float64", true }, { "float16", true }, { "bfloat16", true },
+    { "int64", false }, { "int32", false }, { "int8", false }, { "uint8", false }, { "bool", false },
+  }
+  for _, c in ipairs(cases) do
+    local dt, fl = c[1], c[2]
+    local vals = {}
+    for i = 1, 300 do
+      local r = (i * 7919) % 23 - 11 -- many ties
+      if dt == "uint8" then r = (i * 7919) % 23
+      elseif dt == "bool" then r = (i * 7919) % 3 == 0 end
+      if fl then
+        if i % 37 == 0 then r = nan elseif i % 41 == 0 then r = -0.0 elseif i % 43 == 0 then r = 0.0
+        elseif i % 53 == 0 then r = -math.huge else r = r / 4 end
+      end
+      vals[i] = r
+    end
+    local x = ember.tensor(vals, { dtype = dt })
+    local rv = {}
+    for i, v in ipairs(vals) do rv[i] = v == true and 1 or v == false and 0 or v end
+    for _, desc in ipairs({ false, true }) do
+      local want = ref(rv, desc)
+      local _, got = x:sort(1, desc)
+      local g = got:tolist()
+      for i = 1, #want do
+        if g[i] ~= want[i] then
+          error(string.format("%s desc=%s: position %d is %d, want %d", dt, tostring(desc), i, g[i], want[i]))
+        end
+      end
+      -- the same rows, as a column of a 2-d tensor (strided rows)
+      local _, got2 = x:view(300, 1):expand(300, 2):sort(1, desc)
+      check_tensor(got2:select(2, 2), want)
+    end
+  end
+end
+
+-- long rows (k * 64 <= n) take the heap select over the row in place: the
+-- same tied positions as PyTorch 1.13 (values computed with it)
+function T.topk_long_rows_pick_pytorchs_ties()
+  local vals, ivals = {}, {}
+  for i = 0, 999 do vals[i + 1] = (i * 7919) % 13; ivals[i + 1] = (i * 7919) % 13 end
+  vals[501] = 0 / 0
+  local x = ember.tensor(vals)
+  local v, i = x:topk(5)
+  check_tensor(i, { 501, 46, 20, 33, 59 })
+  check(v[1]:item() ~= v[1]:item() and v[2]:item() == 12)
+  v, i = x:topk(7, { largest = false })
+  check_tensor(i, { 14, 53, 66, 79, 1, 40, 27 })
+  v, i = ember.tensor(ivals, { dtype = "int64" }):topk(6)
+  check_tensor(i, { 7, 20, 33, 72, 59, 46 })
+  check_tensor(v, { 12, 12, 12, 12, 12, 12 })
+  v, i = ember.tensor(vals, { dtype = "float64" }):topk(5)
+  check_tensor(i, { 501, 46, 20, 33, 59 })
+end
+
 function T.topk_values_and_indices()
   local x = t({ 1.0, 5, 2, 4, 3 })
   local v, i = x:topk(2)

@@ -10,6 +10,7 @@
  * the same positions among ties (Note [topk ties]); with sorted=false its
  * order is PyTorch's too.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,113 @@ static void merge_sort(const row_keys *k, int64_t *idx, int64_t *tmp, int64_t n)
     while (j < n) tmp[o++] = idx[j++];
     memcpy(idx, tmp, (size_t)n * sizeof *idx);
 }
+
+/* ---- long rows: a stable LSD radix sort on order-preserving keys ----
+ *
+ * Note [Sort keys]
+ * Each element maps to an unsigned key whose unsigned order is the sort
+ * order: floats by their bits (sign-flipped), with -0.0 taken as +0.0 and
+ * every NaN as one key above +inf, so that exactly the elements `before`
+ * calls equal share a key; integers by flipping the sign bit; descending
+ * complements the key. An LSD radix sort is stable, so ties keep their
+ * input order, as merge_sort and PyTorch's CPU sort do: both paths give
+ * the same permutation. */
+
+typedef struct {
+    uint64_t *key, *key2; /* n keys and scratch */
+    int64_t *pos, *pos2;  /* n positions and scratch */
+} radix_buf;
+
+static uint64_t fkey32(float x) {
+    if (isnan(x)) return 0xFFFFFFFFu;
+    if (x == 0) x = 0; /* -0.0 ties with +0.0 */
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+static uint64_t fkey64(double x) {
+    if (isnan(x)) return UINT64_MAX;
+    if (x == 0) x = 0;
+    uint64_t u;
+    memcpy(&u, &x, 8);
+    return (u >> 63) ? ~u : (u | (1ull << 63));
+}
+
+/* Fills b->key/pos for one row and returns the key width in bytes (4 or 8). */
+static int radix_keys(const row_keys *k, int64_t n, radix_buf *b) {
+    const char *p = k->base;
+    int64_t s = k->stride;
+    int w = 4;
+    switch (k->dtype) {
+    case EM_BOOL: case EM_UINT8:
+        for (int64_t i = 0; i < n; i++) b->key[i] = *(const uint8_t *)(p + i * s);
+        break;
+    case EM_INT8:
+        for (int64_t i = 0; i < n; i++) b->key[i] = (uint8_t)(*(const int8_t *)(p + i * s) ^ 0x80);
+        break;
+    case EM_INT32:
+        for (int64_t i = 0; i < n; i++) b->key[i] = (uint32_t)*(const int32_t *)(p + i * s) ^ 0x80000000u;
+        break;
+    case EM_INT64:
+        for (int64_t i = 0; i < n; i++) b->key[i] = (uint64_t)*(const int64_t *)(p + i * s) ^ (1ull << 63);
+        w = 8;
+        break;
+    case EM_FLOAT16:
+        for (int64_t i = 0; i < n; i++) b->key[i] = fkey32(em_half_to_float(*(const em_half *)(p + i * s)));
+        break;
+    case EM_BFLOAT16:
+        for (int64_t i = 0; i < n; i++) b->key[i] = fkey32(em_bf16_to_float(*(const em_bfloat16 *)(p + i * s)));
+        break;
+    case EM_FLOAT32:
+        for (int64_t i = 0; i < n; i++) b->key[i] = fkey32(*(const float *)(p + i * s));
+        break;
+    default:
+        for (int64_t i = 0; i < n; i++) b->key[i] = fkey64(*(const double *)(p + i * s));
+        w = 8;
+        break;
+    }
+    uint64_t flip = k->descending ? (w == 8 ? UINT64_MAX : 0xFFFFFFFFu) : 0;
+    for (int64_t i = 0; i < n; i++) {
+        b->key[i] ^= flip;
+        b->pos[i] = i;
+    }
+    return w;
+}
+
+/* Sorts one row into b->pos (positions in order): byte digits from the
+ * lowest, skipping digits every key shares; one counting pass for all. */
+static void radix_sort_row(const row_keys *k, int64_t n, radix_buf *b) {
+    int w = radix_keys(k, n, b);
+    static_assert(sizeof(uint32_t) * 256 * 8 < 16384, "histograms fit the stack");
+    uint32_t hist[8][256];
+    memset(hist, 0, sizeof hist);
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t x = b->key[i];
+        for (int d = 0; d < w; d++) hist[d][(x >> (8 * d)) & 0xFF]++;
+    }
+    for (int d = 0; d < w; d++) {
+        uint32_t *h = hist[d];
+        if (h[(b->key[0] >> (8 * d)) & 0xFF] == (uint32_t)n) continue; /* one digit: nothing moves */
+        uint32_t sum = 0;
+        for (int v = 0; v < 256; v++) {
+            uint32_t c = h[v];
+            h[v] = sum;
+            sum += c;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t x = b->key[i];
+            uint32_t o = h[(x >> (8 * d)) & 0xFF]++;
+            b->key2[o] = x;
+            b->pos2[o] = b->pos[i];
+        }
+        uint64_t *tk = b->key; b->key = b->key2; b->key2 = tk;
+        int64_t *tp = b->pos; b->pos = b->pos2; b->pos2 = tp;
+    }
+}
+
+/* Rows shorter than this take merge_sort (the radix passes' fixed cost). */
+#define SORT_RADIX_MIN 256
 
 /* ---- topk's selection: PyTorch's algorithm, for PyTorch's indices ----
  *
@@ -247,6 +355,30 @@ static void tk_heap_select(const tk_cmp *c, tk_elem *first, tk_elem *middle, tk_
         if (tk_less(c, i, first)) tk_pop_heap(c, first, middle, i);
 }
 
+/* tk_heap_select for a row read in place (q holds only the heap, k > 0):
+ * element j enters when it beats the top, exactly as heap select's
+ * pop_heap would take it, so the result is the same; most elements of a
+ * long row only meet one comparison with the top, on the raw float32. */
+static void tk_heap_select_row(const tk_cmp *c, tk_elem *q, int64_t k, const char *row, int64_t stride,
+                               em_dtype dt, int64_t n) {
+    tk_make_heap(c, q, q + k);
+    for (int64_t j = k; j < n; j++) {
+        const char *p = row + j * stride;
+        tk_elem e = { 0, 0, j };
+        if (dt == EM_FLOAT32) {
+            float v = *(const float *)p, top = (float)q[0].f;
+            /* fast reject: a number that does not beat a number top (NaN goes the slow way) */
+            if (v == v && top == top && (c->largest ? !(v > top) : !(v < top))) continue;
+            e.f = v;
+        } else if (c->floating) {
+            e.f = em_load_as_double(p, dt);
+        } else {
+            e.i = em_load_as_int64(p, dt);
+        }
+        if (tk_less(c, &e, q)) tk_adjust_heap(c, q, 0, k, e);
+    }
+}
+
 static void tk_sort_heap(const tk_cmp *c, tk_elem *first, tk_elem *last) {
     while (last - first > 1) {
         last--;
@@ -323,7 +455,10 @@ static em_status order_rows(const em_tensor *self, int dim, bool descending, int
     const int64_t *sizes = self->ndim ? self->sizes : &one;
     int64_t n = sizes[dim];
     if (self->numel == 0) return EM_OK;
-    int64_t *idx = malloc(sizeof(int64_t) * (size_t)(2 * n + 1));
+    if (n > UINT32_MAX) return em_set_error(EM_EVALUE, "sort: a row of %lld elements is too long", (long long)n);
+    bool radix = n >= SORT_RADIX_MIN;
+    /* merge sort: positions + scratch; radix: keys, positions, and scratch of both */
+    int64_t *idx = malloc(sizeof(int64_t) * (size_t)((radix ? 4 : 2) * n + 1));
     if (!idx) return em_set_error(EM_ENOMEM, "sort: out of memory for %lld positions", (long long)n);
     size_t es = em_dtype_size(self->dtype);
     /* values has indices' shape; without values its slot walks indices' strides */
@@ -338,12 +473,24 @@ static em_status order_rows(const em_tensor *self, int dim, bool descending, int
     row_keys keys = { NULL, st[0][dim] * (int64_t)es, self->dtype, em_cpu_is_float(self->dtype), descending };
     do {
         keys.base = src + it.off[0] * (int64_t)es;
-        for (int64_t i = 0; i < n; i++) idx[i] = i;
-        merge_sort(&keys, idx, idx + n, n);
-        for (int64_t j = 0; j < k; j++) {
-            id[it.off[2] + j * st[2][dim]] = idx[j] + 1;
-            if (vd)
-                memcpy(vd + (it.off[1] + j * st[1][dim]) * (int64_t)es, keys.base + idx[j] * keys.stride, es);
+        const int64_t *order = idx;
+        if (radix) {
+            radix_buf b = { (uint64_t *)idx, (uint64_t *)idx + n, idx + 2 * n, idx + 3 * n };
+            radix_sort_row(&keys, n, &b);
+            order = b.pos;
+        } else {
+            for (int64_t i = 0; i < n; i++) idx[i] = i;
+            merge_sort(&keys, idx, idx + n, n);
+        }
+        int64_t is = st[2][dim], vs = st[1][dim] * (int64_t)es;
+        int64_t *io = id + it.off[2];
+        for (int64_t j = 0; j < k; j++) io[j * is] = order[j] + 1;
+        if (vd) {
+            char *vo = vd + it.off[1] * (int64_t)es;
+            if (es == 4)
+                for (int64_t j = 0; j < k; j++) memcpy(vo + j * vs, keys.base + order[j] * keys.stride, 4);
+            else
+                for (int64_t j = 0; j < k; j++) memcpy(vo + j * vs, keys.base + order[j] * keys.stride, es);
         }
     } while (row_next(&it));
     free(idx);
@@ -424,6 +571,17 @@ em_tensor *em_cpu_topk(em_keyset ks, em_tensor *self, int64_t k, int64_t dim, bo
         int64_t *id = (int64_t *)em_tensor_data(ix);
         do {
             const char *row = src + it.off[0] * (int64_t)es;
+            if (k * 64 <= n) { /* tk_select's partial sort, without copying the row */
+                for (int64_t j = 0; j < k; j++) {
+                    const char *e = row + j * st[0][d] * (int64_t)es;
+                    q[j].idx = j;
+                    if (c.floating) q[j].f = em_load_as_double(e, self->dtype);
+                    else q[j].i = em_load_as_int64(e, self->dtype);
+                }
+                tk_heap_select_row(&c, q, k, row, st[0][d] * (int64_t)es, self->dtype, n);
+                tk_sort_heap(&c, q, q + k);
+                goto write;
+            }
             for (int64_t j = 0; j < n; j++) {
                 const char *e = row + j * st[0][d] * (int64_t)es;
                 q[j].idx = j;
@@ -431,6 +589,7 @@ em_tensor *em_cpu_topk(em_keyset ks, em_tensor *self, int64_t k, int64_t dim, bo
                 else q[j].i = em_load_as_int64(e, self->dtype);
             }
             tk_select(&c, q, n, k, sorted);
+        write:
             for (int64_t j = 0; j < k; j++) {
                 id[it.off[2] + j * st[2][d]] = q[j].idx + 1;
                 memcpy(vd + (it.off[1] + j * st[1][d]) * (int64_t)es, row + q[j].idx * st[0][d] * (int64_t)es, es);

@@ -1,0 +1,166 @@
+#!/usr/bin/python3
+"""torch_bench.py -- PyTorch 1.13's side of make bench: the workloads of
+bench.lua, measured the same way (REPS repetitions of `inner` calls, median
+and best), printed as `torch_NAME median unit best=X n=R` where ember prints
+`ember_NAME`. run_bench.sh pairs the two by NAME and prints each ratio from
+the same run. A workload named here but not in bench.lua (or the reverse)
+just gets no ratio.
+
+Usage: /usr/bin/python3 tests/bench/torch_bench.py
+Threads: torch.set_num_threads and OpenBLAS's thread count per `_tN` suffix,
+as bench.lua's ember.set_num_threads.
+"""
+import ctypes
+import statistics
+import time
+
+import torch
+
+REPS = 7
+now = time.perf_counter
+
+try:
+    _ob = ctypes.CDLL("libopenblas.so.0")  # the instance torch's libblas.so.3 uses
+    _ob_set = _ob.openblas_set_num_threads
+except OSError:
+    _ob_set = lambda n: None  # noqa: E731
+
+
+def threads(n):
+    torch.set_num_threads(n)
+    _ob_set(n)
+
+
+def measure(name, work, unit, inner, fn):
+    """Prints `torch_NAME median unit best=.. n=REPS`; work maps the time of
+    one call (seconds) to the reported figure."""
+    fn()  # warm up
+    ts = []
+    for _ in range(REPS):
+        t0 = now()
+        for _ in range(inner):
+            fn()
+        ts.append((now() - t0) / inner)
+    ts.sort()
+    med, best = work(statistics.median(ts)), work(ts[0])
+    print("%-28s %10.2f %s best=%.2f n=%d" % ("torch_" + name, med, unit, best, REPS), flush=True)
+
+
+def ns_per(n):
+    return lambda t: t / n * 1e9
+
+
+def gbs(nbytes):
+    return lambda t: nbytes / t / 1e9
+
+
+def one_element():
+    threads(1)
+    a, b = torch.ones(1), torch.ones(1)
+    n = 200000
+
+    def loop():
+        for _ in range(n):
+            c = a + b  # noqa: F841
+    measure("add_1elem", ns_per(n), "ns/op", 1, loop)
+    a = torch.ones(1, requires_grad=True)
+    measure("add_1elem_grad", ns_per(n), "ns/op", 1, loop)
+
+
+def elementwise():
+    n = 10_000_000
+    a, b = torch.randn(n), torch.randn(n)
+    m = a.view(1000, 10000)
+    for th in (1, 2):
+        threads(th)
+        measure("add_1e7_f32_t%d" % th, gbs(12 * n), "GB/s", 10, lambda: a + b)
+        measure("sum_1e7_f32_t%d" % th, gbs(4 * n), "GB/s", 10, lambda: a.sum())
+        measure("sum_1e3x1e4_dim2_t%d" % th, gbs(4 * n), "GB/s", 10, lambda: m.sum(1))
+        measure("sum_1e3x1e4_dim1_t%d" % th, gbs(4 * n), "GB/s", 10, lambda: m.sum(0))
+        measure("prod_1e7_f32_t%d" % th, gbs(4 * n), "GB/s", 10, lambda: a.prod())
+        measure("amax_1e7_f32_t%d" % th, gbs(4 * n), "GB/s", 10, lambda: a.amax())
+        measure("amax_1e3x1e4_dim1_t%d" % th, gbs(4 * n), "GB/s", 10, lambda: m.amax(0))
+        measure("var_1e7_f32_t%d" % th, gbs(4 * n), "GB/s", 10, lambda: a.var())
+        measure("var_1e3x1e4_dim2_t%d" % th, gbs(4 * n), "GB/s", 10, lambda: m.var(1))
+        measure("norm_1e7_f32_t%d" % th, gbs(4 * n), "GB/s", 10, lambda: a.norm())
+
+
+def pointwise():
+    """Transcendental functions on 1e7 float32, out of place (GB/s counted
+    as 8 bytes per element: one read, one write)."""
+    n = 10_000_000
+    a = torch.rand(n) * 4 - 2
+    p = torch.rand(n) + 0.1
+    for th in (1, 2):
+        threads(th)
+        for name, x in (("exp", a), ("log", p), ("tanh", a), ("sigmoid", a), ("sin", a)):
+            f = getattr(torch, name)
+            measure("%s_1e7_f32_t%d" % (name, th), gbs(8 * n), "GB/s", 5, lambda: f(x))
+
+
+def indexing():
+    """gather/scatter_add/index_select/index_add, cumsum, sort, topk (t1;
+    Melem/s of the result or of the input)."""
+    threads(1)
+    g = torch.Generator().manual_seed(0)
+    n = 1_000_000
+    x = torch.randn(1000, 1000)
+    idx = torch.randint(0, 1000, (1000, 1000), generator=g)
+    src = torch.randn(1000, 1000)
+    rows = torch.randint(0, 1000, (1000,), generator=g)
+    mel = lambda k: (lambda t: k / t / 1e6)  # noqa: E731
+    measure("gather_1e6_dim2_t1", mel(n), "Melem/s", 5, lambda: x.gather(1, idx))
+    measure("scatter_add_1e6_dim2_t1", mel(n), "Melem/s", 5,
+            lambda: torch.zeros(1000, 1000).scatter_add_(1, idx, src))
+    measure("index_select_1e6_dim1_t1", mel(n), "Melem/s", 5, lambda: x.index_select(0, rows))
+    measure("index_add_1e6_dim1_t1", mel(n), "Melem/s", 5,
+            lambda: torch.zeros(1000, 1000).index_add_(0, rows, src))
+    v = torch.randn(10_000_000)
+    measure("cumsum_1e7_f32_t1", mel(10_000_000), "Melem/s", 3, lambda: v.cumsum(0))
+    measure("sort_1e6_f32_t1", mel(n), "Melem/s", 3, lambda: v[:n].sort())
+    measure("topk100_1e6_f32_t1", mel(n), "Melem/s", 3, lambda: v[:n].topk(100))
+
+
+def matmul():
+    n = 1024
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    for th in (1, 2):
+        threads(th)
+        measure("matmul_f32_n1024_t%d" % th, lambda t: 2 * n ** 3 / t / 1e9, "GFLOP/s", 5,
+                lambda: a.matmul(b))
+
+
+def chain():
+    threads(1)
+    N = 10000
+    fw, bw = [], []
+
+    def run():
+        x = torch.full((1,), 0.5, requires_grad=True)
+        t0 = now()
+        y = x
+        for i in range(N):
+            r = i % 3
+            y = y * 0.999 if r == 0 else y + 0.001 if r == 1 else y.tanh()
+        t1 = now()
+        y.backward(torch.ones(1))
+        return t1 - t0, now() - t1
+    run()
+    for _ in range(REPS):
+        f, b = run()
+        fw.append(f)
+        bw.append(b)
+    for name, ts in (("forward", fw), ("backward", bw),
+                     ("total", [f + b for f, b in zip(fw, bw)])):
+        ts = sorted(ts)
+        print("%-28s %10.3f %s best=%.3f n=%d" % ("torch_chain10k_" + name,
+              statistics.median(ts) / N * 1e6, "us/node", ts[0] / N * 1e6, REPS), flush=True)
+
+
+if __name__ == "__main__":
+    one_element()
+    elementwise()
+    pointwise()
+    indexing()
+    matmul()
+    chain()
