@@ -6,48 +6,15 @@
  * changes a computed value (only errno and FP exception flags). */
 #pragma GCC optimize("O3", "no-trapping-math", "no-math-errno")
 #include "kernels/cpu/em_cpu.h"
+#include "kernels/cpu/em_vmath.h"
 
 #include <math.h>
 
 /* ---- element functions ---- */
 
-/* Vectorizable expf: range reduction x = k ln2 + r, |r| <= ln2/2, a
- * degree-6 polynomial for e^r, then scaling by 2^k through the exponent
- * bits. Relative error about 1 ulp; overflows to inf, underflows to 0. */
-static inline float fast_expf(float x) {
-    float xc = x >= -104.0f ? x : -104.0f; /* NaN -> -104; fixed up below */
-    xc = xc <= 89.0f ? xc : 89.0f;
-    float k = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
-    float r = xc - k * 0.693359375f;
-    r = r - k * -2.12194440e-4f;
-    float p = 1.9875691500E-4f;
-    p = p * r + 1.3981999507E-3f;
-    p = p * r + 8.3334519073E-3f;
-    p = p * r + 4.1665795894E-2f;
-    p = p * r + 1.6666665459E-1f;
-    p = p * r + 5.0000001201E-1f;
-    p = p * r * r + r + 1.0f;
-    /* 2^k as two factors so that k in [-150, 128] stays representable */
-    int32_t ki = (int32_t)k, k1 = ki >> 1, k2 = ki - k1;
-    union { uint32_t u; float f; } s1, s2;
-    s1.u = (uint32_t)(k1 + 127) << 23;
-    s2.u = (uint32_t)(k2 + 127) << 23;
-    float res = p * s1.f * s2.f;
-    return x != x ? x : res;
-}
-static inline float sigmoidf_(float x) { return 1.0f / (1.0f + fast_expf(-x)); }
+/* float32 exp/log/tanh/sigmoid: em_vmath.h's vectorisable versions (within
+ * 2 ulp; Note [Vector math]); float64 calls libm. */
 static inline double sigmoid_(double x) { return 1.0 / (1.0 + exp(-x)); }
-/* tanh(x) = sign(x) (1 - e) / (1 + e) with e = exp(-2|x|); for small |x|
- * a series avoids cancellation. */
-static inline float fast_tanhf(float x) {
-    float ax = __builtin_fabsf(x);
-    float e = fast_expf(-2.0f * ax);
-    float t = (1.0f - e) / (1.0f + e);
-    float x2 = x * x;
-    float s = ax * (1.0f + x2 * (-0.333333333f + x2 * (0.133333333f + x2 * (-0.0539682540f + x2 * 0.0218694885f))));
-    t = ax < 0.125f ? s : t;
-    return __builtin_copysignf(t, x);
-}
 
 #define U_neg(x) (-(x))
 static inline float absf_(float x) { return __builtin_fabsf(x); }
@@ -63,11 +30,11 @@ static inline uint64_t signu_(uint64_t x) { return (int64_t)x > 0 ? 1 : (int64_t
 #define U_abs(x) _Generic((x), float: absf_, double: absd_, default: absu_)(x)
 #define U_sign(x) _Generic((x), float: signf_, double: signd_, default: signu_)(x)
 #define U_relu(x) _Generic((x), float: reluf_, double: relud_, default: reluu_)(x)
-#define U_exp(x) _Generic((x), float: fast_expf(x), default: exp(x))
-#define U_log(x) _Generic((x), float: logf(x), default: log(x))
+#define U_exp(x) _Generic((x), float: em_vm_expf(x), default: exp(x))
+#define U_log(x) _Generic((x), float: em_vm_logf(x), default: log(x))
 #define U_sqrt(x) _Generic((x), float: sqrtf(x), default: sqrt(x))
-#define U_tanh(x) _Generic((x), float: fast_tanhf(x), default: tanh(x))
-#define U_sigmoid(x) _Generic((x), float: sigmoidf_(x), default: sigmoid_(x))
+#define U_tanh(x) _Generic((x), float: em_vm_tanhf(x), default: tanh(x))
+#define U_sigmoid(x) _Generic((x), float: em_vm_sigmoidf(x), default: sigmoid_(x))
 
 
 

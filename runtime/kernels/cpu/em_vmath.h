@@ -1,0 +1,167 @@
+/* em_vmath.h -- float32 elementary functions the compiler can vectorise.
+ *
+ * Note [Vector math]
+ * libm's expf/logf/sinf are calls the vectoriser cannot inline, so a loop
+ * over them runs one element at a time. These are branch-free versions
+ * (selects instead of branches, no calls) that GCC turns into AVX2/AVX-512
+ * code inside the kernels' EM_CPU_CLONES loops. Each is within 2 ulp of
+ * the correctly rounded result over its whole domain (tests/check_kernels.c
+ * measures it against double-precision libm), returns NaN for NaN, and
+ * gives IEEE's special values (exp(-inf) = 0, log(0) = -inf, log(-1) =
+ * NaN, ...). sin/cos reduce the argument with a four-part pi/4 in float,
+ * exact enough up to EM_VM_TRIG_MAX; em_vm_sinf_n / em_vm_cosf_n redo the
+ * rare larger arguments with libm. Methods: Cody-Waite range reduction and
+ * minimax polynomials (the classic Cephes/fdlibm coefficients).
+ */
+#ifndef EMBER_KERNELS_CPU_EM_VMATH_H
+#define EMBER_KERNELS_CPU_EM_VMATH_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline uint32_t em_vm_bits(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return u;
+}
+static inline float em_vm_float(uint32_t u) {
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+/* e^x: x = k ln2 + r with |r| <= ln2/2, a degree-6 polynomial for e^r, and
+ * 2^k applied as two factors so that k in [-150, 128] stays representable
+ * (gradual underflow to 0, overflow to inf). */
+static inline float em_vm_expf(float x) {
+    float xc = x >= -104.0f ? x : -104.0f; /* NaN -> -104; fixed up below */
+    xc = xc <= 89.0f ? xc : 89.0f;
+    float k = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
+    float r = xc - k * 0.693359375f;
+    r = r - k * -2.12194440e-4f;
+    float p = 1.9875691500E-4f;
+    p = p * r + 1.3981999507E-3f;
+    p = p * r + 8.3334519073E-3f;
+    p = p * r + 4.1665795894E-2f;
+    p = p * r + 1.6666665459E-1f;
+    p = p * r + 5.0000001201E-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t ki = (int32_t)k, k1 = ki >> 1, k2 = ki - k1;
+    float res = p * em_vm_float((uint32_t)(k1 + 127) << 23) * em_vm_float((uint32_t)(k2 + 127) << 23);
+    return x != x ? x : res;
+}
+
+/* log(x): x = 2^k m with m in [sqrt(2)/2, sqrt(2)), f = m - 1, s = f/(2+f),
+ * log(1+f) = f - f^2/2 + s (f^2/2 + R(s^2)); subnormals are scaled by 2^25
+ * first. x < 0 and NaN give NaN, 0 gives -inf, inf gives inf. */
+static inline float em_vm_logf(float x) {
+    int32_t k = 0;
+    float xs = x < 1.17549435e-38f ? x * 33554432.0f : x; /* 2^25 */
+    k = x < 1.17549435e-38f ? -25 : 0;
+    uint32_t ix = em_vm_bits(xs) + (0x3f800000u - 0x3f3504f3u);
+    k += (int32_t)(ix >> 23) - 0x7f;
+    float m = em_vm_float((ix & 0x007fffffu) + 0x3f3504f3u);
+    float f = m - 1.0f;
+    float s = f / (2.0f + f);
+    float z = s * s, w = z * z;
+    float t1 = w * (0.40000972152f + w * 0.24279078841f);
+    float t2 = z * (0.66666662693f + w * 0.28498786688f);
+    float hfsq = 0.5f * f * f;
+    float dk = (float)k;
+    float r = s * (hfsq + t1 + t2) + dk * 9.0580006145e-06f - hfsq + f + dk * 6.9313812256e-01f;
+    r = x == 0.0f ? -INFINITY : r;
+    r = x < 0.0f ? NAN : r;
+    r = x == INFINITY ? x : r;
+    return x != x ? x : r;
+}
+
+/* e^x - 1 without cancellation: with x = k ln2 + r as in em_vm_expf,
+ * e^r - 1 is the polynomial without its 1, and e^x - 1 = 2^k (e^r - 1) +
+ * (2^k - 1). x below -88 gives -1, above 89 inf. */
+static inline float em_vm_expm1f(float x) {
+    float xc = x >= -88.0f ? x : -88.0f; /* NaN -> -88; fixed up below */
+    xc = xc <= 89.0f ? xc : 89.0f;
+    float k = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = xc - k * 0.693359375f;
+    r = r - k * -2.12194440e-4f;
+    float p = 1.9875691500E-4f;
+    p = p * r + 1.3981999507E-3f;
+    p = p * r + 8.3334519073E-3f;
+    p = p * r + 4.1665795894E-2f;
+    p = p * r + 1.6666665459E-1f;
+    p = p * r + 5.0000001201E-1f;
+    p = p * r * r + r; /* e^r - 1 */
+    int32_t ki = (int32_t)k, k1 = ki >> 1, k2 = ki - k1;
+    float s1 = em_vm_float((uint32_t)(k1 + 127) << 23), s2 = em_vm_float((uint32_t)(k2 + 127) << 23);
+    float s = s1 * s2; /* inf for k = 128: then the product form below */
+    float res = ki == 0 ? p : s * p + (s - 1.0f);
+    res = ki > 24 ? (p + 1.0f) * s1 * s2 : res; /* the -1 is below an ulp */
+    return x != x ? x : res;
+}
+
+/* tanh(x) = -sign(x) m / (m + 2) with m = e^(-2|x|) - 1 (no cancellation);
+ * for |x| < 0.125 an odd series. */
+static inline float em_vm_tanhf(float x) {
+    float ax = __builtin_fabsf(x);
+    float m = em_vm_expm1f(-2.0f * ax);
+    float t = -m / (m + 2.0f);
+    float x2 = x * x;
+    float s = ax * (1.0f + x2 * (-0.333333333f + x2 * (0.133333333f + x2 * (-0.0539682540f + x2 * 0.0218694885f))));
+    t = ax < 0.125f ? s : t;
+    return __builtin_copysignf(t, x);
+}
+
+/* 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below: one exp of -|x|,
+ * which never overflows, so tiny results stay (subnormal) rather than 0. */
+static inline float em_vm_sigmoidf(float x) {
+    float e = em_vm_expf(-__builtin_fabsf(x));
+    float d = 1.0f + e;
+    return (em_vm_bits(x) >> 31) ? e / d : 1.0f / d;
+}
+
+/* Arguments up to this size reduce exactly enough in float (Note [Vector math]). */
+#define EM_VM_TRIG_MAX 8192.0f
+
+/* sin(x) (want_cos = 0) or cos(x) (1) for |x| <= EM_VM_TRIG_MAX: j = the
+ * even octant nearest |x| / (pi/4), r = |x| - j pi/4 in three parts, then
+ * the sine or cosine polynomial on r by the quadrant. */
+static inline float em_vm_sincosf(float x, int want_cos) {
+    float ax = __builtin_fabsf(x);
+    int32_t j = (int32_t)(ax * 1.27323954473516f); /* 4/pi */
+    j = (j + 1) & ~1;
+    float y = (float)j;
+    /* pi/4 in four parts, the first three of 10 bits: y < 2^14, so their
+     * products with y are exact */
+    float r = ((ax - y * 0x1.92p-1f) - y * 0x1.fbp-13f) - y * 0x1.51p-23f;
+    r = r - y * 0x1.0b4612p-35f;
+    int32_t q = (j >> 1) + want_cos; /* quadrant; cos(x) = sin(|x| + pi/2) */
+    float z = r * r;
+    float ps = r + r * z * (-1.6666654611E-1f + z * (8.3321608736E-3f + z * -1.9515295891E-4f));
+    float pc = 1.0f - 0.5f * z + z * z * (4.166664568298827E-2f + z * (-1.388731625493765E-3f + z * 2.443315711809948E-5f));
+    float v = (q & 1) ? pc : ps;
+    v = (q & 2) ? -v : v;
+    /* sin is odd: the sign of x; cos is even */
+    float sgn = (!want_cos && (em_vm_bits(x) >> 31)) ? -1.0f : 1.0f; /* sin(-0) = -0 */
+    return x != x ? x : v * sgn;
+}
+static inline float em_vm_sinf(float x) { return em_vm_sincosf(x, 0); }
+static inline float em_vm_cosf(float x) { return em_vm_sincosf(x, 1); }
+
+/* out[i] = sin(in[i]) (cos with want_cos) for n contiguous floats; out may
+ * be in. Vectorised loop in blocks, then libm for |x| > EM_VM_TRIG_MAX and
+ * infinities (NaN). */
+static inline void em_vm_sincosf_n(float *out, const float *in, int64_t n, int want_cos) {
+    float xs[512];
+    for (int64_t b = 0; b < n; b += 512) {
+        int64_t m = n - b < 512 ? n - b : 512;
+        memcpy(xs, in + b, (size_t)m * sizeof(float));
+        float *o = out + b;
+        for (int64_t i = 0; i < m; i++) o[i] = em_vm_sincosf(xs[i], want_cos);
+        for (int64_t i = 0; i < m; i++)
+            if (!(__builtin_fabsf(xs[i]) <= EM_VM_TRIG_MAX) && xs[i] == xs[i])
+                o[i] = want_cos ? cosf(xs[i]) : sinf(xs[i]);
+    }
+}
+
+#endif

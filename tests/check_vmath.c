@@ -1,0 +1,110 @@
+/* check_vmath.c -- the vectorisable float32 functions of em_vmath.h
+ * (Note [Vector math]) against double-precision libm rounded to float:
+ * at most 2 ulp apart over a sweep of every float bit pattern with a
+ * stride, plus the special values. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cpu/em_vmath.h"
+
+/* Distance in ulps between two floats (as ordered integers); 0 when both
+ * are NaN, huge when only one is. */
+static int64_t ulps(float a, float b) {
+    if (a != a || b != b) return (a != a && b != b) ? 0 : INT64_MAX;
+    if (a == b) return 0;
+    int32_t ia, ib;
+    memcpy(&ia, &a, 4);
+    memcpy(&ib, &b, 4);
+    int64_t oa = ia < 0 ? (int64_t)INT32_MIN - ia : ia, ob = ib < 0 ? (int64_t)INT32_MIN - ib : ib;
+    return oa > ob ? oa - ob : ob - oa;
+}
+
+static double sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+typedef struct {
+    const char *name;
+    float (*fast)(float);
+    double (*ref)(double);
+    float lo, hi; /* the sweep's range */
+} fn_case;
+
+static float sin_f(float x) { return em_vm_sinf(x); }
+static float cos_f(float x) { return em_vm_cosf(x); }
+
+/* Max ulp error over every 257th float bit pattern in [lo, hi]. */
+static int64_t sweep(const fn_case *c, float *worst_x) {
+    int64_t worst = 0;
+    for (uint64_t u = 0; u < 0x100000000ull; u += 257) {
+        float x;
+        uint32_t b = (uint32_t)u;
+        memcpy(&x, &b, 4);
+        if (!(x >= c->lo && x <= c->hi)) continue;
+        float want = (float)c->ref((double)x);
+        int64_t e = ulps(c->fast(x), want);
+        if (e > worst) {
+            worst = e;
+            *worst_x = x;
+        }
+    }
+    return worst;
+}
+
+START_TEST(test_vmath_within_2_ulp) {
+    const fn_case cases[] = {
+        { "exp", em_vm_expf, exp, -INFINITY, INFINITY },
+        { "expm1", em_vm_expm1f, expm1, -INFINITY, INFINITY },
+        { "log", em_vm_logf, log, 0.0f, INFINITY },
+        { "tanh", em_vm_tanhf, tanh, -INFINITY, INFINITY },
+        { "sigmoid", em_vm_sigmoidf, sigmoid_d, -INFINITY, INFINITY },
+        { "sin", sin_f, sin, -EM_VM_TRIG_MAX, EM_VM_TRIG_MAX },
+        { "cos", cos_f, cos, -EM_VM_TRIG_MAX, EM_VM_TRIG_MAX },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        float wx = 0;
+        int64_t e = sweep(&cases[i], &wx);
+        ck_assert_msg(e <= 2, "%s: %lld ulp at x = %.9g", cases[i].name, (long long)e, wx);
+    }
+}
+END_TEST
+
+START_TEST(test_vmath_special_values) {
+    ck_assert(em_vm_expf(-INFINITY) == 0.0f);
+    ck_assert(em_vm_expf(INFINITY) == INFINITY);
+    ck_assert(em_vm_expf(100.0f) == INFINITY);
+    ck_assert(em_vm_expf(-200.0f) == 0.0f);
+    ck_assert(isnan(em_vm_expf(NAN)));
+    ck_assert(em_vm_logf(0.0f) == -INFINITY);
+    ck_assert(em_vm_logf(-0.0f) == -INFINITY);
+    ck_assert(isnan(em_vm_logf(-1.0f)));
+    ck_assert(isnan(em_vm_logf(-INFINITY)));
+    ck_assert(em_vm_logf(INFINITY) == INFINITY);
+    ck_assert(em_vm_logf(1.0f) == 0.0f);
+    ck_assert(ulps(em_vm_logf(1e-45f), (float)log((double)1e-45f)) <= 2); /* the smallest subnormal */
+    ck_assert(isnan(em_vm_logf(NAN)));
+    ck_assert(em_vm_tanhf(INFINITY) == 1.0f && em_vm_tanhf(-INFINITY) == -1.0f);
+    ck_assert(signbit(em_vm_tanhf(-0.0f)));
+    ck_assert(em_vm_sigmoidf(-INFINITY) == 0.0f && em_vm_sigmoidf(INFINITY) == 1.0f);
+    ck_assert(signbit(em_vm_sinf(-0.0f)) && em_vm_cosf(0.0f) == 1.0f);
+    ck_assert(isnan(em_vm_sinf(NAN)) && isnan(em_vm_cosf(NAN)));
+    /* the array forms: large arguments and infinities go to libm */
+    float in[5] = { 1e6f, -3e7f, INFINITY, 0.5f, NAN }, out[5];
+    em_vm_sincosf_n(out, in, 5, 0);
+    ck_assert(out[0] == sinf(1e6f) && out[1] == sinf(-3e7f) && isnan(out[2]) && isnan(out[4]));
+    ck_assert(ulps(out[3], (float)sin(0.5)) <= 2);
+    em_vm_sincosf_n(in, in, 5, 1); /* in place */
+    ck_assert(in[0] == cosf(1e6f) && in[1] == cosf(-3e7f) && isnan(in[2]));
+}
+END_TEST
+
+Suite *make_vmath_suite(void) {
+    Suite *s = suite_create("vmath");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_vmath_within_2_ulp);
+    tcase_add_test(tc, test_vmath_special_values);
+    suite_add_tcase(s, tc);
+    return s;
+}
