@@ -5,6 +5,7 @@
  *   ember script.lua a b    arg = {[-1]="ember", [0]="script.lua", "a", "b"}; ... = a, b
  *   ember -e code ...       run code (several -e allowed, before a script)
  *   ember -i script.lua     interactive after the script
+ *   ember -n                the shell without ~/.emberrc.lua
  *   ember -                 run stdin as a script
  * Like lua.c, all work runs inside lua_pcall (pmain), so even a memory
  * error while starting up is reported, never a crash.
@@ -24,6 +25,8 @@
 
 static const char *progname = "ember";
 static lua_State *globalL = NULL;
+bool em_repl_color = false;
+bool em_repl_short_traceback = false;
 
 /* ---- calls with tracebacks and SIGINT ---- */
 
@@ -40,6 +43,40 @@ static void laction(int sig) {
     lua_sethook(globalL, lstop, flag, 1);
 }
 
+/* The traceback on the stack top without the shell's own frames: the C
+ * caller at the bottom ("[C]: in ?") and lua/stdlib/shell.lua's; at most
+ * 12 frames; no "stack traceback:" line when no frame is left. */
+static void short_traceback(lua_State *L) {
+    const char *tb = lua_tostring(L, -1);
+    static const char mark[] = "\nstack traceback:\n";
+    const char *head = strstr(tb, mark);
+    if (!head) return;
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    luaL_addlstring(&b, tb, (size_t)(head - tb));
+    int kept = 0, dropped = 0;
+    for (const char *p = head + sizeof mark - 1; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        bool shell = (n >= 10 && strncmp(p, "\t[C]: in ?", n) == 0) ||
+                     memmem(p, n, "lua/stdlib/shell.lua", 20) != NULL;
+        if (!shell && kept < 12) {
+            luaL_addstring(&b, kept ? "\n" : "\nstack traceback:\n");
+            luaL_addlstring(&b, p, n);
+            kept++;
+        } else if (!shell) {
+            dropped++;
+        }
+        p += n + (e != NULL);
+    }
+    if (dropped) {
+        lua_pushfstring(L, "\n\t(%d more)", dropped);
+        luaL_addvalue(&b);
+    }
+    luaL_pushresult(&b);
+    lua_replace(L, -2);
+}
+
 static int msghandler(lua_State *L) {
     const char *msg = lua_tostring(L, 1);
     if (msg == NULL) {
@@ -47,6 +84,7 @@ static int msghandler(lua_State *L) {
         msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
     }
     luaL_traceback(L, L, msg, 1);
+    if (em_repl_short_traceback) short_traceback(L);
     return 1;
 }
 
@@ -66,8 +104,10 @@ int em_repl_report(lua_State *L, int status, const char *prog) {
     if (status != LUA_OK) {
         const char *msg = lua_tostring(L, -1);
         if (!msg) msg = "(error object is not a string)";
+        fflush(stdout); /* what the line printed comes first */
         if (prog) fprintf(stderr, "%s: ", prog);
-        fprintf(stderr, "%s\n", msg);
+        if (em_repl_color) fprintf(stderr, "\033[31m%s\033[0m\n", msg);
+        else fprintf(stderr, "%s\n", msg);
         fflush(stderr);
         lua_pop(L, 1);
     }
@@ -166,7 +206,7 @@ static int handle_script(lua_State *L, char **argv) {
 
 /* ---- options ---- */
 
-enum { HAS_ERROR = 1, HAS_I = 2, HAS_V = 4, HAS_E = 8, HAS_HELP = 16 };
+enum { HAS_ERROR = 1, HAS_I = 2, HAS_V = 4, HAS_E = 8, HAS_HELP = 16, HAS_N = 32 };
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -175,6 +215,7 @@ static void usage(FILE *f) {
             "  -e stat   execute string 'stat'\n"
             "  -i        enter interactive mode after executing 'script'\n"
             "  -l mod    require library 'mod' into global 'mod'\n"
+            "  -n        do not run ~/.emberrc.lua when the shell starts\n"
             "  -v, --version  show version information\n"
             "  -h, --help     show this help\n"
             "  --        stop handling options\n"
@@ -218,6 +259,10 @@ static int collectargs(char **argv, int *first) {
         case 'v':
             if (argv[i][2] != '\0') return HAS_ERROR;
             args |= HAS_V;
+            break;
+        case 'n':
+            if (argv[i][2] != '\0') return HAS_ERROR;
+            args |= HAS_N;
             break;
         case 'e':
             args |= HAS_E;
@@ -309,12 +354,12 @@ static int pmain(lua_State *L) {
     int errors = 0;
     bool tty = isatty(0);
     if (args & HAS_I) {
-        errors = em_repl_loop(L, tty);
+        errors = em_repl_loop(L, tty, !(args & HAS_N));
         if (!tty && errors) return 0;
     } else if (script == argc && !(args & (HAS_E | HAS_V))) {
         if (tty) {
             print_version();
-            em_repl_loop(L, true);
+            em_repl_loop(L, true, !(args & HAS_N));
         } else if (dostdin(L) != LUA_OK) {
             return 0;
         }

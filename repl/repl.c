@@ -1,15 +1,20 @@
 /* repl.c -- ember's interactive loop: readline with prompts "> " and ">> ",
- * history in ~/.ember_history, tab completion of globals, fields and methods.
+ * history in ~/.ember_history (at most HISTORY_MAX lines), tab completion
+ * of globals, fields, methods and file names inside strings.
  *
  * Each input is first tried as "return <line>" so expressions print their
- * values (tab-separated, tensors through __tostring); otherwise it runs as
- * a statement, reading continuation lines while the parser reports an
- * incomplete chunk (its message ends in "<eof>"), as lua.c does.
+ * values (through ember.shell.show: tables as Lua literals, tensors
+ * through __tostring) and the first becomes the global _; otherwise it
+ * runs as a statement, reading continuation lines while the parser reports
+ * an incomplete chunk (its message ends in "<eof>"), as lua.c does. A line
+ * starting with % is a shell command (ember.shell.magic: %time, %timing).
+ * The Lua side of all this is lua/stdlib/shell.lua.
  */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <readline/history.h>
@@ -124,10 +129,47 @@ static int multiline(lua_State *L) {
     }
 }
 
+/* ---- the shell's Lua side ---- */
+
+/* Pushes function fn of module ember.shell; false (nothing pushed) when
+ * the module or the function is missing. */
+static bool push_shell(lua_State *L, const char *fn) {
+    lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    lua_getfield(L, -1, "ember.shell");
+    lua_remove(L, -2);
+    if (lua_istable(L, -1)) {
+        lua_getfield(L, -1, fn);
+        lua_remove(L, -2);
+        if (lua_isfunction(L, -1)) return true;
+    }
+    lua_pop(L, 1);
+    return false;
+}
+
+/* A % line: its Lua code from ember.shell.magic, loaded (an empty chunk
+ * when it printed a message instead). */
+static int loadmagic(lua_State *L) {
+    const char *line = lua_tostring(L, 1);
+    saveline(line);
+    const char *code = "";
+    if (push_shell(L, "magic")) {
+        lua_pushvalue(L, 1);
+        if (lua_pcall(L, 1, 1, 0) != LUA_OK) return LUA_ERRRUN; /* the message is the error */
+        if (lua_isstring(L, -1)) code = lua_tostring(L, -1);
+    }
+    return luaL_loadbuffer(L, code, strlen(code), "=stdin");
+}
+
 /* Loads the next input as a function; -1 at end of input. */
 static int loadline(lua_State *L) {
     lua_settop(L, 0);
     if (!pushline(L, true)) return -1;
+    if (lua_tostring(L, 1)[0] == '%') {
+        int status = loadmagic(L);
+        lua_replace(L, 1); /* the function or the error over the line */
+        lua_settop(L, 1);
+        return status;
+    }
     int status = addreturn(L);
     if (status != LUA_OK) status = multiline(L);
     lua_remove(L, 1); /* the line */
@@ -289,11 +331,31 @@ static char *generator(const char *text, int state) {
     return NULL;
 }
 
+/* Whether position pos of the line is inside a string literal. */
+static bool in_string(const char *line, int pos) {
+    char q = 0;
+    for (int i = 0; i < pos && line[i]; i++) {
+        if (q && line[i] == '\\' && i + 1 < pos) i++;
+        else if (q && line[i] == q) q = 0;
+        else if (!q && (line[i] == '"' || line[i] == '\'')) q = line[i];
+        else if (!q && line[i] == '-' && line[i + 1] == '-') return false; /* a comment */
+    }
+    return q != 0;
+}
+
+/* Inside a string, words break only at quotes and blanks, so that a path
+ * with / completes as a whole. */
+static char *word_break_hook(void) {
+    static char in_str[] = " \t\n\"'";
+    return in_string(rl_line_buffer, rl_point) ? in_str : NULL;
+}
+
 static char **complete(const char *text, int start, int end) {
-    (void)start;
     (void)end;
-    rl_attempted_completion_over = 1; /* no file-name completion */
+    rl_attempted_completion_over = 1; /* no readline default */
     rl_completion_append_character = '\0';
+    if (in_string(rl_line_buffer, start)) /* io.open("da<Tab>: file names */
+        return rl_completion_matches(text, rl_filename_completion_function);
     return rl_completion_matches(text, generator);
 }
 
@@ -306,6 +368,7 @@ static void init_readline(lua_State *L) {
     rl_basic_word_break_characters = " \t\n\"\\'`@$><=;|&{(,+-*/%^#[]~";
     rl_completer_word_break_characters = rl_basic_word_break_characters;
     rl_attempted_completion_function = complete;
+    rl_completion_word_break_hook = word_break_hook;
     const char *home = getenv("HOME");
     history_path[0] = '\0';
     if (home && *home &&
@@ -318,19 +381,77 @@ static void init_readline(lua_State *L) {
     }
 }
 
-int em_repl_loop(lua_State *L, bool tty) {
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Prints the results on the stack through ember.shell.show (the global
+ * print if it is missing) and clears the stack. */
+static void show(lua_State *L) {
+    int n = lua_gettop(L);
+    if (n == 0) return;
+    if (!push_shell(L, "show")) {
+        em_repl_print(L);
+        return;
+    }
+    lua_insert(L, 1);
+    if (em_repl_docall(L, n, 0) != LUA_OK) em_repl_report(L, LUA_ERRRUN, NULL);
+    lua_settop(L, 0);
+}
+
+/* The shell's globals: help (ember.shell.help) unless one exists. */
+static void set_globals(lua_State *L) {
+    if (lua_getglobal(L, "help") == LUA_TNIL && push_shell(L, "help")) lua_setglobal(L, "help");
+    lua_settop(L, 0);
+}
+
+/* Runs ~/.emberrc.lua when it exists; an error in it is reported and the
+ * shell goes on. */
+static void run_startup_file(lua_State *L) {
+    const char *home = getenv("HOME");
+    char path[4096];
+    if (!home || !*home || snprintf(path, sizeof path, "%s/.emberrc.lua", home) >= (int)sizeof path) return;
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    fclose(f);
+    int status = luaL_loadfile(L, path);
+    if (status == LUA_OK) status = em_repl_docall(L, 0, 0);
+    em_repl_report(L, status, NULL);
+    lua_settop(L, 0);
+}
+
+int em_repl_loop(lua_State *L, bool tty, bool startup) {
     int status, errors = 0;
     use_readline = tty;
     if (tty) init_readline(L);
+    const char *nc = getenv("NO_COLOR");
+    em_repl_color = tty && isatty(STDERR_FILENO) && !(nc && *nc);
+    em_repl_short_traceback = true;
+    set_globals(L);
+    if (startup) run_startup_file(L);
     while ((status = loadline(L)) != -1) {
+        double t0 = now();
         if (status == LUA_OK) status = em_repl_docall(L, 0, LUA_MULTRET);
+        double dt = now() - t0;
         if (status == LUA_OK) {
-            em_repl_print(L);
+            if (lua_gettop(L) > 0 && !lua_isnil(L, 1)) { /* _ is the last result */
+                lua_pushvalue(L, 1);
+                lua_setglobal(L, "_");
+            }
+            show(L);
         } else {
             errors++;
             em_repl_report(L, status, NULL);
         }
+        if (push_shell(L, "after")) {
+            lua_pushnumber(L, dt);
+            if (lua_pcall(L, 1, 0, 0) != LUA_OK) em_repl_report(L, LUA_ERRRUN, NULL);
+        }
+        lua_settop(L, 0);
     }
+    em_repl_short_traceback = false;
     lua_settop(L, 0);
     if (tty) {
         fputs("\n", stdout);

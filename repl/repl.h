@@ -19,7 +19,13 @@ void em_repl_print(lua_State *L);
 
 /* The read-eval-print loop on stdin. With tty, readline with prompts,
  * history (~/.ember_history) and tab completion; without, plain lines and
- * no prompts. Returns the number of inputs that raised errors. */
-int em_repl_loop(lua_State *L, bool tty);
+ * no prompts. Sets the global help, runs ~/.emberrc.lua first when
+ * startup. Returns the number of inputs that raised errors. */
+int em_repl_loop(lua_State *L, bool tty, bool startup);
+
+/* Errors print in red (a terminal without NO_COLOR); set by em_repl_loop. */
+extern bool em_repl_color;
+/* Tracebacks keep only the user's frames (the shell's are dropped). */
+extern bool em_repl_short_traceback;
 
 #endif

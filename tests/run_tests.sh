@@ -6,7 +6,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
 echo "== Check suites (C)"
-EM_CODEGEN=$B/codegen "$B/check_runner" 2>&1 | tee "$out"
+EM_CODEGEN=$B/codegen EM_EMBER=$B/ember "$B/check_runner" 2>&1 | tee "$out"
 c_status=$?
 # Check prints: "100%: Checks: 42, Failures: 0, Errors: 0"
 c_line=$(grep -E 'Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+' "$out" | tail -n 1)

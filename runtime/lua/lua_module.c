@@ -7,6 +7,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "lua/em_lua_int.h"
 #include "autograd/em_autograd.h"
@@ -318,6 +319,16 @@ static const char *const extra_docs[][3] = {
     { "autograd.differentiable_ops", "ember.autograd.differentiable_ops()",
       "The names of the ops that have a backward formula." },
     { "storage_offset", "x:storage_offset()", "The offset into the storage, in elements." },
+    { "set_printoptions", "ember.set_printoptions{precision=4, threshold=1000, edgeitems=3, linewidth=80, "
+      "sci_mode=\"auto\", profile=}",
+      "How tensors print (this Lua state), as PyTorch's: digits, the element count past which "
+      "tensors are summarised, the items kept at each edge, the line width, scientific notation "
+      "(true, false or \"auto\"); profile \"default\", \"short\" or \"full\" resets them first." },
+    { "get_printoptions", "ember.get_printoptions()", "The print options as a table." },
+    { "perf_counter", "ember.perf_counter()",
+      "Seconds of a monotonic wall clock (differences only), for timing." },
+    { "time", "ember.time(fn, ...)",
+      "Calls fn(...), prints its wall time (\"time: 1.23 ms\") and returns fn's results." },
     { NULL, NULL, NULL }
 };
 
@@ -339,41 +350,50 @@ static void emit(lua_State *L) {
     lua_pop(L, 1);
 }
 
-/* The name under which the function at idx is in the module or methods,
- * or "autograd.NAME" (left on the stack) for ember.autograd's. */
-static const char *function_name(lua_State *L, int idx) {
-    lua_getfield(L, LUA_REGISTRYINDEX, EM_LUA_MODULE_KEY);
-    if (lua_getfield(L, -1, "autograd") == LUA_TTABLE) {
-        int tbl = lua_gettop(L);
-        lua_pushnil(L);
-        while (lua_next(L, tbl)) {
-            if (lua_rawequal(L, -1, idx) && lua_type(L, -2) == LUA_TSTRING) {
-                const char *name = lua_pushfstring(L, "autograd.%s", lua_tostring(L, -2));
-                lua_replace(L, tbl - 1);
-                lua_settop(L, tbl - 1);
-                return name;
-            }
+/* Pushes "path.key" when the table at tbl (itself reached by path, "" at
+ * the top) or a table below it, depth levels deep, holds the value at idx
+ * under a string key; returns whether it did. Tensor methods come first
+ * at the top level, so x.sum finds "sum". */
+static bool find_function(lua_State *L, int idx, int tbl, const char *path, int depth) {
+    lua_pushnil(L);
+    while (lua_next(L, tbl)) {
+        if (lua_type(L, -2) == LUA_TSTRING && lua_rawequal(L, -1, idx)) {
+            lua_pushfstring(L, "%s%s%s", path, *path ? "." : "", lua_tostring(L, -2));
+            lua_replace(L, -3);
             lua_pop(L, 1);
+            return true;
         }
+        lua_pop(L, 1);
     }
-    lua_pop(L, 2);
-    const char *keys[] = { EM_LUA_MODULE_KEY, EM_LUA_METHODS_KEY };
-    for (int k = 0; k < 2; k++) {
-        lua_getfield(L, LUA_REGISTRYINDEX, keys[k]);
-        int tbl = lua_gettop(L);
-        lua_pushnil(L);
-        while (lua_next(L, tbl)) {
-            if (lua_rawequal(L, -1, idx) && lua_type(L, -2) == LUA_TSTRING) {
-                /* the key stays alive: the table is anchored in the registry */
-                const char *name = lua_tostring(L, -2);
-                lua_pop(L, 3);
-                return name;
+    if (depth == 0) return false;
+    lua_pushnil(L);
+    while (lua_next(L, tbl)) {
+        if (lua_type(L, -2) == LUA_TSTRING && lua_type(L, -1) == LUA_TTABLE && lua_tostring(L, -2)[0] != '_') {
+            const char *sub = lua_pushfstring(L, "%s%s%s", path, *path ? "." : "", lua_tostring(L, -2));
+            if (find_function(L, idx, lua_gettop(L) - 1, sub, depth - 1)) {
+                lua_replace(L, -4); /* the name over the key */
+                lua_pop(L, 2);
+                return true;
             }
             lua_pop(L, 1);
         }
         lua_pop(L, 1);
     }
-    return NULL;
+    return false;
+}
+
+/* The name of the function at idx: its key in the tensor methods or the
+ * module, or "autograd.grad" / "nn.functional.linear" for one in a table
+ * of the module (two levels deep). The string is left on the stack. */
+static const char *function_name(lua_State *L, int idx) {
+    lua_getfield(L, LUA_REGISTRYINDEX, EM_LUA_METHODS_KEY);
+    bool found = find_function(L, idx, lua_gettop(L), "", 0);
+    lua_remove(L, found ? -2 : -1);
+    if (found) return lua_tostring(L, -1);
+    lua_getfield(L, LUA_REGISTRYINDEX, EM_LUA_MODULE_KEY);
+    found = find_function(L, idx, lua_gettop(L), "", 2);
+    lua_remove(L, found ? -2 : -1);
+    return found ? lua_tostring(L, -1) : NULL;
 }
 
 static int l_help(lua_State *L) {
@@ -410,6 +430,13 @@ static int l_help(lua_State *L) {
                                luaL_typename(L, 1));
     int found = 0; /* every overload of the name */
     for (int i = 0; em_lua_op_docs[i][0]; i++) found += strcmp(em_lua_op_docs[i][0], name) == 0;
+    const char *dot = strrchr(name, '.');
+    if (!found && dot) { /* "nn.functional.linear": the op's name */
+        bool extra = false;
+        for (int i = 0; extra_docs[i][0]; i++) extra |= strcmp(extra_docs[i][0], name) == 0;
+        if (!extra) name = dot + 1;
+        for (int i = 0; em_lua_op_docs[i][0]; i++) found += strcmp(em_lua_op_docs[i][0], name) == 0;
+    }
     if (found) {
         luaL_buffinit(L, &b);
         for (int i = 0; em_lua_op_docs[i][0]; i++) {
@@ -429,6 +456,15 @@ static int l_help(lua_State *L) {
         }
     }
     return em_lua_raise(L, "help: no op named '%s'", name);
+}
+
+/* ember.perf_counter(): seconds of a monotonic wall clock (for timing;
+ * only differences mean anything), as Python's time.perf_counter. */
+static int l_perf_counter(lua_State *L) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
+    return 1;
 }
 
 /* ---- the module ---- */
@@ -518,6 +554,9 @@ int luaopen_ember(lua_State *L) {
         { "empty_cache", l_empty_cache },
         { "is_tensor", l_is_tensor },
         { "help", l_help },
+        { "set_printoptions", em_lua_set_printoptions },
+        { "get_printoptions", em_lua_get_printoptions },
+        { "perf_counter", l_perf_counter },
         { NULL, NULL }
     };
     if (lua_getfield(L, LUA_REGISTRYINDEX, EM_LUA_MODULE_KEY) == LUA_TTABLE) return 1;

@@ -232,7 +232,7 @@ static int size_tostring(lua_State *L) {
     luaL_addchar(&b, '{');
     lua_Unsigned n = lua_rawlen(L, 1);
     for (lua_Unsigned i = 1; i <= n; i++) {
-        if (i > 1) luaL_addchar(&b, ',');
+        if (i > 1) luaL_addstring(&b, ", ");
         lua_rawgeti(L, 1, (lua_Integer)i);
         luaL_addvalue(&b);
     }

@@ -15,7 +15,7 @@ end
 
 function T.shape_prints_and_compares()
   local x = ember.zeros(2, 3)
-  check_eq(tostring(x.shape), "{2,3}")
+  check_eq(tostring(x.shape), "{2, 3}")
   check_eq(tostring(ember.tensor(1).shape), "{}")
   check(x.shape == ember.ones(2, 3).shape, "equal shapes compare equal")
   check(x.shape ~= ember.ones(3, 2).shape)
