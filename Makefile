@@ -9,7 +9,7 @@
 #   make tsan       the engine tests under ThreadSanitizer
 #   make difftest   random programs in ember and PyTorch 1.13, compared (CI runs it)
 #   make bench      figures beside PyTorch measured in the same run (not a test)
-#   make install    PREFIX=/usr/local
+#   make install    PREFIX=/usr/local (DESTDIR=...); make uninstall
 
 CC      ?= gcc
 MODE    ?= release
@@ -138,8 +138,11 @@ $(BUILD)/libember.a: $(RT_OBJ)
 
 # No -llua5.4 here: as a Lua C module the interpreter provides the Lua API;
 # host programs link liblua themselves.
+# SONAME libember.so.$(SOVERSION): the ABI of ember.h (EMBER_API_VERSION).
+VERSION   := 0.1.0
+SOVERSION := 0
 $(BUILD)/libember.so: $(RT_OBJ)
-	$(CC) -shared -o $@ $^ $(LDLIBS) $(SANLD)
+	$(CC) -shared -Wl,-soname,libember.so.$(SOVERSION) -o $@ $^ $(LDLIBS) $(SANLD)
 
 # `require "ember"` from stock lua5.4: package.cpath finds build/lua/ember.so.
 $(BUILD)/lua/ember.so: $(BUILD)/libember.so
@@ -160,7 +163,7 @@ $(BUILD)/example_host: examples/host.c $(BUILD)/libember.a
 	$(CC) $(CFLAGS) -o $@ $< -Wl,-E $(BUILD)/libember.a $(LUA_LIBS) $(LDLIBS) $(SANLD)
 
 test: all $(BUILD)/check_runner $(BUILD)/example_host
-	@BUILD=$(BUILD) sh tests/run_tests.sh
+	@BUILD=$(BUILD) SAN="$(SAN)" MAKE="$(MAKE)" sh tests/run_tests.sh
 
 # ---- differential test against PyTorch (tests/difftest/README.md) ----
 # Replays every saved regression, then seeds 0:5000 within 150 s (the
@@ -200,24 +203,39 @@ tsan:
 debug:
 	$(MAKE) MODE=debug
 
+# make install PREFIX=/usr/local [DESTDIR=/tmp/stage]; make uninstall removes
+# exactly these files. The Lua C module goes where Debian's lua5.4 looks
+# (PREFIX/lib/lua/5.4/ember.so), the pkg-config file in PREFIX/lib/pkgconfig.
+INST      = $(DESTDIR)$(PREFIX)
+INST_HDRS := core/em_core.h dispatch/em_dispatch.h autograd/em_autograd.h lua/em_lua.h
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/ember \
-	  $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/lib/lua/5.4
-	install -m 755 $(BUILD)/ember $(DESTDIR)$(PREFIX)/bin/ember
-	install -m 644 $(BUILD)/libember.a $(BUILD)/libember.so $(DESTDIR)$(PREFIX)/lib/
-	for d in core dispatch autograd lua; do install -d $(DESTDIR)$(PREFIX)/include/ember/$$d; done
-	install -m 644 runtime/core/em_core.h $(DESTDIR)$(PREFIX)/include/ember/core/
-	install -m 644 runtime/dispatch/em_dispatch.h $(DESTDIR)$(PREFIX)/include/ember/dispatch/
-	install -m 644 runtime/autograd/em_autograd.h $(DESTDIR)$(PREFIX)/include/ember/autograd/
-	install -m 644 runtime/lua/em_lua.h $(DESTDIR)$(PREFIX)/include/ember/lua/
-	install -m 644 $(GEN)/em_ops.h $(DESTDIR)$(PREFIX)/include/ember/
-	ln -sf ../../libember.so $(DESTDIR)$(PREFIX)/lib/lua/5.4/ember.so
-	install -m 644 man/ember.1 $(DESTDIR)$(PREFIX)/share/man/man1/
-	install -m 644 $(BUILD)/man/ember-ops.7 $(DESTDIR)$(PREFIX)/share/man/man7/
+	install -d $(INST)/bin $(INST)/lib/pkgconfig $(INST)/lib/lua/5.4 $(INST)/include/ember \
+	  $(INST)/share/man/man1 $(INST)/share/man/man7
+	install -m 755 $(BUILD)/ember $(INST)/bin/ember
+	install -m 644 $(BUILD)/libember.a $(INST)/lib/libember.a
+	install -m 755 $(BUILD)/libember.so $(INST)/lib/libember.so.$(VERSION)
+	ln -sf libember.so.$(VERSION) $(INST)/lib/libember.so.$(SOVERSION)
+	ln -sf libember.so.$(SOVERSION) $(INST)/lib/libember.so
+	ln -sf ../../libember.so.$(SOVERSION) $(INST)/lib/lua/5.4/ember.so
+	install -m 644 runtime/ember.h $(INST)/include/ember.h
+	for h in $(INST_HDRS); do install -d $(INST)/include/ember/$$(dirname $$h) && \
+	  install -m 644 runtime/$$h $(INST)/include/ember/$$h || exit 1; done
+	install -m 644 $(GEN)/em_ops.h $(INST)/include/ember/em_ops.h
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(VERSION)|' runtime/ember.pc.in > $(INST)/lib/pkgconfig/ember.pc
+	install -m 644 man/ember.1 $(INST)/share/man/man1/ember.1
+	install -m 644 $(BUILD)/man/ember-ops.7 $(INST)/share/man/man7/ember-ops.7
+
+uninstall:
+	rm -f $(INST)/bin/ember $(INST)/lib/libember.a $(INST)/lib/libember.so.$(VERSION) \
+	  $(INST)/lib/libember.so.$(SOVERSION) $(INST)/lib/libember.so $(INST)/lib/lua/5.4/ember.so \
+	  $(INST)/include/ember.h $(INST)/include/ember/em_ops.h $(INST_HDRS:%=$(INST)/include/ember/%) \
+	  $(INST)/lib/pkgconfig/ember.pc $(INST)/share/man/man1/ember.1 $(INST)/share/man/man7/ember-ops.7
+	-rmdir $(INST)/include/ember/core $(INST)/include/ember/dispatch $(INST)/include/ember/autograd \
+	  $(INST)/include/ember/lua $(INST)/include/ember 2>/dev/null
 
 clean:
 	rm -rf build
 
-.PHONY: all deps gen test difftest tsan bench run debug install clean
+.PHONY: all deps gen test difftest tsan bench run debug install uninstall clean
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -25,8 +25,22 @@ l_pass=${l_pass:-0}
 l_fail=${l_fail:-1}
 [ -z "$l_line" ] && l_fail=1
 
-passed=$(( c_total - c_fail + l_pass ))
-failed=$(( c_fail + l_fail ))
+echo "== install (DESTDIR)"
+i_pass=0 i_fail=0
+if [ -n "$SAN" ]; then
+  echo "skipped in the sanitizer build (the installed library would need the sanitizer runtime)"
+else
+  BUILD=$B sh tests/install_test.sh 2>&1 | tee "$out"
+  i_line=$(grep -E '^install: [0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1)
+  i_pass=$(echo "$i_line" | sed -E 's/install: ([0-9]+) passed.*/\1/')
+  i_fail=$(echo "$i_line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+  i_pass=${i_pass:-0}
+  i_fail=${i_fail:-1}
+  [ -z "$i_line" ] && i_fail=1
+fi
+
+passed=$(( c_total - c_fail + l_pass + i_pass ))
+failed=$(( c_fail + l_fail + i_fail ))
 echo
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
