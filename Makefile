@@ -56,7 +56,7 @@ HOSTCFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -MMD -MP
 
 GEN      := $(BUILD)/gen
 GEN_C    := $(GEN)/em_ops.c $(GEN)/em_autograd_gen.c $(GEN)/em_lua_ops.c $(GEN)/em_stdlib.c \
-            $(GEN)/em_structured.c
+            $(GEN)/em_structured.c $(GEN)/em_formula_docs.c
 LUA_STDLIB := $(sort $(wildcard lua/stdlib/*.lua))
 GEN_STAMP := $(GEN)/.stamp
 RT_SRC   := $(sort $(wildcard runtime/core/*.c runtime/dispatch/*.c runtime/autograd/*.c \
@@ -114,7 +114,8 @@ $(GEN_STAMP): $(BUILD)/codegen $(SCHEMA_OPS) $(SCHEMA_DERIVS)
 	@mkdir -p $(GEN) $(BUILD)/man
 	$(BUILD)/codegen $(SCHEMA_OPS:%=--ops %) $(SCHEMA_DERIVS:%=--derivatives %) --out $(GEN) --man $(BUILD)/man
 	@touch $@
-$(GEN)/em_ops.c $(GEN)/em_autograd_gen.c $(GEN)/em_lua_ops.c $(GEN)/em_structured.c $(BUILD)/man/ember-ops.7: $(GEN_STAMP)
+$(GEN)/em_ops.c $(GEN)/em_autograd_gen.c $(GEN)/em_lua_ops.c $(GEN)/em_structured.c $(GEN)/em_formula_docs.c \
+  $(BUILD)/man/ember-ops.7: $(GEN_STAMP)
 	@:
 gen: $(GEN_STAMP)
 

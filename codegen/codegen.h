@@ -316,6 +316,13 @@ const cg_op *cg_structured_family(const cg_schema *s, const cg_op *op);
 /* Appends the meta/impl parameters: "const em_meta *m, em_tensor *self, ..."
  * (the out= op's arguments without out; with_out appends "em_tensor *out"). */
 void cg_emit_structured_params(cg_buf *b, const cg_op *out_op, bool impl);
+/* An op's node name ("AddBackward" for add and add_) and C type
+ * ("AddBackward_" for add_); n bytes each (emit_autograd.c). */
+void cg_node_names(const cg_op *op, char *display, char *ctype, size_t n);
+/* em_formula_docs.c: every node's inputs and formulas as written in
+ * derivatives.yaml, for ember.autograd.formulas and trace (emit_docs.c). */
+void cg_emit_formula_docs(cg_buf *b, const cg_schema *s);
+
 /* The meta and impl prototypes (appended to em_kernels_decl.h). */
 void cg_emit_structured_decls(cg_buf *b, const cg_schema *s);
 

@@ -79,6 +79,8 @@ static void node_names(const cg_op *op, char *display, char *ctype, size_t n) {
     snprintf(ctype, n, "%s%s", display, op->name[strlen(op->name) - 1] == '_' ? "_" : "");
 }
 
+void cg_node_names(const cg_op *op, char *display, char *ctype, size_t n) { node_names(op, display, ctype, n); }
+
 /* The condition "some input whose formula uses X needs a gradient":
  * node->next[i].fn || ... over those inputs (uses: arg index, or -1 for
  * result). Empty when no formula uses it. */
@@ -614,7 +616,7 @@ static void emit_kernel_undefined(cg_buf *b, const cg_op *op, const char *derivs
 static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, const char *ctype) {
     int w = written_arg(op);
     int nt = tensor_count(op);
-    char what[160];
+    char what[320];
     snprintf(what, sizeof what, "records a %s node, then redispatches below Autograd", display);
     kernel_head(b, op, what);
     cg_printf(b, "    em_keyset below = ks & em_keys_below(EM_KEY_AUTOGRAD);\n    %s *n;\n"
@@ -811,7 +813,7 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
  * output slot. The elements are views of one base made together: see
  * em_ag_mark_multi_view (an in-place write into one is refused). */
 static void emit_kernel_list_result(cg_buf *b, const cg_op *op, const char *display, const char *ctype) {
-    char what[160];
+    char what[320];
     snprintf(what, sizeof what, "records one %s node for every element", display);
     kernel_head(b, op, what);
     cg_printf(b, "    em_keyset below = ks & em_keys_below(EM_KEY_AUTOGRAD);\n    %s *n = NULL;\n"

@@ -78,6 +78,7 @@ int main(int argc, char **argv) {
     emit_to(out, "em_autograd_gen.c", cg_emit_autograd, &s);
     emit_to(out, "em_lua_ops.c", cg_emit_lua, &s);
     emit_to(out, "em_structured.c", cg_emit_structured, &s);
+    emit_to(out, "em_formula_docs.c", cg_emit_formula_docs, &s);
     if (man) {
         cg_mkdirs(man);
         emit_to(man, "ember-ops.7", cg_emit_man, &s);

@@ -44,6 +44,8 @@ EM_HIDDEN void em_lua_open_tensor(lua_State *L, int methods_idx);
 EM_HIDDEN void em_lua_register_methods(lua_State *L, int methods_idx);
 /* __tostring: pushes the PyTorch-style text of t. */
 EM_HIDDEN void em_lua_push_tensor_string(lua_State *L, const em_tensor *t);
+/* Generated (build/gen/em_formula_docs.c): {node, input, formula} rows. */
+EM_HIDDEN extern const char *const em_lua_formula_docs[][3];
 /* ember.set_printoptions / get_printoptions (lua_print.c) */
 EM_HIDDEN int em_lua_set_printoptions(lua_State *L);
 EM_HIDDEN int em_lua_get_printoptions(lua_State *L);

@@ -26,6 +26,15 @@ int em_lua_tensor_property(lua_State *L, em_tensor *t, const char *k) {
         else lua_pushnil(L);
     } else if (strcmp(k, "grad_fn") == 0) {
         em_lua_push_node(L, em_grad_fn(t));
+    } else if (strcmp(k, "grad_accumulator") == 0) {
+        /* a leaf's AccumulateGrad node (the graph's edge into x.grad) */
+        if (!em_is_leaf(t) || !em_requires_grad(t)) {
+            lua_pushnil(L);
+        } else {
+            em_edge e = em_gradient_edge(t);
+            em_lua_push_node(L, e.fn);
+            em_node_release(e.fn);
+        }
     } else if (strcmp(k, "retains_grad") == 0) {
         const em_ag_meta *m = t->autograd_meta;
         lua_pushboolean(L, m && m->retains_grad);
@@ -72,6 +81,29 @@ static int m_retain_grad(lua_State *L) {
     em_tensor *t = em_lua_checkself(L, 1, "retain_grad");
     if (em_retain_grad(t) != EM_OK) return em_lua_error(L, "retain_grad");
     return 0;
+}
+
+/* ember.autograd.formulas(node_name): {{input=, formula=}, ...} for each
+ * Tensor argument of the op behind the node (formula nil: no gradient
+ * flows there), as derivatives.yaml writes them; nil for a node without
+ * formulas (AccumulateGrad, custom Functions, views' nodes are listed). */
+static int l_formulas(lua_State *L) {
+    const char *name = luaL_checkstring(L, 1);
+    int n = 0;
+    for (int i = 0; em_lua_formula_docs[i][0]; i++) {
+        if (strcmp(em_lua_formula_docs[i][0], name) != 0) continue;
+        if (n == 0) lua_newtable(L);
+        lua_createtable(L, 0, 2);
+        lua_pushstring(L, em_lua_formula_docs[i][1]);
+        lua_setfield(L, -2, "input");
+        if (em_lua_formula_docs[i][2]) {
+            lua_pushstring(L, em_lua_formula_docs[i][2]);
+            lua_setfield(L, -2, "formula");
+        }
+        lua_rawseti(L, -2, ++n);
+    }
+    if (n == 0) lua_pushnil(L);
+    return 1;
 }
 
 static int l_differentiable_ops(lua_State *L) {
@@ -168,6 +200,7 @@ void em_lua_register_autograd(lua_State *L, int mod, int methods) {
         { "grad", em_lua_autograd_grad },
         { "dot", em_lua_autograd_dot },
         { "differentiable_ops", l_differentiable_ops },
+        { "formulas", l_formulas },
         { "is_anomaly_enabled", l_is_anomaly_enabled },
         { "_function_apply", em_lua_function_apply },
         { "_set_grad_enabled", l_set_grad_raw },

@@ -1,5 +1,6 @@
 /* lua_node.c -- graph nodes as "ember.Node" userdata (y.grad_fn): name,
- * next_functions, sequence_nr, num_inputs, register_hook. A userdata
+ * next_functions, sequence_nr, num_inputs, id (the same light userdata for
+ * every handle of one node), register_hook. A userdata
  * holds one node reference, dropped by __gc/__close.
  * (Split from lua_autograd.c; see the list of files in em_lua_int.h.)
  */
@@ -76,6 +77,8 @@ static int node_index(lua_State *L) {
         lua_pushcfunction(L, node_name_method);
     } else if (strcmp(k, "sequence_nr") == 0) {
         lua_pushinteger(L, (lua_Integer)n->sequence_nr);
+    } else if (strcmp(k, "id") == 0) { /* one value per node: a table key */
+        lua_pushlightuserdata(L, n);
     } else if (strcmp(k, "num_inputs") == 0) {
         lua_pushinteger(L, n->num_inputs);
     } else {

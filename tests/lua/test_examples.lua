@@ -24,6 +24,19 @@ function T.autodiff_example()
   check(text:find("digraph", 1, true) and text:find("MulBackward", 1, true), text)
 end
 
+function T.autodiff_tour_example()
+  local out, code = run(q(EMBER) .. " examples/autodiff_tour.lua")
+  check(code == 0, out)
+  check(out:find("[3] AddBackward", 1, true), out)
+  check(out:find("dy/dw from backward:\ttensor([0.7116, 0.2071])", 1, true), out)
+  check(out:find("dy/dw by hand:      \ttensor([0.7116, 0.2071])", 1, true), out)
+  check(out:find("false\tgradcheck: Jacobian mismatch", 1, true), out)
+  check(out:find("SquareBackward", 1, true), out)
+  local lines = 0
+  for _ in io.lines("examples/autodiff_tour.lua") do lines = lines + 1 end
+  check(lines < 60, "the tour stays under 60 lines")
+end
+
 function T.iris_example_learns()
   local out, code = run(q(EMBER) .. " examples/iris.lua 200")
   check(code == 0, out)
