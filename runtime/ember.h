@@ -115,6 +115,11 @@ EMBER_PUBLIC int64_t ember_tensor_numel(const ember_tensor *t);
 EMBER_PUBLIC void *ember_tensor_data(const ember_tensor *t);
 /* The .grad of a tensor that requires grad (a new reference), or NULL. */
 EMBER_PUBLIC ember_tensor *ember_tensor_grad(const ember_tensor *t);
+/* y's backward from C, as y:backward(grad) (grad NULL: y has one element),
+ * accumulating into the leaves' .grad; retain_graph keeps the graph for
+ * another backward. Lua hooks and custom Functions in the graph run in the
+ * states that made them, on this thread. 0, or -1 (ember_error_message). */
+EMBER_PUBLIC int ember_backward(ember_tensor *y, ember_tensor *grad, int retain_graph);
 
 /* ---- exchanging tensors with Lua ---- */
 

@@ -232,6 +232,38 @@ START_TEST(test_embed_dlpack) {
 }
 END_TEST
 
+/* A backward started from C runs the Lua hooks and custom Functions of the
+ * state that made them (Note [Lua callbacks from the engine]). */
+START_TEST(test_embed_backward_from_c_runs_lua) {
+    ember_state *S = ember_open(NULL);
+    ck_assert_int_eq(ember_run_string(S,
+                                      "seen = 0\n"
+                                      "w = ember.ones(2, {requires_grad = true})\n"
+                                      "w:register_hook(function(g) seen = seen + 1; return g * 2 end)\n"
+                                      "local Cube = ember.autograd.Function{\n"
+                                      "  forward = function(ctx, a) ctx:save_for_backward(a); return a * a * a end,\n"
+                                      "  backward = function(ctx, g) local a = ctx.saved_tensors[1]; return g * 3 * a * a end}\n"
+                                      "y = Cube(w * 2):sum()\n"
+                                      "bad = (w * ember.autograd.Function{forward = function(ctx, a) return a end,\n"
+                                      "  backward = function(ctx, g) error('no way back') end}(w)):sum()",
+                                      NULL), 0);
+    ember_tensor *y = ember_get_global(S, "y");
+    ck_assert_msg(ember_backward(y, NULL, 0) == 0, "%s", ember_error_message());
+    /* d/dw sum((2w)^3) = 24 w^2 = 24, doubled by the hook */
+    ck_assert_int_eq(ember_run_string(S, "assert(seen == 1, seen); assert(w.grad[1]:item() == 48, tostring(w.grad))", NULL), 0);
+    ck_assert_int_eq(ember_backward(y, NULL, 0), -1); /* the graph was freed */
+    ember_tensor_release(y);
+    ember_tensor *bad = ember_get_global(S, "bad");
+    ck_assert_int_eq(ember_backward(bad, NULL, 0), -1);
+    ck_assert_ptr_nonnull(strstr(ember_error_message(), "no way back"));
+    ember_close(S);
+    /* the state is gone: its hooks cannot run, and say so */
+    ck_assert_int_eq(ember_backward(bad, NULL, 0), -1);
+    ember_tensor_release(bad);
+    ck_assert_int_eq(ember_backward(NULL, NULL, 0), -1);
+}
+END_TEST
+
 /* Each thread trains y = 2x + 1 in its own state. */
 static void *train(void *arg) {
     (void)arg;
@@ -275,6 +307,7 @@ Suite *make_embed_suite(void) {
     tcase_add_test(tc, test_embed_sandbox_and_budgets);
     tcase_add_test(tc, test_embed_dlpack);
     tcase_add_test(tc, test_embed_states_in_threads);
+    tcase_add_test(tc, test_embed_backward_from_c_runs_lua);
     suite_add_tcase(s, tc);
     return s;
 }

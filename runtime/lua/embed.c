@@ -325,6 +325,15 @@ int64_t ember_tensor_numel(const ember_tensor *t) { return t->numel; }
 void *ember_tensor_data(const ember_tensor *t) { return t->device.type == EM_CPU ? em_tensor_data(t) : NULL; }
 ember_tensor *ember_tensor_grad(const ember_tensor *t) { return em_grad(t); }
 
+int ember_backward(ember_tensor *y, ember_tensor *grad, int retain_graph) {
+    if (!y) {
+        em_set_error(EM_EVALUE, "ember_backward: NULL tensor");
+        return -1;
+    }
+    em_backward_opts o = { retain_graph != 0, false, true, false };
+    return em_backward(&y, &grad, 1, NULL, 0, NULL, &o) == EM_OK ? 0 : -1;
+}
+
 /* ---- globals and calls ---- */
 
 /* Pushes the value at a dotted global path (nil when a part is missing). */

@@ -11,8 +11,11 @@
  * (em_lua_set_callback_state); a callback runs its Lua code under lua_pcall
  * of a C body on that state (em_lua_run_protected), so no Lua error ever
  * unwinds through engine frames: an error becomes the backward's error
- * (message kept). A callback with no callback state (a backward started
- * from C) fails.
+ * (message kept). A callback of another state than the callback state's,
+ * or with none (a backward started from C: ember_backward), runs on the
+ * main thread of the state that owns it (its token's), which belongs to
+ * the calling thread as every state belongs to one thread at a time
+ * (ember.h).
  *
  * Note [Deferred unref]
  * A callback's ud may be freed (free_ud) wherever the last reference to its
@@ -37,6 +40,7 @@
 struct em_lua_token {
     atomic_int refs;
     atomic_bool alive;
+    lua_State *main; /* the owning state's main thread (valid while alive) */
 };
 
 typedef struct {
@@ -82,6 +86,9 @@ em_lua_token *em_lua_token_get(lua_State *L) {
         if (!tok) luaL_error(L, "autograd: out of memory");
         atomic_init(&tok->refs, 1);
         atomic_init(&tok->alive, true);
+        lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+        tok->main = lua_tothread(L, -1);
+        lua_pop(L, 1);
         *p = tok;
         lua_setfield(L, LUA_REGISTRYINDEX, TOKEN_KEY);
     }
@@ -147,11 +154,19 @@ lua_State *em_lua_set_callback_state(lua_State *L) {
     return prev;
 }
 
+/* The main thread of L's state. */
+static lua_State *main_of(lua_State *L) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+    lua_State *m = lua_tothread(L, -1);
+    lua_pop(L, 1);
+    return m;
+}
+
 em_status em_lua_run_protected(em_lua_token *tok, lua_CFunction body, void *ud, const char *what) {
-    lua_State *L = cur_L;
-    if (!L || !tok || !atomic_load(&tok->alive))
-        return em_set_error(EM_EVALUE, "%s: Lua code can only run in a backward started from Lua "
-                                       "(its state)", what);
+    if (!tok || !atomic_load(&tok->alive))
+        return em_set_error(EM_EVALUE, "%s: the Lua state that registered it was closed", what);
+    /* the running thread of the owning state, else its main thread */
+    lua_State *L = cur_L && main_of(cur_L) == tok->main ? cur_L : tok->main;
     int top = lua_gettop(L);
     if (!lua_checkstack(L, 8)) return em_set_error(EM_ENOMEM, "%s: Lua stack overflow", what);
     lua_pushcfunction(L, body);
