@@ -137,9 +137,10 @@ EMBER_PUBLIC int ember_call(ember_state *S, const char *name, int nin, ember_ten
                             ember_tensor **out);
 
 /* ---- DLPack ----
- * The published DLPack ABI (dlpack.h, DLPACK_VERSION 80, ABI 1): these
- * definitions are skipped when the host included dlpack.h first. */
-#ifndef DLPACK_VERSION
+ * The published DLPack ABI (dlpack.h): DLPack 0.8's DLManagedTensor and
+ * DLPack 1.0's DLManagedTensorVersioned. These definitions are skipped
+ * when the host included a dlpack.h that has them. */
+#if !defined(DLPACK_VERSION) && !defined(DLPACK_MAJOR_VERSION)
 #define DLPACK_VERSION 80
 #define DLPACK_ABI_VERSION 1
 typedef enum { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3 } DLDeviceType;
@@ -169,6 +170,22 @@ typedef struct DLManagedTensor {
     void (*deleter)(struct DLManagedTensor *self);
 } DLManagedTensor;
 #endif
+#ifndef DLPACK_MAJOR_VERSION
+#define DLPACK_MAJOR_VERSION 1
+#define DLPACK_MINOR_VERSION 0
+#define DLPACK_FLAG_BITMASK_READ_ONLY (1UL << 0UL)
+typedef struct {
+    uint32_t major;
+    uint32_t minor;
+} DLPackVersion;
+typedef struct DLManagedTensorVersioned {
+    DLPackVersion version;
+    void *manager_ctx;
+    void (*deleter)(struct DLManagedTensorVersioned *self);
+    uint64_t flags;
+    DLTensor dl_tensor;
+} DLManagedTensorVersioned;
+#endif
 
 /* t as a DLManagedTensor sharing its memory (CPU tensors); the consumer
  * calls its deleter once, which releases ember's reference. */
@@ -177,6 +194,11 @@ EMBER_PUBLIC DLManagedTensor *ember_to_dlpack(ember_tensor *t);
  * has); ember calls m->deleter when the tensor's last reference goes. On
  * error m is left to the caller. */
 EMBER_PUBLIC ember_tensor *ember_from_dlpack(DLManagedTensor *m);
+/* The same with DLPack 1.0's versioned struct (version 1.0 on export;
+ * import takes major version 1 and refuses read-only tensors, since ember
+ * tensors are writable). */
+EMBER_PUBLIC DLManagedTensorVersioned *ember_to_dlpack_versioned(ember_tensor *t);
+EMBER_PUBLIC ember_tensor *ember_from_dlpack_versioned(DLManagedTensorVersioned *m);
 
 #ifdef __cplusplus
 }

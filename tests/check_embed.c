@@ -229,6 +229,26 @@ START_TEST(test_embed_dlpack) {
     ck_assert_int_eq(dl_deleted, 0);
     ember_tensor_release(z);
     ck_assert_int_eq(dl_deleted, 1);
+
+    /* DLPack 1.0's versioned struct, both ways */
+    ember_tensor *v = ember_tensor_zeros(EMBER_FLOAT64, 1, (int64_t[]){ 3 });
+    DLManagedTensorVersioned *mv = ember_to_dlpack_versioned(v);
+    ck_assert_ptr_nonnull(mv);
+    ck_assert_int_eq(mv->version.major, 1);
+    ck_assert_int_eq(mv->dl_tensor.dtype.code, kDLFloat);
+    ck_assert_int_eq(mv->dl_tensor.shape[0], 3);
+    ember_tensor *v2 = ember_from_dlpack_versioned(mv);
+    ck_assert_ptr_eq(ember_tensor_data(v2), ember_tensor_data(v));
+    ember_tensor_release(v);
+    ((double *)ember_tensor_data(v2))[2] = 5; /* still alive through the export */
+    ember_tensor_release(v2);
+    DLManagedTensorVersioned ro = { { 1, 0 }, NULL, NULL, DLPACK_FLAG_BITMASK_READ_ONLY,
+                                    { &f, { kDLCPU, 0 }, 0, { kDLFloat, 32, 1 }, NULL, NULL, 0 } };
+    ck_assert_ptr_null(ember_from_dlpack_versioned(&ro));
+    ro.flags = 0;
+    ro.version.major = 2;
+    ck_assert_ptr_null(ember_from_dlpack_versioned(&ro));
+    ck_assert_ptr_nonnull(strstr(ember_error_message(), "major version 2"));
 }
 END_TEST
 

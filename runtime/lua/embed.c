@@ -527,6 +527,60 @@ DLManagedTensor *ember_to_dlpack(ember_tensor *t) {
     return &e->m;
 }
 
+typedef struct {
+    DLManagedTensorVersioned m;
+    DLManagedTensor *legacy; /* the export it wraps (owns t) */
+} dl_export_v;
+
+static void dl_export_v_delete(DLManagedTensorVersioned *m) {
+    dl_export_v *e = (dl_export_v *)m;
+    e->legacy->deleter(e->legacy);
+    free(e);
+}
+
+DLManagedTensorVersioned *ember_to_dlpack_versioned(ember_tensor *t) {
+    DLManagedTensor *legacy = ember_to_dlpack(t);
+    if (!legacy) return NULL;
+    dl_export_v *e = calloc(1, sizeof *e);
+    if (!e) {
+        legacy->deleter(legacy);
+        em_set_error(EM_ENOMEM, "ember_to_dlpack_versioned: out of memory");
+        return NULL;
+    }
+    e->legacy = legacy;
+    e->m.version = (DLPackVersion){ 1, 0 };
+    e->m.manager_ctx = e;
+    e->m.deleter = dl_export_v_delete;
+    e->m.flags = 0;
+    e->m.dl_tensor = legacy->dl_tensor; /* shape/strides point into the legacy export */
+    return &e->m;
+}
+
+static void dl_import_v_delete(void *data, void *ctx) {
+    (void)data;
+    DLManagedTensorVersioned *m = ctx;
+    if (m->deleter) m->deleter(m);
+}
+
+static ember_tensor *from_dltensor(const DLTensor *d, void (*del)(void *, void *), void *ctx, const char *who);
+
+ember_tensor *ember_from_dlpack_versioned(DLManagedTensorVersioned *m) {
+    if (!m) {
+        em_set_error(EM_EVALUE, "ember_from_dlpack_versioned: NULL tensor");
+        return NULL;
+    }
+    if (m->version.major != 1) {
+        em_set_error(EM_EVALUE, "ember_from_dlpack_versioned: DLPack major version %u is not supported (1)",
+                     (unsigned)m->version.major);
+        return NULL;
+    }
+    if (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY) {
+        em_set_error(EM_EVALUE, "ember_from_dlpack_versioned: the tensor is read-only (ember tensors are writable)");
+        return NULL;
+    }
+    return from_dltensor(&m->dl_tensor, dl_import_v_delete, m, "ember_from_dlpack_versioned");
+}
+
 static void dl_import_delete(void *data, void *ctx) {
     (void)data;
     DLManagedTensor *m = ctx;
@@ -538,24 +592,27 @@ ember_tensor *ember_from_dlpack(DLManagedTensor *m) {
         em_set_error(EM_EVALUE, "ember_from_dlpack: NULL tensor");
         return NULL;
     }
-    const DLTensor *d = &m->dl_tensor;
+    return from_dltensor(&m->dl_tensor, dl_import_delete, m, "ember_from_dlpack");
+}
+
+/* A tensor over d's memory that calls del(data, ctx) at its end. */
+static ember_tensor *from_dltensor(const DLTensor *d, void (*del)(void *, void *), void *ctx, const char *who) {
     if (d->device.device_type != kDLCPU && d->device.device_type != kDLCUDAHost) {
-        em_set_error(EM_EDEVICE, "ember_from_dlpack: device type %d is not supported (cpu only)",
-                     (int)d->device.device_type);
+        em_set_error(EM_EDEVICE, "%s: device type %d is not supported (cpu only)", who, (int)d->device.device_type);
         return NULL;
     }
     if (d->ndim < 0 || d->ndim > EM_MAX_DIMS) {
-        em_set_error(EM_EVALUE, "ember_from_dlpack: ndim %d is out of range [0, %d]", (int)d->ndim, EM_MAX_DIMS);
+        em_set_error(EM_EVALUE, "%s: ndim %d is out of range [0, %d]", who, (int)d->ndim, EM_MAX_DIMS);
         return NULL;
     }
     int dt = -1;
     for (int i = 0; i < EM_DTYPE_COUNT; i++)
         if (dl_types[i].code == d->dtype.code && dl_types[i].bits == d->dtype.bits && d->dtype.lanes == 1) dt = i;
     if (dt < 0) {
-        em_set_error(EM_ETYPE, "ember_from_dlpack: dtype code %d bits %d lanes %d is not supported", d->dtype.code,
+        em_set_error(EM_ETYPE, "%s: dtype code %d bits %d lanes %d is not supported", who, d->dtype.code,
                      d->dtype.bits, d->dtype.lanes);
         return NULL;
     }
     char *data = d->data ? (char *)d->data + d->byte_offset : NULL;
-    return ember_tensor_wrap(data, (ember_dtype)dt, d->ndim, d->shape, d->strides, dl_import_delete, m);
+    return ember_tensor_wrap(data, (ember_dtype)dt, d->ndim, d->shape, d->strides, del, ctx);
 }
