@@ -278,8 +278,10 @@ em_tensor *em_tensor_new_view(em_storage *st, int64_t offset, int ndim, const in
     t->device = st->device;
     t->keyset = EM_KS(em_backend_key(st->device));
     t->numel = numel;
-    memcpy(t->sizes, sizes, (size_t)ndim * sizeof(int64_t));
-    memcpy(t->strides, strides, (size_t)ndim * sizeof(int64_t));
+    if (ndim > 0) { /* sizes/strides may be NULL for a 0-dim tensor */
+        memcpy(t->sizes, sizes, (size_t)ndim * sizeof(int64_t));
+        memcpy(t->strides, strides, (size_t)ndim * sizeof(int64_t));
+    }
     t->version = version;
     t->autograd_meta = NULL;
     t->view_base = NULL;

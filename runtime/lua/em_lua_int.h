@@ -101,6 +101,8 @@ EM_HIDDEN extern _Atomic int em_lua_pending_count;
 typedef struct em_lua_token em_lua_token;
 /* L's token (made once per state), as a new reference. */
 EM_HIDDEN em_lua_token *em_lua_token_get(lua_State *L);
+/* Whether the token's state is still open (its Lua memory valid). */
+EM_HIDDEN bool em_lua_token_alive(const em_lua_token *tok);
 EM_HIDDEN void em_lua_token_retain(em_lua_token *tok);
 EM_HIDDEN void em_lua_token_release(em_lua_token *tok);
 /* Queues registry ref for unref by tok's state (dropped when that state is

@@ -59,6 +59,8 @@ void em_lua_token_release(em_lua_token *tok) {
 
 void em_lua_token_retain(em_lua_token *tok) { atomic_fetch_add(&tok->refs, 1); }
 
+bool em_lua_token_alive(const em_lua_token *tok) { return atomic_load(&tok->alive); }
+
 static int token_gc(lua_State *L) {
     em_lua_token **p = lua_touserdata(L, 1);
     if (p && *p) {

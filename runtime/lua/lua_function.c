@@ -46,7 +46,9 @@ typedef struct {
 static void fn_ud_free(void *p) {
     fn_ud *f = p;
     if (!f) return;
-    if (f->box) f->box->node = NULL;
+    /* the box is Lua memory: gone with a closed state (the host may hold
+     * the graph longer, ember.h) */
+    if (f->box && f->tok && em_lua_token_alive(f->tok)) f->box->node = NULL;
     if (f->tok) {
         em_lua_token_retain(f->tok);
         em_lua_defer_unref(f->tok, f->def_ref);
