@@ -9,6 +9,7 @@ Suite *make_kernels_suite(void);
 Suite *make_codegen_suite(void);
 Suite *make_autograd_suite(void);
 Suite *make_device_suite(void);
+Suite *make_random_suite(void);
 
 int main(void) {
     SRunner *sr = srunner_create(make_core_suite());
@@ -17,6 +18,7 @@ int main(void) {
     srunner_add_suite(sr, make_codegen_suite());
     srunner_add_suite(sr, make_autograd_suite());
     srunner_add_suite(sr, make_device_suite());
+    srunner_add_suite(sr, make_random_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

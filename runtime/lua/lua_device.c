@@ -172,6 +172,42 @@ static int gen_initial_seed(lua_State *L) {
     return 1;
 }
 
+/* g:get_state() -> an int64 tensor {seed, offset} (Note [Random numbers]:
+ * the offset counts the 32-bit words drawn); g:set_state(t) -> g puts it
+ * back, so the same numbers follow. */
+static int gen_get_state(lua_State *L) {
+    em_generator *g = check_self_gen(L, "get_state");
+    uint64_t seed, offset;
+    em_generator_get_state(g, &seed, &offset);
+    int64_t n = 2;
+    em_tensor *t = em_tensor_new(1, &n, EM_INT64, em_cpu_device());
+    if (t) {
+        ((int64_t *)em_tensor_data(t))[0] = (int64_t)seed;
+        ((int64_t *)em_tensor_data(t))[1] = (int64_t)offset;
+    }
+    em_lua_push_tensor(L, t, "get_state");
+    return 1;
+}
+
+static int gen_set_state(lua_State *L) {
+    em_generator *g = check_self_gen(L, "set_state");
+    em_tensor *t = em_lua_totensor(L, 2);
+    if (!t || t->dtype != EM_INT64 || t->ndim != 1 || t->numel != 2 || t->device.type != EM_CPU)
+        return em_lua_argerror(L, 2, "set_state", "state: expected the int64 tensor of 2 values "
+                               "that get_state returns, got %s", t ? "another tensor" : luaL_typename(L, 2));
+    int64_t v[2];
+    for (int i = 0; i < 2; i++) {
+        const char *p = (const char *)t->storage->data + (t->offset + i * t->strides[0]) * 8;
+        memcpy(&v[i], p, sizeof v[i]);
+    }
+    if (v[1] < 0)
+        return em_lua_argerror(L, 2, "set_state", "state: offset must be non-negative, got %I",
+                               (lua_Integer)v[1]);
+    em_generator_set_state(g, (uint64_t)v[0], (uint64_t)v[1]);
+    lua_settop(L, 1);
+    return 1;
+}
+
 static int gen_gc(lua_State *L) {
     em_generator **p = togen(L, 1);
     if (p && *p) {
@@ -271,7 +307,8 @@ static void make_metatables(lua_State *L) {
     };
     static const luaL_Reg gen_methods[] = {
         { "manual_seed", gen_manual_seed }, { "seed", gen_seed },
-        { "initial_seed", gen_initial_seed }, { NULL, NULL }
+        { "initial_seed", gen_initial_seed }, { "get_state", gen_get_state },
+        { "set_state", gen_set_state }, { NULL, NULL }
     };
     if (luaL_newmetatable(L, DEVICE_MT)) luaL_setfuncs(L, device_meta, 0);
     lua_pop(L, 1);
