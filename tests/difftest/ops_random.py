@@ -11,6 +11,12 @@ Samplers whose values are always random (exponential_, log_normal_,
 geometric_, random_()) run on a fresh `empty` tensor, so no compared
 tensor holds their values.
 
+Creation: eye, linspace, logspace (values compared: ember follows torch's
+kernel, Note [linspace like PyTorch]; float results may differ in the last
+ulp), tril_indices/triu_indices (1-based: torch's result + 1),
+empty_strided (novalues), the _like factories (generic; empty_like
+novalues).
+
 Accepted differences: normal(mean, std) with a mean or std that requires
 grad: torch's result requires grad and gets zero gradients (its formula),
 ember's has no history (a zero formula would contradict the finite
@@ -20,7 +26,7 @@ ember (its values are never compared). Generators (`{generator = g}` in
 ember) are never drawn.
 """
 from ops import *  # noqa: F401,F403
-from ops import _rand_shape, FLOAT_DTYPES
+from ops import _rand_shape, _plus1, FLOAT_DTYPES
 
 INT_DTYPES = ['int64', 'int32', 'int8', 'uint8']
 
@@ -209,3 +215,58 @@ def _gen_bern_t(g):
     shape = [1 if g.r.random() < 0.3 else n for n in g.t(s).shape]
     p, st = _leaf_values(g, shape, g.r.choice(FLOAT_DTYPES), lambda i: float(g.r.randint(0, 1)))
     return dict(args=[['var', s], ['var', p]], pre=[st])
+
+
+# ---- creation ----
+
+def _kw_dtype(g, choices, p=0.5):
+    return {'dtype': ['dtype', g.r.choice(choices)]} if g.r.random() < p else {}
+
+
+def gen_eye(g, op):
+    args = [['int', g.r.randint(0, 4)]]
+    if op.name == 'eye.m':
+        args.append(['int', g.r.randint(0, 4)])
+    return dict(args=args, kw=_kw_dtype(g, ['float32', 'float64', 'int64', 'int32', 'bool', 'uint8']),
+                style='function')
+
+
+def gen_spaced(g, op):
+    def scal():
+        return ['int', g.r.randint(-6, 6)] if g.r.random() < 0.5 else ['num', g.r.randint(-24, 24) / 8.0]
+    args = [scal(), scal(), ['int', g.r.randint(0, 40)]]
+    if op.name == 'logspace':
+        args = [['num', g.r.randint(-8, 8) / 4.0], ['num', g.r.randint(-8, 8) / 4.0], ['int', g.r.randint(0, 12)]]
+        if g.r.random() < 0.5:
+            args.append(['num', g.r.choice([2.0, 10.0, 0.5, 3.0])])
+    dts = ['float32', 'float64', 'int64', 'int32', 'int8'] if op.name == 'linspace' else ['float32', 'float64']
+    return dict(args=args, kw=_kw_dtype(g, dts), style='function')
+
+
+def gen_tri_indices(g, op):
+    args = [['int', g.r.randint(0, 4)], ['int', g.r.randint(0, 4)]]
+    if g.r.random() < 0.6:
+        args.append(['int', g.r.randint(-3, 3)])
+    return dict(args=args, kw=_kw_dtype(g, ['int64', 'int32'], 0.3), style='function')
+
+
+def gen_empty_strided(g, op):
+    shape = _rand_shape(g)
+    stride = [g.r.randint(0, 4) for _ in shape]
+    return dict(args=[['ints', shape, 't'], ['ints', stride, 't']],
+                kw=_kw_dtype(g, ['float32', 'float64', 'int64']), style='function', novalues=True)
+
+
+MAP.update({
+    'eye': dict(gen=gen_eye, weight=0.2),
+    'eye.m': dict(gen=gen_eye, weight=0.2),
+    'linspace': dict(gen=gen_spaced, weight=0.3),
+    'logspace': dict(gen=gen_spaced, weight=0.2),
+    'tril_indices': dict(gen=gen_tri_indices, post=_plus1, weight=0.2),
+    'triu_indices': dict(gen=gen_tri_indices, post=_plus1, weight=0.2),
+    'empty_strided': dict(gen=gen_empty_strided, weight=0.2),
+    'empty_like': dict(gen=lambda g, op: (lambda s: None if s is None else dict(
+        args=[['var', s]], kw=_kw_dtype(g, FLOAT_DTYPES + ['int64']), style='function', novalues=True))(g.pick()),
+        weight=0.2),
+    'zeros_like': dict(weight=0.3), 'ones_like': dict(weight=0.3), 'full_like': dict(weight=0.3),
+})

@@ -460,4 +460,113 @@ function T.like_forms()
   check_error(function() return ember.randint_like(x, 3, 3) end, "randint_like", "from=3 >= to=3")
 end
 
+-- ---- creation (values from PyTorch 1.13; indices 1-based) ----
+
+function T.eye()
+  check_tensor(ember.eye(3), { { 1, 0, 0 }, { 0, 1, 0 }, { 0, 0, 1 } }, 0)
+  local e = ember.eye(2, 3, { dtype = "int64" })
+  check_eq(e.dtype, "int64")
+  check_tensor(e, { { 1, 0, 0 }, { 0, 1, 0 } }, 0)
+  check_tensor(ember.eye(3, 1), { { 1 }, { 0 }, { 0 } }, 0)
+  check_tensor(ember.eye(2, { dtype = "bool" }), { { true, false }, { false, true } })
+  check_shape(ember.eye(0), { 0, 0 })
+  check_shape(ember.eye(2, 0), { 2, 0 })
+  check_error(function() return ember.eye(-1) end, "eye", "'n'", "-1")
+  check_error(function() return ember.eye(2, -1) end, "eye", "'m'", "-1")
+end
+
+function T.linspace_and_logspace()
+  check_tensor(ember.linspace(0, 10, 5), { 0, 2.5, 5, 7.5, 10 }, 0)
+  check_eq(ember.linspace(1, 2, 3).dtype, "float32")
+  -- integral dtypes: from the ends, halves counted from each end, truncated
+  check_tensor(ember.linspace(0, 10, 4, { dtype = "int64" }), { 0, 3, 6, 10 }, 0)
+  check_tensor(ember.linspace(0, -7, 4, { dtype = "int64" }), { 0, -2, -4, -7 }, 0)
+  check_tensor(ember.linspace(0, 10, 4, { dtype = "uint8" }), { 0, 3, 6, 10 }, 0)
+  local d = ember.linspace(-1, 1, 7, { dtype = "float64" }):tolist()
+  check_eq(d[1], -1)
+  check_eq(d[7], 1)
+  check_near(d[4], 5.5511151231257827e-17, 1e-30) -- PyTorch's value (1 - 3 * (2/6))
+  check_tensor(ember.linspace(0.5, 1, 3, { dtype = "float16" }), { 0.5, 0.75, 1 }, 0)
+  check_tensor(ember.linspace(3, 3, 1), { 3 }, 0)
+  check_tensor(ember.linspace(0, 1, 1), { 0 }, 0)
+  check_shape(ember.linspace(0, 1, 0), { 0 })
+  check_error(function() return ember.linspace(0, 1, -1) end, "linspace", "steps", "-1")
+  check_error(function() return ember.linspace(0, 1, 3, { dtype = "bool" }) end, "linspace", "bool")
+  check_tensor(ember.logspace(0, 2, 3), { 1, 10, 100 }, 1e-6)
+  check_tensor(ember.logspace(0, 3, 4, 2), { 1, 2, 4, 8 }, 0)
+  check_tensor(ember.logspace(0, 2, 3, { dtype = "int64" }), { 1, 10, 100 }, 0)
+  check_tensor(ember.logspace(-1, 1, 3, 2.5, { dtype = "float64" }), { 0.4, 1, 2.5 }, 1e-12)
+  check_shape(ember.logspace(0, 1, 0), { 0 })
+  check_error(function() return ember.logspace(0, 2, 3, { dtype = "bool" }) end, "logspace", "bool")
+end
+
+function T.arange_with_float_steps()
+  -- PyTorch's length: ceil((end - start) / step)
+  check_tensor(ember.arange(0, 1, 0.3), { 0, 0.3, 0.6, 0.9 }, 1e-6)
+  check_tensor(ember.arange(1, 2.5, 0.5), { 1, 1.5, 2 }, 0)
+  check_shape(ember.arange(0, 1, 0.1), { 10 })
+  check_tensor(ember.arange(-1, 1, 0.25, { dtype = "float64" }), { -1, -0.75, -0.5, -0.25, 0, 0.25, 0.5, 0.75 }, 0)
+  check_tensor(ember.arange(0.5, 3, { dtype = "int64" }), { 0, 1, 2 }, 0)
+  check_tensor(ember.arange(3, 0, -0.5), { 3, 2.5, 2, 1.5, 1, 0.5 }, 0)
+end
+
+function T.tril_and_triu_indices_are_1_based()
+  check_tensor(ember.tril_indices(3, 3), { { 1, 2, 2, 3, 3, 3 }, { 1, 1, 2, 1, 2, 3 } }, 0)
+  check_tensor(ember.tril_indices(3, 4, 1), { { 1, 1, 2, 2, 2, 3, 3, 3, 3 }, { 1, 2, 1, 2, 3, 1, 2, 3, 4 } }, 0)
+  check_tensor(ember.tril_indices(3, 4, -1), { { 2, 3, 3 }, { 1, 1, 2 } }, 0)
+  check_tensor(ember.triu_indices(3, 3), { { 1, 1, 1, 2, 2, 3 }, { 1, 2, 3, 2, 3, 3 } }, 0)
+  check_tensor(ember.triu_indices(2, 4, -1), { { 1, 1, 1, 1, 2, 2, 2, 2 }, { 1, 2, 3, 4, 1, 2, 3, 4 } }, 0)
+  check_shape(ember.tril_indices(0, 3), { 2, 0 })
+  check_shape(ember.triu_indices(3, 3, 5), { 2, 0 })
+  check_shape(ember.tril_indices(3, 3, -5), { 2, 0 })
+  check_eq(ember.tril_indices(3, 3).dtype, "int64")
+  check_eq(ember.tril_indices(3, 3, 0, { dtype = "int32" }).dtype, "int32")
+  -- they index: the lower triangle's values of a matrix
+  local m = ember.arange(1, 10):reshape(3, 3)
+  local ix = ember.tril_indices(3, 3)
+  local vals = {}
+  for k = 1, ix:size(2) do vals[k] = m[ix[1][k]:item()][ix[2][k]:item()]:item() end
+  check_eq(table.concat(vals, ","), "1,4,5,7,8,9")
+  check_error(function() return ember.tril_indices(-1, 3) end, "tril_indices", "row", "-1")
+  check_error(function() return ember.triu_indices(3, -2) end, "triu_indices", "col", "-2")
+  check_error(function() return ember.tril_indices(3, 3, 0, { dtype = "float32" }) end, "tril_indices", "float32")
+end
+
+function T.empty_strided()
+  local e = ember.empty_strided({ 2, 3 }, { 1, 2 })
+  check_shape(e, { 2, 3 })
+  check_eq(e:stride()[1], 1)
+  check_eq(e:stride()[2], 2)
+  check(not e:is_contiguous())
+  e:copy_(ember.tensor({ { 1, 2, 3 }, { 4, 5, 6 } }))
+  check_tensor(e, { { 1, 2, 3 }, { 4, 5, 6 } }, 0)
+  local z = ember.empty_strided({ 2, 3 }, { 0, 0 }, { dtype = "float64" })
+  check_eq(z.dtype, "float64")
+  check_eq(z:stride()[1], 0)
+  check_shape(ember.empty_strided({ 0, 3 }, { 0, 0 }), { 0, 3 })
+  check_error(function() return ember.empty_strided({ 2 }, { 1, 2 }) end, "empty_strided", "size", "stride")
+  check_error(function() return ember.empty_strided({ 2, -1 }, { 1, 2 }) end, "empty_strided", "size", "-1")
+  check_error(function() return ember.empty_strided({ 2, 3 }, { 1, -2 }) end, "empty_strided", "stride", "-2")
+end
+
+function T.like_factories()
+  local x = ember.ones(2, 3, { dtype = "float64" })
+  local z = ember.zeros_like(x)
+  check_eq(z.dtype, "float64")
+  check_tensor(z, { { 0, 0, 0 }, { 0, 0, 0 } }, 0)
+  check_eq(ember.zeros_like(x, { dtype = "int32" }).dtype, "int32")
+  check_tensor(ember.ones_like(ember.zeros(2, { dtype = "bool" })), { true, true })
+  check_tensor(ember.full_like(ember.zeros(2, { dtype = "int64" }), 2.7), { 2, 2 }, 0)
+  check_tensor(ember.full_like(ember.zeros(2), true), { 1, 1 }, 0)
+  check_tensor(ember.full_like(x, -1.5, { dtype = "float32" }), { { -1.5, -1.5, -1.5 }, { -1.5, -1.5, -1.5 } }, 0)
+  check_error(function() return ember.full_like(ember.zeros(2, { dtype = "uint8" }), 300) end, "full_like", "300")
+  local e = ember.empty_like(x:t())
+  check_shape(e, { 3, 2 })
+  check(e:is_contiguous())
+  -- no history from a tensor that requires grad
+  local w = ember.ones(2, { requires_grad = true })
+  check(not ember.zeros_like(w).requires_grad)
+  check_shape(ember.zeros_like(ember.tensor(3.0)), {})
+end
+
 return T

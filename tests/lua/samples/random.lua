@@ -30,5 +30,12 @@ return function(H)
   -- and rates (a fixed generator), so their gradient is zero, as PyTorch's
   S.bernoulli = sampler(function(y, o) return ember.bernoulli(y:sigmoid(), o) end)
   S.poisson = sampler(function(y, o) return ember.poisson(y * y + 0.5, o) end)
+  -- the _like factories: results without history, used beside a
+  S.zeros_like = function() return H.one({ H.m23() }, function(a) return ember.zeros_like(a) + a * a end) end
+  S.ones_like = function() return H.one({ H.m23() }, function(a) return ember.ones_like(a) * a end) end
+  S.full_like = function() return H.one({ H.m23() }, function(a) return ember.full_like(a, 2.5) * a end) end
+  S.empty_like = function()
+    return H.one({ H.m23() }, function(a) return ember.empty_like(a):fill_(-1.5) * a end)
+  end
   return S
 end
