@@ -267,12 +267,25 @@ static bool is_device_arg(lua_State *L, int idx) {
     return false;
 }
 
-/* x:to(device), x:to(dtype), x:to(device, dtype): PyTorch's Tensor.to
- * with a device, a dtype or both (the dtype conversion is the generated
- * `to` op, upvalue 1). Returns x itself when nothing changes. */
+/* x:to(device), x:to(dtype), x:to(device, dtype), x:to(other): PyTorch's
+ * Tensor.to with a device, a dtype, both, or another tensor (its device and
+ * dtype). The dtype conversion is the generated `to` op, upvalue 1.
+ * Returns x itself when nothing changes. */
 static int m_to(lua_State *L) {
     em_tensor *t = em_lua_checkself(L, 1, "to");
     int n = lua_gettop(L);
+    em_tensor *other = n >= 2 ? em_lua_totensor(L, 2) : NULL;
+    if (other) {
+        if (n > 2) return em_lua_argerror(L, 3, "to", "expected nothing after the tensor");
+        em_tensor *r = em_to_device(t, other->device);
+        if (r) {
+            em_tensor *c = em_to(r, other->dtype);
+            em_tensor_release(r);
+            r = c;
+        }
+        push_same_or_new(L, t, r, "to");
+        return 1;
+    }
     if (n < 2 || !is_device_arg(L, 2)) { /* to(dtype): the generated binding */
         lua_pushvalue(L, lua_upvalueindex(1));
         lua_insert(L, 1);

@@ -272,7 +272,9 @@ static const char *const extra_docs[][3] = {
     { "dim", "x:dim()", "The number of dims." },
     { "size", "x:size([d])", "The sizes as a table, or the size of dim d." },
     { "stride", "x:stride([d])", "The strides (in elements) as a table, or of dim d." },
-    { "type", "x:type()", "The dtype name." },
+    { "type", "x:type([dtype])", "The dtype name; with a dtype, x converted to it (x itself when it has it)." },
+    { "element_size", "x:element_size()", "The bytes of one element." },
+    { "nbytes", "x:nbytes()", "The bytes of x's elements (numel * element_size)." },
     { "float", "x:float()", "Converted to float32 (also double half bfloat16 long int byte char bool)." },
     { "is_contiguous", "x:is_contiguous()", "true when the layout is row-major contiguous." },
     /* autograd */

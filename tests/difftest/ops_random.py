@@ -270,3 +270,16 @@ MAP.update({
         weight=0.2),
     'zeros_like': dict(weight=0.3), 'ones_like': dict(weight=0.3), 'full_like': dict(weight=0.3),
 })
+
+# ---- conversions (hand-written methods of runtime/lua) ----
+
+EXTRA = [
+    ('type.dtype(Tensor self, dtype dtype) -> Tensor', 'method'),
+    ('to.other(Tensor self, Tensor other) -> Tensor', 'method'),
+]
+
+MAP.update({
+    'type.dtype': dict(weight=0.3),
+    'to.other': dict(gen=lambda g, op: (lambda s, o: None if s is None or o is None else dict(
+        args=[['var', s], ['var', o]]))(g.pick(), g.pick()), weight=0.4),
+})

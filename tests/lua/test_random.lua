@@ -569,4 +569,119 @@ function T.like_factories()
   check_shape(ember.zeros_like(ember.tensor(3.0)), {})
 end
 
+-- ---- conversions and introspection ----
+
+local SIZES = { bool = 1, uint8 = 1, int8 = 1, int32 = 4, int64 = 8, float16 = 2, bfloat16 = 2,
+  float32 = 4, float64 = 8 }
+
+function T.element_size_and_nbytes()
+  for dt, size in pairs(SIZES) do
+    local x = ember.zeros(2, 3, { dtype = dt })
+    check_eq(x:element_size(), size, dt)
+    check_eq(x:nbytes(), 6 * size, dt)
+    check_eq(math.type(x:nbytes()), "integer")
+  end
+  -- nbytes counts the view's elements, not its storage
+  local b = ember.zeros(4, 5, { dtype = "float64" })
+  check_eq(b[2]:nbytes(), 40)
+  check_eq(b:t():nbytes(), 160)
+  check_eq(ember.zeros(0, 3):nbytes(), 0)
+  check_eq(ember.tensor(1.5):nbytes(), 4)
+end
+
+function T.stride_storage_offset_is_contiguous()
+  local x = ember.zeros(3, 4)
+  check_eq(table.concat(x:stride(), ","), "4,1")
+  check_eq(x:stride(1), 4)
+  check_eq(x:stride(-1), 1)
+  check(x:is_contiguous())
+  local t = x:t()
+  check_eq(table.concat(t:stride(), ","), "1,4")
+  check(not t:is_contiguous())
+  check(t:contiguous():is_contiguous())
+  check_eq(x[2]:storage_offset(), 4)
+  check_eq(x[{ {}, { 2, 3 } }]:storage_offset(), 1)
+  check(not x[{ {}, { 2, 3 } }]:is_contiguous())
+  check(x[3]:is_contiguous())
+  check_eq(x:expand(2, 3, 4):stride(1), 0)
+  check_eq(#ember.tensor(2.0):stride(), 0)
+end
+
+function T.to_dtype_device_tensor_and_type()
+  local x = ember.ones(2, 3)
+  check(x:to("float32") == x, "same dtype: x itself")
+  check_eq(x:to("float64").dtype, "float64")
+  check_eq(x:to(ember.int32).dtype, "int32")
+  check_eq(x:to("cpu", "int8").dtype, "int8")
+  check(x:to("cpu") == x)
+  -- another tensor: its dtype and device
+  local o = ember.zeros(1, { dtype = "int64" })
+  local y = x:to(o)
+  check_eq(y.dtype, "int64")
+  check_eq(tostring(y.device), tostring(o.device))
+  check_tensor(y, { { 1, 1, 1 }, { 1, 1, 1 } }, 0)
+  check(x:to(ember.zeros(5)) == x, "same dtype and device: x itself")
+  -- type: the name, or a conversion
+  check_eq(x:type(), "float32")
+  check_eq(x:type("float16").dtype, "float16")
+  check_eq(x:type(ember.bool).dtype, "bool")
+  check(x:type("float32") == x)
+  -- to() keeps history
+  local w = ember.ones(2, { requires_grad = true })
+  local d = w:to("float64")
+  check(d.requires_grad)
+  d:sum():backward()
+  check_tensor(w.grad, { 1, 1 }, 0)
+  check_error(function() return x:type("int7") end, "type", "dtype", "int7")
+  check_error(function() return x:to(o, 3) end, "to", "after the tensor")
+  check_error(function() return x:to("float128") end, "to", "float128")
+end
+
+function T.tolist_round_trips_every_dtype()
+  local vals = {
+    bool = { { true, false }, { false, true } },
+    uint8 = { { 0, 255 }, { 7, 128 } },
+    int8 = { { -128, 127 }, { 0, -1 } },
+    int32 = { { -2147483648, 2147483647 }, { 0, 5 } },
+    int64 = { { math.mininteger, math.maxinteger }, { (1 << 62) + 1, -3 } },
+    float16 = { { 0.5, -65504 }, { 1 / 0, 0.099975586 } },
+    bfloat16 = { { 0.5, -3.3895313892515355e38 }, { -1 / 0, 0.10009765625 } },
+    float32 = { { 0.1, -1e30 }, { 1 / 0, 1.5 } },
+    float64 = { { 0.1, -1e300 }, { 2 ^ 53 + 2, 5e-324 } },
+  }
+  for dt, v in pairs(vals) do
+    local x = ember.tensor(v, { dtype = dt })
+    local l = x:tolist()
+    check_eq(type(l), "table", dt)
+    check_eq(#l, 2, dt)
+    local back = ember.tensor(l, { dtype = dt })
+    check_eq(back.dtype, dt)
+    check(same(back, x), dt .. " round trip")
+    if dt == "bool" then
+      check_eq(l[1][1], true)
+      check_eq(math.type(l[1][2]), nil)
+    elseif dt:sub(1, 5) ~= "float" and dt ~= "bfloat16" then
+      check_eq(math.type(l[1][1]), "integer", dt)
+      check_eq(l[1][1], v[1][1], dt)
+      check_eq(l[1][2], v[1][2], dt)
+    else
+      check_eq(math.type(l[1][1]), "float", dt)
+    end
+  end
+  check_eq(ember.tensor({ { math.maxinteger } }):tolist()[1][1], math.maxinteger)
+  check_eq(ember.tensor(0.1, { dtype = "float64" }):tolist(), 0.1)
+  check_eq(ember.tensor(7):tolist(), 7)
+  check_eq(#ember.zeros(0):tolist(), 0)
+  check_eq(#ember.zeros(2, 0):tolist()[2], 0)
+  local nan = ember.tensor({ 0 / 0 }):tolist()[1]
+  check(nan ~= nan)
+  -- a non-contiguous view lists in its own order
+  local t = ember.tensor({ { 1, 2, 3 }, { 4, 5, 6 } }):t():tolist()
+  check_eq(t[1][2], 4)
+  check_eq(t[3][1], 3)
+  -- three levels of nesting
+  local n3 = ember.arange(1, 9):reshape(2, 2, 2):tolist()
+  check_eq(n3[2][1][2], 6)
+end
+
 return T
