@@ -96,12 +96,48 @@ START_TEST(test_random_thread_count_independent) {
 }
 END_TEST
 
+/* The fill helpers other families' kernels use: any layout, statistics
+ * right, same values as the ops with the same generator state. */
+START_TEST(test_random_fill_helpers) {
+    em_generator *g = em_generator_new();
+    em_generator_manual_seed(g, 3);
+    em_tensor *a = em_zeros(IL(400, 250), EM_FLOAT64, em_no_device());
+    em_tensor *at = em_t(a);
+    ck_assert_int_eq(em_cpu_fill_bernoulli(at, 0.25, g), EM_OK);
+    const double *v = em_tensor_data(a);
+    double sum = 0;
+    for (int64_t i = 0; i < a->numel; i++) {
+        ck_assert(v[i] == 0 || v[i] == 1);
+        sum += v[i];
+    }
+    ck_assert_double_eq_tol(sum / (double)a->numel, 0.25, 0.01);
+    ck_assert_int_eq(em_cpu_fill_normal(a, 2.0, 0.5, g), EM_OK);
+    double m = 0;
+    for (int64_t i = 0; i < a->numel; i++) m += v[i];
+    ck_assert_double_eq_tol(m / (double)a->numel, 2.0, 0.01);
+    /* fill_uniform = uniform_ from the same state */
+    em_generator_set_state(g, 3, 1000);
+    ck_assert_int_eq(em_cpu_fill_uniform(a, -1.0, 1.0, g), EM_OK);
+    em_tensor *b = em_zeros(IL(400, 250), EM_FLOAT64, em_no_device());
+    em_generator_set_state(g, 3, 1000);
+    em_tensor *r = em_uniform_(b, -1.0, 1.0, g);
+    ck_assert_ptr_eq(r, b);
+    ck_assert_mem_eq(em_tensor_data(a), em_tensor_data(b), (size_t)a->numel * sizeof(double));
+    em_tensor_release(r);
+    em_tensor_release(b);
+    em_tensor_release(at);
+    em_tensor_release(a);
+    em_generator_release(g);
+}
+END_TEST
+
 Suite *make_random_suite(void) {
     Suite *s = suite_create("random");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_random_philox_known_answers);
     tcase_add_test(tc, test_random_offsets);
     tcase_add_test(tc, test_random_thread_count_independent);
+    tcase_add_test(tc, test_random_fill_helpers);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -233,12 +233,31 @@ static em_status fill_tensor(em_tensor *t, fill_ctx *c, em_generator *gen, const
     return st;
 }
 
+/* The helpers em_cpu.h offers other families' kernels. */
+em_status em_cpu_fill_uniform(em_tensor *t, double from, double to, em_generator *gen)
+{
+    fill_ctx c = { .kind = D_UNIFORM, .a = from, .b = to };
+    return fill_tensor(t, &c, gen, "uniform_");
+}
+
+em_status em_cpu_fill_normal(em_tensor *t, double mean, double std, em_generator *gen)
+{
+    fill_ctx c = { .kind = D_NORMAL, .a = mean, .b = std };
+    return fill_tensor(t, &c, gen, "normal_");
+}
+
+em_status em_cpu_fill_bernoulli(em_tensor *t, double p, em_generator *gen)
+{
+    fill_ctx c = { .kind = D_BERNOULLI, .a = p };
+    return fill_tensor(t, &c, gen, "bernoulli_");
+}
+
 /* ---- argument checks ---- */
 
 static bool check_floating(em_dtype dt, const char *op, const char *what)
 {
     if (em_dtype_is_floating(dt)) return true;
-    em_set_error(EM_ETYPE, "%s: %s must have a floating dtype, got %s", op, what, em_dtype_name(dt));
+    em_set_error(EM_ETYPE, "%s: %s must be floating point, got %s", op, what, em_dtype_name(dt));
     return false;
 }
 
