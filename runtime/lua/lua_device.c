@@ -132,12 +132,19 @@ static em_generator *check_self_gen(lua_State *L, const char *op) {
     return *p;
 }
 
-/* ember.Generator(): a new generator with the default seed. */
+static uint64_t check_seed(lua_State *L, int idx, const char *op);
+
+/* ember.Generator([device]) or ember.Generator(seed): a new generator with
+ * the default seed, or seeded with the integer given. */
 static int l_generator(lua_State *L) {
-    if (!lua_isnoneornil(L, 1) && em_lua_check_device(L, 1, "Generator", "device").type != EM_CPU)
+    bool seeded = lua_type(L, 1) == LUA_TNUMBER;
+    uint64_t seed = seeded ? check_seed(L, 1, "Generator") : 0;
+    if (!seeded && !lua_isnoneornil(L, 1) &&
+        em_lua_check_device(L, 1, "Generator", "device").type != EM_CPU)
         return em_lua_argerror(L, 1, "Generator", "device: only cpu generators exist");
     em_generator *g = em_generator_new();
     if (!g) return em_lua_error(L, "Generator");
+    if (seeded) em_generator_manual_seed(g, seed);
     push_generator(L, g);
     return 1;
 }

@@ -248,9 +248,11 @@ static const char *const extra_docs[][3] = {
       "Seeds the default random generator; returns it (ember.default_generator)." },
     { "seed", "ember.seed()", "Seeds the default generator from the OS; returns the seed." },
     { "initial_seed", "ember.initial_seed()", "The seed the default generator was last given." },
-    { "Generator", "ember.Generator()",
-      "A random generator for {generator=g} of rand/randn: g:manual_seed(n) (returns g), "
-      "g:seed(), g:initial_seed()." },
+    { "Generator", "ember.Generator([seed])",
+      "A random generator (Philox4x32-10, counter-based: a seed fixes every value whatever the "
+      "thread count) for {generator=g} of the random ops: g:manual_seed(n) (returns g), "
+      "g:seed(), g:initial_seed(), g:get_state() (an int64 tensor {seed, offset}), "
+      "g:set_state(state)." },
     { "device", "ember.device(\"cuda:1\") / ember.device(\"cuda\", 1)",
       "A device object: prints as cpu or cuda:1, compares with ==, has .type and .index "
       "(0-based as in PyTorch, nil when absent). Factories take {device=...} (a string or a "

@@ -89,6 +89,15 @@ function T.same_values_whatever_the_thread_count()
   end
 end
 
+function T.generator_with_a_seed()
+  local g = ember.Generator(42)
+  check_eq(g:initial_seed(), 42)
+  check(same(ember.rand(5, { generator = g }), ember.rand(5, { generator = ember.Generator():manual_seed(42) })))
+  check_eq(ember.Generator("cpu"):initial_seed(), 67280421310721)
+  check_error(function() return ember.Generator(1.5) end, "Generator", "seed", "non-integral")
+  check_error(function() return ember.Generator("cuda") end, "Generator", "device")
+end
+
 function T.get_state_and_set_state_replay()
   local g = ember.Generator():manual_seed(8)
   ember.rand(5, { generator = g })
