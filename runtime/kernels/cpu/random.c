@@ -11,7 +11,8 @@
  * words: a float32/float16/bfloat16 uniform is the top 24 bits of one word
  * (u in [0, 1) on a 2^-24 grid), a float64 uniform the top 53 bits of two;
  * normals come in Box-Muller pairs (element 2j and 2j+1 share a pair of
- * uniforms). The numbers differ from PyTorch's (another generator); their
+ * uniforms: two words for the narrower dtypes, computed in float, four for
+ * float64). The numbers differ from PyTorch's (another generator); their
  * distributions are the same.
  */
 #include "kernels/cpu/em_cpu.h"
@@ -148,16 +149,20 @@ static void fill_range(int64_t begin, int64_t end, void *arg)
             if (i / 2 != pair) {
                 pair = i / 2;
                 uint64_t pw = (uint64_t)pair * (uint64_t)c->k;
-                double u1, u2;
                 if (c->wide) {
-                    u1 = 1.0 - unif_at(&cur, pw, true); /* (0, 1] */
-                    u2 = unif_at(&cur, pw + 2, true);
-                } else {
-                    u1 = ((double)word_at(&cur, pw) + 1.0) * 0x1.0p-32;
-                    u2 = (double)word_at(&cur, pw + 1) * 0x1.0p-32;
+                    double u1 = 1.0 - unif_at(&cur, pw, true); /* (0, 1] */
+                    double u2 = unif_at(&cur, pw + 2, true);
+                    double rr = sqrt(-2.0 * log(u1)), s, co;
+                    sincos(6.283185307179586 * u2, &s, &co);
+                    z[0] = rr * co, z[1] = rr * s;
+                } else { /* float precision for the narrower dtypes */
+                    /* (0, 1], down to 2^-32: tails to 6.7 sigma */
+                    float u1 = ((float)word_at(&cur, pw) + 1.0f) * 0x1.0p-32f;
+                    float u2 = (float)(word_at(&cur, pw + 1) >> 8) * 0x1.0p-24f;
+                    float rr = sqrtf(-2.0f * logf(u1)), s, co;
+                    sincosf(6.2831853f * u2, &s, &co);
+                    z[0] = rr * co, z[1] = rr * s;
                 }
-                double rr = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
-                z[0] = rr * cos(th), z[1] = rr * sin(th);
             }
             v = c->a + c->b * z[i & 1];
             if (c->kind == D_LOG_NORMAL) v = exp(v);
