@@ -12,6 +12,7 @@ Suite *make_device_suite(void);
 Suite *make_vmath_suite(void);
 Suite *make_shell_suite(void);
 Suite *make_embed_suite(void);
+Suite *make_random_suite(void);
 
 int main(void) {
     SRunner *sr = srunner_create(make_core_suite());
@@ -23,6 +24,7 @@ int main(void) {
     srunner_add_suite(sr, make_vmath_suite());
     srunner_add_suite(sr, make_shell_suite());
     srunner_add_suite(sr, make_embed_suite());
+    srunner_add_suite(sr, make_random_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

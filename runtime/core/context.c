@@ -143,8 +143,8 @@ const em_allocator *em_get_allocator(em_device_type type)
 struct em_generator {
     atomic_long refcount;
     pthread_mutex_t mu;
-    uint64_t s[4];         /* xoshiro256** state */
-    uint64_t initial_seed; /* the last seed set */
+    uint64_t seed;   /* the Philox key (Note [Random numbers]); initial_seed */
+    uint64_t offset; /* 32-bit words handed out since the seed was set */
 };
 
 static uint64_t splitmix64(uint64_t *x)
@@ -157,9 +157,8 @@ static uint64_t splitmix64(uint64_t *x)
 
 static void seed_locked(em_generator *g, uint64_t seed)
 {
-    uint64_t x = seed;
-    for (int i = 0; i < 4; i++) g->s[i] = splitmix64(&x);
-    g->initial_seed = seed;
+    g->seed = seed;
+    g->offset = 0;
 }
 
 static void generator_init(em_generator *g)
@@ -207,19 +206,45 @@ void em_generator_release(em_generator *g)
 void em_generator_lock(em_generator *g) { pthread_mutex_lock(&g->mu); }
 void em_generator_unlock(em_generator *g) { pthread_mutex_unlock(&g->mu); }
 
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+/* Offsets stay multiples of 4 (one Philox block); the stream wraps after
+ * 2^64 words, far beyond any run. */
+static uint64_t reserve_locked(em_generator *g, uint64_t nwords)
+{
+    uint64_t start = g->offset;
+    g->offset += (nwords + 3) & ~(uint64_t)3;
+    return start;
+}
+
+uint64_t em_generator_reserve(em_generator *g, uint64_t nwords, uint64_t *seed)
+{
+    em_generator_lock(g);
+    *seed = g->seed;
+    uint64_t start = reserve_locked(g, nwords);
+    em_generator_unlock(g);
+    return start;
+}
 
 uint64_t em_generator_next_u64(em_generator *g)
 {
-    uint64_t *s = g->s;
-    uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return r;
+    uint32_t w[4];
+    em_philox_word_block(g->seed, reserve_locked(g, 4) / 4, w);
+    return (uint64_t)w[0] | (uint64_t)w[1] << 32;
+}
+
+void em_generator_get_state(em_generator *g, uint64_t *seed, uint64_t *offset)
+{
+    em_generator_lock(g);
+    *seed = g->seed;
+    *offset = g->offset;
+    em_generator_unlock(g);
+}
+
+void em_generator_set_state(em_generator *g, uint64_t seed, uint64_t offset)
+{
+    em_generator_lock(g);
+    g->seed = seed;
+    g->offset = (offset + 3) & ~(uint64_t)3;
+    em_generator_unlock(g);
 }
 
 void em_generator_manual_seed(em_generator *g, uint64_t seed)
@@ -255,7 +280,7 @@ uint64_t em_generator_seed(em_generator *g)
 uint64_t em_generator_initial_seed(em_generator *g)
 {
     em_generator_lock(g);
-    uint64_t s = g->initial_seed;
+    uint64_t s = g->seed;
     em_generator_unlock(g);
     return s;
 }

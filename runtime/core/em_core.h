@@ -246,22 +246,71 @@ EM_API void em_storage_release(em_storage *s);
  * setting (the CPU pool, OpenBLAS) registers a hook that is called when
  * it changes.
  *
- * A generator is a refcounted xoshiro256** state seeded by splitmix64,
- * with the API shape of torch.Generator: manual_seed, seed (a fresh
- * non-deterministic seed), initial_seed. Kernels draw from it between
- * em_generator_lock and em_generator_unlock, serially, so a seed fixes
- * every value whatever the thread count. */
+ * A generator is counter-based (Note [Random numbers]): a refcounted
+ * (seed, offset) pair with the API shape of torch.Generator: manual_seed,
+ * seed (a fresh non-deterministic seed), initial_seed, get/set_state. */
 typedef struct em_generator em_generator;
 EM_API em_generator *em_generator_new(void);        /* refcount 1, default seed; NULL on OOM */
 EM_API em_generator *em_generator_retain(em_generator *g);
 EM_API void em_generator_release(em_generator *g);
 EM_API em_generator *em_default_generator(void);    /* borrowed; lives forever */
-EM_API void em_generator_manual_seed(em_generator *g, uint64_t seed);
+EM_API void em_generator_manual_seed(em_generator *g, uint64_t seed); /* offset 0 */
 EM_API uint64_t em_generator_seed(em_generator *g); /* reseeds from the OS; returns the seed */
 EM_API uint64_t em_generator_initial_seed(em_generator *g);
+/* The state is (seed, offset): get it, or set it back (exactly the same
+ * numbers follow). */
+EM_API void em_generator_get_state(em_generator *g, uint64_t *seed, uint64_t *offset);
+EM_API void em_generator_set_state(em_generator *g, uint64_t seed, uint64_t offset);
+/* Reserves nwords 32-bit words of g's stream for one call, atomically:
+ * returns the offset of the first (a multiple of 4) and stores the key in
+ * *seed; g's offset moves past them (nwords rounded up to a multiple of 4).
+ * The caller then computes any word it needs with em_philox_word_block. */
+EM_API uint64_t em_generator_reserve(em_generator *g, uint64_t nwords, uint64_t *seed);
 EM_API void em_generator_lock(em_generator *g);
 EM_API void em_generator_unlock(em_generator *g);
-EM_API uint64_t em_generator_next_u64(em_generator *g); /* lock held */
+/* 64 fresh bits (lock held): one block of the stream, offset += 4. */
+EM_API uint64_t em_generator_next_u64(em_generator *g);
+
+/* Note [Random numbers]
+ * Every generator is Philox4x32-10 (Salmon et al., "Parallel random
+ * numbers: as easy as 1, 2, 3", SC'11; the Random123 reference): a keyed
+ * bijection of a 128-bit counter to 128 random bits. The key is the 64-bit
+ * seed; the generator's state is (seed, offset), and the offset counts the
+ * 32-bit words handed out so far. Word w of the stream of seed s is lane
+ * w % 4 of philox(counter = w / 4 as a 128-bit integer, key = s).
+ *
+ * An op reserves the words it needs in one step (em_generator_reserve:
+ * offset += n rounded up to 4) and then computes each element's words from
+ * (seed, start offset, element index) alone -- element i of an op that
+ * takes k words an element (k = 1, 2 or 4) reads words start + i*k .. +k-1
+ * -- so the values do not depend on the thread count or on how the work
+ * is split, and any element can be computed without the others. Ops whose
+ * draws per element vary (poisson; rejection sampling) reserve 4 words an
+ * element and give element i its own sub-stream: counters
+ * {lo(b+i), hi(b+i), j, 1} for j = 0, 1, ..., where b = start / 4 (the
+ * plain stream's counters have a 0 there, so the two never meet).
+ * The kernels' conversions are in runtime/kernels/cpu/random.c. */
+static inline void em_philox4x32_10(const uint32_t ctr_in[4], const uint32_t key_in[2], uint32_t out[4])
+{
+    uint32_t c0 = ctr_in[0], c1 = ctr_in[1], c2 = ctr_in[2], c3 = ctr_in[3];
+    uint32_t k0 = key_in[0], k1 = key_in[1];
+    for (int r = 0; r < 10; r++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c0 = n0, c1 = (uint32_t)p1, c2 = n2, c3 = (uint32_t)p0;
+        k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;
+    }
+    out[0] = c0, out[1] = c1, out[2] = c2, out[3] = c3;
+}
+
+/* Block `block` (= word offset / 4) of seed's stream: its 4 words. */
+static inline void em_philox_word_block(uint64_t seed, uint64_t block, uint32_t out[4])
+{
+    uint32_t ctr[4] = { (uint32_t)block, (uint32_t)(block >> 32), 0, 0 };
+    uint32_t key[2] = { (uint32_t)seed, (uint32_t)(seed >> 32) };
+    em_philox4x32_10(ctr, key, out);
+}
+
 /* Seeds the default generator (torch.manual_seed). */
 EM_API void em_manual_seed(uint64_t seed);
 

@@ -132,12 +132,19 @@ static em_generator *check_self_gen(lua_State *L, const char *op) {
     return *p;
 }
 
-/* ember.Generator(): a new generator with the default seed. */
+static uint64_t check_seed(lua_State *L, int idx, const char *op);
+
+/* ember.Generator([device]) or ember.Generator(seed): a new generator with
+ * the default seed, or seeded with the integer given. */
 static int l_generator(lua_State *L) {
-    if (!lua_isnoneornil(L, 1) && em_lua_check_device(L, 1, "Generator", "device").type != EM_CPU)
+    bool seeded = lua_type(L, 1) == LUA_TNUMBER;
+    uint64_t seed = seeded ? check_seed(L, 1, "Generator") : 0;
+    if (!seeded && !lua_isnoneornil(L, 1) &&
+        em_lua_check_device(L, 1, "Generator", "device").type != EM_CPU)
         return em_lua_argerror(L, 1, "Generator", "device: only cpu generators exist");
     em_generator *g = em_generator_new();
     if (!g) return em_lua_error(L, "Generator");
+    if (seeded) em_generator_manual_seed(g, seed);
     push_generator(L, g);
     return 1;
 }
@@ -169,6 +176,42 @@ static int gen_seed(lua_State *L) {
 
 static int gen_initial_seed(lua_State *L) {
     lua_pushinteger(L, (lua_Integer)em_generator_initial_seed(check_self_gen(L, "initial_seed")));
+    return 1;
+}
+
+/* g:get_state() -> an int64 tensor {seed, offset} (Note [Random numbers]:
+ * the offset counts the 32-bit words drawn); g:set_state(t) -> g puts it
+ * back, so the same numbers follow. */
+static int gen_get_state(lua_State *L) {
+    em_generator *g = check_self_gen(L, "get_state");
+    uint64_t seed, offset;
+    em_generator_get_state(g, &seed, &offset);
+    int64_t n = 2;
+    em_tensor *t = em_tensor_new(1, &n, EM_INT64, em_cpu_device());
+    if (t) {
+        ((int64_t *)em_tensor_data(t))[0] = (int64_t)seed;
+        ((int64_t *)em_tensor_data(t))[1] = (int64_t)offset;
+    }
+    em_lua_push_tensor(L, t, "get_state");
+    return 1;
+}
+
+static int gen_set_state(lua_State *L) {
+    em_generator *g = check_self_gen(L, "set_state");
+    em_tensor *t = em_lua_totensor(L, 2);
+    if (!t || t->dtype != EM_INT64 || t->ndim != 1 || t->numel != 2 || t->device.type != EM_CPU)
+        return em_lua_argerror(L, 2, "set_state", "state: expected the int64 tensor of 2 values "
+                               "that get_state returns, got %s", t ? "another tensor" : luaL_typename(L, 2));
+    int64_t v[2];
+    for (int i = 0; i < 2; i++) {
+        const char *p = (const char *)t->storage->data + (t->offset + i * t->strides[0]) * 8;
+        memcpy(&v[i], p, sizeof v[i]);
+    }
+    if (v[1] < 0)
+        return em_lua_argerror(L, 2, "set_state", "state: offset must be non-negative, got %I",
+                               (lua_Integer)v[1]);
+    em_generator_set_state(g, (uint64_t)v[0], (uint64_t)v[1]);
+    lua_settop(L, 1);
     return 1;
 }
 
@@ -231,12 +274,25 @@ static bool is_device_arg(lua_State *L, int idx) {
     return false;
 }
 
-/* x:to(device), x:to(dtype), x:to(device, dtype): PyTorch's Tensor.to
- * with a device, a dtype or both (the dtype conversion is the generated
- * `to` op, upvalue 1). Returns x itself when nothing changes. */
+/* x:to(device), x:to(dtype), x:to(device, dtype), x:to(other): PyTorch's
+ * Tensor.to with a device, a dtype, both, or another tensor (its device and
+ * dtype). The dtype conversion is the generated `to` op, upvalue 1.
+ * Returns x itself when nothing changes. */
 static int m_to(lua_State *L) {
     em_tensor *t = em_lua_checkself(L, 1, "to");
     int n = lua_gettop(L);
+    em_tensor *other = n >= 2 ? em_lua_totensor(L, 2) : NULL;
+    if (other) {
+        if (n > 2) return em_lua_argerror(L, 3, "to", "expected nothing after the tensor");
+        em_tensor *r = em_to_device(t, other->device);
+        if (r) {
+            em_tensor *c = em_to(r, other->dtype);
+            em_tensor_release(r);
+            r = c;
+        }
+        push_same_or_new(L, t, r, "to");
+        return 1;
+    }
     if (n < 2 || !is_device_arg(L, 2)) { /* to(dtype): the generated binding */
         lua_pushvalue(L, lua_upvalueindex(1));
         lua_insert(L, 1);
@@ -271,7 +327,8 @@ static void make_metatables(lua_State *L) {
     };
     static const luaL_Reg gen_methods[] = {
         { "manual_seed", gen_manual_seed }, { "seed", gen_seed },
-        { "initial_seed", gen_initial_seed }, { NULL, NULL }
+        { "initial_seed", gen_initial_seed }, { "get_state", gen_get_state },
+        { "set_state", gen_set_state }, { NULL, NULL }
     };
     if (luaL_newmetatable(L, DEVICE_MT)) luaL_setfuncs(L, device_meta, 0);
     lua_pop(L, 1);

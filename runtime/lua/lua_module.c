@@ -249,9 +249,11 @@ static const char *const extra_docs[][3] = {
       "Seeds the default random generator; returns it (ember.default_generator)." },
     { "seed", "ember.seed()", "Seeds the default generator from the OS; returns the seed." },
     { "initial_seed", "ember.initial_seed()", "The seed the default generator was last given." },
-    { "Generator", "ember.Generator()",
-      "A random generator for {generator=g} of rand/randn: g:manual_seed(n) (returns g), "
-      "g:seed(), g:initial_seed()." },
+    { "Generator", "ember.Generator([seed])",
+      "A random generator (Philox4x32-10, counter-based: a seed fixes every value whatever the "
+      "thread count) for {generator=g} of the random ops: g:manual_seed(n) (returns g), "
+      "g:seed(), g:initial_seed(), g:get_state() (an int64 tensor {seed, offset}), "
+      "g:set_state(state)." },
     { "device", "ember.device(\"cuda:1\") / ember.device(\"cuda\", 1)",
       "A device object: prints as cpu or cuda:1, compares with ==, has .type and .index "
       "(0-based as in PyTorch, nil when absent). Factories take {device=...} (a string or a "
@@ -273,7 +275,9 @@ static const char *const extra_docs[][3] = {
     { "dim", "x:dim()", "The number of dims." },
     { "size", "x:size([d])", "The sizes as a table, or the size of dim d." },
     { "stride", "x:stride([d])", "The strides (in elements) as a table, or of dim d." },
-    { "type", "x:type()", "The dtype name." },
+    { "type", "x:type([dtype])", "The dtype name; with a dtype, x converted to it (x itself when it has it)." },
+    { "element_size", "x:element_size()", "The bytes of one element." },
+    { "nbytes", "x:nbytes()", "The bytes of x's elements (numel * element_size)." },
     { "float", "x:float()", "Converted to float32 (also double half bfloat16 long int byte char bool)." },
     { "is_contiguous", "x:is_contiguous()", "true when the layout is row-major contiguous." },
     /* autograd */

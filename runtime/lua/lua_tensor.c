@@ -528,8 +528,25 @@ static int m_byte(lua_State *L) { return convert(L, EM_UINT8, "byte"); }
 static int m_char(lua_State *L) { return convert(L, EM_INT8, "char"); }
 static int m_bool(lua_State *L) { return convert(L, EM_BOOL, "bool"); }
 
+/* x:type() -> the dtype name; x:type(dtype) -> x converted (x itself when
+ * it has that dtype), as PyTorch's Tensor.type(dtype). */
 static int m_type(lua_State *L) {
-    lua_pushstring(L, em_dtype_name(em_lua_checkself(L, 1, "type")->dtype));
+    em_tensor *t = em_lua_checkself(L, 1, "type");
+    if (!lua_isnoneornil(L, 2)) return convert(L, em_lua_check_dtype(L, 2, "type", "dtype"), "type");
+    lua_pushstring(L, em_dtype_name(t->dtype));
+    return 1;
+}
+
+/* x:element_size() -> bytes an element; x:nbytes() -> numel * that (the
+ * elements x holds, not its storage's size), as in PyTorch. */
+static int m_element_size(lua_State *L) {
+    lua_pushinteger(L, (lua_Integer)em_dtype_size(em_lua_checkself(L, 1, "element_size")->dtype));
+    return 1;
+}
+
+static int m_nbytes(lua_State *L) {
+    em_tensor *t = em_lua_checkself(L, 1, "nbytes");
+    lua_pushinteger(L, (lua_Integer)(t->numel * (int64_t)em_dtype_size(t->dtype)));
     return 1;
 }
 
@@ -555,6 +572,7 @@ void em_lua_register_methods(lua_State *L, int methods_idx) {
         { "bool", m_bool },       { "type", m_type },
         { "is_contiguous", m_is_contiguous },
         { "storage_offset", m_storage_offset },
+        { "element_size", m_element_size }, { "nbytes", m_nbytes },
         { NULL, NULL }
     };
     lua_pushvalue(L, methods_idx);

@@ -168,6 +168,16 @@ em_tensor *em_cpu_zero_(em_keyset ks, em_tensor *self);
 
 /* ---- family: random ---- */
 
+/* Fill t (any layout, CPU) in place from gen (NULL: the default generator)
+ * with values uniform in [from, to), normal (mean, std) or Bernoulli(p)
+ * (1/0 in t's dtype), drawing from the counter-based stream (Note [Random
+ * numbers]) so that the values do not depend on the thread count: the
+ * helpers for kernels of other families (dropout, initialisers). Do not
+ * bump t's version; return EM_OK or an error status with the error set. */
+EM_HIDDEN em_status em_cpu_fill_uniform(em_tensor *t, double from, double to, em_generator *gen);
+EM_HIDDEN em_status em_cpu_fill_normal(em_tensor *t, double mean, double std, em_generator *gen);
+EM_HIDDEN em_status em_cpu_fill_bernoulli(em_tensor *t, double p, em_generator *gen);
+
 /* ---- family: vmath ---- */
 
 /* ---- small helpers ---- */

@@ -1,12 +1,8 @@
 /* factory.c -- the CPU kernels of the tensor factories: empty zeros ones
- * full arange rand randn.
+ * full arange (the random ones are in random.c).
  *
  * The generated entry has resolved the device argument (the call reaches
- * these kernels only for the cpu). rand/randn draw from the given
- * generator, else core's default one (Note [Runtime context] in
- * em_core.h), serially under its lock so that a seed fixes every value
- * regardless of the thread count. randn uses the Box-Muller transform on
- * pairs.
+ * these kernels only for the cpu).
  */
 #include "kernels/cpu/em_cpu.h"
 
@@ -146,63 +142,4 @@ em_tensor *em_cpu_arange(em_keyset ks, em_scalar start, const em_scalar *end, em
         for (int64_t i = 0; i < n; i++) em_store_from_double(p + (size_t)i * es, dtype, a + (double)i * st);
     }
     return t;
-}
-
-/* Fills t (contiguous, floating) with uniform [0,1) or standard normal values. */
-static em_tensor *random_tensor(em_intlist size, em_generator *gen, em_dtype dtype, bool normal,
-                                const char *op) {
-    if (dtype == EM_DTYPE_NONE) dtype = EM_FLOAT32;
-    if (dtype >= 0 && dtype < EM_DTYPE_COUNT && !em_dtype_is_floating(dtype)) {
-        em_set_error(EM_ETYPE, "%s: expected a floating dtype, got %s", op, em_dtype_name(dtype));
-        return NULL;
-    }
-    em_tensor *t = new_sized(size, dtype, op);
-    if (!t) return NULL;
-    char *p = em_tensor_data(t);
-    size_t es = em_dtype_size(dtype);
-    int64_t n = t->numel;
-    if (!gen) gen = em_default_generator();
-    em_generator_lock(gen);
-    if (!normal) {
-        for (int64_t i = 0; i < n; i++) {
-            uint64_t x = em_generator_next_u64(gen);
-            if (dtype == EM_FLOAT64) ((double *)p)[i] = (double)(x >> 11) * 0x1.0p-53;
-            else {
-                float f = (float)(x >> 40) * 0x1.0p-24f;
-                if (dtype == EM_FLOAT32) ((float *)p)[i] = f;
-                else {
-                    em_store_from_double(p + (size_t)i * es, dtype, f);
-                    /* rounding can reach 1.0 in half types: keep [0, 1) */
-                    if (em_load_as_double(p + (size_t)i * es, dtype) >= 1.0)
-                        em_store_from_double(p + (size_t)i * es, dtype, 0.0);
-                }
-            }
-        }
-    } else {
-        for (int64_t i = 0; i < n; i += 2) {
-            double u1 = 1.0 - (double)(em_generator_next_u64(gen) >> 11) * 0x1.0p-53; /* (0, 1] */
-            double u2 = (double)(em_generator_next_u64(gen) >> 11) * 0x1.0p-53;
-            double r = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
-            double z[2] = { r * cos(th), r * sin(th) };
-            for (int k = 0; k < 2 && i + k < n; k++) {
-                if (dtype == EM_FLOAT32) ((float *)p)[i + k] = (float)z[k];
-                else if (dtype == EM_FLOAT64) ((double *)p)[i + k] = z[k];
-                else em_store_from_double(p + (size_t)(i + k) * es, dtype, z[k]);
-            }
-        }
-    }
-    em_generator_unlock(gen);
-    return t;
-}
-
-em_tensor *em_cpu_rand(em_keyset ks, em_intlist size, em_generator *generator, em_dtype dtype,
-                       em_device device) {
-    (void)ks, (void)device;
-    return random_tensor(size, generator, dtype, false, "rand");
-}
-
-em_tensor *em_cpu_randn(em_keyset ks, em_intlist size, em_generator *generator, em_dtype dtype,
-                        em_device device) {
-    (void)ks, (void)device;
-    return random_tensor(size, generator, dtype, true, "randn");
 }
