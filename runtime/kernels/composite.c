@@ -148,7 +148,15 @@ em_tensor *em_comp_linear(em_keyset ks, em_tensor *input, em_tensor *weight, em_
                              em_shape_str(bias->ndim, bias->sizes, b1, sizeof b1),
                              em_shape_str(r->ndim, r->sizes, b2, sizeof b2));
                 s.failed = true;
-            } else r = cs_keep(&s, em_add(r, bias, em_scalar_int(1)));
+            } else if (bias->dtype != r->dtype && input->ndim >= 3 && input->is_contiguous) {
+                /* PyTorch folds a contiguous input into one addmm, which wants one dtype */
+                em_set_error(EM_ETYPE, "linear: bias (%s) must have the dtype of input and weight (%s)",
+                             em_dtype_name(bias->dtype), em_dtype_name(r->dtype));
+                s.failed = true;
+            } else { /* PyTorch adds in place: the product keeps its dtype */
+                em_tensor *bc2 = bias->dtype == r->dtype ? bias : cs_keep(&s, em_to(bias, r->dtype));
+                r = bc2 ? cs_keep(&s, em_add(r, bc2, em_scalar_int(1))) : NULL;
+            }
         }
     }
     return cs_finish(&s, r);

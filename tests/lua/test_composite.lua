@@ -111,4 +111,16 @@ function T.stdlib_modules_are_preloaded()
   check(require "ember" == ember)
 end
 
+-- a bias of another dtype: PyTorch adds it in place for a 1-d input (the
+-- product's dtype stays) and refuses it where it folds into one addmm
+function T.linear_bias_dtype_like_pytorch()
+  local F = ember.nn.functional
+  local b64 = ember.tensor({ 0.5, -1.0 }, { dtype = "float64" })
+  local y = F.linear(ember.tensor({ 1.0, 2.0, 3.0 }), ember.ones(2, 3), b64)
+  check_eq(y.dtype, "float32")
+  check_tensor(y, { 6.5, 5.0 })
+  check_error(function() F.linear(ember.ones(5, 4, 3), ember.ones(2, 3), b64) end, "linear", "float64")
+  check_error(function() F.linear(ember.ones(4, 3), ember.ones(2, 3), b64) end, "linear")
+end
+
 return T
