@@ -734,14 +734,15 @@ static void parse_namespaces(const char *path, yaml_document_t *doc, yaml_node_t
  * returns one Tensor. */
 static void parse_metamethod(const char *path, yaml_node_t *n, cg_op *op) {
     static const char *const known[] = { "__add", "__sub", "__mul", "__div", "__mod", "__pow",
-                                         "__idiv", "__unm", NULL };
+                                         "__idiv", "__unm", "__band", "__bor", "__bxor", "__shl",
+                                         "__shr", NULL };
     expect_scalar(path, n, "a metamethod name");
     const char *name = scalar_of(n);
     bool ok = false;
     for (int i = 0; known[i]; i++) ok = ok || strcmp(known[i], name) == 0;
     if (!ok)
         cg_error_at(path, mark_line(n), "op '%s': unknown metamethod '%s' (known: __add, __sub, __mul, "
-                    "__div, __mod, __pow, __idiv, __unm)", op->name, name);
+                    "__div, __mod, __pow, __idiv, __unm, __band, __bor, __bxor, __shl, __shr)", op->name, name);
     int ntensors = strcmp(name, "__unm") == 0 ? 1 : 2;
     bool fits = op->nargs >= ntensors && op->nrets == 1 && !cg_op_ret_list(op);
     for (int i = 0; fits && i < op->nargs; i++) {
