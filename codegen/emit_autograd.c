@@ -586,6 +586,19 @@ static void emit_kernel_nondiff(cg_buf *b, const cg_op *op) {
     cg_puts(b, ";\n}\n\n");
 }
 
+/* Whether the out= op ops[i] heads a family whose functional op has
+ * output_differentiability: [false] (logical_and): then its out= variant
+ * is not differentiable either and takes inputs that require grad, as in
+ * PyTorch. */
+static bool family_nondiff(const cg_schema *s, int i) {
+    for (int j = 0; j < s->nops; j++) {
+        const cg_op *x = &s->ops[j];
+        if (x->delegate == i && !x->ret_alias_write)
+            return x->deriv && !x->deriv->nformulas && written_arg(x) < 0;
+    }
+    return false;
+}
+
 /* The out= op of a structured family (Note [Structured kernels]): no graph
  * is recorded, so with grad mode on no argument (out included) may require
  * grad -- PyTorch's rule for out= arguments. */
@@ -880,7 +893,10 @@ void cg_emit_autograd(cg_buf *b, const cg_schema *s) {
         cg_group_banner(b, op, &last);
         const cg_deriv *d = op->deriv;
         if (op->meta) {
-            emit_kernel_out(b, op);
+            if (family_nondiff(s, i))
+                emit_kernel_nondiff(b, op);
+            else
+                emit_kernel_out(b, op);
             continue;
         }
         if (!d) {
