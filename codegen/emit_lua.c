@@ -292,6 +292,11 @@ static void emit_binding(cg_buf *b, const cg_op *op) {
                      "    return %d;\n}\n\n", op->nrets, o, op->nrets);
         return;
     }
+    if (op->lua_bool) { /* Note [Boolean results] */
+        cg_printf(b, "    em_lua_argtmp_release(&tmp);\n    em_lua_push_bool_result(L, r, \"%s\");\n"
+                     "    return 1;\n}\n\n", o);
+        return;
+    }
     if (factory)
         cg_printf(b, "    if (r && opt && !set_requires_grad(L, opt, r, \"%s\"))\n        r = NULL;\n", o);
     int same = op->nargs > 0 && op->args[0].type == CG_TENSOR ? 0 : -1;
@@ -442,6 +447,15 @@ static void emit_matcher(cg_buf *b, const cg_op *op, bool several_out) {
                  "    return true;\n}\n\n",
               varargs ? "lt != LUA_TNUMBER" : "true");
 }
+
+/* Note [Boolean results]
+ * PyTorch's allclose and equal return a Python bool. Their ops.yaml entries
+ * say `-> Tensor` (the C op returns a 0-dim bool tensor, so every C caller
+ * and backend works as for any op) and `lua_result: boolean`: the Lua
+ * binding hands back that tensor's value as a Lua boolean
+ * (em_lua_push_bool_result), so `if ember.equal(a, b) then` means what it
+ * says. Such an op has no gradient to check (it is not listed among the
+ * differentiable ops). */
 
 /* Note [Metamethods]
  * `a + b` on tensors runs the op named by ops.yaml `metamethod: __add`
@@ -595,7 +609,8 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
                " * for each. NULL-terminated; declared in em_lua.h. */\n"
                "const char *const em_lua_differentiable_ops[] = {\n");
     for (int i = 0; i < s->nops; i++)
-        if (cg_op_has_formulas(&s->ops[i]) || (s->ops[i].composite && has_tensor_arg(&s->ops[i])))
+        if (cg_op_has_formulas(&s->ops[i]) ||
+            (s->ops[i].composite && has_tensor_arg(&s->ops[i]) && !s->ops[i].lua_bool))
             cg_printf(b, "    \"%s\",\n", s->ops[i].name);
     cg_puts(b, "    NULL\n};\n");
 }

@@ -20,8 +20,10 @@ typedef enum {
     BK_SHIFT      /* integer dtypes (the shifts) */
 } bin_kind;
 
-static em_status bad_dtype(const em_meta *m, em_dtype dt) {
-    return em_set_error(EM_ETYPE, "%s: not supported for dtype %s", m->op, em_dtype_name(dt));
+/* "op: not supported for dtype D (what)": what names the operands whose
+ * dtype it is */
+static em_status bad_dtype(const em_meta *m, em_dtype dt, const char *what) {
+    return em_set_error(EM_ETYPE, "%s: not supported for dtype %s (%s)", m->op, em_dtype_name(dt), what);
 }
 
 /* The broadcast shape of n tensors into m, and the device of the first
@@ -49,11 +51,11 @@ static em_status meta_binary(em_meta *m, em_tensor *self, em_tensor *other, bin_
     bool fl = em_dtype_is_floating(dt);
     switch (kind) {
     case BK_ANY: case BK_LOGIC: break;
-    case BK_NOBOOL: if (dt == EM_BOOL) return bad_dtype(m, dt); break;
+    case BK_NOBOOL: if (dt == EM_BOOL) return bad_dtype(m, dt, "the common dtype of self and other"); break;
     case BK_FLOAT: if (!fl) dt = EM_FLOAT32; break;
-    case BK_FLOATONLY: if (!fl) return bad_dtype(m, dt); break;
-    case BK_BITS: if (fl) return bad_dtype(m, dt); break;
-    case BK_SHIFT: if (fl || dt == EM_BOOL) return bad_dtype(m, dt); break;
+    case BK_FLOATONLY: if (!fl) return bad_dtype(m, dt, "the common dtype of self and other"); break;
+    case BK_BITS: if (fl) return bad_dtype(m, dt, "the common dtype of self and other"); break;
+    case BK_SHIFT: if (fl || dt == EM_BOOL) return bad_dtype(m, dt, "the common dtype of self and other"); break;
     }
     em_tensor *t[2] = { self, other };
     em_status st = meta_shape(m, 2, t);
@@ -98,7 +100,7 @@ em_status em_meta_div_mode(em_meta *m, em_tensor *self, em_tensor *other, const 
 /* PyTorch's lerp: floating self, end and a tensor weight of self's dtype
  * (a number weight is converted); all three broadcast. */
 em_status em_meta_lerp(em_meta *m, em_tensor *self, em_tensor *end, em_tensor *weight) {
-    if (!em_dtype_is_floating(self->dtype)) return bad_dtype(m, self->dtype);
+    if (!em_dtype_is_floating(self->dtype)) return bad_dtype(m, self->dtype, "self");
     if (end->dtype != self->dtype)
         return em_set_error(EM_ETYPE, "%s: expected dtype %s for argument 'end' but got dtype %s", m->op,
                             em_dtype_name(self->dtype), em_dtype_name(end->dtype));
@@ -121,7 +123,7 @@ static em_status meta_addc(em_meta *m, em_tensor *self, em_tensor *t1, em_tensor
                             em_dtype_name(t1->dtype), em_dtype_name(t2->dtype));
     em_tensor *t[3] = { self, t1, t2 };
     em_dtype dt = em_result_type_n(3, (const em_tensor *const *)t);
-    if (dt == EM_BOOL) return bad_dtype(m, dt);
+    if (dt == EM_BOOL) return bad_dtype(m, dt, "the common dtype of self, tensor1 and tensor2");
     em_status st = meta_shape(m, 3, t);
     if (st != EM_OK) return st;
     m->dtype = m->compute = dt;

@@ -67,6 +67,9 @@ def _bc(a, b):
 
 
 MAP = {
+    # Lua booleans, not tensors (Note [Boolean results]): test_binary.lua checks them
+    'allclose': dict(gen=lambda g, op: None),
+    'equal': dict(gen=lambda g, op: None),
     'div.Tensor_mode': dict(gen=gen_div_mode),
     'div_.Tensor_mode': dict(gen=gen_div_mode),
     'div.out_mode': dict(gen=_gen_out(gen_div_mode), weight=0.4),

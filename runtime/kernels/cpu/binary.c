@@ -515,7 +515,7 @@ BINARY_OPS(X_KERNEL)
     static void NAME(char **d, const int64_t *s, int64_t n, void *ctx) {                   \
         (void)ctx;                                                                         \
         for (int64_t i = 0; i < n; i++)                                                    \
-            *(T *)(d[0] + i * s[0]) = *(const bool *)(d[1] + i * s[1])                     \
+            *(T *)(d[0] + i * s[0]) = *(const uint8_t *)(d[1] + i * s[1]) != 0            \
                                           ? *(const T *)(d[2] + i * s[2])                  \
                                           : *(const T *)(d[3] + i * s[3]);                 \
     }
@@ -525,10 +525,13 @@ WHERE_FN(where4, uint32_t)
 WHERE_FN(where8, uint64_t)
 
 /* self where condition holds, else other; broadcasting all three, the
- * result in the promoted dtype of self and other. */
+ * result in the promoted dtype of self and other (numbers, as wrapped
+ * 0-dim tensors, promote like PyTorch's scalars: where(c, 1.5, int64
+ * tensor) is float32). The condition is bool, or uint8 (nonzero is true),
+ * which PyTorch 1.13 still takes. */
 em_tensor *em_cpu_where(em_keyset ks, em_tensor *condition, em_tensor *self, em_tensor *other) {
     (void)ks;
-    if (condition->dtype != EM_BOOL) {
+    if (condition->dtype != EM_BOOL && condition->dtype != EM_UINT8) {
         em_set_error(EM_ETYPE, "where: expected condition to be a bool tensor, got %s",
                      em_dtype_name(condition->dtype));
         return NULL;

@@ -341,3 +341,88 @@ em_status em_cpu_addcdiv_impl(em_keyset ks, const em_meta *m, em_tensor *self, e
     em_tensor *in[3] = { self, tensor1, tensor2 };
     return bm_into(BM_ADDCDIV, m, 3, in, value, out);
 }
+
+/* ---- isclose ---- */
+
+typedef struct {
+    double rtol, atol;
+    bool equal_nan;
+} close_ctx;
+
+/* PyTorch 1.13's isclose, element by element: equal values (equal
+ * infinities included) are close; with equal_nan two NaNs are; otherwise
+ * |a - b| <= atol + |rtol * b| with a finite |a - b|. Floats compute in
+ * their own precision (float16/bfloat16 in float); integers subtract in
+ * their own width (wrapping, as PyTorch's integer sub) and compare in
+ * float32, where PyTorch's rtol * other lands; bool computes in float32. */
+#define CLOSE_FLOAT_FN(N, T, CT, LD)                                                          \
+    static void close_##N(char **d, const int64_t *s, int64_t n, void *ctx_) {                \
+        const close_ctx *c = ctx_;                                                            \
+        const CT rtol = (CT)c->rtol, atol = (CT)c->atol;                                      \
+        const bool tol = c->rtol != 0 || c->atol != 0;                                        \
+        for (int64_t i = 0; i < n; i++) {                                                     \
+            CT a = LD(*(const T *)(d[1] + i * s[1])), b = LD(*(const T *)(d[2] + i * s[2]));  \
+            bool r = a == b || (c->equal_nan && a != a && b != b);                            \
+            if (!r && tol) {                                                                  \
+                CT actual = (CT)fabs((double)(a - b)), allowed = atol + (CT)fabs((double)(rtol * b)); \
+                r = isfinite(actual) && actual <= allowed;                                    \
+            }                                                                                 \
+            *(bool *)(d[0] + i * s[0]) = r;                                                   \
+        }                                                                                     \
+    }
+#define CLOSE_INT_FN(N, T)                                                                    \
+    static void close_##N(char **d, const int64_t *s, int64_t n, void *ctx_) {                \
+        const close_ctx *c = ctx_;                                                            \
+        const float rtol = (float)c->rtol, atol = (float)c->atol;                             \
+        const bool tol = c->rtol != 0 || c->atol != 0;                                        \
+        for (int64_t i = 0; i < n; i++) {                                                     \
+            T a = *(const T *)(d[1] + i * s[1]), b = *(const T *)(d[2] + i * s[2]);           \
+            bool r = a == b;                                                                  \
+            if (!r && tol) {                                                                  \
+                T diff = (T)((uint64_t)(int64_t)a - (uint64_t)(int64_t)b);                    \
+                T actual = diff > 0 ? diff : (T)(0 - (uint64_t)(int64_t)diff); /* abs, wrapping */ \
+                r = (float)actual <= atol + fabsf(rtol * (float)b);                           \
+            }                                                                                 \
+            *(bool *)(d[0] + i * s[0]) = r;                                                   \
+        }                                                                                     \
+    }
+#define LD_bool_f(x) ((float)(x))
+CLOSE_FLOAT_FN(b, bool, float, LD_bool_f)
+CLOSE_INT_FN(u8, uint8_t)
+CLOSE_INT_FN(i8, int8_t)
+CLOSE_INT_FN(i32, int32_t)
+CLOSE_INT_FN(i64, int64_t)
+CLOSE_FLOAT_FN(f16, em_half, float, LD_f16)
+CLOSE_FLOAT_FN(bf16, em_bfloat16, float, LD_bf16)
+CLOSE_FLOAT_FN(f32, float, float, LD_f32)
+CLOSE_FLOAT_FN(f64, double, double, LD_f64)
+static const em_cpu_loop close_loops[EM_DTYPE_COUNT] = { close_b, close_u8, close_i8, close_i32, close_i64,
+                                                         close_f16, close_bf16, close_f32, close_f64 };
+
+/* isclose(self, other, rtol, atol, equal_nan): a new bool tensor of the
+ * broadcast shape; self and other must have one dtype, rtol and atol be
+ * >= 0 (PyTorch's checks). */
+em_tensor *em_cpu_isclose(em_keyset ks, em_tensor *self, em_tensor *other, double rtol, double atol,
+                          bool equal_nan) {
+    (void)ks;
+    if (self->dtype != other->dtype) {
+        em_set_error(EM_ETYPE, "isclose: self (%s) and other (%s) must have the same dtype",
+                     em_dtype_name(self->dtype), em_dtype_name(other->dtype));
+        return NULL;
+    }
+    if (!(rtol >= 0)) {
+        em_set_error(EM_EVALUE, "isclose: rtol must be greater than or equal to zero, but got %g", rtol);
+        return NULL;
+    }
+    if (!(atol >= 0)) {
+        em_set_error(EM_EVALUE, "isclose: atol must be greater than or equal to zero, but got %g", atol);
+        return NULL;
+    }
+    close_ctx c = { rtol, atol, equal_nan };
+    em_cpu_iter it;
+    em_tensor *in[2] = { self, other };
+    em_tensor *out = em_cpu_iter_build(&it, NULL, EM_BOOL, 2, in, self->dtype, "isclose");
+    if (out) em_cpu_iter_run(&it, close_loops[self->dtype], &c, EM_CPU_GRAIN);
+    em_cpu_iter_done(&it);
+    return out;
+}
