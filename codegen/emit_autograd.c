@@ -903,7 +903,10 @@ void cg_emit_autograd(cg_buf *b, const cg_schema *s) {
             emit_kernel_undefined(b, op, s->derivs_path);
             continue;
         }
-        if (!d->nformulas && written_arg(op) < 0) {
+        /* an in-place op whose output is not differentiable (logical_and_)
+         * leaves self's autograd state as it is, as PyTorch does; fill_ and
+         * zero_ (no formulas, differentiable) get a node without edges */
+        if (!d->nformulas && (written_arg(op) < 0 || d->output_nondiff)) {
             emit_kernel_nondiff(b, op);
             continue;
         }

@@ -58,6 +58,21 @@ def gen_lerp(g, op):
     return dict(args=args, pre=pre)
 
 
+def gen_addcdiv(g, op):
+    """addcdiv's generic arguments without a bool tensor2: torch 1.13's
+    backward of addcdiv fails on one ("result type Float can't be cast to
+    the desired output type Bool"), where ember computes the gradient."""
+    res = gen_generic(g, op)
+    if res is None or len(res['args']) < 3:
+        return res
+    t2 = res['args'][2]
+    if t2[0] != 'var':
+        return res
+    pre = {st.get('out'): st for st in res.get('pre', [])}
+    dt = pre[t2[1]]['dtype'] if t2[1] in pre else g.dtype_name(g.t(t2[1]))
+    return None if dt == 'bool' else res
+
+
 def _bc(a, b):
     try:
         torch.broadcast_shapes(a.shape, b.shape)
@@ -94,5 +109,7 @@ MAP = {
     'bitwise_left_shift.out': dict(gen=_gen_out(gen_generic), weight=0.3),
     'bitwise_right_shift.out': dict(gen=_gen_out(gen_generic), weight=0.3),
     'addcmul.out': dict(gen=_gen_out(gen_generic), weight=0.3),
-    'addcdiv.out': dict(gen=_gen_out(gen_generic), weight=0.3),
+    'addcdiv': dict(gen=gen_addcdiv),
+    'addcdiv_': dict(gen=gen_addcdiv),
+    'addcdiv.out': dict(gen=_gen_out(gen_addcdiv), weight=0.3),
 }

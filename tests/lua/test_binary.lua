@@ -104,6 +104,14 @@ function T.logical_ops()
   check(not ember.logical_or(g, g).requires_grad)
   check(ember.logical_or(g, 0, { out = o }) == o)
   check_tensor(o, { true, false })
+  -- in place, self's autograd state stays as it was (PyTorch 1.13): a
+  -- non-leaf keeps its history, a leaf that requires grad is written
+  local h = g * 2
+  h:logical_and_(t({ 1.0, 1.0 }))
+  check(h.requires_grad); check_eq(tostring(h.grad_fn), "<MulBackward>")
+  local leaf = f64({ 0, 3 }):requires_grad_()
+  leaf:logical_or_(f64({ 1, 0 }))
+  check(leaf.is_leaf and leaf.requires_grad); check_tensor(leaf, { 1, 1 })
 end
 
 function T.bitwise_ops_and_metamethods()
@@ -272,6 +280,9 @@ function T.errors_name_the_op_argument_and_problem()
   check_error(function() return ember.addcdiv(t({ 1.0 }), t({ 1 }), t({ 2 })) end, "addcdiv", "integer division",
     "tensor1", "tensor2")
   check_error(function() return ember.addcmul(t({ true }), t({ true }), t({ true })) end, "addcmul", "bool")
+  local u8 = t({ 1 }, { dtype = "uint8" })
+  check_error(function() return ember.addcmul(u8, u8, u8, { value = -0.25 }) end, "addcmul", "value", "uint8",
+    "overflow")
   check_error(function() return ember.isclose(t({ 1.0 }), f64({ 1 })) end, "isclose", "float32", "float64")
   check_error(function() return ember.isclose(t({ 1.0 }), t({ 1.0 }), { atol = -1 }) end, "isclose", "atol")
   check_error(function() return ember.allclose(t({ 1 }), t({ 1.0 })) end, "allclose", "int64", "float32")

@@ -328,10 +328,19 @@ em_status em_cpu_lerp_impl(em_keyset ks, const em_meta *m, em_tensor *self, em_t
     return bm_into(BM_LERP, m, 3, in, one, out);
 }
 
+/* PyTorch converts value to the compute dtype with an overflow check
+ * (-0.25 into uint8 is an error, 0.5 into int64 truncates to 0). */
+static em_status value_ok(const em_meta *m, em_scalar value) {
+    if (!em_cpu_scalar_overflows(value, m->compute)) return EM_OK;
+    return em_set_error(EM_EVALUE, "%s: value %g cannot be converted to type %s without overflow", m->op,
+                        em_scalar_to_double(value), em_dtype_name(m->compute));
+}
+
 em_status em_cpu_addcmul_impl(em_keyset ks, const em_meta *m, em_tensor *self, em_tensor *tensor1,
                               em_tensor *tensor2, em_scalar value, em_tensor *out) {
     (void)ks;
     em_tensor *in[3] = { self, tensor1, tensor2 };
+    if (value_ok(m, value) != EM_OK) return em_error_kind();
     return bm_into(BM_ADDCMUL, m, 3, in, value, out);
 }
 
@@ -339,6 +348,7 @@ em_status em_cpu_addcdiv_impl(em_keyset ks, const em_meta *m, em_tensor *self, e
                               em_tensor *tensor2, em_scalar value, em_tensor *out) {
     (void)ks;
     em_tensor *in[3] = { self, tensor1, tensor2 };
+    if (value_ok(m, value) != EM_OK) return em_error_kind();
     return bm_into(BM_ADDCDIV, m, 3, in, value, out);
 }
 
