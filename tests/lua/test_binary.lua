@@ -160,6 +160,9 @@ function T.div_rounding_modes()
   -- floor_divide floors in PyTorch 1.13 (-7 // 2 is -4), as div(floor) does
   check_tensor(i // 2, { 3, -4, 3, -4 })
   check_tensor(ember.floor_divide(t({ -7.5, 0.5 }), t({ 2.0, -2.0 })), { -4, -1 })
+  -- % is remainder (the sign of the divisor), unlike fmod
+  check_tensor(t({ -7, 7, -7 }) % t({ 2, -2, -2 }), { 1, -1, -1 })
+  check_tensor(t({ -7.5, 5.0, 3 }) % t({ 2.0, 0.0, -inf }), { 0.5, nan, -inf })
   -- in place and out=
   local x = t({ 7.0, -7 })
   check(x:div_(2, { rounding_mode = "floor" }) == x); check_tensor(x, { 3, -4 })
