@@ -202,6 +202,8 @@ typedef struct {
     char *delegate_name; /* structured_delegate as written ("add.out"), or NULL */
     int structured_line; /* line of the structured / structured_delegate key */
     char *metamethod;  /* "__add": the tensor metamethod entry (Note [Metamethods]), or NULL */
+    bool lua_bool;     /* lua_result: boolean -- Lua gets the 0-dim bool result as a boolean
+                        * (Note [Boolean results] in emit_lua.c) */
     char *namespaces[CG_MAX_NAMESPACES]; /* where the function variant lives: "" = ember */
     int nnamespaces;   /* 0: just ember */
     char *doc;

@@ -48,6 +48,7 @@ const cg_helper cg_helpers[] = {
     /* ---- family: unary ---- */
 
     /* ---- family: binary ---- */
+    { "fmod_other_backward", "ttt" },
 
     /* ---- family: reduce ---- */
 

@@ -65,7 +65,8 @@ static const cg_formula *formula_for(const cg_op *op, int arg) {
     return NULL;
 }
 
-/* "add_" -> "AddBackward" (the node's name) and "AddBackward_" (its C type). */
+/* "add_" -> "AddBackward" (the node's name) and "AddBackward_" (its C type);
+ * an in-place overload "div_.Tensor_mode" -> "DivTensorModeBackward_". */
 static void node_names(const cg_op *op, char *display, char *ctype, size_t n) {
     size_t k = 0;
     bool up = true;
@@ -76,7 +77,7 @@ static void node_names(const cg_op *op, char *display, char *ctype, size_t n) {
     }
     display[k] = '\0';
     strcat(display, "Backward");
-    snprintf(ctype, n, "%s%s", display, op->name[strlen(op->name) - 1] == '_' ? "_" : "");
+    snprintf(ctype, n, "%s%s", display, op->base[strlen(op->base) - 1] == '_' ? "_" : "");
 }
 
 void cg_node_names(const cg_op *op, char *display, char *ctype, size_t n) { node_names(op, display, ctype, n); }
@@ -587,6 +588,19 @@ static void emit_kernel_nondiff(cg_buf *b, const cg_op *op) {
     cg_puts(b, ";\n}\n\n");
 }
 
+/* Whether the out= op ops[i] heads a family whose functional op has
+ * output_differentiability: [false] (logical_and): then its out= variant
+ * is not differentiable either and takes inputs that require grad, as in
+ * PyTorch. */
+static bool family_nondiff(const cg_schema *s, int i) {
+    for (int j = 0; j < s->nops; j++) {
+        const cg_op *x = &s->ops[j];
+        if (x->delegate == i && !x->ret_alias_write)
+            return x->deriv && !x->deriv->nformulas && written_arg(x) < 0;
+    }
+    return false;
+}
+
 /* The out= op of a structured family (Note [Structured kernels]): no graph
  * is recorded, so with grad mode on no argument (out included) may require
  * grad -- PyTorch's rule for out= arguments. */
@@ -881,14 +895,20 @@ void cg_emit_autograd(cg_buf *b, const cg_schema *s) {
         cg_group_banner(b, op, &last);
         const cg_deriv *d = op->deriv;
         if (op->meta) {
-            emit_kernel_out(b, op);
+            if (family_nondiff(s, i))
+                emit_kernel_nondiff(b, op);
+            else
+                emit_kernel_out(b, op);
             continue;
         }
         if (!d) {
             emit_kernel_undefined(b, op, s->derivs_path);
             continue;
         }
-        if (!d->nformulas && written_arg(op) < 0) {
+        /* an in-place op whose output is not differentiable (logical_and_)
+         * leaves self's autograd state as it is, as PyTorch does; fill_ and
+         * zero_ (no formulas, differentiable) get a node without edges */
+        if (!d->nformulas && (written_arg(op) < 0 || d->output_nondiff)) {
             emit_kernel_nondiff(b, op);
             continue;
         }

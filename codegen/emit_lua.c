@@ -292,6 +292,11 @@ static void emit_binding(cg_buf *b, const cg_op *op) {
                      "    return %d;\n}\n\n", op->nrets, o, op->nrets);
         return;
     }
+    if (op->lua_bool) { /* Note [Boolean results] */
+        cg_printf(b, "    em_lua_argtmp_release(&tmp);\n    em_lua_push_bool_result(L, r, \"%s\");\n"
+                     "    return 1;\n}\n\n", o);
+        return;
+    }
     if (factory)
         cg_printf(b, "    if (r && opt && !set_requires_grad(L, opt, r, \"%s\"))\n        r = NULL;\n", o);
     int same = op->nargs > 0 && op->args[0].type == CG_TENSOR ? 0 : -1;
@@ -365,20 +370,40 @@ static const char *lua_type_test(cg_type t) {
 }
 
 /* match_NAME: whether the Lua arguments fit overload op -- the count of
- * positional values, each one's Lua type, and the options table's names. */
-static void emit_matcher(cg_buf *b, const cg_op *op) {
+ * positional values, each one's Lua type, and the options table's names.
+ * several_out: the name has more than one out= overload (div.out and
+ * div.out_mode), which the options' names then tell apart. */
+static void emit_matcher(cg_buf *b, const cg_op *op, bool several_out) {
     if (op->meta) {
         /* the out= op of a structured family: chosen by an out option alone,
-         * so that its binding (or the functional one) reports what is wrong */
+         * so that its binding (or the functional one) reports what is wrong;
+         * among several, by the names of the options too */
         int np = 0;
         for (int i = 0; i < op->nargs; i++)
             np += !op->args[i].kwonly && op->args[i].def.kind == CG_DEF_NONE_GIVEN &&
                   !cg_types[op->args[i].type].optional;
-        cg_printf(b, "static bool match_%s(lua_State *L)\n{\n"
-                     "    int opt = em_lua_options_index_req(L, %d);\n    bool has;\n\n"
+        cg_printf(b, "static bool match_%s(lua_State *L)\n{\n", op->name);
+        if (several_out) {
+            cg_puts(b, "    static const char *const names[] = { ");
+            for (int i = 0; i < op->nargs; i++) cg_printf(b, "\"%s\", ", op->args[i].name);
+            cg_puts(b, "NULL };\n");
+        }
+        cg_printf(b, "    int opt = em_lua_options_index_req(L, %d);\n    bool has;\n\n"
                      "    if (!opt)\n        return false;\n"
-                     "    has = lua_getfield(L, opt, \"%s\") != LUA_TNIL;\n    lua_pop(L, 1);\n"
-                     "    return has;\n}\n\n", op->name, np, op->args[op->out_arg].name);
+                     "    has = lua_getfield(L, opt, \"%s\") != LUA_TNIL;\n    lua_pop(L, 1);\n",
+                  np, op->args[op->out_arg].name);
+        if (several_out) {
+            cg_puts(b, "    if (!has || !options_known(L, opt, names))\n        return false;\n");
+            for (int i = 0; i < op->nargs; i++) {
+                const cg_arg *a = &op->args[i];
+                if (i == op->out_arg || !a->kwonly || a->def.kind != CG_DEF_NONE_GIVEN ||
+                    cg_types[a->type].optional)
+                    continue;
+                cg_printf(b, "    has = lua_getfield(L, opt, \"%s\") != LUA_TNIL;\n    lua_pop(L, 1);\n"
+                             "    if (!has)\n        return false;\n", a->name);
+            }
+        }
+        cg_puts(b, "    return has;\n}\n\n");
         return;
     }
     int nreq = 0;
@@ -422,6 +447,15 @@ static void emit_matcher(cg_buf *b, const cg_op *op) {
                  "    return true;\n}\n\n",
               varargs ? "lt != LUA_TNUMBER" : "true");
 }
+
+/* Note [Boolean results]
+ * PyTorch's allclose and equal return a Python bool. Their ops.yaml entries
+ * say `-> Tensor` (the C op returns a 0-dim bool tensor, so every C caller
+ * and backend works as for any op) and `lua_result: boolean`: the Lua
+ * binding hands back that tensor's value as a Lua boolean
+ * (em_lua_push_bool_result), so `if ember.equal(a, b) then` means what it
+ * says. Such an op has no gradient to check (it is not listed among the
+ * differentiable ops). */
 
 /* Note [Metamethods]
  * `a + b` on tensors runs the op named by ops.yaml `metamethod: __add`
@@ -475,9 +509,11 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
         if (group_size(s, i) < 2) continue;
         int nplain = 0; /* overloads that are not out= ops */
         for (int j = i; j < s->nops; j++) nplain += strcmp(s->ops[j].base, op->base) == 0 && !s->ops[j].meta;
+        int nout = 0; /* out= overloads */
+        for (int j = i; j < s->nops; j++) nout += strcmp(s->ops[j].base, op->base) == 0 && s->ops[j].meta;
         for (int j = i; j < s->nops; j++)
             if (strcmp(s->ops[j].base, op->base) == 0 && (s->ops[j].meta || nplain > 1))
-                emit_matcher(b, &s->ops[j]);
+                emit_matcher(b, &s->ops[j], nout > 1);
         cg_printf(b, "/* ember.%s / x:%s: the overloads of '%s', tried in schema order. */\n"
                      "static int lo_%s(lua_State *L)\n{\n    static const char *const schemas[] = {\n",
                   op->base, op->base, op->base, op->base);
@@ -573,7 +609,8 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
                " * for each. NULL-terminated; declared in em_lua.h. */\n"
                "const char *const em_lua_differentiable_ops[] = {\n");
     for (int i = 0; i < s->nops; i++)
-        if (cg_op_has_formulas(&s->ops[i]) || (s->ops[i].composite && has_tensor_arg(&s->ops[i])))
+        if (cg_op_has_formulas(&s->ops[i]) ||
+            (s->ops[i].composite && has_tensor_arg(&s->ops[i]) && !s->ops[i].lua_bool))
             cg_printf(b, "    \"%s\",\n", s->ops[i].name);
     cg_puts(b, "    NULL\n};\n");
 }

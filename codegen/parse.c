@@ -734,14 +734,15 @@ static void parse_namespaces(const char *path, yaml_document_t *doc, yaml_node_t
  * returns one Tensor. */
 static void parse_metamethod(const char *path, yaml_node_t *n, cg_op *op) {
     static const char *const known[] = { "__add", "__sub", "__mul", "__div", "__mod", "__pow",
-                                         "__idiv", "__unm", NULL };
+                                         "__idiv", "__unm", "__band", "__bor", "__bxor", "__shl",
+                                         "__shr", NULL };
     expect_scalar(path, n, "a metamethod name");
     const char *name = scalar_of(n);
     bool ok = false;
     for (int i = 0; known[i]; i++) ok = ok || strcmp(known[i], name) == 0;
     if (!ok)
         cg_error_at(path, mark_line(n), "op '%s': unknown metamethod '%s' (known: __add, __sub, __mul, "
-                    "__div, __mod, __pow, __idiv, __unm)", op->name, name);
+                    "__div, __mod, __pow, __idiv, __unm, __band, __bor, __bxor, __shl, __shr)", op->name, name);
     int ntensors = strcmp(name, "__unm") == 0 ? 1 : 2;
     bool fits = op->nargs >= ntensors && op->nrets == 1 && !cg_op_ret_list(op);
     for (int i = 0; fits && i < op->nargs; i++) {
@@ -762,7 +763,7 @@ static void parse_op(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_
         cg_error_at(path, op->line, "an op entry must be a mapping with func, variants, kernels "
                     "and doc, found %s", node_kind(n));
     yaml_node_t *func = NULL, *variants = NULL, *kernels = NULL, *docn = NULL, *ns = NULL, *mm = NULL;
-    yaml_node_t *structured = NULL, *delegate = NULL;
+    yaml_node_t *structured = NULL, *delegate = NULL, *lua_result = NULL;
     for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
         yaml_node_t *k = yaml_document_get_node(doc, pr->key);
         yaml_node_t *v = yaml_document_get_node(doc, pr->value);
@@ -776,10 +777,11 @@ static void parse_op(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_
                              : strcmp(key, "metamethod") == 0 ? &mm
                              : strcmp(key, "structured") == 0 ? &structured
                              : strcmp(key, "structured_delegate") == 0 ? &delegate
+                             : strcmp(key, "lua_result") == 0 ? &lua_result
                                                             : NULL;
         if (!slot)
             cg_error_at(path, mark_line(k), "unknown key '%s' (known keys: func, variants, kernels, "
-                        "namespace, metamethod, structured, structured_delegate, doc)", key);
+                        "namespace, metamethod, structured, structured_delegate, lua_result, doc)", key);
         if (*slot) cg_error_at(path, mark_line(k), "key '%s' given twice", key);
         *slot = v;
     }
@@ -815,6 +817,15 @@ static void parse_op(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_
     if (kernels) parse_kernels(path, doc, kernels, op);
     if (ns) parse_namespaces(path, doc, ns, op);
     if (mm) parse_metamethod(path, mm, op);
+    if (lua_result) { /* Note [Boolean results] */
+        expect_scalar(path, lua_result, "lua_result");
+        if (strcmp(scalar_of(lua_result), "boolean") != 0)
+            cg_error_at(path, mark_line(lua_result), "op '%s': lua_result must be 'boolean'", op->name);
+        if (op->nrets != 1 || cg_op_ret_list(op) || op->ret_alias_write)
+            cg_error_at(path, mark_line(lua_result), "op '%s': lua_result: boolean needs one Tensor result "
+                        "(a 0-dim bool tensor in C)", op->name);
+        op->lua_bool = true;
+    }
     if (op->v_method && (op->nargs == 0 || op->args[0].type != CG_TENSOR || op->args[0].kwonly))
         cg_error_at(path, mark_line(func), "op '%s' has a method variant but its first argument "
                     "is not a positional Tensor", op->name);

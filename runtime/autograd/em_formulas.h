@@ -78,6 +78,8 @@ EM_HIDDEN em_tensor *em_ag_fn_stack_grads(em_tensor **grads, int n, const em_inp
 /* ---- family: unary (formulas_unary.c) ---- */
 
 /* ---- family: binary (formulas_binary.c) ---- */
+/* fmod's gradient for other: -grad * trunc(self / other) (PyTorch 1.13) */
+EM_HIDDEN em_tensor *em_ag_fn_fmod_other_backward(em_tensor *grad, em_tensor *self, em_tensor *other);
 
 /* ---- family: reduce (formulas_reduce.c) ---- */
 

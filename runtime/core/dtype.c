@@ -143,6 +143,14 @@ em_dtype em_result_type2(const em_tensor *a, const em_tensor *b)
     return state_result(&st);
 }
 
+em_dtype em_result_type_n(int n, const em_tensor *const *t)
+{
+    result_state st = { EM_DTYPE_NONE, EM_DTYPE_NONE, EM_DTYPE_NONE };
+    for (int i = 0; i < n; i++)
+        if (t[i]) state_add(&st, t[i]->dtype, t[i]->ndim, t[i]->wrapped_number);
+    return state_result(&st);
+}
+
 em_dtype em_result_type_scalar(const em_tensor *a, em_scalar s)
 {
     result_state st = { EM_DTYPE_NONE, EM_DTYPE_NONE, EM_DTYPE_NONE };

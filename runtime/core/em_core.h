@@ -435,6 +435,8 @@ EM_API void em_store_from_int64(void *p, em_dtype t, int64_t v);
  * higher category (bool < integral < floating) always wins, and a float
  * scalar with integral tensors gives the default float (float32). */
 EM_API em_dtype em_result_type2(const em_tensor *a, const em_tensor *b);
+/* The same over n tensors (NULL entries skipped): addcmul, lerp, ... */
+EM_API em_dtype em_result_type_n(int n, const em_tensor *const *t);
 EM_API em_dtype em_result_type_scalar(const em_tensor *a, em_scalar s);
 
 /* ---- views (no copies; share storage and version counter) ---- */

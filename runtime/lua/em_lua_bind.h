@@ -97,6 +97,9 @@ static inline __attribute__((unused)) bool set_requires_grad(lua_State *L, int o
  * upvalue 1 of the running metamethod; t == NULL raises op's error.
  * Defined in lua_tensor.c. */
 void em_lua_push_result(lua_State *L, em_tensor *t, const char *op);
+/* Pushes the value of r, a one-element result, as a Lua boolean and
+ * releases r; NULL raises op's error (Note [Boolean results], emit_lua.c). */
+void em_lua_push_bool_result(lua_State *L, em_tensor *r, const char *op);
 
 /* Operand idx of a metamethod: the tensor directly when its metatable is
  * upvalue 1 (the fast path), else what em_lua_check_tensor makes of it

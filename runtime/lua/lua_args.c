@@ -188,6 +188,16 @@ void em_lua_push_results(lua_State *L, em_tensor *r, em_tensor **outs, int k, co
     for (int i = 0; i < k - 1; i++) em_lua_push_tensor(L, outs[i], op);
 }
 
+void em_lua_push_bool_result(lua_State *L, em_tensor *r, const char *op) {
+    if (!r) em_lua_error(L, op);
+    em_tensor *h = em_lua_host_tensor(r); /* Note [Host copies] */
+    em_tensor_release(r);
+    if (!h) em_lua_error(L, op);
+    bool v = em_load_as_int64(em_tensor_data(h), h->dtype) != 0;
+    em_tensor_release(h);
+    lua_pushboolean(L, v);
+}
+
 void em_lua_push_tensor_array(lua_State *L, em_tensor **arr, int n, const char *op) {
     if (!arr) em_lua_error(L, op);
     lua_createtable(L, n, 0);

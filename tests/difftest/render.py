@@ -39,7 +39,7 @@ def lua_float(v):
     """A Lua float literal (never an integer literal), parenthesized when
     negative or special so it is safe next to an operator."""
     if v == 'nan' or (isinstance(v, float) and math.isnan(v)):
-        return '(0/0)'
+        return '(math.abs(0/0))'  # 0/0 is a negative NaN on x86; torch's nan is positive
     if v == 'inf' or v == math.inf:
         return '(1/0)'
     if v == '-inf' or v == -math.inf:
@@ -97,7 +97,7 @@ def lua_arg(a):
         if style in ('v', '1'):
             return ', '.join(vals)
         return '{' + ', '.join(vals) + '}'
-    if k == 'dtype':
+    if k in ('dtype', 'str'):
         return '"%s"' % a[1]
     if k == 'none':
         return 'nil'
@@ -133,6 +133,8 @@ def py_arg(a):
         return '(' + ''.join(v + ', ' for v in vals).rstrip(' ') + ')'
     if k == 'dtype':
         return 'torch.' + a[1]
+    if k == 'str':
+        return "'%s'" % a[1]
     if k == 'none':
         return 'None'
     raise ValueError('bad arg %r' % (a,))

@@ -53,19 +53,8 @@ static inline uint64_t rem_i(uint64_t ua, uint64_t ub, bin_ctx *c) {
     return (uint64_t)r;
 }
 
-/* PyTorch's div_floor: exact for floats (fmod, then rounding the quotient),
- * a / b when b is 0; floor division for integers (b == 0 is an error) */
-#define FLOORDIV_FN(NAME, T, FMOD, FLOOR, COPYSIGN)                        \
-    static inline T NAME(T a, T b) {                                        \
-        if (b == 0) return a / b;                                           \
-        T mod = FMOD(a, b), div = (a - mod) / b;                            \
-        if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;                     \
-        if (div == 0) return COPYSIGN(0, a / b);                            \
-        T fl = FLOOR(div);                                                  \
-        return div - fl > (T)0.5 ? fl + 1 : fl;                             \
-    }
-FLOORDIV_FN(floordivf_, float, fmodf, floorf, copysignf)
-FLOORDIV_FN(floordivd_, double, fmod, floor, copysign)
+/* floor division: em_cpu_floordivf/em_cpu_floordivd (em_cpu.h) for floats;
+ * for integers below (b == 0 is an error) */
 static inline uint64_t floordiv_i(uint64_t ua, uint64_t ub, bin_ctx *c) {
     int64_t a = (int64_t)ua, b = (int64_t)ub;
     if (b == 0) { atomic_store_explicit(&c->err, 1, memory_order_relaxed); return 0; }
@@ -83,7 +72,7 @@ static inline uint64_t floordiv_i(uint64_t ua, uint64_t ub, bin_ctx *c) {
 #define E_div(x, y) ((x) / (y))
 #define E_pow(x, y) _Generic((x), float: powf, double: pow, default: ipow_u)((x), (y))
 #define E_remainder(x, y) _Generic((x), float: remf_py(x, y), double: rem_py(x, y), default: rem_i(x, y, ctx))
-#define E_floor_divide(x, y) _Generic((x), float: floordivf_(x, y), double: floordivd_(x, y), default: floordiv_i(x, y, ctx))
+#define E_floor_divide(x, y) _Generic((x), float: em_cpu_floordivf(x, y), double: em_cpu_floordivd(x, y), default: floordiv_i(x, y, ctx))
 #define E_tanh_backward(g, y) ((g) * (1 - (y) * (y)))
 #define E_sigmoid_backward(g, y) ((g) * (y) * (1 - (y)))
 /* threshold_backward: a select, not a product, so NaN grads are masked
@@ -526,7 +515,7 @@ BINARY_OPS(X_KERNEL)
     static void NAME(char **d, const int64_t *s, int64_t n, void *ctx) {                   \
         (void)ctx;                                                                         \
         for (int64_t i = 0; i < n; i++)                                                    \
-            *(T *)(d[0] + i * s[0]) = *(const bool *)(d[1] + i * s[1])                     \
+            *(T *)(d[0] + i * s[0]) = *(const uint8_t *)(d[1] + i * s[1]) != 0            \
                                           ? *(const T *)(d[2] + i * s[2])                  \
                                           : *(const T *)(d[3] + i * s[3]);                 \
     }
@@ -536,10 +525,13 @@ WHERE_FN(where4, uint32_t)
 WHERE_FN(where8, uint64_t)
 
 /* self where condition holds, else other; broadcasting all three, the
- * result in the promoted dtype of self and other. */
+ * result in the promoted dtype of self and other (numbers, as wrapped
+ * 0-dim tensors, promote like PyTorch's scalars: where(c, 1.5, int64
+ * tensor) is float32). The condition is bool, or uint8 (nonzero is true),
+ * which PyTorch 1.13 still takes. */
 em_tensor *em_cpu_where(em_keyset ks, em_tensor *condition, em_tensor *self, em_tensor *other) {
     (void)ks;
-    if (condition->dtype != EM_BOOL) {
+    if (condition->dtype != EM_BOOL && condition->dtype != EM_UINT8) {
         em_set_error(EM_ETYPE, "where: expected condition to be a bool tensor, got %s",
                      em_dtype_name(condition->dtype));
         return NULL;

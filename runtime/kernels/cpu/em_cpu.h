@@ -20,6 +20,8 @@
 #include "core/em_core.h"
 #include "em_kernels_decl.h" /* generated: every kernel's prototype */
 
+#include <math.h>
+
 /* Seeding (em_manual_seed) and the thread count (em_set_num_threads) live
  * in core's runtime context (Note [Runtime context] in em_core.h); the
  * pool follows the thread count through a hook. */
@@ -157,6 +159,21 @@ em_tensor *em_cpu_zero_(em_keyset ks, em_tensor *self);
 /* ---- family: unary ---- */
 
 /* ---- family: binary ---- */
+
+/* PyTorch's div_floor for floats (floor_divide, div(rounding_mode="floor")):
+ * exact (fmod, then the quotient rounded), a / b when b is 0, a signed
+ * zero for a zero quotient. binary.c and binary_math.c share it. */
+#define EM_CPU_FLOORDIV_FN(NAME, T, FMOD, FLOOR, COPYSIGN)                   \
+    static inline T NAME(T a, T b) {                                        \
+        if (b == 0) return a / b;                                           \
+        T mod = FMOD(a, b), div = (a - mod) / b;                            \
+        if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;                     \
+        if (div == 0) return COPYSIGN(0, a / b);                            \
+        T fl = FLOOR(div);                                                  \
+        return div - fl > (T)0.5 ? fl + 1 : fl;                             \
+    }
+EM_CPU_FLOORDIV_FN(em_cpu_floordivf, float, fmodf, floorf, copysignf)
+EM_CPU_FLOORDIV_FN(em_cpu_floordivd, double, fmod, floor, copysign)
 
 /* ---- family: reduce ---- */
 

@@ -1,0 +1,16 @@
+/* formulas_binary.c -- formula helpers of the binary family
+ * (schema/derivatives/binary.yaml), declared in em_formulas.h. */
+#include "autograd/em_formulas.h"
+#include "em_ops.h"
+
+/* fmod(self, other)'s gradient for other: -grad * trunc(self / other), the
+ * quotient in the operands' common dtype (self may be an integer or bool
+ * tensor), so that other = 0 gives an infinite quotient as in PyTorch. */
+em_tensor *em_ag_fn_fmod_other_backward(em_tensor *grad, em_tensor *self, em_tensor *other) {
+    em_tensor *q = em_div_Tensor_mode(self, other, "trunc");
+    em_tensor *g = q ? em_mul(grad, q) : NULL;
+    em_tensor *r = g ? em_neg(g) : NULL;
+    em_tensor_release(q);
+    em_tensor_release(g);
+    return r;
+}
