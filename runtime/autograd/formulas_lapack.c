@@ -95,15 +95,17 @@ static bool absent(em_tensor *g) {
 
 /* ---- det, slogdet, inv ---- */
 
-/* det's gradient grad * det * A^-T; when some matrix is singular (det 0),
+/* det's gradient grad * det * A^-T (torch's solve(A^T, grad det I)); when some matrix is singular (det 0),
  * torch's SVD form for the whole batch: U diag(alpha grad prod_{j != i} s_j) Vh
  * with alpha = det(U) det(Vh). */
 em_tensor *em_ag_fn_det_backward(em_tensor *grad, em_tensor *A, em_tensor *det) {
     int mark = em_ag_scope_begin();
     em_tensor *r;
-    if (!any_true(TMP(em_eq(det, num(0.0))))) {
+    if (!any_true(TMP(em_eq(det, num(0.0))))) { /* solve(A^T, d I), as torch */
         em_tensor *d = unsq(unsq(mul(grad, det), -1), -1);
-        r = mul(d, mT(inv(A)));
+        em_tensor *dI = mul(d, eye(A->sizes[A->ndim - 1], A));
+        em_tensor *At = mT(A);
+        r = At && dI ? TMP(em_solve(At, dI, true)) : NULL;
     } else {
         em_tensor *S = NULL, *Vh = NULL;
         em_tensor *U = TMP(em_svd(A, false, &S, &Vh));

@@ -29,8 +29,6 @@
 /* ---- LAPACK (Fortran ABI; trailing size_t: hidden lengths of char args) ---- */
 
 extern void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info);
-extern void dgetri_(const int *n, double *a, const int *lda, const int *ipiv, double *work, const int *lwork,
-                    int *info);
 extern void dgetrs_(const char *trans, const int *n, const int *nrhs, const double *a, const int *lda,
                     const int *ipiv, double *b, const int *ldb, int *info, size_t);
 extern void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info, size_t);
@@ -53,6 +51,32 @@ extern void dgelsd_(const int *m, const int *n, const int *nrhs, double *a, cons
                     int *iwork, int *info);
 extern void dgelss_(const int *m, const int *n, const int *nrhs, double *a, const int *lda, double *b,
                     const int *ldb, double *s, const double *rcond, int *rank, double *work, const int *lwork,
+                    int *info);
+
+/* the float32 routines (same signatures, float for double) */
+extern void sgetrf_(const int *m, const int *n, float *a, const int *lda, int *ipiv, int *info);
+extern void sgetrs_(const char *trans, const int *n, const int *nrhs, const float *a, const int *lda,
+                    const int *ipiv, float *b, const int *ldb, int *info, size_t);
+extern void spotrf_(const char *uplo, const int *n, float *a, const int *lda, int *info, size_t);
+extern void sgeqrf_(const int *m, const int *n, float *a, const int *lda, float *tau, float *work,
+                    const int *lwork, int *info);
+extern void sorgqr_(const int *m, const int *n, const int *k, float *a, const int *lda, const float *tau,
+                    float *work, const int *lwork, int *info);
+extern void ssyevd_(const char *jobz, const char *uplo, const int *n, float *a, const int *lda, float *w,
+                    float *work, const int *lwork, int *iwork, const int *liwork, int *info, size_t, size_t);
+extern void sgesdd_(const char *jobz, const int *m, const int *n, float *a, const int *lda, float *s, float *u,
+                    const int *ldu, float *vt, const int *ldvt, float *work, const int *lwork, int *iwork,
+                    int *info, size_t);
+extern void sgels_(const char *trans, const int *m, const int *n, const int *nrhs, float *a, const int *lda,
+                   float *b, const int *ldb, float *work, const int *lwork, int *info, size_t);
+extern void sgelsy_(const int *m, const int *n, const int *nrhs, float *a, const int *lda, float *b,
+                    const int *ldb, int *jpvt, const float *rcond, int *rank, float *work, const int *lwork,
+                    int *info);
+extern void sgelsd_(const int *m, const int *n, const int *nrhs, float *a, const int *lda, float *b,
+                    const int *ldb, float *s, const float *rcond, int *rank, float *work, const int *lwork,
+                    int *iwork, int *info);
+extern void sgelss_(const int *m, const int *n, const int *nrhs, float *a, const int *lda, float *b,
+                    const int *ldb, float *s, const float *rcond, int *rank, float *work, const int *lwork,
                     int *info);
 
 /* ---- checks ---- */
@@ -190,45 +214,320 @@ static double *dbuf(int64_t n, const char *op) {
     return p;
 }
 
+/* ---- one routine, two precisions ----
+ * The kernels keep matrices in float64 buffers. These wrappers run LAPACK's
+ * d* routine on them for float64 and, for float32, the s* routine on float
+ * copies (converted back after: exact both ways), so a float32 input gets
+ * torch's float32 computation (the same rounding, the same signs of
+ * eigenvectors and singular vectors). Each queries and allocates its own
+ * workspace and returns LAPACK's info, or LP_ENOMEM when a buffer could
+ * not be allocated. */
+#define LP_ENOMEM INT_MIN
+
+static float *to_f(const double *a, size_t n) {
+    float *f = malloc((n ? n : 1) * sizeof(float));
+    if (f)
+        for (size_t i = 0; i < n; i++) f[i] = (float)a[i];
+    return f;
+}
+
+static void from_f(double *a, const float *f, size_t n) {
+    for (size_t i = 0; i < n; i++) a[i] = f[i];
+}
+
+/* A workspace of a query's size (at least min) in the dtype's precision. */
+static void *work_of(em_dtype dt, double q, int min, int *lwork) {
+    *lwork = q > min ? (int)q + 1 : min > 1 ? min : 1;
+    return malloc((size_t)*lwork * (dt == EM_FLOAT64 ? sizeof(double) : sizeof(float)));
+}
+
+/* LU of the n x n matrix a (ld max(1, n)) in place. */
+static int x_getrf(em_dtype dt, int n, double *a, int *ipiv) {
+    int ld = ld_of(n), info = 0;
+    size_t sz = (size_t)ld * (size_t)n;
+    if (n == 0) return 0;
+    if (dt == EM_FLOAT64) {
+        dgetrf_(&n, &n, a, &ld, ipiv, &info);
+        return info;
+    }
+    float *f = to_f(a, sz);
+    if (!f) return LP_ENOMEM;
+    sgetrf_(&n, &n, f, &ld, ipiv, &info);
+    from_f(a, f, sz);
+    free(f);
+    return info;
+}
+
+/* Solves op(A) X = B with getrf's factors of the n x n a; b: n x nrhs. */
+static int x_getrs(em_dtype dt, const char *trans, int n, int nrhs, const double *a, const int *ipiv, double *b,
+                   int ldb) {
+    int ld = ld_of(n), info = 0;
+    if (n == 0 || nrhs == 0) return 0;
+    if (dt == EM_FLOAT64) {
+        dgetrs_(trans, &n, &nrhs, a, &ld, ipiv, b, &ldb, &info, 1);
+        return info;
+    }
+    size_t sa = (size_t)ld * (size_t)n, sb = (size_t)ldb * (size_t)nrhs;
+    float *fa = to_f(a, sa), *fb = to_f(b, sb);
+    if (fa && fb) {
+        sgetrs_(trans, &n, &nrhs, fa, &ld, ipiv, fb, &ldb, &info, 1);
+        from_f(b, fb, sb);
+    }
+    int r = fa && fb ? info : LP_ENOMEM;
+    free(fa);
+    free(fb);
+    return r;
+}
+
+static int x_potrf(em_dtype dt, const char *uplo, int n, double *a) {
+    int ld = ld_of(n), info = 0;
+    size_t sz = (size_t)ld * (size_t)n;
+    if (n == 0) return 0;
+    if (dt == EM_FLOAT64) {
+        dpotrf_(uplo, &n, a, &ld, &info, 1);
+        return info;
+    }
+    float *f = to_f(a, sz);
+    if (!f) return LP_ENOMEM;
+    spotrf_(uplo, &n, f, &ld, &info, 1);
+    from_f(a, f, sz);
+    free(f);
+    return info;
+}
+
+/* Householder QR of the m x n a (ld max(1, m)) in place; tau: min(m, n). */
+static int x_geqrf(em_dtype dt, int m, int n, double *a, double *tau) {
+    int ld = ld_of(m), info = 0, lw = -1, k = m < n ? m : n;
+    size_t sz = (size_t)ld * (size_t)n;
+    if (m == 0 || n == 0) return 0;
+    float *f = dt == EM_FLOAT64 ? NULL : to_f(a, sz), *ft = f ? to_f(tau, (size_t)k) : NULL;
+    if (dt != EM_FLOAT64 && (!f || !ft)) {
+        free(f);
+        free(ft);
+        return LP_ENOMEM;
+    }
+    double qd = 0;
+    float qf = 0;
+    if (f) sgeqrf_(&m, &n, f, &ld, ft, &qf, &lw, &info);
+    else dgeqrf_(&m, &n, a, &ld, tau, &qd, &lw, &info);
+    void *w = work_of(dt, f ? qf : qd, n, &lw);
+    if (w && f) {
+        sgeqrf_(&m, &n, f, &ld, ft, w, &lw, &info);
+        from_f(a, f, sz);
+        from_f(tau, ft, (size_t)k);
+    } else if (w) {
+        dgeqrf_(&m, &n, a, &ld, tau, w, &lw, &info);
+    }
+    free(f);
+    free(ft);
+    free(w);
+    return w ? info : LP_ENOMEM;
+}
+
+/* Q's first qc columns from geqrf's k reflectors, in q (m x qc, ld max(1, m)). */
+static int x_orgqr(em_dtype dt, int m, int qc, int k, double *q, const double *tau) {
+    int ld = ld_of(m), info = 0, lw = -1;
+    size_t sz = (size_t)ld * (size_t)qc;
+    if (m == 0 || qc == 0) return 0;
+    float *f = dt == EM_FLOAT64 ? NULL : to_f(q, sz), *ft = f ? to_f(tau, (size_t)k) : NULL;
+    if (dt != EM_FLOAT64 && (!f || !ft)) {
+        free(f);
+        free(ft);
+        return LP_ENOMEM;
+    }
+    double qd = 0;
+    float qf = 0;
+    if (f) sorgqr_(&m, &qc, &k, f, &ld, ft, &qf, &lw, &info);
+    else dorgqr_(&m, &qc, &k, q, &ld, tau, &qd, &lw, &info);
+    void *w = work_of(dt, f ? qf : qd, qc, &lw);
+    if (w && f) {
+        sorgqr_(&m, &qc, &k, f, &ld, ft, w, &lw, &info);
+        from_f(q, f, sz);
+    } else if (w) {
+        dorgqr_(&m, &qc, &k, q, &ld, tau, w, &lw, &info);
+    }
+    free(f);
+    free(ft);
+    free(w);
+    return w ? info : LP_ENOMEM;
+}
+
+/* Eigenvalues w (ascending) and, jobz "V", eigenvectors over a of the
+ * symmetric n x n a (its uplo triangle). */
+static int x_syevd(em_dtype dt, const char *jobz, const char *uplo, int n, double *a, double *w) {
+    int ld = ld_of(n), info = 0, lw = -1, liw = -1, iq = 1;
+    size_t sz = (size_t)ld * (size_t)n;
+    if (n == 0) return 0;
+    float *f = dt == EM_FLOAT64 ? NULL : to_f(a, sz), *fw = f ? to_f(w, (size_t)n) : NULL;
+    if (dt != EM_FLOAT64 && (!f || !fw)) {
+        free(f);
+        free(fw);
+        return LP_ENOMEM;
+    }
+    double qd = 0;
+    float qf = 0;
+    if (f) ssyevd_(jobz, uplo, &n, f, &ld, fw, &qf, &lw, &iq, &liw, &info, 1, 1);
+    else dsyevd_(jobz, uplo, &n, a, &ld, w, &qd, &lw, &iq, &liw, &info, 1, 1);
+    void *wk = work_of(dt, f ? qf : qd, 1, &lw);
+    liw = iq > 1 ? iq : 1;
+    int *iw = malloc(sizeof(int) * (size_t)liw);
+    if (wk && iw && f) {
+        ssyevd_(jobz, uplo, &n, f, &ld, fw, wk, &lw, iw, &liw, &info, 1, 1);
+        from_f(a, f, sz);
+        from_f(w, fw, (size_t)n);
+    } else if (wk && iw) {
+        dsyevd_(jobz, uplo, &n, a, &ld, w, wk, &lw, iw, &liw, &info, 1, 1);
+    }
+    int r = wk && iw ? info : LP_ENOMEM;
+    free(f);
+    free(fw);
+    free(wk);
+    free(iw);
+    return r;
+}
+
+/* SVD of the m x n a (ld max(1, m); destroyed), k = min(m, n) > 0: s, and
+ * for jobz "S"/"A" u (m x ucols, ld max(1, m)) and vt (vrows x n, ld
+ * max(1, vrows)); jobz "N": u and vt unused. */
+static int x_gesdd(em_dtype dt, const char *jobz, int m, int n, double *a, double *s, double *u, int ucols,
+                   double *vt, int vrows) {
+    int ldm = ld_of(m), ldu = ld_of(m), ldvt = ld_of(vrows), info = 0, lw = -1, k = m < n ? m : n;
+    bool uv = jobz[0] != 'N';
+    size_t sa = (size_t)ldm * (size_t)n, su = uv ? (size_t)ldu * (size_t)ucols : 1,
+           sv = uv ? (size_t)ldvt * (size_t)n : 1;
+    int *iw = malloc(sizeof(int) * (size_t)(8 * k + 1));
+    double du[1] = { 0 }, dv[1] = { 0 };
+    if (!uv) {
+        u = du;
+        vt = dv;
+    }
+    float *fa = NULL, *fs = NULL, *fu = NULL, *fv = NULL;
+    void *wk = NULL;
+    int r = LP_ENOMEM;
+    if (!iw) return LP_ENOMEM;
+    if (dt == EM_FLOAT64) {
+        double q = 0;
+        dgesdd_(jobz, &m, &n, a, &ldm, s, u, &ldu, vt, &ldvt, &q, &lw, iw, &info, 1);
+        if ((wk = work_of(dt, q, 1, &lw))) {
+            dgesdd_(jobz, &m, &n, a, &ldm, s, u, &ldu, vt, &ldvt, wk, &lw, iw, &info, 1);
+            r = info;
+        }
+    } else {
+        fa = to_f(a, sa);
+        fs = to_f(s, (size_t)k);
+        fu = to_f(u, su);
+        fv = to_f(vt, sv);
+        float q = 0;
+        if (fa && fs && fu && fv) {
+            sgesdd_(jobz, &m, &n, fa, &ldm, fs, fu, &ldu, fv, &ldvt, &q, &lw, iw, &info, 1);
+            if ((wk = work_of(dt, q, 1, &lw))) {
+                sgesdd_(jobz, &m, &n, fa, &ldm, fs, fu, &ldu, fv, &ldvt, wk, &lw, iw, &info, 1);
+                from_f(s, fs, (size_t)k);
+                if (uv) {
+                    from_f(u, fu, su);
+                    from_f(vt, fv, sv);
+                }
+                r = info;
+            }
+        }
+    }
+    free(fa); free(fs); free(fu); free(fv); free(wk); free(iw);
+    return r;
+}
+
+/* Least squares by driver drv (0 gels, 1 gelsy, 2 gelsd, 3 gelss): a (m x n,
+ * ld max(1, m)), b (max(m, n) x nrhs, ld ldb) overwritten by the solution in
+ * its first n rows; s: min(m, n) singular values (gelsd/gelss); *rank. */
+static int x_gels(em_dtype dt, int drv, int m, int n, int nrhs, double *a, double *b, int ldb, double rcond,
+                  double *s, int *rank) {
+    int lda = ld_of(m), info = 0, lw = -1, iq = 1, k = m < n ? m : n;
+    size_t sa = (size_t)lda * (size_t)n, sb = (size_t)ldb * (size_t)nrhs;
+    int *jpvt = calloc((size_t)n + 1, sizeof(int));
+    if (!jpvt) return LP_ENOMEM;
+    void *wk = NULL;
+    int *iw = NULL, r = LP_ENOMEM;
+    *rank = k;
+    if (dt == EM_FLOAT64) {
+        double q = 0;
+        if (drv == 0) dgels_("N", &m, &n, &nrhs, a, &lda, b, &ldb, &q, &lw, &info, 1);
+        else if (drv == 1) dgelsy_(&m, &n, &nrhs, a, &lda, b, &ldb, jpvt, &rcond, rank, &q, &lw, &info);
+        else if (drv == 2) dgelsd_(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, &q, &lw, &iq, &info);
+        else dgelss_(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, &q, &lw, &info);
+        wk = work_of(dt, q, 1, &lw);
+        iw = malloc(sizeof(int) * (size_t)(iq > 1 ? iq : 1));
+        if (wk && iw) {
+            if (drv == 0) dgels_("N", &m, &n, &nrhs, a, &lda, b, &ldb, wk, &lw, &info, 1);
+            else if (drv == 1) dgelsy_(&m, &n, &nrhs, a, &lda, b, &ldb, jpvt, &rcond, rank, wk, &lw, &info);
+            else if (drv == 2) dgelsd_(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, wk, &lw, iw, &info);
+            else dgelss_(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, wk, &lw, &info);
+            r = info;
+        }
+    } else {
+        float *fa = to_f(a, sa), *fb = to_f(b, sb), *fs = to_f(s, (size_t)k), q = 0, rc = (float)rcond;
+        if (fa && fb && fs) {
+            if (drv == 0) sgels_("N", &m, &n, &nrhs, fa, &lda, fb, &ldb, &q, &lw, &info, 1);
+            else if (drv == 1) sgelsy_(&m, &n, &nrhs, fa, &lda, fb, &ldb, jpvt, &rc, rank, &q, &lw, &info);
+            else if (drv == 2) sgelsd_(&m, &n, &nrhs, fa, &lda, fb, &ldb, fs, &rc, rank, &q, &lw, &iq, &info);
+            else sgelss_(&m, &n, &nrhs, fa, &lda, fb, &ldb, fs, &rc, rank, &q, &lw, &info);
+            wk = work_of(dt, q, 1, &lw);
+            iw = malloc(sizeof(int) * (size_t)(iq > 1 ? iq : 1));
+            if (wk && iw) {
+                if (drv == 0) sgels_("N", &m, &n, &nrhs, fa, &lda, fb, &ldb, wk, &lw, &info, 1);
+                else if (drv == 1) sgelsy_(&m, &n, &nrhs, fa, &lda, fb, &ldb, jpvt, &rc, rank, wk, &lw, &info);
+                else if (drv == 2) sgelsd_(&m, &n, &nrhs, fa, &lda, fb, &ldb, fs, &rc, rank, wk, &lw, iw, &info);
+                else sgelss_(&m, &n, &nrhs, fa, &lda, fb, &ldb, fs, &rc, rank, wk, &lw, &info);
+                from_f(b, fb, sb);
+                from_f(s, fs, (size_t)k);
+                r = info;
+            }
+        }
+        free(fa); free(fb); free(fs);
+    }
+    free(jpvt); free(wk); free(iw);
+    return r;
+}
+
 /* ---- LU: det, slogdet, inv ---- */
 
 /* LU-factors the n x n column-major a in place; *sign: the permutation's
  * sign. Returns LAPACK's info (> 0: U[info-1][info-1] is exactly zero). */
-static int lu(double *a, int n, int *ipiv, double *sign) {
-    int info = 0, ld = ld_of(n);
+static int lu(em_dtype dt, double *a, int n, int *ipiv, double *sign) {
+    int info = x_getrf(dt, n, a, ipiv);
     *sign = 1.0;
-    if (n == 0) return 0;
-    dgetrf_(&n, &n, a, &ld, ipiv, &info);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n && info != LP_ENOMEM; i++)
         if (ipiv[i] != i + 1) *sign = -*sign;
     return info;
 }
 
-/* det (want_log false) or slogdet (true: *out the sign, *out2 logabsdet). */
+/* det, or slogdet (want_log: the result is the sign, *logabsdet the log of
+ * |det|; a singular matrix gives sign 0 and -inf). */
 static em_tensor *det_common(em_tensor *A, bool want_log, em_tensor **logabsdet, const char *op) {
     if (!check_matrix(A, op, "A", true)) return NULL;
     batch_t bt = batch_of(A);
-    int n = (int)A->sizes[A->ndim - 1];
+    int n = (int)A->sizes[A->ndim - 1], ld = ld_of(n);
     em_tensor *out = new_batched(&bt, 0, 0, 0, A->dtype);
     em_tensor *lad = want_log ? new_batched(&bt, 0, 0, 0, A->dtype) : NULL;
     double *a = dbuf((int64_t)n * n, op);
     int *ipiv = malloc(sizeof(int) * (size_t)(n + 1));
     if (!out || (want_log && !lad) || !a || !ipiv) {
-        if (out && (!want_log || lad) && a && !ipiv) oom(op);
+        if (out && (!want_log || lad) && a) oom(op);
         goto fail;
     }
     for (int64_t b = 0; b < bt.count; b++) {
-        get_mat(A, &bt, b, a, ld_of(n), false);
+        get_mat(A, &bt, b, a, ld, false);
         double sign;
-        lu(a, n, ipiv, &sign);
+        if (lu(A->dtype, a, n, ipiv, &sign) == LP_ENOMEM) {
+            oom(op);
+            goto fail;
+        }
         if (!want_log) {
             double d = sign;
-            for (int i = 0; i < n; i++) d *= a[(size_t)i * (size_t)ld_of(n) + (size_t)i];
+            for (int i = 0; i < n; i++) d *= a[(size_t)i * (size_t)ld + (size_t)i];
             put_val(out, b, d);
         } else {
             double l = 0.0;
             for (int i = 0; i < n; i++) {
-                double u = a[(size_t)i * (size_t)ld_of(n) + (size_t)i];
+                double u = a[(size_t)i * (size_t)ld + (size_t)i];
                 if (u < 0) sign = -sign;
                 else if (u == 0) sign = 0.0;
                 else if (u != u) sign = u; /* NaN */
@@ -265,39 +564,40 @@ em_tensor *em_cpu_inv(em_keyset ks, em_tensor *A) {
     const char *op = "linalg.inv";
     if (!check_matrix(A, op, "A", true)) return NULL;
     batch_t bt = batch_of(A);
-    int n = (int)A->sizes[A->ndim - 1], ld = ld_of(n), info = 0, lwork = -1;
+    int n = (int)A->sizes[A->ndim - 1], ld = ld_of(n);
     em_tensor *out = new_batched(&bt, 2, n, n, A->dtype);
-    if (!out) return NULL;
-    if (n == 0 || bt.count == 0) return out;
-    double q = 0;
-    dgetri_(&n, NULL, &ld, NULL, &q, &lwork, &info);
-    lwork = q > n ? (int)q : n;
-    double *a = dbuf((int64_t)n * n, op), *work = dbuf(lwork, op);
-    int *ipiv = malloc(sizeof(int) * (size_t)n);
-    if (!a || !work || !ipiv) {
-        if (a && work) oom(op);
+    double *a = dbuf((int64_t)n * n, op), *x = dbuf((int64_t)n * n, op);
+    int *ipiv = malloc(sizeof(int) * (size_t)(n + 1));
+    if (!out || !a || !x || !ipiv) {
+        if (out && a && x) oom(op);
         goto fail;
     }
-    for (int64_t b = 0; b < bt.count; b++) {
+    for (int64_t b = 0; b < bt.count && n > 0; b++) {
         get_mat(A, &bt, b, a, ld, false);
         double sign;
-        info = lu(a, n, ipiv, &sign);
+        int info = lu(A->dtype, a, n, ipiv, &sign);
         if (info > 0) {
             char pb[48];
             em_set_error(EM_EVALUE, "%s: %sThe diagonal element %d is zero, the inversion could not be completed "
                          "because the input matrix is singular.", op, batch_prefix(A, b, pb, sizeof pb), info);
             goto fail;
         }
-        dgetri_(&n, a, &ld, ipiv, work, &lwork, &info);
-        put_mat(out, b, a, ld);
+        /* A^-1 = solve(A, I) from the factors (torch's route, not getri) */
+        memset(x, 0, sizeof(double) * (size_t)n * (size_t)n);
+        for (int i = 0; i < n; i++) x[(size_t)i * (size_t)ld + (size_t)i] = 1.0;
+        if (info == LP_ENOMEM || x_getrs(A->dtype, "N", n, n, a, ipiv, x, ld) == LP_ENOMEM) {
+            oom(op);
+            goto fail;
+        }
+        put_mat(out, b, x, ld);
     }
     free(a);
-    free(work);
+    free(x);
     free(ipiv);
     return out;
 fail:
     free(a);
-    free(work);
+    free(x);
     free(ipiv);
     em_tensor_release(out);
     return NULL;
@@ -316,7 +616,8 @@ static bool vector_rhs(const em_tensor *A, const em_tensor *B) {
 }
 
 /* Solves A X = B (left) or X A = B (left false: A^T X^T = B^T), broadcasting
- * the batch dims of A and B; B may be a vector (see vector_rhs). */
+ * the batch dims of A and B; B may be a vector (see vector_rhs), which
+ * torch's X A = B accepts only for 1 x 1 A. */
 em_tensor *em_cpu_solve(em_keyset ks, em_tensor *A, em_tensor *B, bool left) {
     (void)ks;
     const char *op = "linalg.solve";
@@ -361,35 +662,33 @@ em_tensor *em_cpu_solve(em_keyset ks, em_tensor *A, em_tensor *B, bool left) {
     }
     for (int d = 0; d < bt.nb; d++) bt.count *= bt.sizes[d];
     em_tensor *out = new_batched(&bt, 2, left ? n : k, left ? k : n, A->dtype);
-    double *a = dbuf((int64_t)n * n, op), *x = dbuf((int64_t)n * k, op);
+    double *a = dbuf((int64_t)n * n, op), *x = dbuf((int64_t)ld * k, op);
     int *ipiv = malloc(sizeof(int) * (size_t)(n + 1));
     if (!out || !a || !x || !ipiv) {
         if (out && a && x) oom(op);
         goto fail;
     }
-    int ni = n, ki = (int)k, info = 0;
     for (int64_t b = 0; b < bt.count && n > 0 && k > 0; b++) {
         get_mat(A, &bt, b, a, ld, false);
         double sign;
-        if (lu(a, n, ipiv, &sign) > 0) {
+        int info = lu(A->dtype, a, n, ipiv, &sign);
+        if (info > 0) {
             char pb[48];
             em_set_error(EM_EVALUE, "%s: %sThe solver failed because the input matrix is singular.", op,
                          bt.nb > 0 ? batch_prefix(A->ndim > 2 ? A : Bm, b, pb, sizeof pb) : "");
             goto fail;
         }
-        get_mat(Bm, &bt, b, x, ld, !left);       /* n x k */
-        dgetrs_(left ? "N" : "T", &ni, &ki, a, &ld, ipiv, x, &ld, &info, 1);
+        get_mat(Bm, &bt, b, x, ld, !left); /* n x k */
+        if (info == LP_ENOMEM ||
+            x_getrs(A->dtype, left ? "N" : "T", n, (int)k, a, ipiv, x, ld) == LP_ENOMEM) {
+            oom(op);
+            goto fail;
+        }
         if (left) {
             put_mat(out, b, x, ld);
         } else { /* X^T (n x k) is in x: out holds X (k x n) */
-            double *p64 = (double *)em_tensor_data(out);
-            float *p32 = (float *)em_tensor_data(out);
             for (int64_t i = 0; i < k; i++)
-                for (int64_t j = 0; j < n; j++) {
-                    double v = x[i * ld + j];
-                    if (out->dtype == EM_FLOAT64) p64[b * n * k + i * n + j] = v;
-                    else p32[b * n * k + i * n + j] = (float)v;
-                }
+                for (int64_t j = 0; j < n; j++) put_val(out, b * n * k + i * n + j, x[i * ld + j]);
         }
     }
     if (k == 0 || n == 0) memset(em_tensor_data(out), 0, (size_t)out->numel * em_dtype_size(out->dtype));
@@ -420,13 +719,17 @@ em_tensor *em_cpu_cholesky(em_keyset ks, em_tensor *A, bool upper) {
     const char *op = "linalg.cholesky";
     if (!check_matrix(A, op, "A", true)) return NULL;
     batch_t bt = batch_of(A);
-    int n = (int)A->sizes[A->ndim - 1], ld = ld_of(n), info = 0;
+    int n = (int)A->sizes[A->ndim - 1], ld = ld_of(n);
     em_tensor *out = new_batched(&bt, 2, n, n, A->dtype);
     double *a = dbuf((int64_t)n * n, op);
     if (!out || !a) goto fail;
     for (int64_t b = 0; b < bt.count && n > 0; b++) {
         get_mat(A, &bt, b, a, ld, false);
-        dpotrf_(upper ? "U" : "L", &n, a, &ld, &info, 1);
+        int info = x_potrf(A->dtype, upper ? "U" : "L", n, a);
+        if (info == LP_ENOMEM) {
+            oom(op);
+            goto fail;
+        }
         if (info > 0) {
             char pb[48];
             em_set_error(EM_EVALUE, "%s: %sThe factorization could not be completed because the input is not "
@@ -449,18 +752,6 @@ fail:
 
 /* ---- qr ---- */
 
-/* Q (m x m, or m x k) from geqrf's reflectors: copies the first
- * min(cols, qcols) columns of a (m x cols, ld m) into q (m x qcols) and runs
- * orgqr. */
-static void qr_form_q(const double *a, int m, int cols, int k, const double *tau, double *q, int qcols,
-                      double *work, int lwork) {
-    int ld = ld_of(m), info = 0;
-    int c = cols < qcols ? cols : qcols;
-    memcpy(q, a, sizeof(double) * (size_t)ld * (size_t)c);
-    if (qcols > c) memset(q + (size_t)ld * (size_t)c, 0, sizeof(double) * (size_t)ld * (size_t)(qcols - c));
-    if (m > 0 && qcols > 0) dorgqr_(&m, &qcols, &k, q, &ld, tau, work, &lwork, &info);
-}
-
 em_tensor *em_cpu_qr(em_keyset ks, em_tensor *A, const char *mode, em_tensor **R) {
     (void)ks;
     const char *op = "linalg.qr";
@@ -468,44 +759,34 @@ em_tensor *em_cpu_qr(em_keyset ks, em_tensor *A, const char *mode, em_tensor **R
     bool complete = strcmp(mode, "complete") == 0, want_q = strcmp(mode, "r") != 0;
     batch_t bt = batch_of(A);
     int m = (int)A->sizes[A->ndim - 2], n = (int)A->sizes[A->ndim - 1], k = m < n ? m : n;
-    int ld = ld_of(m), info = 0, qcols = complete ? m : k, rrows = complete ? m : k;
-    em_tensor *Q = want_q ? new_batched(&bt, 2, m, qcols, A->dtype) : em_tensor_new(1, (int64_t[]){ 0 }, A->dtype,
-                                                                                     em_cpu_dev());
+    int ld = ld_of(m), qcols = complete ? m : k, rrows = complete ? m : k, lr = ld_of(rrows);
+    em_tensor *Q = want_q ? new_batched(&bt, 2, m, qcols, A->dtype)
+                          : em_tensor_new(1, (int64_t[]){ 0 }, A->dtype, em_cpu_dev());
     em_tensor *Rt = new_batched(&bt, 2, rrows, n, A->dtype);
-    double *a = NULL, *tau = NULL, *work = NULL, *q = NULL, *r = NULL;
-    if (!Q || !Rt) goto fail;
-    int lwork = 1, lw = -1;
-    double w1 = 0, w2 = 0;
-    if (m > 0 && n > 0) {
-        dgeqrf_(&m, &n, NULL, &ld, NULL, &w1, &lw, &info);
-        int qc = qcols > 0 ? qcols : 1;
-        dorgqr_(&m, &qc, &k, NULL, &ld, NULL, &w2, &lw, &info);
-        lwork = (int)(w1 > w2 ? w1 : w2);
-        if (lwork < (n > m ? n : m)) lwork = n > m ? n : m;
-    }
-    a = dbuf((int64_t)ld * n, op);
-    tau = dbuf(k, op);
-    work = dbuf(lwork, op);
-    q = dbuf((int64_t)ld * (qcols > n ? qcols : n), op);
-    r = dbuf((int64_t)ld_of(rrows) * n, op);
-    if (!a || !tau || !work || !q || !r) goto fail;
+    double *a = dbuf((int64_t)ld * n, op), *tau = dbuf(k, op), *q = dbuf((int64_t)ld * qcols, op);
+    double *r = dbuf((int64_t)lr * n, op);
+    if (!Q || !Rt || !a || !tau || !q || !r) goto fail;
     for (int64_t b = 0; b < bt.count; b++) {
         get_mat(A, &bt, b, a, ld, false);
-        if (m > 0 && n > 0) dgeqrf_(&m, &n, a, &ld, tau, work, &lwork, &info);
-        int lr = ld_of(rrows);
+        if (x_geqrf(A->dtype, m, n, a, tau) == LP_ENOMEM) goto nomem;
         for (int j = 0; j < n; j++)
             for (int i = 0; i < rrows; i++) r[j * lr + i] = i <= j && i < m ? a[j * ld + i] : 0.0;
         put_mat(Rt, b, r, lr);
-        if (want_q) {
-            qr_form_q(a, m, n, k, tau, q, qcols, work, lwork);
+        if (want_q) { /* the reflectors (first min(n, qcols) columns of a), then orgqr */
+            int c = n < qcols ? n : qcols;
+            memcpy(q, a, sizeof(double) * (size_t)ld * (size_t)c);
+            if (qcols > c) memset(q + (size_t)ld * (size_t)c, 0, sizeof(double) * (size_t)ld * (size_t)(qcols - c));
+            if (x_orgqr(A->dtype, m, qcols, k, q, tau) == LP_ENOMEM) goto nomem;
             put_mat(Q, b, q, ld);
         }
     }
-    free(a); free(tau); free(work); free(q); free(r);
+    free(a); free(tau); free(q); free(r);
     *R = Rt;
     return Q;
+nomem:
+    oom(op);
 fail:
-    free(a); free(tau); free(work); free(q); free(r);
+    free(a); free(tau); free(q); free(r);
     em_tensor_release(Q);
     em_tensor_release(Rt);
     return NULL;
@@ -517,29 +798,18 @@ fail:
 static em_tensor *eigh_common(em_tensor *A, const char *uplo, em_tensor **V, const char *op) {
     if (!check_matrix(A, op, "A", true)) return NULL;
     batch_t bt = batch_of(A);
-    int n = (int)A->sizes[A->ndim - 1], ld = ld_of(n), info = 0, lwork = -1, liwork = -1;
-    const char *jobz = V ? "V" : "N";
+    int n = (int)A->sizes[A->ndim - 1], ld = ld_of(n);
     em_tensor *L = new_batched(&bt, 1, n, 0, A->dtype);
     em_tensor *Vt = V ? new_batched(&bt, 2, n, n, A->dtype) : NULL;
-    double *a = NULL, *w = NULL, *work = NULL;
-    int *iwork = NULL;
-    if (!L || (V && !Vt)) goto fail;
-    double q = 0;
-    int iq = 0;
-    if (n > 0) dsyevd_(jobz, uplo, &n, NULL, &ld, NULL, &q, &lwork, &iq, &liwork, &info, 1, 1);
-    lwork = q > 1 ? (int)q : 1;
-    liwork = iq > 1 ? iq : 1;
-    a = dbuf((int64_t)n * n, op);
-    w = dbuf(n, op);
-    work = dbuf(lwork, op);
-    iwork = malloc(sizeof(int) * (size_t)liwork);
-    if (!a || !w || !work || !iwork) {
-        if (a && w && work) oom(op);
-        goto fail;
-    }
+    double *a = dbuf((int64_t)n * n, op), *w = dbuf(n, op);
+    if (!L || (V && !Vt) || !a || !w) goto fail;
     for (int64_t b = 0; b < bt.count && n > 0; b++) {
         get_mat(A, &bt, b, a, ld, false);
-        dsyevd_(jobz, uplo, &n, a, &ld, w, work, &lwork, iwork, &liwork, &info, 1, 1);
+        int info = x_syevd(A->dtype, V ? "V" : "N", uplo, n, a, w);
+        if (info == LP_ENOMEM) {
+            oom(op);
+            goto fail;
+        }
         if (info > 0) {
             char pb[48];
             em_set_error(EM_EVALUE, "%s: %sThe algorithm failed to converge because the input matrix is "
@@ -550,11 +820,11 @@ static em_tensor *eigh_common(em_tensor *A, const char *uplo, em_tensor **V, con
         for (int i = 0; i < n; i++) put_val(L, b * n + i, w[i]);
         if (Vt) put_mat(Vt, b, a, ld);
     }
-    free(a); free(w); free(work); free(iwork);
+    free(a); free(w);
     if (V) *V = Vt;
     return L;
 fail:
-    free(a); free(w); free(work); free(iwork);
+    free(a); free(w);
     em_tensor_release(L);
     em_tensor_release(Vt);
     return NULL;
@@ -570,69 +840,33 @@ em_tensor *em_cpu_eigvalsh(em_keyset ks, em_tensor *A, const char *UPLO) {
     return eigh_common(A, UPLO, NULL, "linalg.eigvalsh");
 }
 
-/* ---- svd, svdvals, pinv ---- */
+/* ---- svd, svdvals, pinv, matrix_rank ---- */
 
-/* The SVD of one m x n column-major matrix a (destroyed): s (k values,
- * descending), and with jobz "S"/"A" u (m x ucols, ld m) and vt (vrows x n,
- * ld vrows). Returns false with the error set (op, batch prefix pb). */
-typedef struct {
-    int m, n, k;
-    const char *jobz; /* "N", "S" or "A" */
-    int ucols, vrows;
-    double *work;
-    int lwork;
-    int *iwork;
-} svd_ws;
-
-static bool svd_ws_init(svd_ws *w, int m, int n, const char *jobz, const char *op) {
-    int k = m < n ? m : n, info = 0, lw = -1;
-    w->m = m; w->n = n; w->k = k; w->jobz = jobz;
-    w->ucols = jobz[0] == 'A' ? m : k;
-    w->vrows = jobz[0] == 'A' ? n : k;
-    w->work = NULL; w->iwork = NULL; w->lwork = 1;
-    double q = 0;
-    if (k > 0) {
-        int ldm = ld_of(m), ldu = ld_of(m), ldvt = ld_of(w->vrows);
-        dgesdd_(jobz, &m, &n, NULL, &ldm, NULL, NULL, &ldu, NULL, &ldvt, &q, &lw, NULL, &info, 1);
-        w->lwork = q > 1 ? (int)q + 1 : 1;
-    }
-    w->work = dbuf(w->lwork, op);
-    w->iwork = malloc(sizeof(int) * (size_t)(8 * (k > 0 ? k : 1)));
-    if (!w->work || !w->iwork) {
-        if (w->work) oom(op);
-        return false;
-    }
-    return true;
-}
-
-static void svd_ws_free(svd_ws *w) {
-    free(w->work);
-    free(w->iwork);
-}
-
-static bool svd_one(svd_ws *w, double *a, double *s, double *u, double *vt, const char *op, const char *pb) {
-    int m = w->m, n = w->n, info = 0;
-    if (w->k == 0) { /* nothing to factor: U and V^T are identities where full */
-        if (u) {
-            memset(u, 0, sizeof(double) * (size_t)ld_of(m) * (size_t)w->ucols);
-            for (int i = 0; i < w->ucols && i < m; i++) u[i * ld_of(m) + i] = 1.0;
-        }
-        if (vt) {
-            memset(vt, 0, sizeof(double) * (size_t)ld_of(w->vrows) * (size_t)n);
-            for (int i = 0; i < w->vrows && i < n; i++) vt[i * ld_of(w->vrows) + i] = 1.0;
+/* The SVD of one m x n column-major matrix a (ld max(1, m); destroyed): s
+ * (k = min(m, n) values, descending) and, jobz "S"/"A", u (m x ucols, ld
+ * max(1, m)) and vt (vrows x n, ld max(1, vrows)). With k = 0 U and Vh are
+ * the identities torch returns. A non-finite input is torch's error, a
+ * failed iteration too (op and the batch prefix pb name it). */
+static bool svd_one(em_dtype dt, const char *jobz, int m, int n, double *a, double *s, double *u, int ucols,
+                    double *vt, int vrows, const char *op, const char *pb) {
+    int k = m < n ? m : n;
+    if (k == 0) {
+        if (jobz[0] != 'N') {
+            memset(u, 0, sizeof(double) * (size_t)ld_of(m) * (size_t)ucols);
+            for (int i = 0; i < ucols && i < m; i++) u[i * ld_of(m) + i] = 1.0;
+            memset(vt, 0, sizeof(double) * (size_t)ld_of(vrows) * (size_t)n);
+            for (int i = 0; i < vrows && i < n; i++) vt[i * ld_of(vrows) + i] = 1.0;
         }
         return true;
     }
-    for (int64_t i = 0; i < (int64_t)m * n; i++)
+    for (int64_t i = 0; i < (int64_t)ld_of(m) * n; i++)
         if (!isfinite(a[i])) {
             em_set_error(EM_EVALUE, "%s: %sThe algorithm failed to converge because the input matrix contained "
                          "non-finite values.", op, pb);
             return false;
         }
-    int ldm = ld_of(m), ldu = ld_of(m), ldvt = ld_of(w->vrows);
-    double du = 0, dv = 0;
-    dgesdd_(w->jobz, &m, &n, a, &ldm, s, u ? u : &du, &ldu, vt ? vt : &dv, &ldvt, w->work, &w->lwork, w->iwork,
-            &info, 1);
+    int info = x_gesdd(dt, jobz, m, n, a, s, u, ucols, vt, vrows);
+    if (info == LP_ENOMEM) return oom(op);
     if (info > 0) {
         em_set_error(EM_EVALUE, "%s: %sThe algorithm failed to converge because the input matrix is "
                      "ill-conditioned or has too many repeated singular values (error code: %d).", op, pb, info);
@@ -645,42 +879,36 @@ static em_tensor *svd_common(em_tensor *A, bool full, bool want_uv, em_tensor **
                              const char *op) {
     if (!check_matrix(A, op, "A", false)) return NULL;
     batch_t bt = batch_of(A);
-    int m = (int)A->sizes[A->ndim - 2], n = (int)A->sizes[A->ndim - 1];
-    svd_ws w;
-    bool ws_ok = svd_ws_init(&w, m, n, !want_uv ? "N" : full ? "A" : "S", op);
+    int m = (int)A->sizes[A->ndim - 2], n = (int)A->sizes[A->ndim - 1], k = m < n ? m : n;
+    const char *jobz = !want_uv ? "N" : full ? "A" : "S";
+    int ucols = full ? m : k, vrows = full ? n : k;
     em_tensor *U = NULL, *St = NULL, *Vt = NULL;
-    double *a = NULL, *s = NULL, *u = NULL, *vt = NULL;
-    if (!ws_ok) goto fail;
-    St = new_batched(&bt, 1, w.k, 0, A->dtype);
+    double *a = dbuf((int64_t)ld_of(m) * n, op), *s = dbuf(k, op), *u = NULL, *vt = NULL;
+    St = new_batched(&bt, 1, k, 0, A->dtype);
     if (want_uv) {
-        U = new_batched(&bt, 2, m, w.ucols, A->dtype);
-        Vt = new_batched(&bt, 2, w.vrows, n, A->dtype);
-    }
-    a = dbuf((int64_t)m * n, op);
-    s = dbuf(w.k, op);
-    if (want_uv) {
-        u = dbuf((int64_t)ld_of(m) * w.ucols, op);
-        vt = dbuf((int64_t)ld_of(w.vrows) * n, op);
+        U = new_batched(&bt, 2, m, ucols, A->dtype);
+        Vt = new_batched(&bt, 2, vrows, n, A->dtype);
+        u = dbuf((int64_t)ld_of(m) * ucols, op);
+        vt = dbuf((int64_t)ld_of(vrows) * n, op);
     }
     if (!St || !a || !s || (want_uv && (!U || !Vt || !u || !vt))) goto fail;
     for (int64_t b = 0; b < bt.count; b++) {
         char pb[48];
         get_mat(A, &bt, b, a, ld_of(m), false);
-        if (!svd_one(&w, a, s, u, vt, op, batch_prefix(A, b, pb, sizeof pb))) goto fail;
-        for (int i = 0; i < w.k; i++) put_val(St, b * w.k + i, s[i]);
+        if (!svd_one(A->dtype, jobz, m, n, a, s, u, ucols, vt, vrows, op, batch_prefix(A, b, pb, sizeof pb)))
+            goto fail;
+        for (int i = 0; i < k; i++) put_val(St, b * k + i, s[i]);
         if (want_uv) {
             put_mat(U, b, u, ld_of(m));
-            put_mat(Vt, b, vt, ld_of(w.vrows));
+            put_mat(Vt, b, vt, ld_of(vrows));
         }
     }
-    svd_ws_free(&w);
     free(a); free(s); free(u); free(vt);
     if (!want_uv) return St;
     *S = St;
     *Vh = Vt;
     return U;
 fail:
-    svd_ws_free(&w);
     free(a); free(s); free(u); free(vt);
     em_tensor_release(U);
     em_tensor_release(St);
@@ -698,7 +926,7 @@ em_tensor *em_cpu_svdvals(em_keyset ks, em_tensor *A) {
     return svd_common(A, false, false, NULL, NULL, "linalg.svdvals");
 }
 
-/* torch's tolerances for pinv (matrix_rank's composite repeats them): rtol defaults to
+/* torch's tolerances for pinv and matrix_rank: rtol defaults to
  * eps(dtype) * max(m, n) when neither is given, to 0 when only atol is. */
 static void tolerances(const em_tensor *A, const em_scalar *atol, const em_scalar *rtol, double *at,
                        double *rt) {
@@ -706,6 +934,45 @@ static void tolerances(const em_tensor *A, const em_scalar *atol, const em_scala
     double eps = A->dtype == EM_FLOAT32 ? (double)FLT_EPSILON : DBL_EPSILON;
     *at = atol ? em_scalar_to_double(*atol) : 0.0;
     *rt = rtol ? em_scalar_to_double(*rtol) : atol ? 0.0 : eps * (double)(m > n ? m : n);
+}
+
+/* P (n x m, column-major, ld n) = Vh^T diag(1/s_i where |s_i| > tol, else 0)
+ * U^T from u (m x k, ld ldu) and vt (k x n, ld ldv), in float for float32
+ * (as torch: the scaled Vh^T, then one gemm). false: out of memory. */
+static bool pinv_product(em_dtype dt, int m, int n, int k, const double *u, int ldu, const double *vt, int ldv,
+                         const double *s, double tol, double *p) {
+    size_t np = (size_t)n * (size_t)m;
+    if (n == 0 || m == 0) return true;
+    if (k == 0) {
+        memset(p, 0, sizeof(double) * np);
+        return true;
+    }
+    if (dt == EM_FLOAT64) {
+        double *w = malloc(sizeof(double) * (size_t)n * (size_t)k);
+        if (!w) return false;
+        for (int i = 0; i < k; i++) {
+            double si = fabs(s[i]) > tol ? 1.0 / s[i] : 0.0;
+            for (int r = 0; r < n; r++) w[(size_t)i * n + r] = vt[(size_t)r * ldv + i] * si;
+        }
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, n, m, k, 1.0, w, n, u, ldu, 0.0, p, n);
+        free(w);
+        return true;
+    }
+    float *w = malloc(sizeof(float) * (size_t)n * (size_t)k), *fu = to_f(u, (size_t)ldu * (size_t)k);
+    float *fp = malloc(sizeof(float) * np);
+    bool ok = w && fu && fp;
+    if (ok) {
+        for (int i = 0; i < k; i++) {
+            float si = fabs(s[i]) > tol ? 1.0f / (float)s[i] : 0.0f;
+            for (int r = 0; r < n; r++) w[(size_t)i * n + r] = (float)vt[(size_t)r * ldv + i] * si;
+        }
+        cblas_sgemm(CblasColMajor, CblasNoTrans, CblasTrans, n, m, k, 1.0f, w, n, fu, ldu, 0.0f, fp, n);
+        from_f(p, fp, np);
+    }
+    free(w);
+    free(fu);
+    free(fp);
+    return ok;
 }
 
 /* pinv = V diag(1/s where s > max(atol, rtol * s_max), else 0) U^T from the
@@ -716,53 +983,46 @@ em_tensor *em_cpu_pinv(em_keyset ks, em_tensor *A, const em_scalar *atol, const 
     if (!check_matrix(A, op, "A", hermitian)) return NULL;
     batch_t bt = batch_of(A);
     int m = (int)A->sizes[A->ndim - 2], n = (int)A->sizes[A->ndim - 1], k = m < n ? m : n;
+    int ldu = ld_of(m), ldv = ld_of(k);
     double at, rt;
     tolerances(A, atol, rtol, &at, &rt);
     em_tensor *out = new_batched(&bt, 2, n, m, A->dtype);
-    svd_ws w = { 0 };
-    bool ws_ok = !hermitian ? svd_ws_init(&w, m, n, "S", op) : true;
-    double *a = dbuf((int64_t)m * n, op), *s = dbuf(k, op), *u = dbuf((int64_t)ld_of(m) * k, op);
-    double *vt = dbuf((int64_t)ld_of(k) * n, op), *p = dbuf((int64_t)n * m, op);
+    double *a = dbuf((int64_t)ldu * n, op), *s = dbuf(k, op), *u = dbuf((int64_t)ldu * k, op);
+    double *vt = dbuf((int64_t)ldv * n, op), *p = dbuf((int64_t)n * m, op);
     em_tensor *L = NULL, *V = NULL;
-    if (!out || !ws_ok || !a || !s || !u || !vt || !p) goto fail;
+    if (!out || !a || !s || !u || !vt || !p) goto fail;
     if (hermitian) { /* eigh of the whole batch (lower triangle, as torch) */
         L = eigh_common(A, "L", &V, op);
         if (!L) goto fail;
     }
     for (int64_t b = 0; b < bt.count; b++) {
         if (hermitian) { /* u = V, vt = V^T, s = l (signed) */
-            for (int i = 0; i < n; i++) s[i] = em_load_as_double((char *)em_tensor_data(L) +
-                                                                 (size_t)(b * n + i) * em_dtype_size(L->dtype),
-                                                                 L->dtype);
-            get_mat(V, &bt, b, u, ld_of(m), false);
-            get_mat(V, &bt, b, vt, ld_of(k), true);
+            for (int i = 0; i < n; i++)
+                s[i] = em_load_as_double((char *)em_tensor_data(L) + (size_t)(b * n + i) * em_dtype_size(L->dtype),
+                                         L->dtype);
+            get_mat(V, &bt, b, u, ldu, false);
+            get_mat(V, &bt, b, vt, ldv, true);
         } else {
             char pb[48];
-            get_mat(A, &bt, b, a, ld_of(m), false);
-            if (!svd_one(&w, a, s, u, vt, op, batch_prefix(A, b, pb, sizeof pb))) goto fail;
+            get_mat(A, &bt, b, a, ldu, false);
+            if (!svd_one(A->dtype, "S", m, n, a, s, u, k, vt, k, op, batch_prefix(A, b, pb, sizeof pb))) goto fail;
         }
         double smax = 0;
         for (int i = 0; i < k; i++) smax = fabs(s[i]) > smax ? fabs(s[i]) : smax;
         double tol = at > rt * smax ? at : rt * smax;
-        /* p (n x m, column-major, ld n) = sum_i vt[i, :]^T u[:, i]^T / s_i */
-        memset(p, 0, sizeof(double) * (size_t)n * (size_t)m);
-        for (int i = 0; i < k; i++) {
-            if (!(fabs(s[i]) > tol)) continue;
-            double inv = 1.0 / s[i];
-            for (int c = 0; c < m; c++) {
-                double uc = u[i * ld_of(m) + c] * inv;
-                for (int r = 0; r < n; r++) p[c * n + r] += vt[r * ld_of(k) + i] * uc;
-            }
+        /* torch's arithmetic: W = Vh^T diag(s+) (n x k), then P = W U^T by
+         * gemm, in the input's precision */
+        if (!pinv_product(A->dtype, m, n, k, u, ldu, vt, ldv, s, tol, p)) {
+            oom(op);
+            goto fail;
         }
         put_mat(out, b, p, n > 0 ? n : 1);
     }
-    if (!hermitian) svd_ws_free(&w);
     free(a); free(s); free(u); free(vt); free(p);
     em_tensor_release(L);
     em_tensor_release(V);
     return out;
 fail:
-    if (!hermitian && ws_ok) svd_ws_free(&w);
     free(a); free(s); free(u); free(vt); free(p);
     em_tensor_release(L);
     em_tensor_release(V);
@@ -774,6 +1034,7 @@ fail:
  * max(atol, rtol * largest) per matrix, as int64 (0 for an empty matrix). */
 em_tensor *em_cpu_matrix_rank(em_keyset ks, em_tensor *A, const em_scalar *atol, const em_scalar *rtol,
                               bool hermitian) {
+    (void)ks;
     const char *op = "linalg.matrix_rank";
     if (!check_matrix(A, op, "A", hermitian)) return NULL;
     batch_t bt = batch_of(A);
@@ -785,20 +1046,18 @@ em_tensor *em_cpu_matrix_rank(em_keyset ks, em_tensor *A, const em_scalar *atol,
         em_tensor_release(s);
         return NULL;
     }
-    (void)ks;
     int64_t k = s->sizes[s->ndim - 1];
+    size_t es = em_dtype_size(s->dtype);
+    const char *sd = em_tensor_data(s);
     for (int64_t b = 0; b < bt.count; b++) {
         double smax = 0;
         for (int64_t i = 0; i < k; i++) {
-            double v = fabs(em_load_as_double((char *)em_tensor_data(s) + (size_t)(b * k + i) * em_dtype_size(s->dtype),
-                                              s->dtype));
+            double v = fabs(em_load_as_double(sd + (size_t)(b * k + i) * es, s->dtype));
             smax = v > smax ? v : smax;
         }
         double tol = at > rt * smax ? at : rt * smax;
         int64_t r = 0;
-        for (int64_t i = 0; i < k; i++)
-            r += fabs(em_load_as_double((char *)em_tensor_data(s) + (size_t)(b * k + i) * em_dtype_size(s->dtype),
-                                        s->dtype)) > tol;
+        for (int64_t i = 0; i < k; i++) r += fabs(em_load_as_double(sd + (size_t)(b * k + i) * es, s->dtype)) > tol;
         ((int64_t *)em_tensor_data(out))[b] = r;
     }
     em_tensor_release(s);
@@ -808,10 +1067,11 @@ em_tensor *em_cpu_matrix_rank(em_keyset ks, em_tensor *A, const em_scalar *atol,
 /* ---- lstsq ---- */
 
 /* min ||A X - B|| per matrix with LAPACK's driver (torch's: gels, gelsy
- * (default), gelsd, gelss). Results as torch: solution (n x k); residuals
- * (squared column norms of A X - B) only when m > n, every A has full rank
- * and the driver is not gelsy, else empty; rank (int64, per matrix) except
- * for gels (empty); singular_values for gelsd/gelss, else empty. */
+ * (default), gelsd, gelss). Results as torch: solution (n x k, or n for a
+ * vector b: one dim fewer than A); residuals (squared column norms of
+ * A X - B, shape (..., k)) only when m > n, every A has full rank and the
+ * driver is not gelsy, else empty; rank (int64, per matrix) except for gels
+ * (empty); singular_values for gelsd/gelss, else empty. */
 em_tensor *em_cpu_lstsq(em_keyset ks, em_tensor *self, em_tensor *b, const em_scalar *rcond, const char *driver,
                         em_tensor **residuals, em_tensor **rank, em_tensor **singular_values) {
     (void)ks;
@@ -825,14 +1085,14 @@ em_tensor *em_cpu_lstsq(em_keyset ks, em_tensor *self, em_tensor *b, const em_sc
         return NULL;
     }
     bool vec = b->ndim == A->ndim - 1;
-    if (b->ndim < 1 || (!vec && b->ndim < 2)) {
+    if (b->ndim < 1) {
         em_set_error(EM_ESHAPE, "%s: argument 'b' must have at least 1 dimension, got a 0-dim tensor", op);
         return NULL;
     }
     em_tensor *Bm = vec ? em_core_unsqueeze(b, b->ndim) : em_tensor_retain(b);
     if (!Bm) return NULL;
     int m = (int)A->sizes[A->ndim - 2], n = (int)A->sizes[A->ndim - 1];
-    if (Bm->sizes[Bm->ndim - 2] != m) {
+    if (Bm->ndim < 2 || Bm->sizes[Bm->ndim - 2] != m) {
         em_set_error(EM_ESHAPE, "%s: self %s and b %s: self.size(-2) should match b.size(-%d)", op,
                      em_shape_str(A->ndim, A->sizes, b1, sizeof b1), em_shape_str(b->ndim, b->sizes, b2, sizeof b2),
                      vec ? 1 : 2);
@@ -845,7 +1105,7 @@ em_tensor *em_cpu_lstsq(em_keyset ks, em_tensor *self, em_tensor *b, const em_sc
         em_set_error(EM_EVALUE, "%s: b is too large for LAPACK", op);
         return NULL;
     }
-    int k = (int)k64, mn = m > n ? m : n, kk = m < n ? m : n;
+    int k = (int)k64, mn = m > n ? m : n, kk = m < n ? m : n, ldb = ld_of(mn);
     batch_t bt = { 0, { 0 }, 1 };
     bt.nb = em_broadcast_shapes(A->ndim - 2, A->sizes, Bm->ndim - 2, Bm->sizes, bt.sizes, op);
     if (bt.nb < 0) {
@@ -862,66 +1122,51 @@ em_tensor *em_cpu_lstsq(em_keyset ks, em_tensor *self, em_tensor *b, const em_sc
     em_tensor *sv = drv >= 2 ? new_batched(&bt, 1, kk, 0, A->dtype)
                              : em_tensor_new(1, (int64_t[]){ 0 }, A->dtype, em_cpu_dev());
     em_tensor *res = NULL;
-    double *a = dbuf((int64_t)ld_of(m) * n, op), *x = dbuf((int64_t)ld_of(mn) * k, op), *s = dbuf(kk, op);
-    double *rs = dbuf((int64_t)bt.count * k, op), *work = NULL;
-    int *iw = NULL, *jpvt = malloc(sizeof(int) * (size_t)(n + 1));
+    double *a = dbuf((int64_t)ld_of(m) * n, op), *x = dbuf((int64_t)ldb * k, op), *s = dbuf(kk, op);
+    double *rs = dbuf((int64_t)bt.count * k, op);
     bool full_rank = true;
-    if (!X || !rk || !sv || !a || !x || !s || !rs || !jpvt) {
-        if (X && rk && sv && a && x && s && rs) oom(op);
-        goto fail;
-    }
-    int lda = ld_of(m), ldb = ld_of(mn), info = 0, lwork = -1, rnk = 0;
-    double q = 0;
-    int iq = 1;
-    if (kk > 0 && k > 0) {
-        if (drv == 0) dgels_("N", &m, &n, &k, NULL, &lda, NULL, &ldb, &q, &lwork, &info, 1);
-        else if (drv == 1) dgelsy_(&m, &n, &k, NULL, &lda, NULL, &ldb, NULL, &rc, &rnk, &q, &lwork, &info);
-        else if (drv == 2) dgelsd_(&m, &n, &k, NULL, &lda, NULL, &ldb, NULL, &rc, &rnk, &q, &lwork, &iq, &info);
-        else dgelss_(&m, &n, &k, NULL, &lda, NULL, &ldb, NULL, &rc, &rnk, &q, &lwork, &info);
-    }
-    lwork = q > 1 ? (int)q + 1 : 1;
-    work = dbuf(lwork, op);
-    iw = malloc(sizeof(int) * (size_t)(iq > 1 ? iq : 1) * 2);
-    if (!work || !iw) {
-        if (work) oom(op);
-        goto fail;
-    }
+    if (!X || !rk || !sv || !a || !x || !s || !rs) goto fail;
     for (int64_t bi = 0; bi < bt.count; bi++) {
-        get_mat(A, &bt, bi, a, lda, false);
+        get_mat(A, &bt, bi, a, ld_of(m), false);
         memset(x, 0, sizeof(double) * (size_t)ldb * (size_t)(k > 0 ? k : 1));
-        get_mat(Bm, &bt, bi, x, ldb, false); /* m x k into the top of the mn x k buffer */
-        rnk = kk;
+        get_mat(Bm, &bt, bi, x, ldb, false); /* m x k into the top of the max(m, n) x k buffer */
+        int rnk = 0;
         if (kk > 0 && k > 0) {
-            memset(jpvt, 0, sizeof(int) * (size_t)(n + 1));
-            if (drv == 0) dgels_("N", &m, &n, &k, a, &lda, x, &ldb, work, &lwork, &info, 1);
-            else if (drv == 1) dgelsy_(&m, &n, &k, a, &lda, x, &ldb, jpvt, &rc, &rnk, work, &lwork, &info);
-            else if (drv == 2) dgelsd_(&m, &n, &k, a, &lda, x, &ldb, s, &rc, &rnk, work, &lwork, iw, &info);
-            else dgelss_(&m, &n, &k, a, &lda, x, &ldb, s, &rc, &rnk, work, &lwork, &info);
-            if (info > 0) {
-                char pb[48];
-                if (drv == 0)
-                    em_set_error(EM_EVALUE, "%s: %sThe least squares solution could not be computed because the "
-                                 "input matrix does not have full rank (error code: %d).", op,
-                                 batch_prefix(A->ndim > 2 ? A : Bm, bi, pb, sizeof pb), info);
-                else
-                    em_set_error(EM_EVALUE, "%s: %sThe algorithm failed to converge (error code: %d).", op,
-                                 batch_prefix(A->ndim > 2 ? A : Bm, bi, pb, sizeof pb), info);
+            int info = x_gels(A->dtype, drv, m, n, k, a, x, ldb, rc, s, &rnk);
+            if (info == LP_ENOMEM) {
+                oom(op);
                 goto fail;
             }
-        } else if (drv >= 2) {
-            rnk = 0;
+            if (info > 0) {
+                char pb[48];
+                const char *p = batch_prefix(A->ndim > 2 ? A : Bm, bi, pb, sizeof pb);
+                if (drv == 0)
+                    em_set_error(EM_EVALUE, "%s: %sThe least squares solution could not be computed because the "
+                                 "input matrix does not have full rank (error code: %d).", op, p, info);
+                else
+                    em_set_error(EM_EVALUE, "%s: %sThe algorithm failed to converge (error code: %d).", op, p, info);
+                goto fail;
+            }
+        } else if (kk > 0 && drv >= 1) { /* no right-hand sides: the rank still comes from the matrix */
+            double xx[1] = { 0 };
+            double *a2 = dbuf((int64_t)ld_of(m) * n, op);
+            if (!a2) goto fail;
+            memcpy(a2, a, sizeof(double) * (size_t)ld_of(m) * (size_t)n);
+            int info = x_gels(A->dtype, drv, m, n, 0, a2, xx, ldb, rc, s, &rnk);
+            free(a2);
+            if (info == LP_ENOMEM) {
+                oom(op);
+                goto fail;
+            }
         }
-        if (kk == 0) rnk = 0;
+        if (drv == 0) rnk = kk;
         if (rnk < n) full_rank = false;
-        /* solution: the first n rows */
-        for (int c = 0; c < k; c++)
-            for (int r = 0; r < n; r++) put_val(X, (bi * n + r) * (vec ? 1 : k) + (vec ? 0 : c), x[c * ldb + r]);
-        if (kk == 0 && n > 0) /* A has no rows or no columns: X is zero */
-            for (int64_t e = 0; e < (int64_t)n * k; e++) put_val(X, bi * n * k + e, 0.0);
-        /* residuals: the squared norms of rows n..m-1 of the transformed b */
-        for (int c = 0; c < k; c++) {
+        for (int c = 0; c < k; c++) /* the solution: the first n rows */
+            for (int r = 0; r < n; r++) put_val(X, (bi * n + r) * k + c, kk > 0 ? x[c * ldb + r] : 0.0);
+        for (int c = 0; c < k; c++) { /* residuals: squared norms of rows n..m-1 (torch: 0 for gels on an
+                                         * empty matrix) */
             double acc = 0;
-            for (int r = n; r < m; r++) acc += x[c * ldb + r] * x[c * ldb + r];
+            for (int r = n; r < m && (kk > 0 || drv != 0); r++) acc += x[c * ldb + r] * x[c * ldb + r];
             rs[bi * k + c] = acc;
         }
         if (drv != 0) put_val(rk, bi, rnk);
@@ -929,21 +1174,21 @@ em_tensor *em_cpu_lstsq(em_keyset ks, em_tensor *self, em_tensor *b, const em_sc
             for (int i = 0; i < kk; i++) put_val(sv, bi * kk + i, s[i]);
     }
     if (m > n && drv != 1 && full_rank && bt.count > 0) {
-        res = vec ? new_batched(&bt, 0, 0, 0, A->dtype) : new_batched(&bt, 1, k, 0, A->dtype);
+        res = new_batched(&bt, 1, k, 0, A->dtype); /* (k) also for a vector b, as torch */
         if (!res) goto fail;
         for (int64_t e = 0; e < bt.count * k; e++) put_val(res, e, rs[e]);
     } else {
         res = em_tensor_new(1, (int64_t[]){ 0 }, A->dtype, em_cpu_dev());
         if (!res) goto fail;
     }
-    free(a); free(x); free(s); free(rs); free(work); free(iw); free(jpvt);
+    free(a); free(x); free(s); free(rs);
     em_tensor_release(Bm);
     *residuals = res;
     *rank = rk;
     *singular_values = sv;
     return X;
 fail:
-    free(a); free(x); free(s); free(rs); free(work); free(iw); free(jpvt);
+    free(a); free(x); free(s); free(rs);
     em_tensor_release(Bm);
     em_tensor_release(X);
     em_tensor_release(rk);

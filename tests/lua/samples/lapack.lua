@@ -22,12 +22,17 @@ return function(H)
   local function sym(a) return a + a:transpose(-1, -2) end
 
   S.det = function()
-    return H.many({
+    local r = H.many({
       { { sq3() }, function(a) return L.det(a) end },
       { { bat() }, function(a) return a:det() end },
-      -- singular: torch's SVD form of the gradient (the adjugate)
-      { { t({ { 1.0, 2.0 }, { 2.0, 4.0 } }) }, function(a) return ember.det(a) end },
     })
+    -- singular: torch's SVD form of the gradient (the adjugate). Its finite
+    -- differences step off the singular set onto the solve form, whose
+    -- rounding near a singular matrix swamps a second difference quotient,
+    -- so only the first derivative is checked here.
+    r[#r + 1] = { inputs = { t({ { 1.0, 2.0 }, { 2.0, 4.0 } }) }, fn = function(a) return ember.det(a) end,
+                  gradgrad = false }
+    return r
   end
   S.slogdet = function()
     return H.many({
