@@ -24,43 +24,69 @@
 #include "autograd/em_formulas.h"
 #include "em_ops.h"
 
-/* ---- chainable steps (NULL in, NULL out) ---- */
+/* ---- chainable steps (NULL in, NULL out) ----
+ * Once a step fails, no further op may run: an op that succeeds can clear
+ * the thread's error slot (recording a node with create_graph does), and
+ * the failed step's message would be lost. OP(call) therefore evaluates
+ * call only while the helper has not failed (lp_failed, reset by begin()
+ * and restored by finish(), so helpers nest). */
+
+static _Thread_local bool lp_failed;
+
+static em_tensor *step(em_tensor *t) {
+    if (!t) lp_failed = true;
+    return em_ag_tmp(t);
+}
 
 #define TMP(x) em_ag_tmp(x)
+#define OP(call) (lp_failed ? NULL : step(call))
 
-static em_tensor *mT(em_tensor *x) { return x ? TMP(em_transpose(x, -2, -1)) : NULL; }
-static em_tensor *mm(em_tensor *a, em_tensor *b) { return a && b ? TMP(em_matmul(a, b)) : NULL; }
-static em_tensor *add(em_tensor *a, em_tensor *b) { return a && b ? TMP(em_add(a, b, em_scalar_int(1))) : NULL; }
-static em_tensor *sub(em_tensor *a, em_tensor *b) { return a && b ? TMP(em_sub(a, b, em_scalar_int(1))) : NULL; }
-static em_tensor *mul(em_tensor *a, em_tensor *b) { return a && b ? TMP(em_mul(a, b)) : NULL; }
-static em_tensor *dvd(em_tensor *a, em_tensor *b) { return a && b ? TMP(em_div(a, b)) : NULL; }
-static em_tensor *neg(em_tensor *a) { return a ? TMP(em_neg(a)) : NULL; }
-static em_tensor *num(double v) { return TMP(em_ag_scalar(v)); }
-static em_tensor *unsq(em_tensor *a, int64_t d) { return a ? TMP(em_unsqueeze(a, d)) : NULL; }
-static em_tensor *sq(em_tensor *a, int64_t d) { return a ? TMP(em_squeeze(a, &d)) : NULL; }
-static em_tensor *inv(em_tensor *a) { return a ? TMP(em_inv(a)) : NULL; }
+typedef struct {
+    int mark;
+    bool failed; /* the enclosing helper's flag */
+} lp_scope;
+
+static lp_scope begin(void) {
+    lp_scope sc = { em_ag_scope_begin(), lp_failed };
+    lp_failed = false;
+    return sc;
+}
+
+static em_tensor *mT(em_tensor *x) { return x ? OP(em_transpose(x, -2, -1)) : NULL; }
+static em_tensor *mm(em_tensor *a, em_tensor *b) { return a && b ? OP(em_matmul(a, b)) : NULL; }
+static em_tensor *add(em_tensor *a, em_tensor *b) { return a && b ? OP(em_add(a, b, em_scalar_int(1))) : NULL; }
+static em_tensor *sub(em_tensor *a, em_tensor *b) { return a && b ? OP(em_sub(a, b, em_scalar_int(1))) : NULL; }
+static em_tensor *mul(em_tensor *a, em_tensor *b) { return a && b ? OP(em_mul(a, b)) : NULL; }
+static em_tensor *dvd(em_tensor *a, em_tensor *b) { return a && b ? OP(em_div(a, b)) : NULL; }
+static em_tensor *neg(em_tensor *a) { return a ? OP(em_neg(a)) : NULL; }
+static em_tensor *num(double v) { return OP(em_ag_scalar(v)); }
+static em_tensor *unsq(em_tensor *a, int64_t d) { return a ? OP(em_unsqueeze(a, d)) : NULL; }
+static em_tensor *sq(em_tensor *a, int64_t d) { return a ? OP(em_squeeze(a, &d)) : NULL; }
+static em_tensor *inv(em_tensor *a) { return a ? OP(em_inv(a)) : NULL; }
 static em_tensor *narrow(em_tensor *a, int64_t d, int64_t s, int64_t l) {
-    return a ? TMP(em_narrow(a, d < 0 ? d + a->ndim : d, s, l)) : NULL;
+    return a ? OP(em_narrow(a, d < 0 ? d + a->ndim : d, s, l)) : NULL;
 }
 static em_tensor *cat2(em_tensor *a, em_tensor *b, int64_t d) {
     if (!a || !b) return NULL;
     em_tensor *l[2] = { a, b };
-    return TMP(em_cat((em_tensorlist){ l, 2 }, d < 0 ? d + a->ndim : d));
+    return OP(em_cat((em_tensorlist){ l, 2 }, d < 0 ? d + a->ndim : d));
 }
 
-/* Ends the scope opened at mark, keeping r (a new reference, or NULL). */
-static em_tensor *finish(int mark, em_tensor *r) {
+/* Ends the scope opened by begin(), keeping r (a new reference, or NULL
+ * with the failed step's error). */
+static em_tensor *finish(lp_scope sc, em_tensor *r) {
     if (r) em_tensor_retain(r);
-    em_ag_scope_end(mark);
+    em_ag_scope_end(sc.mark);
+    lp_failed = sc.failed;
     return r;
 }
 
 /* The n x n identity (like's dtype and device): arange == arange^T. */
 static em_tensor *eye(int64_t n, const em_tensor *like) {
     em_scalar end = em_scalar_int(n);
-    em_tensor *r = TMP(em_arange(em_scalar_int(0), &end, em_scalar_int(1), EM_INT64, like->device));
-    em_tensor *e = r ? TMP(em_eq(unsq(r, 1), unsq(r, 0))) : NULL;
-    return e ? TMP(em_to(e, like->dtype)) : NULL;
+    em_tensor *r = OP(em_arange(em_scalar_int(0), &end, em_scalar_int(1), EM_INT64, like->device));
+    em_tensor *e = r ? OP(em_eq(unsq(r, 1), unsq(r, 0))) : NULL;
+    return e ? OP(em_to(e, like->dtype)) : NULL;
 }
 
 /* v (..., n) on the diagonal of (..., n, n) zeros. */
@@ -73,16 +99,16 @@ static em_tensor *diag_embed(em_tensor *v) {
  * diagonal and 1 below it (a constant mask). */
 static em_tensor *tril_mask(int64_t n, const em_tensor *like, double diag) {
     em_scalar end = em_scalar_int(n);
-    em_tensor *r = TMP(em_arange(em_scalar_int(0), &end, em_scalar_int(1), EM_INT64, like->device));
-    em_tensor *lo = r ? TMP(em_gt(unsq(r, 1), unsq(r, 0))) : NULL; /* row > col */
-    em_tensor *lof = lo ? TMP(em_to(lo, like->dtype)) : NULL;
+    em_tensor *r = OP(em_arange(em_scalar_int(0), &end, em_scalar_int(1), EM_INT64, like->device));
+    em_tensor *lo = r ? OP(em_gt(unsq(r, 1), unsq(r, 0))) : NULL; /* row > col */
+    em_tensor *lof = lo ? OP(em_to(lo, like->dtype)) : NULL;
     em_tensor *d = eye(n, like);
     return add(lof, mul(d, num(diag)));
 }
 
 /* Any element true/nonzero? (reads a 0-dim bool) */
 static bool any_true(em_tensor *b) {
-    em_tensor *a = b ? TMP(em_any(b, NULL, false)) : NULL;
+    em_tensor *a = b ? OP(em_any(b, NULL, false)) : NULL;
     return a && *(const bool *)em_tensor_data(a);
 }
 
@@ -90,7 +116,7 @@ static bool any_true(em_tensor *b) {
 static bool absent(em_tensor *g) {
     if (!g) return true;
     if (em_requires_grad(g)) return false;
-    return !any_true(TMP(em_ne(g, num(0.0))));
+    return !any_true(OP(em_ne(g, num(0.0))));
 }
 
 /* ---- det, slogdet, inv ---- */
@@ -99,16 +125,16 @@ static bool absent(em_tensor *g) {
  * torch's SVD form for the whole batch: U diag(alpha grad prod_{j != i} s_j) Vh
  * with alpha = det(U) det(Vh). */
 em_tensor *em_ag_fn_det_backward(em_tensor *grad, em_tensor *A, em_tensor *det) {
-    int mark = em_ag_scope_begin();
+    lp_scope mark = begin();
     em_tensor *r;
-    if (!any_true(TMP(em_eq(det, num(0.0))))) { /* solve(A^T, d I), as torch */
+    if (!any_true(OP(em_eq(det, num(0.0))))) { /* solve(A^T, d I), as torch */
         em_tensor *d = unsq(unsq(mul(grad, det), -1), -1);
         em_tensor *dI = mul(d, eye(A->sizes[A->ndim - 1], A));
         em_tensor *At = mT(A);
-        r = At && dI ? TMP(em_solve(At, dI, true)) : NULL;
+        r = At && dI ? OP(em_solve(At, dI, true)) : NULL;
     } else {
         em_tensor *S = NULL, *Vh = NULL;
-        em_tensor *U = TMP(em_svd(A, false, &S, &Vh));
+        em_tensor *U = OP(em_svd(A, false, &S, &Vh));
         TMP(S);
         TMP(Vh);
         em_tensor *r0 = NULL;
@@ -117,8 +143,8 @@ em_tensor *em_ag_fn_det_backward(em_tensor *grad, em_tensor *A, em_tensor *det) 
             em_tensor *I = eye(n, S);
             em_tensor *M = add(mul(unsq(S, -2), sub(num(1.0), I)), I); /* M[i][j] = s_j, 1 on the diagonal */
             int64_t last = M ? M->ndim - 1 : 0;
-            em_tensor *P = M ? TMP(em_prod(M, &last, false, EM_DTYPE_NONE)) : NULL;
-            em_tensor *alpha = mul(TMP(em_det(U)), TMP(em_det(Vh)));
+            em_tensor *P = M ? OP(em_prod(M, &last, false, EM_DTYPE_NONE)) : NULL;
+            em_tensor *alpha = mul(OP(em_det(U)), OP(em_det(Vh)));
             em_tensor *D = mul(unsq(mul(alpha, grad), -1), P);
             r0 = mm(mul(U, unsq(D, -2)), Vh);
         }
@@ -129,13 +155,13 @@ em_tensor *em_ag_fn_det_backward(em_tensor *grad, em_tensor *A, em_tensor *det) 
 
 /* logabsdet's gradient: grad * A^-T. */
 em_tensor *em_ag_fn_slogdet_backward(em_tensor *grad, em_tensor *A) {
-    int mark = em_ag_scope_begin();
+    lp_scope mark = begin();
     return finish(mark, mul(unsq(unsq(grad, -1), -1), mT(inv(A))));
 }
 
 /* -A^-T grad A^-T from the saved inverse. */
 em_tensor *em_ag_fn_inv_backward(em_tensor *grad, em_tensor *inverse) {
-    int mark = em_ag_scope_begin();
+    lp_scope mark = begin();
     em_tensor *it = mT(inverse);
     return finish(mark, neg(mm(mm(it, grad), it)));
 }
@@ -154,17 +180,17 @@ static bool vector_rhs(const em_tensor *A, const em_input_meta *B) {
 
 /* gB = solve(A^T, grad, left) for X = A^-1 B and for X = B A^-1. */
 em_tensor *em_ag_fn_solve_backward_B(em_tensor *grad, em_tensor *A, bool left) {
-    int mark = em_ag_scope_begin();
+    lp_scope mark = begin();
     em_tensor *At = mT(A);
-    return finish(mark, At ? TMP(em_solve(At, grad, left)) : NULL);
+    return finish(mark, At ? OP(em_solve(At, grad, left)) : NULL);
 }
 
 /* gA = -gB X^T (left) or -X^T gB (X A = B), vectors as n x 1 matrices. */
 em_tensor *em_ag_fn_solve_backward_A(em_tensor *grad, em_tensor *A, const em_input_meta *B_meta, em_tensor *X,
                                      bool left) {
-    int mark = em_ag_scope_begin();
+    lp_scope mark = begin();
     em_tensor *At = mT(A);
-    em_tensor *gB = At ? TMP(em_solve(At, grad, left)) : NULL;
+    em_tensor *gB = At ? OP(em_solve(At, grad, left)) : NULL;
     if (vector_rhs(A, B_meta)) {
         gB = unsq(gB, -1);
         X = unsq(X, -1);
@@ -178,7 +204,7 @@ em_tensor *em_ag_fn_solve_backward_A(em_tensor *grad, em_tensor *A, const em_inp
  * diagonal halved, sym(X) = (X + X^T) / 2 (Murray 2016; torch's form).
  * upper: the result is U = L^T and its gradient is transposed first. */
 em_tensor *em_ag_fn_cholesky_backward(em_tensor *grad, em_tensor *L, bool upper) {
-    int mark = em_ag_scope_begin();
+    lp_scope mark = begin();
     if (upper) {
         L = mT(L);
         grad = mT(grad);
@@ -187,7 +213,9 @@ em_tensor *em_ag_fn_cholesky_backward(em_tensor *grad, em_tensor *L, bool upper)
     if (L && grad) {
         em_tensor *phi = mul(mm(mT(L), grad), tril_mask(L->sizes[L->ndim - 1], L, 0.5));
         em_tensor *M = mul(add(phi, mT(phi)), num(0.5));
-        em_tensor *Li = inv(L);
+        /* inv of L's lower triangle only: torch's triangular solves read
+         * nothing else, so nothing flows to L's (zero) upper part */
+        em_tensor *Li = inv(mul(L, tril_mask(L->sizes[L->ndim - 1], L, 1.0)));
         r = mm(mm(mT(Li), M), Li);
     }
     return finish(mark, r);
@@ -203,7 +231,8 @@ static em_tensor *qr_backward_tall(em_tensor *gQ, em_tensor *gR, em_tensor *Q, e
     em_tensor *M = sub(mm(R, mT(gR)), mm(mT(gQ), Q));
     em_tensor *low = mul(M, tril_mask(n, R, 1.0)), *strict = mul(M, tril_mask(n, R, 0.0));
     em_tensor *C = add(low, mT(strict));
-    return mm(add(gQ, mm(Q, C)), mT(inv(R)));
+    /* R^-T from R's upper triangle only (torch's triangular solve) */
+    return mm(add(gQ, mm(Q, C)), mT(inv(mul(R, mT(tril_mask(n, R, 1.0))))));
 }
 
 em_tensor *em_ag_fn_qr_backward(em_tensor *gQ, em_tensor *gR, em_tensor *Q, em_tensor *R, const char *mode) {
@@ -218,7 +247,7 @@ em_tensor *em_ag_fn_qr_backward(em_tensor *gQ, em_tensor *gR, em_tensor *Q, em_t
                      "nrows > ncols");
         return NULL;
     }
-    int mark = em_ag_scope_begin();
+    lp_scope mark = begin();
     em_tensor *r;
     if (m >= n) {
         r = qr_backward_tall(gQ, gR, Q, R);
@@ -242,7 +271,7 @@ static em_tensor *conj_diag(em_tensor *V, em_tensor *g) { return mm(mul(V, unsq(
  * gA = V (skew(V^T gV) / 2 / E + diag(gL)) V^T, E[i][j] = l_j - l_i (1 on
  * the diagonal); without it V diag(gL) V^T. */
 em_tensor *em_ag_fn_eigh_backward(em_tensor *gL, em_tensor *gV, em_tensor *L, em_tensor *V) {
-    int mark = em_ag_scope_begin();
+    lp_scope mark = begin();
     em_tensor *r;
     if (absent(gV)) {
         r = conj_diag(V, gL);
@@ -259,9 +288,9 @@ em_tensor *em_ag_fn_eigh_backward(em_tensor *gL, em_tensor *gV, em_tensor *L, em
 /* eigvalsh: the eigenvectors are recomputed (eigh records them when a
  * graph is being built, for double backward). */
 em_tensor *em_ag_fn_eigvalsh_backward(em_tensor *grad, em_tensor *A, const char *UPLO) {
-    int mark = em_ag_scope_begin();
+    lp_scope mark = begin();
     em_tensor *V = NULL;
-    em_tensor *L = TMP(em_eigh(A, UPLO, &V));
+    em_tensor *L = OP(em_eigh(A, UPLO, &V));
     TMP(V);
     return finish(mark, L && V ? conj_diag(V, grad) : NULL);
 }
@@ -273,7 +302,7 @@ em_tensor *em_ag_fn_eigvalsh_backward(em_tensor *grad, em_tensor *A, const char 
  * their gradients take no part (torch narrows them too). */
 em_tensor *em_ag_fn_svd_backward(em_tensor *gU, em_tensor *gS, em_tensor *gVh, em_tensor *U, em_tensor *S,
                                  em_tensor *Vh, bool full_matrices) {
-    int mark = em_ag_scope_begin();
+    lp_scope mark = begin();
     int64_t k = S->sizes[S->ndim - 1];
     int64_t m = U->sizes[U->ndim - 2], n = Vh->sizes[Vh->ndim - 1];
     bool hasU = !absent(gU), hasV = !absent(gVh);
@@ -316,9 +345,9 @@ em_tensor *em_ag_fn_svd_backward(em_tensor *gU, em_tensor *gS, em_tensor *gVh, e
 
 /* svdvals: U diag(grad) Vh from a recomputed reduced SVD. */
 em_tensor *em_ag_fn_svdvals_backward(em_tensor *grad, em_tensor *A) {
-    int mark = em_ag_scope_begin();
+    lp_scope mark = begin();
     em_tensor *S = NULL, *Vh = NULL;
-    em_tensor *U = TMP(em_svd(A, false, &S, &Vh));
+    em_tensor *U = OP(em_svd(A, false, &S, &Vh));
     TMP(S);
     TMP(Vh);
     return finish(mark, U && S && Vh ? mm(mul(U, unsq(grad, -2)), Vh) : NULL);
@@ -349,24 +378,24 @@ static em_tensor *pinv_grad(em_tensor *grad, em_tensor *P, em_tensor *A) {
 }
 
 em_tensor *em_ag_fn_pinv_backward(em_tensor *grad, em_tensor *pinvA, em_tensor *A) {
-    int mark = em_ag_scope_begin();
+    lp_scope mark = begin();
     return finish(mark, pinv_grad(grad, pinvA, A));
 }
 
 /* lstsq's solution X = pinv(A) B: gA = pinv_backward(gX B^T, pinv(A), A),
  * gB = pinv(A)^T gX (b a vector when it has one dim fewer than A). */
 em_tensor *em_ag_fn_lstsq_backward_self(em_tensor *grad, em_tensor *A, em_tensor *B) {
-    int mark = em_ag_scope_begin();
+    lp_scope mark = begin();
     bool vec = B->ndim == A->ndim - 1;
-    em_tensor *P = TMP(em_pinv(A, NULL, NULL, false));
+    em_tensor *P = OP(em_pinv(A, NULL, NULL, false));
     em_tensor *g = vec ? unsq(grad, -1) : grad, *Bm = vec ? unsq(B, -1) : B;
     return finish(mark, pinv_grad(mm(g, mT(Bm)), P, A));
 }
 
 em_tensor *em_ag_fn_lstsq_backward_b(em_tensor *grad, em_tensor *A, em_tensor *B) {
-    int mark = em_ag_scope_begin();
+    lp_scope mark = begin();
     bool vec = B->ndim == A->ndim - 1;
-    em_tensor *P = TMP(em_pinv(A, NULL, NULL, false));
+    em_tensor *P = OP(em_pinv(A, NULL, NULL, false));
     em_tensor *r = mm(mT(P), vec ? unsq(grad, -1) : grad);
     return finish(mark, vec ? sq(r, -1) : r);
 }
@@ -377,12 +406,12 @@ em_tensor *em_ag_fn_lstsq_backward_b(em_tensor *grad, em_tensor *A, em_tensor *B
  * d/dt exp(A + t E) paired with G in its upper right block (torch's
  * linalg_matrix_exp_differential with adjoint = true). */
 em_tensor *em_ag_fn_matrix_exp_backward(em_tensor *A, em_tensor *grad) {
-    int mark = em_ag_scope_begin();
+    lp_scope mark = begin();
     int64_t n = A->sizes[A->ndim - 1];
     em_tensor *At = mT(A);
-    em_tensor *Z = TMP(em_zeros((em_intlist){ A->sizes, A->ndim }, A->dtype, A->device));
-    em_tensor *g = grad && A && grad->dtype != A->dtype ? TMP(em_to(grad, A->dtype)) : grad;
+    em_tensor *Z = OP(em_zeros((em_intlist){ A->sizes, A->ndim }, A->dtype, A->device));
+    em_tensor *g = grad && A && grad->dtype != A->dtype ? OP(em_to(grad, A->dtype)) : grad;
     em_tensor *M = cat2(cat2(At, g, -1), cat2(Z, At, -1), -2);
-    em_tensor *E = M ? TMP(em_matrix_exp(M)) : NULL;
+    em_tensor *E = M ? OP(em_matrix_exp(M)) : NULL;
     return finish(mark, narrow(narrow(E, -2, 0, n), -1, n, n));
 }

@@ -616,8 +616,8 @@ static bool vector_rhs(const em_tensor *A, const em_tensor *B) {
 }
 
 /* Solves A X = B (left) or X A = B (left false: A^T X^T = B^T), broadcasting
- * the batch dims of A and B; B may be a vector (see vector_rhs), which
- * torch's X A = B accepts only for 1 x 1 A. */
+ * the batch dims of A and B; B may be a vector (see vector_rhs) only for
+ * A X = B, as in torch. */
 em_tensor *em_cpu_solve(em_keyset ks, em_tensor *A, em_tensor *B, bool left) {
     (void)ks;
     const char *op = "linalg.solve";
@@ -634,6 +634,12 @@ em_tensor *em_cpu_solve(em_keyset ks, em_tensor *A, em_tensor *B, bool left) {
     }
     int n = (int)A->sizes[A->ndim - 1], ld = ld_of(n);
     bool vec = vector_rhs(A, B);
+    if (vec && !left) {
+        em_set_error(EM_ESHAPE, "%s: vector broadcasting of the left hand side is not supported for left=false "
+                     "(B %s is a vector for A %s); X A = B is then B / A", op,
+                     em_shape_str(B->ndim, B->sizes, b1, sizeof b1), em_shape_str(A->ndim, A->sizes, b2, sizeof b2));
+        return NULL;
+    }
     /* B as a matrix view (n x k, or k x n when !left) */
     em_tensor *Bm = vec ? em_core_unsqueeze(B, B->ndim) : em_tensor_retain(B);
     if (!Bm) return NULL;
@@ -1085,8 +1091,10 @@ em_tensor *em_cpu_lstsq(em_keyset ks, em_tensor *self, em_tensor *b, const em_sc
         return NULL;
     }
     bool vec = b->ndim == A->ndim - 1;
-    if (b->ndim < 1) {
-        em_set_error(EM_ESHAPE, "%s: argument 'b' must have at least 1 dimension, got a 0-dim tensor", op);
+    if (b->ndim > A->ndim || b->ndim < A->ndim - 1) {
+        em_set_error(EM_ESHAPE, "%s: self %s and b %s: self.dim() must be greater or equal to b.dim() and "
+                     "(self.dim() - b.dim()) <= 1", op, em_shape_str(A->ndim, A->sizes, b1, sizeof b1),
+                     em_shape_str(b->ndim, b->sizes, b2, sizeof b2));
         return NULL;
     }
     em_tensor *Bm = vec ? em_core_unsqueeze(b, b->ndim) : em_tensor_retain(b);
