@@ -235,7 +235,8 @@ static em_tensor *qr_backward_tall(em_tensor *gQ, em_tensor *gR, em_tensor *Q, e
     return mm(add(gQ, mm(Q, C)), mT(inv(mul(R, mT(tril_mask(n, R, 1.0))))));
 }
 
-em_tensor *em_ag_fn_qr_backward(em_tensor *gQ, em_tensor *gR, em_tensor *Q, em_tensor *R, const char *mode) {
+em_tensor *em_ag_fn_qr_backward(em_tensor *gQ, em_tensor *gR, em_tensor *Q, em_tensor *R, const char *mode,
+                                em_tensor *A) {
     if (strcmp(mode, "r") == 0) {
         em_set_error(EM_EVALUE, "linalg.qr: the derivative of linalg.qr depends on Q, which is not computed when "
                      "mode='r'; use mode='reduced' to differentiate through linalg.qr");
@@ -251,10 +252,10 @@ em_tensor *em_ag_fn_qr_backward(em_tensor *gQ, em_tensor *gR, em_tensor *Q, em_t
     em_tensor *r;
     if (m >= n) {
         r = qr_backward_tall(gQ, gR, Q, R);
-    } else { /* A = [X | Y] = Q [R1 | R2]: X = Q R1 is square; Y = Q R2 */
-        em_tensor *R1 = narrow(R, -1, 0, m), *R2 = narrow(R, -1, m, n - m);
+    } else { /* A = [X | Y] = Q [R1 | R2]: X = Q R1 is square; Y (read from A, as torch) = Q R2 */
+        em_tensor *R1 = narrow(R, -1, 0, m);
         em_tensor *gR1 = narrow(gR, -1, 0, m), *gR2 = narrow(gR, -1, m, n - m);
-        em_tensor *Y = mm(Q, R2);
+        em_tensor *Y = narrow(A, -1, m, n - m);
         em_tensor *gY = mm(Q, gR2);
         em_tensor *gX = qr_backward_tall(add(gQ, mm(Y, mT(gR2))), gR1, Q, R1);
         r = cat2(gX, gY, -1);
@@ -262,7 +263,7 @@ em_tensor *em_ag_fn_qr_backward(em_tensor *gQ, em_tensor *gR, em_tensor *Q, em_t
     return finish(mark, r);
 }
 
-/* ---- eigh, eigvalsh ---- */
+/* ---- eigh ---- */
 
 /* V diag(g) V^T */
 static em_tensor *conj_diag(em_tensor *V, em_tensor *g) { return mm(mul(V, unsq(g, -2)), mT(V)); }
@@ -285,17 +286,7 @@ em_tensor *em_ag_fn_eigh_backward(em_tensor *gL, em_tensor *gV, em_tensor *L, em
     return finish(mark, r);
 }
 
-/* eigvalsh: the eigenvectors are recomputed (eigh records them when a
- * graph is being built, for double backward). */
-em_tensor *em_ag_fn_eigvalsh_backward(em_tensor *grad, em_tensor *A, const char *UPLO) {
-    lp_scope mark = begin();
-    em_tensor *V = NULL;
-    em_tensor *L = OP(em_eigh(A, UPLO, &V));
-    TMP(V);
-    return finish(mark, L && V ? conj_diag(V, grad) : NULL);
-}
-
-/* ---- svd, svdvals ---- */
+/* ---- svd ---- */
 
 /* torch's svd_backward (real case; distinct singular values assumed where
  * gU or gVh flow). full_matrices: the columns of U / rows of Vh past k and
@@ -341,16 +332,6 @@ em_tensor *em_ag_fn_svd_backward(em_tensor *gU, em_tensor *gS, em_tensor *gVh, e
         r = mm(mm(U, ret), Vh);
     }
     return finish(mark, r);
-}
-
-/* svdvals: U diag(grad) Vh from a recomputed reduced SVD. */
-em_tensor *em_ag_fn_svdvals_backward(em_tensor *grad, em_tensor *A) {
-    lp_scope mark = begin();
-    em_tensor *S = NULL, *Vh = NULL;
-    em_tensor *U = OP(em_svd(A, false, &S, &Vh));
-    TMP(S);
-    TMP(Vh);
-    return finish(mark, U && S && Vh ? mm(mul(U, unsq(grad, -2)), Vh) : NULL);
 }
 
 /* ---- pinv, lstsq ---- */

@@ -1,5 +1,6 @@
 /* lapack.c -- torch.linalg's LAPACK ops on the CPU: det, slogdet, inv,
- * solve, cholesky, qr, eigh, eigvalsh, svd, svdvals, pinv, lstsq, matrix_exp.
+ * solve, cholesky, qr, eigh, svd, pinv, matrix_rank, lstsq, matrix_exp
+ * (eigvalsh, svdvals and inverse are composites: composite_lapack.c).
  *
  * Note [LAPACK kernels]
  * Every op takes float32 or float64 matrices batched over leading dims
@@ -798,7 +799,7 @@ fail:
     return NULL;
 }
 
-/* ---- eigh, eigvalsh ---- */
+/* ---- eigh ---- */
 
 /* Eigenvalues (ascending) and, when V is given, eigenvectors (columns). */
 static em_tensor *eigh_common(em_tensor *A, const char *uplo, em_tensor **V, const char *op) {
@@ -839,11 +840,6 @@ fail:
 em_tensor *em_cpu_eigh(em_keyset ks, em_tensor *A, const char *UPLO, em_tensor **eigenvectors) {
     (void)ks;
     return eigh_common(A, UPLO, eigenvectors, "linalg.eigh");
-}
-
-em_tensor *em_cpu_eigvalsh(em_keyset ks, em_tensor *A, const char *UPLO) {
-    (void)ks;
-    return eigh_common(A, UPLO, NULL, "linalg.eigvalsh");
 }
 
 /* ---- svd, svdvals, pinv, matrix_rank ---- */
@@ -925,11 +921,6 @@ fail:
 em_tensor *em_cpu_svd(em_keyset ks, em_tensor *A, bool full_matrices, em_tensor **S, em_tensor **Vh) {
     (void)ks;
     return svd_common(A, full_matrices, true, S, Vh, "linalg.svd");
-}
-
-em_tensor *em_cpu_svdvals(em_keyset ks, em_tensor *A) {
-    (void)ks;
-    return svd_common(A, false, false, NULL, NULL, "linalg.svdvals");
 }
 
 /* torch's tolerances for pinv and matrix_rank: rtol defaults to
