@@ -3,9 +3,9 @@
  * matrices, written with public ops only (matmul, transpose, mul, inv,
  * solve, svd, eigh, matrix_exp, ...) so that create_graph records them.
  *
- * Each helper opens its own temporaries scope (em_ag_scope_begin/_end):
- * every intermediate is registered with em_ag_tmp and released at the end;
- * the returned tensor is a new reference. The small wrappers below take
+ * Each helper opens its own temporaries scope (begin()/finish() over
+ * em_ag_scope_begin/_end): every intermediate is registered with em_ag_tmp
+ * and released at the end; the returned tensor is a new reference. The small wrappers below take
  * NULL (a failed step, error already set) and pass it on, so a chain of
  * steps needs one check at its end.
  *

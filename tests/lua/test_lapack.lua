@@ -197,6 +197,19 @@ function T.eigvalsh_gradient_with_repeated_eigenvalues()
   check(maxdiff(b.grad, eye(3)) < 1e-12)
 end
 
+function T.eigvalsh_and_svdvals_keep_their_factors_not_A()
+  -- their gradients come from eigh's / svd's node (the eigenvectors, U and
+  -- Vh), so changing A in place afterwards does not break backward (torch)
+  local a = S3():requires_grad_()
+  local x = a * 1
+  local l, s = L.eigvalsh(x), L.svdvals(x)
+  do local g <close> = ember.no_grad(); x:zero_() end
+  ;(l:sum() + s:sum()):backward()
+  local _, V = L.eigh(S3())
+  local U, _, Vh = L.svd(S3())
+  check(maxdiff(a.grad, V:matmul(V:t()) + U:matmul(Vh)) < 1e-10)
+end
+
 -- ---- svd, svdvals, pinv, matrix_rank ----
 
 function T.svd_full_and_reduced()

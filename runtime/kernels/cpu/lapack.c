@@ -178,17 +178,21 @@ static void get_mat(const em_tensor *t, const batch_t *bt, int64_t b, double *ds
 }
 
 /* Stores a column-major rows x cols matrix (leading dimension ld) as matrix
- * b of the contiguous tensor out (whose last two dims are rows, cols). */
+ * b of out (whose last two dims are rows, cols), a tensor this file made
+ * with new_batched or new_colmajor (batch dims packed, any strides of the
+ * last two). */
 static void put_mat(em_tensor *out, int64_t b, const double *src, int64_t ld) {
-    int64_t r = out->sizes[out->ndim - 2], c = out->sizes[out->ndim - 1];
+    int nd = out->ndim;
+    int64_t r = out->sizes[nd - 2], c = out->sizes[nd - 1], s0 = out->strides[nd - 2], s1 = out->strides[nd - 1];
+    int64_t off = out->offset + (nd > 2 ? b * out->strides[nd - 3] : 0);
     if (out->dtype == EM_FLOAT64) {
-        double *p = (double *)em_tensor_data(out) + b * r * c;
-        for (int64_t i = 0; i < r; i++)
-            for (int64_t j = 0; j < c; j++) p[i * c + j] = src[j * ld + i];
+        double *p = (double *)out->storage->data + off;
+        for (int64_t j = 0; j < c; j++)
+            for (int64_t i = 0; i < r; i++) p[i * s0 + j * s1] = src[j * ld + i];
     } else {
-        float *p = (float *)em_tensor_data(out) + b * r * c;
-        for (int64_t i = 0; i < r; i++)
-            for (int64_t j = 0; j < c; j++) p[i * c + j] = (float)src[j * ld + i];
+        float *p = (float *)out->storage->data + off;
+        for (int64_t j = 0; j < c; j++)
+            for (int64_t i = 0; i < r; i++) p[i * s0 + j * s1] = (float)src[j * ld + i];
     }
 }
 
@@ -206,6 +210,33 @@ static em_tensor *new_batched(const batch_t *bt, int nextra, int64_t s0, int64_t
     if (nextra > 0) sz[bt->nb] = s0;
     if (nextra > 1) sz[bt->nb + 1] = s1;
     return em_tensor_new(bt->nb + nextra, sz, dt, em_cpu_dev());
+}
+
+/* A new tensor of the batch shape followed by (r, c) in LAPACK's layout,
+ * as torch returns its factors: each matrix column-major (strides 1, ld)
+ * in a block of ld * c elements (ld >= r; lstsq's solution is the first n
+ * rows of a max(m, n)-row block), blocks in row-major batch order. */
+static em_tensor *new_colmajor(const batch_t *bt, int64_t r, int64_t c, int64_t ld, em_dtype dt) {
+    int64_t sz[EM_MAX_DIMS], st[EM_MAX_DIMS];
+    int nd = bt->nb + 2;
+    if (ld < 1) ld = 1;
+    sz[nd - 2] = r;
+    sz[nd - 1] = c;
+    st[nd - 2] = 1;
+    st[nd - 1] = ld;
+    int64_t block = ld * c, count = bt->count;
+    for (int d = bt->nb - 1; d >= 0; d--) {
+        sz[d] = bt->sizes[d];
+        st[d] = block;
+        block *= bt->sizes[d];
+    }
+    size_t nbytes = (size_t)(count * ld * c) * em_dtype_size(dt);
+    em_storage *stg = em_storage_new(nbytes, em_cpu_dev());
+    if (!stg) return NULL;
+    em_tensor *t = em_tensor_new_view(stg, 0, nd, sz, st, dt, NULL);
+    em_storage_release(stg);
+    if (t && nbytes) memset(em_tensor_data(t), 0, nbytes); /* the rows past r of a taller block */
+    return t;
 }
 
 /* A float64 buffer of n elements (at least one), NULL with the error set. */
@@ -566,7 +597,7 @@ em_tensor *em_cpu_inv(em_keyset ks, em_tensor *A) {
     if (!check_matrix(A, op, "A", true)) return NULL;
     batch_t bt = batch_of(A);
     int n = (int)A->sizes[A->ndim - 1], ld = ld_of(n);
-    em_tensor *out = new_batched(&bt, 2, n, n, A->dtype);
+    em_tensor *out = new_colmajor(&bt, n, n, n, A->dtype);
     double *a = dbuf((int64_t)n * n, op), *x = dbuf((int64_t)n * n, op);
     int *ipiv = malloc(sizeof(int) * (size_t)(n + 1));
     if (!out || !a || !x || !ipiv) {
@@ -668,7 +699,9 @@ em_tensor *em_cpu_solve(em_keyset ks, em_tensor *A, em_tensor *B, bool left) {
         return NULL;
     }
     for (int d = 0; d < bt.nb; d++) bt.count *= bt.sizes[d];
-    em_tensor *out = new_batched(&bt, 2, left ? n : k, left ? k : n, A->dtype);
+    /* torch's layouts: X column-major for A X = B; for X A = B the
+     * transpose of a column-major X^T, i.e. row-major */
+    em_tensor *out = left ? new_colmajor(&bt, n, k, n, A->dtype) : new_batched(&bt, 2, k, n, A->dtype);
     double *a = dbuf((int64_t)n * n, op), *x = dbuf((int64_t)ld * k, op);
     int *ipiv = malloc(sizeof(int) * (size_t)(n + 1));
     if (!out || !a || !x || !ipiv) {
@@ -727,7 +760,7 @@ em_tensor *em_cpu_cholesky(em_keyset ks, em_tensor *A, bool upper) {
     if (!check_matrix(A, op, "A", true)) return NULL;
     batch_t bt = batch_of(A);
     int n = (int)A->sizes[A->ndim - 1], ld = ld_of(n);
-    em_tensor *out = new_batched(&bt, 2, n, n, A->dtype);
+    em_tensor *out = new_colmajor(&bt, n, n, n, A->dtype);
     double *a = dbuf((int64_t)n * n, op);
     if (!out || !a) goto fail;
     for (int64_t b = 0; b < bt.count && n > 0; b++) {
@@ -767,9 +800,9 @@ em_tensor *em_cpu_qr(em_keyset ks, em_tensor *A, const char *mode, em_tensor **R
     batch_t bt = batch_of(A);
     int m = (int)A->sizes[A->ndim - 2], n = (int)A->sizes[A->ndim - 1], k = m < n ? m : n;
     int ld = ld_of(m), qcols = complete ? m : k, rrows = complete ? m : k, lr = ld_of(rrows);
-    em_tensor *Q = want_q ? new_batched(&bt, 2, m, qcols, A->dtype)
+    em_tensor *Q = want_q ? new_colmajor(&bt, m, qcols, m, A->dtype)
                           : em_tensor_new(1, (int64_t[]){ 0 }, A->dtype, em_cpu_dev());
-    em_tensor *Rt = new_batched(&bt, 2, rrows, n, A->dtype);
+    em_tensor *Rt = new_colmajor(&bt, rrows, n, rrows, A->dtype);
     double *a = dbuf((int64_t)ld * n, op), *tau = dbuf(k, op), *q = dbuf((int64_t)ld * qcols, op);
     double *r = dbuf((int64_t)lr * n, op);
     if (!Q || !Rt || !a || !tau || !q || !r) goto fail;
@@ -807,7 +840,7 @@ static em_tensor *eigh_common(em_tensor *A, const char *uplo, em_tensor **V, con
     batch_t bt = batch_of(A);
     int n = (int)A->sizes[A->ndim - 1], ld = ld_of(n);
     em_tensor *L = new_batched(&bt, 1, n, 0, A->dtype);
-    em_tensor *Vt = V ? new_batched(&bt, 2, n, n, A->dtype) : NULL;
+    em_tensor *Vt = V ? new_colmajor(&bt, n, n, n, A->dtype) : NULL;
     double *a = dbuf((int64_t)n * n, op), *w = dbuf(n, op);
     if (!L || (V && !Vt) || !a || !w) goto fail;
     for (int64_t b = 0; b < bt.count && n > 0; b++) {
@@ -888,8 +921,8 @@ static em_tensor *svd_common(em_tensor *A, bool full, bool want_uv, em_tensor **
     double *a = dbuf((int64_t)ld_of(m) * n, op), *s = dbuf(k, op), *u = NULL, *vt = NULL;
     St = new_batched(&bt, 1, k, 0, A->dtype);
     if (want_uv) {
-        U = new_batched(&bt, 2, m, ucols, A->dtype);
-        Vt = new_batched(&bt, 2, vrows, n, A->dtype);
+        U = new_colmajor(&bt, m, ucols, m, A->dtype);
+        Vt = new_colmajor(&bt, vrows, n, vrows, A->dtype);
         u = dbuf((int64_t)ld_of(m) * ucols, op);
         vt = dbuf((int64_t)ld_of(vrows) * n, op);
     }
@@ -1115,7 +1148,7 @@ em_tensor *em_cpu_lstsq(em_keyset ks, em_tensor *self, em_tensor *b, const em_sc
     int drv = strcmp(driver, "gels") == 0 ? 0 : strcmp(driver, "gelsy") == 0 ? 1 : strcmp(driver, "gelsd") == 0 ? 2 : 3;
     double eps = A->dtype == EM_FLOAT32 ? (double)FLT_EPSILON : DBL_EPSILON;
     double rc = rcond ? em_scalar_to_double(*rcond) : eps * (double)mn;
-    em_tensor *X = vec ? new_batched(&bt, 1, n, 0, A->dtype) : new_batched(&bt, 2, n, k, A->dtype);
+    em_tensor *X = vec ? new_batched(&bt, 1, n, 0, A->dtype) : new_colmajor(&bt, n, k, mn, A->dtype);
     em_tensor *rk = drv == 0 ? em_tensor_new(1, (int64_t[]){ 0 }, EM_INT64, em_cpu_dev())
                              : new_batched(&bt, 0, 0, 0, EM_INT64);
     em_tensor *sv = drv >= 2 ? new_batched(&bt, 1, kk, 0, A->dtype)
@@ -1160,8 +1193,12 @@ em_tensor *em_cpu_lstsq(em_keyset ks, em_tensor *self, em_tensor *b, const em_sc
         }
         if (drv == 0) rnk = kk;
         if (rnk < n) full_rank = false;
-        for (int c = 0; c < k; c++) /* the solution: the first n rows */
-            for (int r = 0; r < n; r++) put_val(X, (bi * n + r) * k + c, kk > 0 ? x[c * ldb + r] : 0.0);
+        /* the solution: the first n rows (zero without equations or unknowns;
+         * new_colmajor zeroed X) */
+        if (vec)
+            for (int r = 0; r < n; r++) put_val(X, bi * n + r, kk > 0 ? x[r] : 0.0);
+        else if (kk > 0)
+            put_mat(X, bi, x, ldb);
         for (int c = 0; c < k; c++) { /* residuals: squared norms of rows n..m-1 (torch: 0 for gels on an
                                          * empty matrix) */
             double acc = 0;
