@@ -18,6 +18,13 @@ Accepted differences (the lead copies them into README.md):
     LAPACK routines (float32 through the s* ones) but not always the same
     BLAS calls around them, and eigenvector/singular-vector signs of nearly
     degenerate problems may flip on last-bit differences.
+  - matrix_exp: ember's scaling and squaring with Pade approximants
+    (Higham 2005) and torch 1.13's Taylor-polynomial method agree to
+    rounding, not to the bit, so programs that feed its result to eigh/qr
+    may rarely see an eigenvector / Householder sign flip.
+  - the double-backward gradient with respect to qr's Q of a wide matrix
+    (create_graph through qr, then a gradient w.r.t. Q itself) follows
+    another (equivalent on the manifold) form of the formula than torch's.
   - det of an empty (n = 0) matrix: torch gives its input no gradient
     (None), ember an empty one; not generated with requires_grad.
   - eigh/svd: an all-zero gradient of the eigenvectors / U, Vh that has no

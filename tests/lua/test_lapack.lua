@@ -288,6 +288,26 @@ function T.matrix_exp_values()
   check(maxdiff(L.matrix_exp(small), eye(2) + small + small:matmul(small) * 0.5) < 1e-8)
 end
 
+function T.results_have_torchs_column_major_strides()
+  local function strides(t) return table.concat(t:stride(), ",") end
+  local B = A32():contiguous()
+  check_eq(strides(L.inv(A3())), "1,3")
+  check_eq(strides(L.inv(ember.stack({ A3(), A3() }))), "9,1,3")
+  check_eq(strides(L.solve(A3(), B)), "1,3")
+  check_eq(strides(L.solve(A3(), B:t(), { left = false })), "3,1")
+  check_eq(strides(L.cholesky(S3(), { upper = true })), "1,3")
+  local Q, R = L.qr(B)
+  check_eq(strides(Q) .. " " .. strides(R), "1,3 1,2")
+  local _, V = L.eigh(S3())
+  check_eq(strides(V), "1,3")
+  local U, _, Vh = L.svd(B)
+  check_eq(strides(U) .. " " .. strides(Vh), "1,3 1,2")
+  check_eq(strides(L.lstsq(B, B)), "1,3") -- the first 2 rows of a 3-row block
+  check_eq(strides(L.pinv(B)), "3,1")
+  -- and they are ordinary tensors for every other op
+  check(maxdiff(L.inv(A3()):contiguous():view(9):reshape(3, 3), L.inv(A3())) == 0)
+end
+
 -- ---- errors common to the family ----
 
 function T.integer_and_half_inputs_are_refused()
