@@ -62,6 +62,13 @@ const cg_helper cg_helpers[] = {
 
     /* ---- family: vmath ---- */
 
+    /* ---- family: lapack ---- */
+    { "det_backward", "ttt" }, { "slogdet_backward", "tt" }, { "inv_backward", "tt" },
+    { "solve_backward_A", "ttmtv" }, { "solve_backward_B", "ttv" }, { "cholesky_backward", "ttv" },
+    { "qr_backward", "ttttvt" }, { "eigh_backward", "tttt" },
+    { "svd_backward", "ttttttv" }, { "pinv_backward", "ttt" },
+    { "lstsq_backward_self", "ttt" }, { "lstsq_backward_b", "ttt" }, { "matrix_exp_backward", "tt" },
+
     { NULL, NULL }
 };
 

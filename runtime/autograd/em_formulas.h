@@ -101,4 +101,24 @@ static inline __attribute__((unused)) bool em_ag_list_requires_grad(em_tensorlis
     return false;
 }
 
+/* ---- family: lapack (formulas_lapack.c) ----
+ * The gradients of the LAPACK ops (schema/derivatives/lapack.yaml); see
+ * the contract above each in formulas_lapack.c. */
+EM_HIDDEN em_tensor *em_ag_fn_det_backward(em_tensor *grad, em_tensor *A, em_tensor *det);
+EM_HIDDEN em_tensor *em_ag_fn_slogdet_backward(em_tensor *grad, em_tensor *A);
+EM_HIDDEN em_tensor *em_ag_fn_inv_backward(em_tensor *grad, em_tensor *inverse);
+EM_HIDDEN em_tensor *em_ag_fn_solve_backward_A(em_tensor *grad, em_tensor *A, const em_input_meta *B_meta,
+                                               em_tensor *X, bool left);
+EM_HIDDEN em_tensor *em_ag_fn_solve_backward_B(em_tensor *grad, em_tensor *A, bool left);
+EM_HIDDEN em_tensor *em_ag_fn_cholesky_backward(em_tensor *grad, em_tensor *L, bool upper);
+EM_HIDDEN em_tensor *em_ag_fn_qr_backward(em_tensor *gQ, em_tensor *gR, em_tensor *Q, em_tensor *R,
+                                          const char *mode, em_tensor *A);
+EM_HIDDEN em_tensor *em_ag_fn_eigh_backward(em_tensor *gL, em_tensor *gV, em_tensor *L, em_tensor *V);
+EM_HIDDEN em_tensor *em_ag_fn_svd_backward(em_tensor *gU, em_tensor *gS, em_tensor *gVh, em_tensor *U,
+                                           em_tensor *S, em_tensor *Vh, bool full_matrices);
+EM_HIDDEN em_tensor *em_ag_fn_pinv_backward(em_tensor *grad, em_tensor *pinvA, em_tensor *A);
+EM_HIDDEN em_tensor *em_ag_fn_lstsq_backward_self(em_tensor *grad, em_tensor *A, em_tensor *B);
+EM_HIDDEN em_tensor *em_ag_fn_lstsq_backward_b(em_tensor *grad, em_tensor *A, em_tensor *B);
+EM_HIDDEN em_tensor *em_ag_fn_matrix_exp_backward(em_tensor *A, em_tensor *grad);
+
 #endif

@@ -99,6 +99,8 @@ def lua_arg(a):
         return '{' + ', '.join(vals) + '}'
     if k in ('dtype', 'str'):
         return '"%s"' % a[1]
+    if k == 'str':  # a str{...} choice, e.g. ['str', 'reduced']
+        return '"%s"' % a[1]
     if k == 'none':
         return 'nil'
     raise ValueError('bad arg %r' % (a,))
