@@ -52,6 +52,7 @@ const cg_helper cg_helpers[] = {
     /* ---- family: reduce ---- */
 
     /* ---- family: shape ---- */
+    { "roll_backward", "tvv" }, { "repeat_backward", "tvm" },
 
     /* ---- family: index ---- */
 

@@ -82,6 +82,10 @@ EM_HIDDEN em_tensor *em_ag_fn_stack_grads(em_tensor **grads, int n, const em_inp
 /* ---- family: reduce (formulas_reduce.c) ---- */
 
 /* ---- family: shape (formulas_shape.c) ---- */
+/* roll: roll grad back by the negated shifts. */
+EM_HIDDEN em_tensor *em_ag_fn_roll_backward(em_tensor *grad, em_intlist shifts, em_intlist dims);
+/* repeat: the tiles of grad summed onto self's shape. */
+EM_HIDDEN em_tensor *em_ag_fn_repeat_backward(em_tensor *grad, em_intlist repeats, const em_input_meta *self_meta);
 
 /* ---- family: index (formulas_index.c) ---- */
 
