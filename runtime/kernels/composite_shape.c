@@ -299,9 +299,10 @@ em_tensor *em_comp_repeat_interleave_self_int(em_keyset ks, em_tensor *self, int
         src = em_reshape(self, il(&all, 1));
         d = 0;
     } else {
+        if (!need_dims(self, 1, "repeat_interleave", "self (given a dim)")) return NULL; /* as PyTorch */
         d = em_wrap_dim(*dim, self->ndim, "repeat_interleave");
         if (d < 0) return NULL;
-        src = self->ndim == 0 ? em_reshape(self, il((const int64_t[]){ 1 }, 1)) : em_tensor_retain(self);
+        src = em_tensor_retain(self);
     }
     if (!src) return NULL;
     if (output_size && *output_size != src->sizes[d] * repeats) {
@@ -325,6 +326,11 @@ em_tensor *em_comp_repeat_interleave_self_int(em_keyset ks, em_tensor *self, int
     out[d] = e->sizes[d] * repeats;
     em_tensor *r = em_reshape(e, il(out, nd));
     em_tensor_release(e);
+    if (r && r->storage == self->storage) { /* repeats <= 1 reshaped without copying: PyTorch copies */
+        em_tensor *c = em_clone(r);
+        em_tensor_release(r);
+        r = c;
+    }
     return r;
 }
 
@@ -344,9 +350,10 @@ em_tensor *em_comp_repeat_interleave_self_Tensor(em_keyset ks, em_tensor *self, 
         src = em_reshape(self, il(&all, 1));
         d = 0;
     } else {
+        if (!need_dims(self, 1, "repeat_interleave", "self (given a dim)")) return NULL; /* as PyTorch */
         d = em_wrap_dim(*dim, self->ndim, "repeat_interleave");
         if (d < 0) return NULL;
-        src = self->ndim == 0 ? em_reshape(self, il((const int64_t[]){ 1 }, 1)) : em_tensor_retain(self);
+        src = em_tensor_retain(self);
     }
     if (!src) return NULL;
     int64_t n = src->sizes[d];
@@ -409,6 +416,10 @@ em_tensor *em_comp_diag(em_keyset ks, em_tensor *self, int64_t diagonal) {
 em_tensor *em_comp_trace(em_keyset ks, em_tensor *self) {
     if (self->ndim != 2) {
         em_set_error(EM_ESHAPE, "trace: self must be a matrix (2-d), got a %d-dim tensor", self->ndim);
+        return NULL;
+    }
+    if (self->dtype == EM_BOOL) { /* as PyTorch: no bool trace */
+        em_set_error(EM_ETYPE, "trace: not implemented for bool tensors");
         return NULL;
     }
     em_tensor *v = em_diagonal(self, 0, 0, 1);

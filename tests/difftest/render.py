@@ -29,6 +29,10 @@ def flatten(stmts):
 
 PY_DTYPES = {'float32', 'float64', 'int64', 'int32', 'int8', 'uint8', 'bool', 'float16',
              'bfloat16'}
+# Op names that are Lua keywords (`repeat`): spelled x["repeat"](x, ...) and
+# ember["repeat"](...) in Lua.
+LUA_KEYWORDS = {'and', 'break', 'do', 'else', 'elseif', 'end', 'false', 'for', 'function', 'goto', 'if',
+                'in', 'local', 'nil', 'not', 'or', 'repeat', 'return', 'then', 'true', 'until', 'while'}
 LUA_OPERATORS = {'add': '+', 'sub': '-', 'mul': '*', 'div': '/', 'pow': '^', 'remainder': '%'}
 PY_OPERATORS = {'add': '+', 'sub': '-', 'mul': '*', 'div': '/', 'pow': '**', 'remainder': '%'}
 
@@ -242,8 +246,12 @@ def lua_call(st):
     name = op.split('.')[0]  # an overload (max.dim) is called by its base name
     if style == 'method':
         k = st.get('recv', 0)
+        if name in LUA_KEYWORDS:  # the receiver is a variable (gen.py): naming it twice is safe
+            return '%s["%s"](%s)' % (la[k], name, ', '.join([la[k]] + la[:k] + la[k + 1:]))
         return '%s:%s(%s)' % (la[k], name, ', '.join(la[:k] + la[k + 1:]))
     ns = OPS.NAMESPACE.get(op)
+    if name in LUA_KEYWORDS:
+        return 'ember%s["%s"](%s)' % ('.' + ns if ns else '', name, ', '.join(la))
     return 'ember.%s%s(%s)' % (ns + '.' if ns else '', name, ', '.join(la))
 
 

@@ -1,0 +1,258 @@
+"""ops_shape.py -- difftest entries of the shape family (schema/ops/shape.yaml).
+
+flatten, swapaxes, swapdims, fliplr, flipud, trace and atleast_1d/2d/3d
+(one tensor) need nothing: the generic generator draws them. The entries
+below give sizes, positions and counts that fit the drawn tensor.
+
+Not drawn (the harness has no Tensor[] arguments or results; test_shape.lua
+and the gradchecks cover them): broadcast_tensors, meshgrid, atleast_*d of a
+list, hstack/vstack/row_stack/dstack/column_stack, tensor_split,
+hsplit/vsplit/dsplit.
+
+`repeat` is a Lua keyword: the renderer spells the method x["repeat"](x, ...)
+(render.py, LUA_KEYWORDS).
+
+Accepted differences (PyTorch 1.13 bugs; ember gives the right answer, so
+the generator avoids these inputs):
+  - narrow_copy of a non-contiguous tensor: torch's CPU kernel reads the
+    input as if it were contiguous (x.t().narrow_copy(...) gives the wrong
+    elements); ember copies narrow(...) of the real layout.
+  - trace of a non-square matrix that requires grad: torch's trace_backward
+    puts gradient on every (cols + 1)-th flat element, also past the
+    diagonal ({3,1}: positions 1 and 3); ember's gradient is the diagonal's.
+  - diag of a matrix with an offset beyond its size: torch raises "numel:
+    integer multiplication overflow"; ember returns an empty diagonal, as
+    diagonal does.
+"""
+from ops import *  # noqa: F401,F403 -- the harness's generators (_pos, gen_narrow, ...)
+import ops as _ops
+
+
+def _dims_perm(g, n, k):
+    """k distinct Lua dims of an n-dim tensor (0-dim: dim 1), sometimes negative."""
+    if n == 0:
+        return [g.r.choice([1, -1])] * min(k, 1)
+    ds = g.r.sample(range(n), min(k, n))
+    return [d - n if g.r.random() < 0.3 else d + 1 for d in ds]
+
+
+def gen_unflatten(g, op):
+    s = g.pick(pred=lambda t: t.dim() > 0)
+    if s is None:
+        return None
+    t = g.t(s)
+    d = g.r.randrange(t.dim())
+    sizes = _ops._factor(g, t.shape[d], max_dims=3)
+    if t.shape[d] > 0 and g.r.random() < 0.3:
+        sizes[g.r.randrange(len(sizes))] = -1
+    return dict(args=[['var', s], g.dim_arg(d, t.dim()), ['ints', sizes, 't']])
+
+
+def gen_movedim(g, op):
+    s = g.pick()
+    if s is None:
+        return None
+    n = g.t(s).dim()
+    k = g.r.randint(1, max(n, 1))
+    src, dst = _dims_perm(g, n, k), _dims_perm(g, n, k)
+    style = '1' if k == 1 and g.r.random() < 0.6 else 't'
+    return dict(args=[['var', s], ['dims', src, style], ['dims', dst, style]])
+
+
+def gen_broadcast_to(g, op):
+    r = _ops.gen_expand(g, op)
+    if r:
+        r['args'][1][2] = 't'  # torch's broadcast_to takes one tuple
+    return r
+
+
+def gen_flip(g, op):
+    s = g.pick()
+    if s is None:
+        return None
+    n = g.t(s).dim()
+    dims = _dims_perm(g, n, g.r.randint(0 if n else 1, max(n, 1)))
+    return dict(args=[['var', s], ['dims', dims, 'v' if dims and g.r.random() < 0.5 else 't']])
+
+
+def gen_roll(g, op):
+    s = g.pick()
+    if s is None:
+        return None
+    n = g.t(s).dim()
+    if n == 0 or g.r.random() < 0.3:
+        return dict(args=[['var', s], ['ints', [g.r.randint(-7, 7)], 't']])
+    dims = _dims_perm(g, n, g.r.randint(1, n))
+    shifts = [g.r.randint(-5, 5) for _ in dims]
+    return dict(args=[['var', s], ['ints', shifts, 't'], ['dims', dims, 't']])
+
+
+def gen_rot90(g, op):
+    s = g.pick(pred=lambda t: t.dim() >= 2)
+    if s is None:
+        return None
+    n = g.t(s).dim()
+    args = [['var', s], ['int', g.r.randint(-5, 5)]]
+    if g.r.random() < 0.6:
+        args.append(['dims', _dims_perm(g, n, 2), 't'])
+    return dict(args=args)
+
+
+def gen_repeat(g, op):
+    s = g.pick()
+    if s is None:
+        return None
+    n = g.t(s).dim()
+    reps = [g.r.choice([0, 1, 1, 2, 3]) for _ in range(n + g.r.choice([0, 0, 1, 2]))]
+    if not reps and g.r.random() < 0.5:
+        reps = [2]
+    return dict(args=[['var', s], ['ints', reps, 'v' if reps and g.r.random() < 0.5 else 't']], style='method')
+
+
+def gen_tile(g, op):
+    s = g.pick()
+    if s is None:
+        return None
+    n = g.t(s).dim()
+    reps = [g.r.choice([0, 1, 2, 3]) for _ in range(g.r.randint(1, n + 1))]
+    return dict(args=[['var', s], ['ints', reps, 't']])
+
+
+def gen_repeat_interleave_int(g, op):
+    s = g.pick()
+    if s is None:
+        return None
+    args = [['var', s], ['int', g.r.choice([0, 1, 2, 3])]]
+    if g.r.random() < 0.6:
+        args.append(g.dim(s))
+    return dict(args=args)
+
+
+def _counts_leaf(g, n):
+    """A new int64 leaf of n non-negative counts."""
+    name, st = g.leaf(shape=[n], dtype='int64', rg=False)
+    st['values'] = [g.r.choice([0, 1, 1, 2, 3]) for _ in range(n)]
+    return name, st
+
+
+def gen_repeat_interleave_tensor(g, op):
+    s = g.pick()
+    if s is None:
+        return None
+    t = g.t(s)
+    args = [['var', s]]
+    if g.r.random() < 0.6 and t.dim() > 0:
+        d = g.r.randrange(t.dim())
+        n = t.shape[d] if g.r.random() < 0.8 else 1
+        name, st = _counts_leaf(g, n)
+        return dict(args=args + [['var', name], g.dim_arg(d, t.dim())], pre=[st])
+    name, st = _counts_leaf(g, t.numel() if g.r.random() < 0.8 else 1)
+    return dict(args=args + [['var', name]], pre=[st])
+
+
+def gen_repeat_interleave_counts(g, op):
+    name, st = _counts_leaf(g, g.r.randint(0, 4))
+    return dict(args=[['var', name]], pre=[st], style='function')
+
+
+def gen_triangle(g, op):
+    s = g.pick(pred=lambda t: t.dim() >= 2, inplace=False)
+    if s is None:
+        return None
+    args = [['var', s]]
+    if g.r.random() < 0.7:
+        args.append(['int', g.r.randint(-4, 4)])
+    return dict(args=args)
+
+
+def _offset_dims(g, s, ndim_of):
+    """[offset, dim1, dim2] (a prefix, sometimes) for diagonal/diag_embed."""
+    n = ndim_of(g.t(s))
+    args = []
+    if g.r.random() < 0.7:
+        args.append(['int', g.r.randint(-3, 3)])
+        if g.r.random() < 0.6:
+            d1, d2 = g.r.sample(range(n), 2)
+            args += [g.dim_arg(d1, n), g.dim_arg(d2, n)]
+    return args
+
+
+def gen_diagonal(g, op):
+    s = g.pick(pred=lambda t: t.dim() >= 2)
+    if s is None:
+        return None
+    return dict(args=[['var', s]] + _offset_dims(g, s, lambda t: t.dim()))
+
+
+def gen_diag_embed(g, op):
+    s = g.pick(pred=lambda t: t.dim() >= 1, inplace=False)
+    if s is None:
+        return None
+    return dict(args=[['var', s]] + _offset_dims(g, s, lambda t: t.dim() + 1))
+
+
+def gen_diag(g, op):
+    s = g.pick(pred=lambda t: 1 <= t.dim() <= 2, inplace=False)
+    if s is None:
+        return None
+    t = g.t(s)
+    args = [['var', s]]
+    if g.r.random() < 0.7:
+        lo, hi = (-t.shape[0], t.shape[1]) if t.dim() == 2 else (-3, 3)  # torch overflows beyond
+        args.append(['int', g.r.randint(lo, hi)])
+    return dict(args=args)
+
+
+def gen_trace(g, op):
+    """trace of a matrix; square when it requires grad (torch's backward is
+    wrong for non-square ones, see above)."""
+    s = g.pick(pred=lambda t: t.dim() == 2 and (not t.requires_grad or t.shape[0] == t.shape[1]))
+    return None if s is None else dict(args=[['var', s]])
+
+
+def gen_narrow_copy(g, op):
+    """narrow_copy of a contiguous tensor (torch's kernel is wrong otherwise)."""
+    r = _ops.gen_narrow(g, op)
+    if r is None or not g.t(r['args'][0][1]).is_contiguous():
+        return None
+    return r
+
+
+def gen_unfold(g, op):
+    s = g.pick()
+    if s is None:
+        return None
+    t = g.t(s)
+    n = t.dim()
+    d = g.r.randrange(n) if n else 0
+    size = t.shape[d] if n else 1
+    return dict(args=[['var', s], g.dim_arg(d, max(n, 1)), ['int', g.r.randint(0, size)],
+                      ['int', g.r.randint(1, 3)]], style='method')
+
+
+MAP = {
+    'unflatten': dict(gen=gen_unflatten),
+    'movedim': dict(gen=gen_movedim),
+    'moveaxis': dict(gen=gen_movedim, weight=0.5),
+    'broadcast_to': dict(gen=gen_broadcast_to),
+    'flip': dict(gen=gen_flip),
+    'roll': dict(gen=gen_roll),
+    'rot90': dict(gen=gen_rot90),
+    'repeat': dict(gen=gen_repeat),
+    'tile': dict(gen=gen_tile),
+    'repeat_interleave.self_int': dict(gen=gen_repeat_interleave_int),
+    'repeat_interleave.self_Tensor': dict(gen=gen_repeat_interleave_tensor),
+    # ember's positions are 1-based
+    'repeat_interleave.Tensor': dict(gen=gen_repeat_interleave_counts, post=lambda call: '(%s + 1)' % call,
+                                     weight=0.5),
+    'tril': dict(gen=gen_triangle),
+    'triu': dict(gen=gen_triangle),
+    'diagonal': dict(gen=gen_diagonal),
+    'diag_embed': dict(gen=gen_diag_embed),
+    'diag': dict(gen=gen_diag),
+    'narrow_copy': dict(gen=gen_narrow_copy, weight=0.5),
+    'trace': dict(gen=gen_trace),
+    'unfold': dict(gen=gen_unfold),
+}
+
+INDEX_RESULTS = {'repeat_interleave.Tensor': [0]}
