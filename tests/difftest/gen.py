@@ -244,6 +244,8 @@ class Gen:
             st['kw'] = kw
         if res.get('novalues'):
             st['novalues'] = True
+        if res.get('item'):
+            st['item'] = res['item']  # a Tensor[] result: keep its 1-based element item (render.py)
         if not (op.inplace and self.r.random() < 0.5):
             st['outs'] = [self.fresh() for _ in op.returns]
         return res.get('pre', []) + [st]

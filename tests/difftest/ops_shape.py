@@ -4,10 +4,12 @@ flatten, swapaxes, swapdims, fliplr, flipud, trace and atleast_1d/2d/3d
 (one tensor) need nothing: the generic generator draws them. The entries
 below give sizes, positions and counts that fit the drawn tensor.
 
-Not drawn (the harness has no Tensor[] arguments or results; test_shape.lua
-and the gradchecks cover them): broadcast_tensors, meshgrid, atleast_*d of a
-list, hstack/vstack/row_stack/dstack/column_stack, tensor_split,
-hsplit/vsplit/dsplit.
+Ops returning Tensor[] (tensor_split, hsplit/vsplit/dsplit, and the
+existing split, split.sizes, chunk, unbind) are drawn with `item`: the
+statement keeps one element of the list (render.py), a view of self.
+Not drawn (the harness has no Tensor[] arguments; test_shape.lua and the
+gradchecks cover them): broadcast_tensors, meshgrid, atleast_*d of a list,
+hstack/vstack/row_stack/dstack/column_stack.
 
 `repeat` is a Lua keyword: the renderer spells the method x["repeat"](x, ...)
 (render.py, LUA_KEYWORDS).
@@ -230,7 +232,137 @@ def gen_unfold(g, op):
                       ['int', g.r.randint(1, 3)]], style='method')
 
 
+# ---- ops returning Tensor[]: one element of the list ----
+
+
+def _pick_dim(g, min_dims=1, nonempty=False):
+    """(name, tensor, 0-based dim) of a tensor with at least min_dims dims, or None."""
+    s = g.pick(pred=lambda t: t.dim() >= min_dims and (not nonempty or t.numel() > 0))
+    if s is None:
+        return None
+    t = g.t(s)
+    return s, t, g.r.randrange(t.dim())
+
+
+def gen_split(g, op):
+    p = _pick_dim(g)
+    if p is None:
+        return None
+    s, t, d = p
+    n = t.shape[d]
+    ss = g.r.randint(1, n + 1) if n else g.r.randint(0, 2)
+    pieces = -(-n // ss) if n else 1
+    return dict(args=[['var', s], ['int', ss], g.dim_arg(d, t.dim())], item=g.r.randint(1, pieces))
+
+
+def gen_split_sizes(g, op):
+    p = _pick_dim(g)
+    if p is None:
+        return None
+    s, t, d = p
+    n, sizes = t.shape[d], []
+    while n > 0 or not sizes:
+        k = g.r.randint(0, n)
+        sizes.append(k)
+        n -= k
+    return dict(args=[['var', s], ['ints', sizes, 't'], g.dim_arg(d, t.dim())], item=g.r.randint(1, len(sizes)))
+
+
+def gen_chunk(g, op):
+    p = _pick_dim(g)
+    if p is None:
+        return None
+    s, t, d = p
+    n, chunks = t.shape[d], g.r.randint(1, 4)
+    pieces = chunks if n == 0 else -(-n // -(-n // chunks))
+    return dict(args=[['var', s], ['int', chunks], g.dim_arg(d, t.dim())], item=g.r.randint(1, pieces))
+
+
+def gen_unbind(g, op):
+    s = g.pick(pred=lambda t: t.dim() >= 1 and 0 not in t.shape)
+    if s is None:
+        return None
+    t = g.t(s)
+    d = g.r.randrange(t.dim())
+    return dict(args=[['var', s], g.dim_arg(d, t.dim())], item=g.r.randint(1, t.shape[d]))
+
+
+def gen_tensor_split_sections(g, op):
+    p = _pick_dim(g)
+    if p is None:
+        return None
+    s, t, d = p
+    k = g.r.randint(1, 4)
+    return dict(args=[['var', s], ['int', k], g.dim_arg(d, t.dim())], item=g.r.randint(1, k))
+
+
+def _positions(g, n):
+    """1-based split positions for a dim of size n (negative, past the end,
+    out of order sometimes)."""
+    out = []
+    for _ in range(g.r.randint(1, 3)):
+        p = g.r.randint(1, n + 2)
+        out.append(p - n - 2 if g.r.random() < 0.2 and p <= n + 1 else p)
+    return out
+
+
+def gen_tensor_split_indices(g, op):
+    p = _pick_dim(g)
+    if p is None:
+        return None
+    s, t, d = p
+    pos = _positions(g, t.shape[d])
+    return dict(args=[['var', s], ['ints', pos, 't'], g.dim_arg(d, t.dim())], item=g.r.randint(1, len(pos) + 1))
+
+
+def _hvd_dim(t, which):
+    return {'h': 0 if t.dim() == 1 else 1, 'v': 0, 'd': 2}[which]
+
+
+def gen_hvd_int(which, min_dims):
+    def gen(g, op):
+        s = g.pick(pred=lambda t: t.dim() >= min_dims)
+        if s is None:
+            return None
+        n = g.t(s).shape[_hvd_dim(g.t(s), which)]
+        k = g.r.choice([k for k in range(1, 5) if n % k == 0])
+        return dict(args=[['var', s], ['int', k]], item=g.r.randint(1, k))
+    return gen
+
+
+def gen_hvd_array(which, min_dims):
+    def gen(g, op):
+        s = g.pick(pred=lambda t: t.dim() >= min_dims)
+        if s is None:
+            return None
+        pos = _positions(g, g.t(s).shape[_hvd_dim(g.t(s), which)])
+        return dict(args=[['var', s], ['ints', pos, 't']], item=g.r.randint(1, len(pos) + 1))
+    return gen
+
+
+def _py_positions(st, pa, pk):
+    """torch's split points are 0-based: ember's position p > 0 is p - 1."""
+    name = st['op'].split('.')[0]
+    a = list(pa)
+    a[1] = '(%s,)' % ', '.join(str(p - 1 if p > 0 else p) for p in st['args'][1][1])
+    if st['style'] == 'method':
+        return '%s.%s(%s)' % (a[0], name, ', '.join(a[1:]))
+    return 'torch.%s(%s)' % (name, ', '.join(a))
+
+
 MAP = {
+    'split': dict(gen=gen_split, weight=0.5),
+    'split.sizes': dict(gen=gen_split_sizes, weight=0.5),
+    'chunk': dict(gen=gen_chunk, weight=0.5),
+    'unbind': dict(gen=gen_unbind, weight=0.5),
+    'tensor_split.sections': dict(gen=gen_tensor_split_sections, weight=0.5),
+    'tensor_split.indices': dict(gen=gen_tensor_split_indices, py=_py_positions, weight=0.5),
+    'hsplit.int': dict(gen=gen_hvd_int('h', 1), weight=0.3),
+    'hsplit.array': dict(gen=gen_hvd_array('h', 1), py=_py_positions, weight=0.3),
+    'vsplit.int': dict(gen=gen_hvd_int('v', 2), weight=0.3),
+    'vsplit.array': dict(gen=gen_hvd_array('v', 2), py=_py_positions, weight=0.3),
+    'dsplit.int': dict(gen=gen_hvd_int('d', 3), weight=0.3),
+    'dsplit.array': dict(gen=gen_hvd_array('d', 3), py=_py_positions, weight=0.3),
     'unflatten': dict(gen=gen_unflatten),
     'movedim': dict(gen=gen_movedim),
     'moveaxis': dict(gen=gen_movedim, weight=0.5),

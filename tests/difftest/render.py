@@ -235,6 +235,13 @@ def _outs(st):
 
 
 def lua_call(st):
+    """The Lua call of a call statement; with st['item'] (an op returning
+    Tensor[]), its element item (1-based) -- py_call takes the same one."""
+    call = _lua_call(st)
+    return '%s[%d]' % (call, st['item']) if st.get('item') else call
+
+
+def _lua_call(st):
     op, style, args, kw = st['op'], st['style'], st.get('args', []), st.get('kw', {})
     la = [lua_arg(a) for a in args]
     if style == 'operator':
@@ -256,6 +263,11 @@ def lua_call(st):
 
 
 def py_call(st):
+    call = _py_call(st)
+    return '%s[%d]' % (call, st['item'] - 1) if st.get('item') else call
+
+
+def _py_call(st):
     op, style, args, kw = st['op'], st['style'], st.get('args', []), st.get('kw', {})
     pa = [py_arg(a) for a in args]
     pk = {k: py_arg(v) for k, v in kw.items()}
