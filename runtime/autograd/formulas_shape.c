@@ -12,6 +12,10 @@ em_tensor *em_ag_fn_roll_backward(em_tensor *grad, em_intlist shifts, em_intlist
     return em_roll(grad, (em_intlist){ neg, n }, dims);
 }
 
+em_tensor *em_ag_fn_rot90_backward(em_tensor *grad, int64_t k, em_intlist dims) {
+    return em_rot90(grad, -(k % 4), dims);
+}
+
 /* grad has the repeated shape: per dim d with repeats r > 1, view dim d as
  * (r, size) and sum the r tiles; one dim at a time, so the view never has
  * more than one extra dim. Finally drop the leading dims repeat added. */

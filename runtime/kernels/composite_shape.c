@@ -1,7 +1,7 @@
 /* composite_shape.c -- the shape family's composite ops (schema/ops/shape.yaml,
  * `kernels: {Composite: em_comp_NAME}`; see Note [Composite ops] in
- * codegen/codegen.h): reshaping views, aliases, flips and rotations built on
- * flip, diagonals, stacking and splitting.
+ * codegen/codegen.h): reshaping views, aliases, fliplr/flipud and tile over
+ * the kernels, repeat_interleave, diagonals, stacking and splitting.
  *
  * Each function checks what it can name better than its parts, then calls
  * ops through the public API (em_ops.h), never a kernel, so autograd records
@@ -230,46 +230,6 @@ em_tensor *em_comp_flipud(em_keyset ks, em_tensor *self) {
     if (!need_dims(self, 1, "flipud", "self")) return NULL;
     int64_t d = 0;
     return em_flip(self, il(&d, 1));
-}
-
-/* rot90(k, dims): PyTorch's recipe -- k mod 4 quarter turns from dims[0]
- * towards dims[1]: flip(dims[1]) then transpose for one, flip both for
- * two, flip(dims[0]) then transpose for three, a copy for none. */
-em_tensor *em_comp_rot90(em_keyset ks, em_tensor *self, int64_t k, em_intlist dims) {
-    if (dims.n != 2) {
-        em_set_error(EM_EVALUE, "rot90: dims must name 2 dims, got %d", dims.n < 0 ? 0 : dims.n);
-        return NULL;
-    }
-    if (!need_dims(self, 2, "rot90", "self")) return NULL;
-    int d0 = em_wrap_dim(dims.data[0], self->ndim, "rot90");
-    if (d0 < 0) return NULL;
-    int d1 = em_wrap_dim(dims.data[1], self->ndim, "rot90");
-    if (d1 < 0) return NULL;
-    if (d0 == d1) {
-        em_set_error(EM_EVALUE, "rot90: the two dims must differ, got dim %d twice", d0 + 1);
-        return NULL;
-    }
-    int64_t turns = ((k % 4) + 4) % 4;
-    int64_t a = d0, b = d1, both[2] = { d0, d1 };
-    em_tensor *f, *r;
-    switch (turns) {
-    case 1:
-        f = em_flip(self, il(&b, 1));
-        if (!f) return NULL;
-        r = em_transpose(f, d0, d1);
-        em_tensor_release(f);
-        return r;
-    case 2:
-        return em_flip(self, il(both, 2));
-    case 3:
-        f = em_flip(self, il(&a, 1));
-        if (!f) return NULL;
-        r = em_transpose(f, d0, d1);
-        em_tensor_release(f);
-        return r;
-    default:
-        return em_clone(self);
-    }
 }
 
 /* tile(dims): repeat with dims padded by leading 1s to self's dims. */

@@ -22,6 +22,9 @@ the generator avoids these inputs):
   - trace of a non-square matrix that requires grad: torch's trace_backward
     puts gradient on every (cols + 1)-th flat element, also past the
     diagonal ({3,1}: positions 1 and 3); ember's gradient is the diagonal's.
+  - narrow_copy has no derivative in torch 1.13 ("derivative for
+    aten::narrow_copy is not implemented" at backward); ember's is narrow's
+    (a composite), so the generator gives it tensors that do not require grad.
   - diag of a matrix with an offset beyond its size: torch raises "numel:
     integer multiplication overflow"; ember returns an empty diagonal, as
     diagonal does.
@@ -213,9 +216,10 @@ def gen_trace(g, op):
 
 
 def gen_narrow_copy(g, op):
-    """narrow_copy of a contiguous tensor (torch's kernel is wrong otherwise)."""
+    """narrow_copy of a contiguous tensor (torch's kernel is wrong otherwise)
+    that does not require grad (torch has no derivative)."""
     r = _ops.gen_narrow(g, op)
-    if r is None or not g.t(r['args'][0][1]).is_contiguous():
+    if r is None or not g.t(r['args'][0][1]).is_contiguous() or g.t(r['args'][0][1]).requires_grad:
         return None
     return r
 

@@ -85,8 +85,35 @@ function T.flip_roll_rot90_match_pytorch()
   check_tensor(m:rot90(-1), { { 3, 0 }, { 4, 1 }, { 5, 2 } })
   check_tensor(m:rot90(6), { { 5, 4, 3 }, { 2, 1, 0 } })
   check_tensor(m:rot90(4), m:tolist())
+  -- a new tensor, not a view (PyTorch transposes its flip in place), with
+  -- PyTorch's strides: flatten copies it
+  check(not m:rot90():is_contiguous() and m:rot90(2):is_contiguous())
+  local r = m:rot90(-3)
+  r[1][1] = 100
+  check_eq(m[1][3]:item(), 2)
+  check_tensor(r, { { 100, 5 }, { 1, 4 }, { 0, 3 } })
+  do
+    local g <close> = ember.no_grad()
+    r = ember.zeros(2, 3):rot90()
+  end
+  r[1] = ember.ones(2, { requires_grad = true }):sum() -- not a no_grad view: allowed
   check_tensor(m:fliplr(), { { 2, 1, 0 }, { 5, 4, 3 } })
   check_tensor(m:flipud(), { { 3, 4, 5 }, { 0, 1, 2 } })
+end
+
+-- flip keeps self's layout as PyTorch's empty_like(Preserve) does (strides
+-- from PyTorch 1.13), so what a later view or reshape of it does matches
+function T.flip_keeps_the_layout()
+  local function st(x) return table.concat(x:flip(1):stride(), ",") end
+  check_eq(st(ember.zeros(2, 3, 4):permute(3, 1, 2)), "1,12,4")
+  check_eq(st(ember.zeros(4, 6)[{ {}, { 1, 6, 2 } }]:t()), "1,3")
+  check_eq(st(ember.zeros(3, 1):expand(3, 4):t()), "3,1")
+  check_eq(st(ember.zeros(2, 3, 4):permute(3, 1, 2)[{ {}, {}, { 2, 3 } }]), "1,8,4")
+  check_eq(st(ember.zeros(3, 1, 2):permute(2, 3, 1)), "2,1,2")
+  check_eq(st(ember.zeros(2, 1, 3):expand(2, 4, 3):permute(2, 1, 3)), "6,3,1")
+  local x = ember.arange(24):reshape(2, 3, 4):permute(3, 1, 2)
+  check_tensor(x:flip(1, 3):contiguous():flatten():narrow(1, 1, 8), { 11, 7, 3, 23, 19, 15, 10, 6 })
+  check_eq(table.concat(ember.zeros(2, 3):rot90():stride(), ","), "1,3")
 end
 
 function T.flip_roll_every_dtype()

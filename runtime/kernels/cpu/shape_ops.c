@@ -1,5 +1,5 @@
 /* shape_ops.c -- CPU kernels of the shape family (schema/ops/shape.yaml):
- * flip, roll, repeat, repeat_interleave(repeats), tril/triu, diag_embed.
+ * flip, rot90, roll, repeat, repeat_interleave(repeats), tril/triu, diag_embed.
  *
  * They move elements without computing on them, so they work on every
  * dtype by copying elements of the dtype's size (Note [Index-map copy]);
@@ -74,7 +74,8 @@ static int64_t *imap_alloc(int nd, const int64_t *sizes, int64_t **offs, const c
     return block;
 }
 
-/* Runs the index-map copy into out (contiguous, nd >= 1 dims of sizes). */
+/* Runs the index-map copy into out, whose memory holds nd >= 1 dims of
+ * sizes in row-major order (out's own dims may be a permutation of them). */
 static void imap_run(em_tensor *out, const em_tensor *src, int nd, const int64_t *sizes, int64_t *const *offs) {
     if (out->numel == 0) return;
     imap_ctx c = { (const char *)em_tensor_data(src), (char *)em_tensor_data(out), nd, sizes, offs,
@@ -86,7 +87,44 @@ static void imap_run(em_tensor *out, const em_tensor *src, int nd, const int64_t
 
 /* ---- flip ---- */
 
-/* flip(dims): reversed along each of dims (each at most once). */
+/* The strides PyTorch's empty_like(self, MemoryFormat::Preserve) gives a
+ * result of self's shape: self's own strides when self is non-overlapping
+ * and dense, else dense strides in the order of self's strides (c10's
+ * infer_dense_strides: an insertion sort from the innermost dim, stride-0
+ * dims never moved, equal strides ordered by size). */
+static void preserve_strides(const em_tensor *self, int64_t *strides) {
+    int nd = self->ndim;
+    if (em_core_internal_overlap(self) == EM_OVERLAP_NO) {
+        memcpy(strides, self->strides, sizeof(int64_t) * (size_t)nd);
+        return;
+    }
+    int perm[EM_MAX_DIMS]; /* perm[0] is the innermost dim */
+    for (int i = 0; i < nd; i++) perm[i] = nd - 1 - i;
+    for (int i = 1; i < nd; i++) {
+        int d1 = i;
+        for (int d0 = i - 1; d0 >= 0; d0--) {
+            int64_t s0 = self->strides[perm[d0]], s1 = self->strides[perm[d1]];
+            int c = s0 == 0 || s1 == 0 ? 0 : s0 < s1 ? -1 : s0 > s1 ? 1
+                  : self->sizes[perm[d0]] > self->sizes[perm[d1]] ? 1 : 0;
+            if (c > 0) {
+                int t = perm[d0];
+                perm[d0] = perm[d1], perm[d1] = t;
+                d1 = d0;
+            } else if (c < 0) {
+                break;
+            }
+        }
+    }
+    int64_t at = 1;
+    for (int i = 0; i < nd; i++) {
+        strides[perm[i]] = at;
+        at *= self->sizes[perm[i]] > 1 ? self->sizes[perm[i]] : 1;
+    }
+}
+
+/* flip(dims): reversed along each of dims (each at most once). The result
+ * keeps self's layout as PyTorch's does (preserve_strides); the copy walks
+ * it in memory order, outermost dim first. */
 em_tensor *em_cpu_flip(em_keyset ks, em_tensor *self, em_intlist dims) {
     bool flipped[EM_MAX_DIMS] = { false };
     for (int i = 0; i < dims.n; i++) {
@@ -100,22 +138,73 @@ em_tensor *em_cpu_flip(em_keyset ks, em_tensor *self, em_intlist dims) {
     }
     em_tensor *out = em_tensor_new(self->ndim, self->sizes, self->dtype, self->device);
     if (!out) return NULL;
-    int nd = self->ndim ? self->ndim : 1;
-    int64_t one = 1, zero = 0;
-    const int64_t *sizes = self->ndim ? self->sizes : &one, *strides = self->ndim ? self->strides : &zero;
+    preserve_strides(self, out->strides);
+    em_tensor_refresh(out);
+    /* dims in out's memory order (stable by decreasing stride) */
+    int order[EM_MAX_DIMS], nd = self->ndim;
+    for (int i = 0; i < nd; i++) order[i] = i;
+    for (int i = 1; i < nd; i++)
+        for (int j = i; j > 0 && out->strides[order[j - 1]] < out->strides[order[j]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1], order[j - 1] = t;
+        }
+    int64_t sizes[EM_MAX_DIMS] = { 1 };
     int64_t *offs[EM_MAX_DIMS];
-    int64_t *block = imap_alloc(nd, sizes, offs, "flip");
+    int n = nd ? nd : 1;
+    for (int k = 0; k < nd; k++) sizes[k] = self->sizes[order[k]];
+    int64_t *block = imap_alloc(n, sizes, offs, "flip");
     if (!block) {
         em_tensor_release(out);
         return NULL;
     }
     int64_t es = (int64_t)em_dtype_size_fast(self->dtype);
-    for (int d = 0; d < nd; d++)
-        for (int64_t j = 0; j < sizes[d]; j++)
-            offs[d][j] = (flipped[d] ? sizes[d] - 1 - j : j) * strides[d] * es;
-    imap_run(out, self, nd, sizes, offs);
+    offs[0][0] = 0; /* a 0-dim self: one element */
+    for (int k = 0; k < nd; k++) {
+        int d = order[k];
+        for (int64_t j = 0; j < sizes[k]; j++)
+            offs[k][j] = (flipped[d] ? sizes[k] - 1 - j : j) * self->strides[d] * es;
+    }
+    imap_run(out, self, n, sizes, offs);
     free(block);
     return out;
+}
+
+/* ---- rot90 ---- */
+
+/* rot90(k, dims): PyTorch's recipe and layout -- one turn is
+ * flip(dims[1]) transposed in place, three turns flip(dims[0]) transposed
+ * in place (so the result is a new tensor whose strides are the flip's,
+ * swapped: not contiguous, not a view), two turns flip both dims, none a
+ * contiguous copy. */
+em_tensor *em_cpu_rot90(em_keyset ks, em_tensor *self, int64_t k, em_intlist dims) {
+    if (dims.n != 2) {
+        em_set_error(EM_EVALUE, "rot90: dims must name 2 dims, got %d", dims.n < 0 ? 0 : dims.n);
+        return NULL;
+    }
+    if (self->ndim < 2) {
+        em_set_error(EM_ESHAPE, "rot90: self must have at least 2 dims, got a %d-dim tensor", self->ndim);
+        return NULL;
+    }
+    int d0 = em_wrap_dim(dims.data[0], self->ndim, "rot90");
+    if (d0 < 0) return NULL;
+    int d1 = em_wrap_dim(dims.data[1], self->ndim, "rot90");
+    if (d1 < 0) return NULL;
+    if (d0 == d1) {
+        em_set_error(EM_EVALUE, "rot90: the two dims must differ, got dim %d twice", d0 + 1);
+        return NULL;
+    }
+    int64_t turns = ((k % 4) + 4) % 4;
+    int64_t both[2] = { d0, d1 };
+    if (turns == 0) return em_cpu_flip(ks, self, (em_intlist){ NULL, 0 });
+    if (turns == 2) return em_cpu_flip(ks, self, (em_intlist){ both, 2 });
+    em_tensor *r = em_cpu_flip(ks, self, (em_intlist){ turns == 1 ? &both[1] : &both[0], 1 });
+    if (!r) return NULL;
+    int64_t t = r->sizes[d0]; /* r is new and ours: transpose its header in place */
+    r->sizes[d0] = r->sizes[d1], r->sizes[d1] = t;
+    t = r->strides[d0];
+    r->strides[d0] = r->strides[d1], r->strides[d1] = t;
+    em_tensor_refresh(r);
+    return r;
 }
 
 /* ---- roll ---- */
