@@ -5,10 +5,20 @@
 #include "autograd/em_formulas.h"
 #include "em_ops.h"
 
+/* roll: grad rolled back by each shift taken modulo its dim's size (grad
+ * has self's shape), so that negating never overflows. */
 em_tensor *em_ag_fn_roll_backward(em_tensor *grad, em_intlist shifts, em_intlist dims) {
     int64_t neg[EM_MAX_DIMS];
     int n = shifts.n < 0 ? 0 : shifts.n;
-    for (int i = 0; i < n && i < EM_MAX_DIMS; i++) neg[i] = -shifts.data[i];
+    for (int i = 0; i < n && i < EM_MAX_DIMS; i++) {
+        int64_t size = grad->numel;
+        if (dims.n > 0 && i < dims.n) {
+            int d = em_wrap_dim(dims.data[i], grad->ndim, "roll backward");
+            if (d < 0) return NULL;
+            size = grad->ndim ? grad->sizes[d] : 1;
+        }
+        neg[i] = size > 0 ? -(shifts.data[i] % size) : 0;
+    }
     return em_roll(grad, (em_intlist){ neg, n }, dims);
 }
 

@@ -96,13 +96,13 @@ em_tensor *em_comp_unflatten(em_keyset ks, em_tensor *self, int64_t dim, em_intl
             em_set_error(EM_EVALUE, "unflatten: sizes[%d] is %lld; sizes must be non-negative or -1", i + 1,
                          (long long)sizes.data[i]);
             return NULL;
-        } else {
-            prod *= sizes.data[i];
+        } else if (__builtin_mul_overflow(prod, sizes.data[i], &prod)) {
+            prod = -1; /* matches no size: reported below */
         }
     }
     char b1[EM_SHAPE_STR_MAX];
     if ((infer < 0 && prod != self->sizes[d]) ||
-        (infer >= 0 && (prod == 0 || self->sizes[d] % prod != 0))) {
+        (infer >= 0 && (prod <= 0 || self->sizes[d] % prod != 0))) {
         em_set_error(EM_ESHAPE, "unflatten: sizes %s do not multiply up to the size of dim %d (%lld)",
                      em_shape_str(sizes.n, sizes.data, b1, sizeof b1), d + 1, (long long)self->sizes[d]);
         return NULL;
@@ -265,9 +265,15 @@ em_tensor *em_comp_repeat_interleave_self_int(em_keyset ks, em_tensor *self, int
         src = em_tensor_retain(self);
     }
     if (!src) return NULL;
-    if (output_size && *output_size != src->sizes[d] * repeats) {
+    int64_t total;
+    if (__builtin_mul_overflow(src->sizes[d], repeats, &total)) {
+        em_set_error(EM_EVALUE, "repeat_interleave: repeats %lld makes dim %d too large", (long long)repeats, d + 1);
+        em_tensor_release(src);
+        return NULL;
+    }
+    if (output_size && *output_size != total) {
         em_set_error(EM_EVALUE, "repeat_interleave: output_size is %lld but the result has %lld elements along "
-                     "dim %d", (long long)*output_size, (long long)(src->sizes[d] * repeats), d + 1);
+                     "dim %d", (long long)*output_size, (long long)total, d + 1);
         em_tensor_release(src);
         return NULL;
     }
@@ -283,7 +289,7 @@ em_tensor *em_comp_repeat_interleave_self_int(em_keyset ks, em_tensor *self, int
     if (!e) return NULL;
     int64_t out[EM_MAX_DIMS];
     for (int i = 0; i < nd; i++) out[i] = e->sizes[i < d ? i : i + 1];
-    out[d] = e->sizes[d] * repeats;
+    out[d] = total;
     em_tensor *r = em_reshape(e, il(out, nd));
     em_tensor_release(e);
     if (r && r->storage == self->storage) { /* repeats <= 1 reshaped without copying: PyTorch copies */
@@ -426,7 +432,8 @@ em_tensor *em_comp_unfold(em_keyset ks, em_tensor *self, int64_t dimension, int6
     memcpy(strides, self->strides, sizeof(int64_t) * (size_t)n);
     if (n) {
         sizes[d] = (dim_size - size) / step + 1;
-        strides[d] = dim_stride * step;
+        /* one window: its stride is never used (and dim_stride * step may overflow) */
+        strides[d] = sizes[d] > 1 ? dim_stride * step : dim_stride;
     }
     sizes[n] = size;
     strides[n] = dim_stride;

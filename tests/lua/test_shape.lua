@@ -377,6 +377,26 @@ function T.errors_name_op_argument_and_problem()
   check_error(function() return x:hsplit(2) end, "hsplit", "size 3", "2 equal sections")
   check_error(function() return ember.zeros(3):vsplit(1) end, "vsplit", "at least 2 dims")
   check_error(function() return x:dsplit({ 1 }) end, "dsplit", "at least 3 dims")
+  -- sizes that overflow int64 are errors, not wrapped-around shapes
+  check_error(function() return x["repeat"](x, 1 << 62, 4) end, "repeat", "repeats[1]", "too large")
+  check_error(function() return x:repeat_interleave(1 << 62) end, "repeat_interleave", "too large")
+  check_error(function() return ember.repeat_interleave(ember.tensor({ 1 << 62, 1 << 62 })) end,
+    "repeat_interleave", "sum to more than")
+  check_error(function() return x:diag_embed(math.maxinteger) end, "diag_embed", "offset", "too large")
+end
+
+function T.extreme_offsets_and_shifts()
+  local x = f64({ { 1, 2, 3 }, { 4, 5, 6 } })
+  check_shape(x:diagonal(math.mininteger), { 0 })
+  check_shape(x:diagonal(math.maxinteger), { 0 })
+  check_tensor(x:tril(math.mininteger), { 0, 0, 0, 0, 0, 0 })
+  check_tensor(x:triu(math.mininteger), x:tolist())
+  check_shape(x:unfold(2, 1, math.maxinteger), { 2, 1, 1 })
+  -- math.mininteger is 4 modulo 6: a roll by 4 (PyTorch 1.13 overflows and rolls by 2)
+  check_tensor(x:roll(math.mininteger), { 3, 4, 5, 6, 1, 2 })
+  local a = x:clone():requires_grad_()
+  a:roll(math.mininteger, 2):mul(f64({ { 1, 2, 3 }, { 4, 5, 6 } })):sum():backward()
+  check_tensor(a.grad, { { 2, 3, 1 }, { 5, 6, 4 } })
 end
 
 return T

@@ -219,11 +219,12 @@ em_tensor *em_cpu_roll(em_keyset ks, em_tensor *self, em_intlist shifts, em_intl
                      nshifts == 1 ? "" : "s", ndims, ndims == 1 ? "" : "s");
         return NULL;
     }
-    int64_t shift_of[EM_MAX_DIMS] = { 0 };
+    int64_t shift_of[EM_MAX_DIMS] = { 0 }; /* in [0, n) once the sizes are known */
     for (int i = 0; i < ndims; i++) {
         int d = em_wrap_dim(dims.data[i], self->ndim, "roll");
         if (d < 0) return NULL;
-        shift_of[d] += shifts.data[i]; /* a dim named twice rolls by both shifts */
+        int64_t n = self->ndim ? self->sizes[d] : 1;
+        if (n > 0) shift_of[d] = (shift_of[d] + shifts.data[i] % n + n) % n; /* a dim named twice rolls twice */
     }
     em_tensor *out = em_tensor_new(self->ndim, self->sizes, self->dtype, self->device);
     if (!out) return NULL;
@@ -237,7 +238,7 @@ em_tensor *em_cpu_roll(em_keyset ks, em_tensor *self, em_intlist shifts, em_intl
     int nd = flat ? 1 : self->ndim;
     int64_t flat_size = self->numel, unit = 1;
     const int64_t *sizes = flat ? &flat_size : self->sizes, *strides = flat ? &unit : self->strides;
-    if (flat) shift_of[0] = shifts.data[0];
+    if (flat) shift_of[0] = (shifts.data[0] % flat_size + flat_size) % flat_size; /* numel > 0 here */
     int64_t *offs[EM_MAX_DIMS];
     int64_t *block = imap_alloc(nd, sizes, offs, "roll");
     if (!block) {
@@ -247,8 +248,7 @@ em_tensor *em_cpu_roll(em_keyset ks, em_tensor *self, em_intlist shifts, em_intl
     }
     int64_t es = (int64_t)em_dtype_size_fast(self->dtype);
     for (int d = 0; d < nd; d++) {
-        int64_t n = sizes[d], s = shift_of[d] % n;
-        if (s < 0) s += n;
+        int64_t n = sizes[d], s = shift_of[d];
         for (int64_t j = 0; j < n; j++) offs[d][j] = ((j - s + n) % n) * strides[d] * es;
     }
     imap_run(out, src, nd, sizes, offs);
@@ -278,7 +278,11 @@ em_tensor *em_cpu_repeat(em_keyset ks, em_tensor *self, em_intlist repeats) {
         }
         in_sizes[d] = d < pad ? 1 : self->sizes[d - pad];
         in_strides[d] = d < pad ? 0 : self->strides[d - pad];
-        out_sizes[d] = in_sizes[d] * repeats.data[d];
+        if (__builtin_mul_overflow(in_sizes[d], repeats.data[d], &out_sizes[d])) {
+            em_set_error(EM_EVALUE, "repeat: repeats[%d] = %lld makes dim %d too large", d + 1,
+                         (long long)repeats.data[d], d + 1);
+            return NULL;
+        }
     }
     em_tensor *out = em_tensor_new(nr, out_sizes, self->dtype, self->device);
     if (!out || out->numel == 0) return out;
@@ -324,7 +328,10 @@ em_tensor *em_cpu_repeat_interleave_Tensor(em_keyset ks, em_tensor *repeats, con
                          (long long)(i + 1), (long long)r);
             return NULL;
         }
-        total += r;
+        if (__builtin_add_overflow(total, r, &total)) {
+            em_set_error(EM_EVALUE, "repeat_interleave: the repeats sum to more than %lld", (long long)INT64_MAX);
+            return NULL;
+        }
     }
     if (output_size && *output_size != total) {
         em_set_error(EM_EVALUE, "repeat_interleave: output_size is %lld but the repeats sum to %lld",
@@ -398,7 +405,7 @@ em_status em_cpu_diagonal_geometry(const em_tensor *t, int64_t offset, int64_t d
     if (d1 == d2) return em_set_error(EM_EVALUE, "%s: dim1 and dim2 must differ, got dim %d twice", op, d1 + 1);
     int64_t s1 = t->sizes[d1], s2 = t->sizes[d2], len;
     if (offset >= 0) len = offset >= s2 ? 0 : (s1 < s2 - offset ? s1 : s2 - offset);
-    else len = -offset >= s1 ? 0 : (s1 + offset < s2 ? s1 + offset : s2);
+    else len = offset <= -s1 ? 0 : (s1 + offset < s2 ? s1 + offset : s2); /* no -offset: INT64_MIN */
     *storage_offset = t->offset;
     if (len > 0) *storage_offset += offset >= 0 ? offset * t->strides[d2] : -offset * t->strides[d1];
     int n = 0;
