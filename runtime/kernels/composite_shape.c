@@ -194,7 +194,9 @@ em_tensor *em_comp_broadcast_to(em_keyset ks, em_tensor *self, em_intlist size) 
     return em_expand(self, size);
 }
 
-/* broadcast_tensors(tensors): each expanded to the common shape (views). */
+/* broadcast_tensors(tensors): each expanded to the common shape (a view),
+ * or the tensor itself when it has that shape already (PyTorch's
+ * expand_outplace). */
 em_tensor **em_comp_broadcast_tensors(em_keyset ks, em_tensorlist tensors, int *nresults) {
     int64_t shape[EM_MAX_DIMS];
     int n = 0;
@@ -208,7 +210,9 @@ em_tensor **em_comp_broadcast_tensors(em_keyset ks, em_tensorlist tensors, int *
     em_tensor **r = result_array(tensors.n, "broadcast_tensors");
     if (!r) return NULL;
     for (int i = 0; i < tensors.n; i++) {
-        r[i] = em_expand(tensors.data[i], il(shape, n));
+        em_tensor *t = tensors.data[i];
+        bool same = t->ndim == n && memcmp(t->sizes, shape, sizeof(int64_t) * (size_t)n) == 0;
+        r[i] = same ? em_tensor_retain(t) : em_expand(t, il(shape, n));
         if (!r[i]) {
             em_tensors_free(r, i);
             return NULL;

@@ -4,12 +4,11 @@ flatten, swapaxes, swapdims, fliplr, flipud, trace and atleast_1d/2d/3d
 (one tensor) need nothing: the generic generator draws them. The entries
 below give sizes, positions and counts that fit the drawn tensor.
 
-Ops returning Tensor[] (tensor_split, hsplit/vsplit/dsplit, and the
-existing split, split.sizes, chunk, unbind) are drawn with `item`: the
-statement keeps one element of the list (render.py), a view of self.
-Not drawn (the harness has no Tensor[] arguments; test_shape.lua and the
-gradchecks cover them): broadcast_tensors, meshgrid, atleast_*d of a list,
-hstack/vstack/row_stack/dstack/column_stack.
+Ops returning Tensor[] (tensor_split, hsplit/vsplit/dsplit, broadcast_tensors,
+meshgrid, atleast_*d of a list, and the existing split, split.sizes, chunk,
+unbind) are drawn with `item`: the statement keeps one element of the list
+(render.py). Tensor[] arguments (hstack/vstack/row_stack/dstack/column_stack,
+and the existing cat and stack) are ['vars', [names]] (render.py).
 
 `repeat` is a Lua keyword: the renderer spells the method x["repeat"](x, ...)
 (render.py, LUA_KEYWORDS).
@@ -354,7 +353,110 @@ def _py_positions(st, pa, pk):
     return 'torch.%s(%s)' % (name, ', '.join(a))
 
 
+# ---- ops taking Tensor[] ----
+
+
+def _list_like(g, s, n, shape_of=None, same_dtype=False):
+    """(names, pre): s and n more tensors of s's shape (or shape_of(i)), of
+    s's dtype (mostly, unless same_dtype: cat promotes), existing ones or new
+    leaves; shuffled."""
+    t = g.t(s)
+    names, pre = [s], []
+    for i in range(n):
+        shape = shape_of(i) if shape_of else list(t.shape)
+        dt = g.dtype_name(t) if same_dtype or g.r.random() < 0.8 else g.dtype()
+        a, p = _ops._mat_partner(g, s, shape, dt)
+        names.append(a[1])
+        pre += p
+    g.r.shuffle(names)
+    return names, pre
+
+
+def gen_cat(g, op):
+    s = g.pick(pred=lambda t: t.dim() >= 1)
+    if s is None:
+        return None
+    t = g.t(s)
+    d = g.r.randrange(t.dim())
+
+    def shape_of(i):
+        sh = list(t.shape)
+        sh[d] = g.r.randint(0, 3)
+        return sh
+    names, pre = _list_like(g, s, g.r.randint(0, 2), shape_of)
+    args = [['vars', names]]
+    if d != 0 or g.r.random() < 0.5:
+        args.append(g.dim_arg(d, t.dim()))
+    return dict(args=args, pre=pre, style='function')
+
+
+def gen_stack(g, op):
+    s = g.pick()
+    if s is None:
+        return None
+    names, pre = _list_like(g, s, g.r.randint(0, 2))
+    args = [['vars', names]]
+    if g.r.random() < 0.7:
+        args.append(g.dim_arg(g.r.randrange(g.t(s).dim() + 1), g.t(s).dim() + 1))
+    return dict(args=args, pre=pre, style='function')
+
+
+def gen_same_shape_list(g, op):
+    """hstack, vstack, row_stack, dstack, column_stack: tensors of one shape
+    (column_stack: at most 2 dims)."""
+    s = g.pick(pred=lambda t: op.name != 'column_stack' or t.dim() <= 2)
+    if s is None:
+        return None
+    names, pre = _list_like(g, s, g.r.randint(0, 2))
+    return dict(args=[['vars', names]], pre=pre, style='function')
+
+
+def gen_broadcast_tensors(g, op):
+    s = g.pick()
+    if s is None:
+        return None
+    names, pre = [s], []
+    for _ in range(g.r.randint(0, 2)):
+        a, p = g.partner(s, allow_number=False)
+        names.append(a[1])
+        pre += p
+    return dict(args=[['vars', names]], pre=pre, style='function', item=g.r.randint(1, len(names)))
+
+
+def gen_meshgrid(g, op):
+    s = g.pick(pred=lambda t: t.dim() <= 1)
+    if s is None:
+        return None
+    names, pre = _list_like(g, s, g.r.randint(0, 2), lambda i: g.r.choice([[], [g.r.randint(0, 3)]]),
+                            same_dtype=True)  # meshgrid wants one dtype
+    return dict(args=[['vars', names]], pre=pre, style='function', item=g.r.randint(1, len(names)))
+
+
+def gen_atleast_list(g, op):
+    names = [g.pick() for _ in range(g.r.randint(1, 3))]
+    if None in names:
+        return None
+    return dict(args=[['vars', names]], style='function', item=g.r.randint(1, len(names)))
+
+
+def _py_star(name, kw=''):
+    """torch's varargs spelling of a Tensor[] argument: torch.NAME(*[a, b])."""
+    return lambda st, pa, pk: 'torch.%s(*%s%s)' % (name, pa[0], kw)
+
+
 MAP = {
+    'cat': dict(gen=gen_cat, weight=0.8),
+    'stack.list': dict(gen=gen_stack, weight=0.6),
+    'hstack': dict(gen=gen_same_shape_list, weight=0.4),
+    'vstack': dict(gen=gen_same_shape_list, weight=0.4),
+    'row_stack': dict(gen=gen_same_shape_list, weight=0.2),
+    'dstack': dict(gen=gen_same_shape_list, weight=0.3),
+    'column_stack': dict(gen=gen_same_shape_list, weight=0.3),
+    'broadcast_tensors': dict(gen=gen_broadcast_tensors, py=_py_star('broadcast_tensors'), weight=0.5),
+    'meshgrid': dict(gen=gen_meshgrid, py=_py_star('meshgrid', ", indexing='ij'"), weight=0.4),
+    'atleast_1d.Sequence': dict(gen=gen_atleast_list, weight=0.2),
+    'atleast_2d.Sequence': dict(gen=gen_atleast_list, weight=0.2),
+    'atleast_3d.Sequence': dict(gen=gen_atleast_list, weight=0.2),
     'split': dict(gen=gen_split, weight=0.5),
     'split.sizes': dict(gen=gen_split_sizes, weight=0.5),
     'chunk': dict(gen=gen_chunk, weight=0.5),

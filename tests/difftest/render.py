@@ -9,6 +9,7 @@ Abstract arguments are small lists:
   ["int", n]  ["bool", b] a Lua integer / boolean
   ["dim", d] ["index", i] a Lua-style position: 1-based, negative from the end
   ["end", e]              Lua-style inclusive end (slice)
+  ["vars", [names]]       a Tensor[] argument (a Lua array, a Python list)
   ["ints", [..], style]   sizes; style "v" = varargs, "t" = a table/tuple
   ["dims", [..], style]   dims; style "1" = a single number, "t" = a table/tuple
   ["dtype", name]         a dtype name (float32, ...)
@@ -87,6 +88,8 @@ def lua_arg(a):
     k = a[0]
     if k == 'var':
         return a[1]
+    if k == 'vars':  # a Tensor[] argument: a Lua array of variables
+        return '{' + ', '.join(a[1]) + '}'
     if k == 'num':
         return lua_float(a[1])
     if k == 'int':
@@ -112,6 +115,8 @@ def py_arg(a):
     k = a[0]
     if k == 'var':
         return a[1]
+    if k == 'vars':
+        return '[' + ', '.join(a[1]) + ']'
     if k == 'num':
         return py_float(a[1])
     if k == 'int':

@@ -65,6 +65,14 @@ function T.broadcast_to_and_tensors()
   for i = 1, 3 do check_shape(r[i], { 3, 2 }) end
   check_tensor(r[3], { 5, 5, 5, 5, 5, 5 })
   check_eq(#ember.broadcast_tensors({}), 0)
+  -- a tensor that has the shape already comes back itself (PyTorch), so it
+  -- shares its .grad
+  local a = f64({ 1, 2 }):requires_grad_()
+  local b = ember.broadcast_tensors({ a, f64({ 3 }) })[1]
+  check(b.is_leaf and b.requires_grad)
+  b:sum():backward()
+  check_tensor(a.grad, { 1, 1 })
+  check_tensor(b.grad, { 1, 1 })
 end
 
 -- ---- flips, rolls, repeats ----
