@@ -53,6 +53,7 @@ const cg_helper cg_helpers[] = {
     /* ---- family: reduce ---- */
 
     /* ---- family: shape ---- */
+    { "roll_backward", "tvv" }, { "rot90_backward", "tvv" }, { "repeat_backward", "tvm" },
 
     /* ---- family: index ---- */
 

@@ -84,6 +84,12 @@ EM_HIDDEN em_tensor *em_ag_fn_fmod_other_backward(em_tensor *grad, em_tensor *se
 /* ---- family: reduce (formulas_reduce.c) ---- */
 
 /* ---- family: shape (formulas_shape.c) ---- */
+/* roll: roll grad back by the negated shifts. */
+EM_HIDDEN em_tensor *em_ag_fn_roll_backward(em_tensor *grad, em_intlist shifts, em_intlist dims);
+/* rot90: grad turned back k quarter turns. */
+EM_HIDDEN em_tensor *em_ag_fn_rot90_backward(em_tensor *grad, int64_t k, em_intlist dims);
+/* repeat: the tiles of grad summed onto self's shape. */
+EM_HIDDEN em_tensor *em_ag_fn_repeat_backward(em_tensor *grad, em_intlist repeats, const em_input_meta *self_meta);
 
 /* ---- family: index (formulas_index.c) ---- */
 

@@ -51,6 +51,7 @@ def _operand_names(st):
     """The variables a statement reads: its tensor arguments and the value
     it assigns."""
     names = [a[1] for a in st.get('args', []) if a[0] == 'var']
+    names += [n for a in st.get('args', []) if a[0] == 'vars' for n in a[1]]
     if st.get('value', [None])[0] == 'var':
         names.append(st['value'][1])
     return names
@@ -244,6 +245,8 @@ class Gen:
             st['kw'] = kw
         if res.get('novalues'):
             st['novalues'] = True
+        if res.get('item'):
+            st['item'] = res['item']  # a Tensor[] result: keep its 1-based element item (render.py)
         if not (op.inplace and self.r.random() < 0.5):
             st['outs'] = [self.fresh() for _ in op.returns]
         return res.get('pre', []) + [st]

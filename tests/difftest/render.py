@@ -9,6 +9,7 @@ Abstract arguments are small lists:
   ["int", n]  ["bool", b] a Lua integer / boolean
   ["dim", d] ["index", i] a Lua-style position: 1-based, negative from the end
   ["end", e]              Lua-style inclusive end (slice)
+  ["vars", [names]]       a Tensor[] argument (a Lua array, a Python list)
   ["ints", [..], style]   sizes; style "v" = varargs, "t" = a table/tuple
   ["dims", [..], style]   dims; style "1" = a single number, "t" = a table/tuple
   ["dtype", name]         a dtype name (float32, ...)
@@ -29,6 +30,10 @@ def flatten(stmts):
 
 PY_DTYPES = {'float32', 'float64', 'int64', 'int32', 'int8', 'uint8', 'bool', 'float16',
              'bfloat16'}
+# Op names that are Lua keywords (`repeat`): spelled x["repeat"](x, ...) and
+# ember["repeat"](...) in Lua.
+LUA_KEYWORDS = {'and', 'break', 'do', 'else', 'elseif', 'end', 'false', 'for', 'function', 'goto', 'if',
+                'in', 'local', 'nil', 'not', 'or', 'repeat', 'return', 'then', 'true', 'until', 'while'}
 LUA_OPERATORS = {'add': '+', 'sub': '-', 'mul': '*', 'div': '/', 'pow': '^', 'remainder': '%'}
 PY_OPERATORS = {'add': '+', 'sub': '-', 'mul': '*', 'div': '/', 'pow': '**', 'remainder': '%'}
 
@@ -83,6 +88,8 @@ def lua_arg(a):
     k = a[0]
     if k == 'var':
         return a[1]
+    if k == 'vars':  # a Tensor[] argument: a Lua array of variables
+        return '{' + ', '.join(a[1]) + '}'
     if k == 'num':
         return lua_float(a[1])
     if k == 'int':
@@ -110,6 +117,8 @@ def py_arg(a):
     k = a[0]
     if k == 'var':
         return a[1]
+    if k == 'vars':
+        return '[' + ', '.join(a[1]) + ']'
     if k == 'num':
         return py_float(a[1])
     if k == 'int':
@@ -235,6 +244,13 @@ def _outs(st):
 
 
 def lua_call(st):
+    """The Lua call of a call statement; with st['item'] (an op returning
+    Tensor[]), its element item (1-based) -- py_call takes the same one."""
+    call = _lua_call(st)
+    return '%s[%d]' % (call, st['item']) if st.get('item') else call
+
+
+def _lua_call(st):
     op, style, args, kw = st['op'], st['style'], st.get('args', []), st.get('kw', {})
     la = [lua_arg(a) for a in args]
     if style == 'operator':
@@ -246,12 +262,21 @@ def lua_call(st):
     name = op.split('.')[0]  # an overload (max.dim) is called by its base name
     if style == 'method':
         k = st.get('recv', 0)
+        if name in LUA_KEYWORDS:  # the receiver is a variable (gen.py): naming it twice is safe
+            return '%s["%s"](%s)' % (la[k], name, ', '.join([la[k]] + la[:k] + la[k + 1:]))
         return '%s:%s(%s)' % (la[k], name, ', '.join(la[:k] + la[k + 1:]))
     ns = OPS.NAMESPACE.get(op)
+    if name in LUA_KEYWORDS:
+        return 'ember%s["%s"](%s)' % ('.' + ns if ns else '', name, ', '.join(la))
     return 'ember.%s%s(%s)' % (ns + '.' if ns else '', name, ', '.join(la))
 
 
 def py_call(st):
+    call = _py_call(st)
+    return '%s[%d]' % (call, st['item'] - 1) if st.get('item') else call
+
+
+def _py_call(st):
     op, style, args, kw = st['op'], st['style'], st.get('args', []), st.get('kw', {})
     pa = [py_arg(a) for a in args]
     pk = {k: py_arg(v) for k, v in kw.items()}

@@ -178,6 +178,14 @@ EM_CPU_FLOORDIV_FN(em_cpu_floordivd, double, fmod, floor, copysign)
 /* ---- family: reduce ---- */
 
 /* ---- family: shape ---- */
+/* The geometry of t.diagonal(offset, dim1, dim2) (dims 0-based, negative
+ * from the end): sizes/strides (t->ndim - 1 entries, the diagonal last) and
+ * the absolute storage offset, as PyTorch's diagonal computes them. Sets
+ * an error naming op for fewer than 2 dims, a bad dim or equal dims.
+ * (shape_ops.c; the diagonal composite and diag_embed share it.) */
+EM_HIDDEN em_status em_cpu_diagonal_geometry(const em_tensor *t, int64_t offset, int64_t dim1, int64_t dim2,
+                                             int64_t *sizes, int64_t *strides, int64_t *storage_offset,
+                                             const char *op);
 
 /* ---- family: index ---- */
 
