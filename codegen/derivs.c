@@ -56,6 +56,7 @@ const cg_helper cg_helpers[] = {
     /* ---- family: index ---- */
 
     /* ---- family: linalg ---- */
+    { "mT", "t" },
 
     /* ---- family: random ---- */
 
