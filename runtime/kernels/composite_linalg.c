@@ -926,7 +926,7 @@ em_tensor *em_comp_matrix_power(em_keyset ks, em_tensor *self, int64_t n) {
     while (n > 0 && !s.failed) {
         if (n & 1) result = result ? ls_keep(&s, em_matmul(result, z)) : z;
         n >>= 1;
-        if (n && result) z = ls_keep(&s, em_matmul(z, z));
+        if (n) z = ls_keep(&s, em_matmul(z, z));
     }
     return result && !s.failed ? ls_finish(&s, result) : ls_fail(&s);
 }
