@@ -88,9 +88,12 @@ em_tensor *em_comp_ger(em_keyset ks, em_tensor *self, em_tensor *vec2) { return 
  * without growing it; self of another dtype is converted to prod's (as
  * PyTorch's in-place add into the product does). beta == 0 ignores self's
  * values and alpha == 0 the product's (NaN and inf do not propagate), as
- * BLAS does; integer products truncate beta and alpha. Owns nothing. */
+ * BLAS does -- unless alpha_reads: PyTorch's baddbmm multiplies the
+ * product by alpha in its own loop at the sizes tests use (its BLAS path
+ * for large ones does not). Integer products truncate beta and alpha, bool
+ * ones take them as bools. Owns nothing. */
 static em_tensor *axpby(ls_scope *s, em_tensor *self, em_tensor *prod, em_scalar beta, em_scalar alpha,
-                        const char *op) {
+                        bool alpha_reads, const char *op) {
     char b1[EM_SHAPE_STR_MAX], b2[EM_SHAPE_STR_MAX];
     int64_t bc[EM_MAX_DIMS];
     int nb = em_broadcast_shapes(self->ndim, self->sizes, prod->ndim, prod->sizes, bc, op);
@@ -100,24 +103,39 @@ static em_tensor *axpby(ls_scope *s, em_tensor *self, em_tensor *prod, em_scalar
                      shp(self, b1), shp(prod, b2));
         return NULL;
     }
-    if (!em_dtype_is_floating(prod->dtype)) {
+    if (prod->dtype == EM_BOOL) {
+        alpha = em_scalar_bool(!scalar_is(alpha, 0));
+        beta = em_scalar_bool(!scalar_is(beta, 0));
+    } else if (!em_dtype_is_floating(prod->dtype)) {
         alpha = em_scalar_int(em_scalar_to_int(alpha));
         beta = em_scalar_int(em_scalar_to_int(beta));
     }
     em_tensor *x = self;
-    if (!scalar_is(beta, 0) && self->dtype != prod->dtype && !self->wrapped_number)
-        x = ls_keep(s, em_to(self, prod->dtype));
+    if (self->dtype != prod->dtype && !self->wrapped_number) x = ls_keep(s, em_to(self, prod->dtype));
     if (!x) return NULL;
+    /* a zero of prod's dtype that does not promote, and a true condition:
+     * where(yes, zero, t) is zeros that keep t's history (a zero gradient,
+     * as PyTorch gives self when beta = 0 and the product when alpha = 0) */
+    em_tensor *zero = ls_keep(s, em_tensor_wrapped_scalar(prod->dtype == EM_BOOL ? em_scalar_bool(false)
+                                                          : em_dtype_is_floating(prod->dtype) ? em_scalar_float(0)
+                                                          : em_scalar_int(0)));
+    em_tensor *yes = zero ? ls_keep(s, em_tensor_wrapped_scalar(em_scalar_bool(true))) : NULL;
+    if (!yes) return NULL;
     em_tensor *r;
-    if (scalar_is(alpha, 0)) {
-        r = ls_keep(s, em_zeros(il(prod->sizes, prod->ndim), prod->dtype, prod->device));
+    if (scalar_is(alpha, 0) && !alpha_reads) {
+        r = ls_keep(s, em_where(yes, zero, prod));
     } else if (scalar_is(alpha, 1)) {
         r = prod;
     } else {
         em_tensor *a = ls_keep(s, em_tensor_wrapped_scalar(alpha));
         r = a ? ls_keep(s, em_mul(prod, a)) : NULL;
     }
-    if (r && !scalar_is(beta, 0)) r = ls_keep(s, em_add(r, x, beta));
+    if (r && !scalar_is(beta, 0)) {
+        r = ls_keep(s, em_add(r, x, beta));
+    } else if (r && em_requires_grad(x)) {
+        em_tensor *z = ls_keep(s, em_where(yes, zero, x));
+        r = z ? ls_keep(s, em_add(r, z, em_scalar_int(1))) : NULL;
+    }
     return r;
 }
 
@@ -149,7 +167,7 @@ em_tensor *em_comp_addmv(em_keyset ks, em_tensor *self, em_tensor *mat, em_tenso
         return NULL;
     ls_scope s = { .n = 0 };
     em_tensor *p = ls_keep(&s, em_mv(mat, vec));
-    em_tensor *r = p ? axpby(&s, self, p, beta, alpha, "addmv") : NULL;
+    em_tensor *r = p ? axpby(&s, self, p, beta, alpha, false, "addmv") : NULL;
     return r ? ls_finish(&s, r) : ls_fail(&s);
 }
 
@@ -172,7 +190,7 @@ em_tensor *em_comp_baddbmm(em_keyset ks, em_tensor *self, em_tensor *batch1, em_
     if (!check_batches(batch1, batch2, "baddbmm")) return NULL;
     ls_scope s = { .n = 0 };
     em_tensor *p = ls_keep(&s, em_bmm(batch1, batch2));
-    em_tensor *r = p ? axpby(&s, self, p, beta, alpha, "baddbmm") : NULL;
+    em_tensor *r = p ? axpby(&s, self, p, beta, alpha, true, "baddbmm") : NULL;
     return r ? ls_finish(&s, r) : ls_fail(&s);
 }
 
@@ -183,7 +201,7 @@ em_tensor *em_comp_addbmm(em_keyset ks, em_tensor *self, em_tensor *batch1, em_t
     int64_t d0 = 0;
     em_tensor *p = ls_keep(&s, em_bmm(batch1, batch2));
     em_tensor *sum = p ? ls_keep(&s, em_sum(p, il(&d0, 1), false, p->dtype)) : NULL; /* integers stay */
-    em_tensor *r = sum ? axpby(&s, self, sum, beta, alpha, "addbmm") : NULL;
+    em_tensor *r = sum ? axpby(&s, self, sum, beta, alpha, false, "addbmm") : NULL;
     return r ? ls_finish(&s, r) : ls_fail(&s);
 }
 
@@ -376,12 +394,17 @@ em_tensor *em_comp_tensordot_dimlists(em_keyset ks, em_tensor *self, em_tensor *
  * output, the labels used once in sorted order, sorts as PyTorch's), and
  * the dims an ellipsis covers 52.. (right-aligned over the operands, so
  * they broadcast). Each operand first takes the diagonal of a repeated
- * label (an as_strided view), then the operands are contracted left to
- * right: a label neither later operand nor the output uses is summed out
- * of one operand alone, or contracted between the two by permute +
- * reshape + bmm ({batch, left, sum} x {batch, sum, right}); size-1 dims
- * broadcast (expanded first). The last operand is summed over the labels
- * the output lacks and permuted into the output's order. */
+ * label (an as_strided view). Then PyTorch 1.13's algorithm, so that
+ * dtypes, values and errors agree: with last[l] the last operand where
+ * label l is longer than 1, operand 1 drops the labels the output lacks
+ * whose last operand it is (summed, or squeezed when of size 1), and each
+ * further operand k is combined with the result so far by eq_contract:
+ * labels it is the last operand of are summed out of it (when the result
+ * has them at size 1) or contracted (permute + reshape + bmm), and without
+ * labels to contract the two are multiplied with broadcasting. A lone
+ * operand sums every label the output lacks. Sums promote
+ * integers and bool to int64, products keep their dtype (bmm needs one)
+ * or promote (mul), as in PyTorch. */
 #define EQ_LETTERS 52
 #define EQ_MAXL (EQ_LETTERS + EM_MAX_DIMS)
 
@@ -479,30 +502,58 @@ static int eq_find(const eq_term *t, int label) {
     return -1;
 }
 
-/* Sums t over the dims whose labels are marked in drop (keeping the dtype
- * unless promote: a lone operand's sum promotes integers to int64 as
- * PyTorch's einsum does). */
-static bool eq_sum_out(ls_scope *s, eq_term *t, const bool *drop, bool promote) {
-    int64_t dims[EM_MAX_DIMS];
+/* Removes the dims whose labels are marked in drop: summed (integers and
+ * bool promote to int64, as PyTorch's sum) when one of them is longer than
+ * 1 or force_sum (a lone operand), else squeezed (the dtype stays), as
+ * PyTorch 1.13's einsum does. */
+static bool eq_sum_out(ls_scope *s, eq_term *t, const bool *drop, bool force_sum) {
+    int64_t dims[EM_MAX_DIMS], keep[EM_MAX_DIMS];
     int nd = 0, n = 0;
+    bool sum = force_sum;
     for (int d = 0; d < t->n; d++) {
-        if (drop[t->lab[d]]) dims[nd++] = d;
-        else t->lab[n++] = t->lab[d];
+        if (drop[t->lab[d]]) {
+            dims[nd++] = d;
+            sum |= t->t->sizes[d] != 1;
+        } else {
+            keep[n] = t->t->sizes[d];
+            t->lab[n++] = t->lab[d];
+        }
     }
     if (nd == 0) return true;
-    t->t = ls_keep(s, em_sum(t->t, il(dims, nd), false, promote ? EM_DTYPE_NONE : t->t->dtype));
+    t->t = ls_keep(s, sum ? em_sum(t->t, il(dims, nd), false, EM_DTYPE_NONE) : em_reshape(t->t, il(keep, n)));
     t->n = n;
     return t->t != NULL;
 }
 
-/* a and b contracted over the labels in both that keep does not hold;
- * labels in only one of them that keep does not hold are summed first. */
-static bool eq_contract(ls_scope *s, eq_term *a, const eq_term *bin, const bool *keep, eq_term *out) {
+/* Step k >= 1 of Note [einsum lowering]: the accumulated a with operand
+ * b (consumed). last[l] is the last operand where label l is longer than
+ * 1 (0 when none), out[l] whether the output has l. As PyTorch: labels
+ * the output lacks whose last operand came before b are size 1 in b and
+ * squeezed; those whose last operand is b are summed out of b when a has
+ * them at size 1 or not at all (a's squeezed), else contracted. The
+ * result's labels are {batch (in both), left (a only), right (b only)}:
+ * with labels to contract, permute + reshape + bmm; without, a broadcast
+ * mul (so bool and mixed dtypes work there as in PyTorch). */
+static bool eq_contract(ls_scope *s, eq_term *a, const eq_term *bin, int k, const int *last, const bool *in_out,
+                        eq_term *out) {
     eq_term b = *bin;
-    bool drop[EQ_MAXL] = { false };
-    for (int d = 0; d < a->n; d++) drop[a->lab[d]] = !keep[a->lab[d]] && eq_find(&b, a->lab[d]) < 0;
-    for (int d = 0; d < b.n; d++) drop[b.lab[d]] = !keep[b.lab[d]] && eq_find(a, b.lab[d]) < 0;
-    if (!eq_sum_out(s, a, drop, false) || !eq_sum_out(s, &b, drop, false)) return false;
+    bool dropa[EQ_MAXL] = { false }, dropb[EQ_MAXL] = { false }, con[EQ_MAXL] = { false };
+    for (int d = 0; d < b.n; d++) {
+        int l = b.lab[d];
+        if (in_out[l]) continue;
+        if (last[l] < k) { dropb[l] = true; continue; }
+        if (last[l] > k) continue;
+        int ja = eq_find(a, l);
+        if (ja < 0 || a->t->sizes[ja] == 1) {
+            dropb[l] = true;
+            if (ja >= 0) dropa[l] = true;
+        } else {
+            con[l] = true;
+        }
+    }
+    if (!eq_sum_out(s, a, dropa, false) || !eq_sum_out(s, &b, dropb, false)) return false;
+    int nsum = 0;
+    for (int l = 0; l < EQ_MAXL; l++) nsum += con[l];
     /* broadcast size-1 dims of shared labels */
     int64_t ea[EM_MAX_DIMS], eb[EM_MAX_DIMS];
     bool xa = false, xb = false;
@@ -514,32 +565,49 @@ static bool eq_contract(ls_scope *s, eq_term *a, const eq_term *bin, const bool 
         if (ea[d] == 1) { ea[d] = eb[j]; xa = true; }
         else if (eb[j] == 1) { eb[j] = ea[d]; xb = true; }
     }
-    if (xa && !(a->t = ls_keep(s, em_expand(a->t, il(ea, a->n))))) return false;
-    if (xb && !(b.t = ls_keep(s, em_expand(b.t, il(eb, b.n))))) return false;
     int64_t pa[EM_MAX_DIMS], pb[EM_MAX_DIMS], osz[EM_MAX_DIMS];
-    int npa = 0, npb = 0, no = 0;
+    int npa = 0, npb = 0, no = 0, nbatch = 0, nleft = 0;
     int64_t B = 1, L = 1, S = 1, R = 1;
-    for (int d = 0; d < a->n; d++) /* batch: in both, kept */
-        if (keep[a->lab[d]] && eq_find(&b, a->lab[d]) >= 0) {
+    for (int d = 0; d < a->n; d++) /* batch: in both, not contracted */
+        if (!con[a->lab[d]] && eq_find(&b, a->lab[d]) >= 0) {
             pa[npa++] = d; pb[npb++] = eq_find(&b, a->lab[d]);
-            out->lab[no] = a->lab[d]; osz[no++] = ea[d]; B *= ea[d];
+            out->lab[no] = a->lab[d]; osz[no++] = ea[d]; B *= ea[d]; nbatch++;
         }
     for (int d = 0; d < a->n; d++) /* left only */
-        if (eq_find(&b, a->lab[d]) < 0) { pa[npa++] = d; out->lab[no] = a->lab[d]; osz[no++] = ea[d]; L *= ea[d]; }
-    for (int d = 0; d < a->n; d++) /* summed: in both, not kept */
-        if (!keep[a->lab[d]] && eq_find(&b, a->lab[d]) >= 0) {
-            pa[npa++] = d; pb[npb++] = eq_find(&b, a->lab[d]); S *= ea[d];
+        if (eq_find(&b, a->lab[d]) < 0) {
+            pa[npa++] = d; out->lab[no] = a->lab[d]; osz[no++] = ea[d]; L *= ea[d]; nleft++;
         }
+    for (int d = 0; d < a->n; d++) /* contracted */
+        if (con[a->lab[d]]) { pa[npa++] = d; pb[npb++] = eq_find(&b, a->lab[d]); S *= ea[d]; }
     for (int d = 0; d < b.n; d++) /* right only */
         if (eq_find(a, b.lab[d]) < 0) { pb[npb++] = d; out->lab[no] = b.lab[d]; osz[no++] = eb[d]; R *= eb[d]; }
-    int64_t s3a[3] = { B, L, S }, s3b[3] = { B, S, R };
+    out->n = no;
     em_tensor *x = ls_keep(s, em_permute(a->t, il(pa, npa)));
-    em_tensor *xr = x ? ls_keep(s, em_reshape(x, il(s3a, 3))) : NULL;
-    em_tensor *y = xr ? ls_keep(s, em_permute(b.t, il(pb, npb))) : NULL;
-    em_tensor *yr = y ? ls_keep(s, em_reshape(y, il(s3b, 3))) : NULL;
+    em_tensor *y = x ? ls_keep(s, em_permute(b.t, il(pb, npb))) : NULL;
+    if (!y) return false;
+    if (nsum == 0) { /* {batch, left, 1..} * {batch, 1.., right} */
+        int64_t sa[EM_MAX_DIMS], sb[EM_MAX_DIMS];
+        for (int i = 0; i < no; i++) {
+            bool left = i >= nbatch && i < nbatch + nleft, right = i >= nbatch + nleft;
+            sa[i] = right ? 1 : x->sizes[i];
+            sb[i] = left ? 1 : y->sizes[i < nbatch ? i : i - nleft];
+        }
+        em_tensor *xr = ls_keep(s, em_reshape(x, il(sa, no)));
+        em_tensor *yr = xr ? ls_keep(s, em_reshape(y, il(sb, no))) : NULL;
+        out->t = yr ? ls_keep(s, em_mul(xr, yr)) : NULL;
+        return out->t != NULL;
+    }
+    /* bmm: the size-1 dims of shared labels expanded, then {B, L, S} x {B, S, R} */
+    em_tensor *ax = xa ? ls_keep(s, em_expand(a->t, il(ea, a->n))) : a->t;
+    em_tensor *bx = ax && xb ? ls_keep(s, em_expand(b.t, il(eb, b.n))) : b.t;
+    if (!ax || !bx) return false;
+    x = ls_keep(s, em_permute(ax, il(pa, npa)));
+    y = x ? ls_keep(s, em_permute(bx, il(pb, npb))) : NULL;
+    int64_t s3a[3] = { B, L, S }, s3b[3] = { B, S, R };
+    em_tensor *xr = y ? ls_keep(s, em_reshape(x, il(s3a, 3))) : NULL;
+    em_tensor *yr = xr ? ls_keep(s, em_reshape(y, il(s3b, 3))) : NULL;
     em_tensor *p = yr ? ls_keep(s, em_bmm(xr, yr)) : NULL;
     out->t = p ? ls_keep(s, em_reshape(p, il(osz, no))) : NULL;
-    out->n = no;
     return out->t != NULL;
 }
 
@@ -550,12 +618,6 @@ em_tensor *em_comp_einsum(em_keyset ks, const char *equation, em_tensorlist tens
         em_set_error(EM_EVALUE, "einsum: expected at least one operand in tensors");
         return NULL;
     }
-    for (int i = 1; i < nt; i++)
-        if (tensors.data[i]->dtype != tensors.data[0]->dtype) {
-            em_set_error(EM_ETYPE, "einsum: the operands must have one dtype, got %s (operand 1) and %s (operand %d)",
-                         em_dtype_name(tensors.data[0]->dtype), em_dtype_name(tensors.data[i]->dtype), i + 1);
-            return NULL;
-        }
     /* parse the inputs */
     int raw[EM_MAX_DIMS + 1], nraw;
     int lab[64][EM_MAX_DIMS];
@@ -674,24 +736,28 @@ em_tensor *em_comp_einsum(em_keyset ks, const char *equation, em_tensorlist tens
         em_set_error(EM_ESHAPE, "einsum: the output would have %d dims, more than %d", no, EM_MAX_DIMS);
         return NULL;
     }
-    /* diagonals, then contract left to right */
+    /* diagonals; each label's last operand longer than 1 */
     ls_scope s = { .n = 0 };
-    eq_term acc = eq_diagonal(&s, tensors.data[0], lab[0], 0);
-    if (!acc.t) return ls_fail(&s);
+    eq_term op[64];
+    int last[EQ_MAXL] = { 0 };
+    for (int k = 0; k < nt; k++) {
+        op[k] = eq_diagonal(&s, tensors.data[k], lab[k], k);
+        if (!op[k].t) return ls_fail(&s);
+        for (int d = 0; d < op[k].n; d++) {
+            int64_t sz = op[k].t->sizes[d];
+            if (sz != 1) last[op[k].lab[d]] = k;
+        }
+    }
+    /* contract left to right (Note [einsum lowering]) */
+    eq_term acc = op[0];
+    bool drop[EQ_MAXL];
+    for (int l = 0; l < EQ_MAXL; l++) drop[l] = !in_out[l] && last[l] == 0;
+    if (!eq_sum_out(&s, &acc, drop, nt == 1)) return ls_fail(&s);
     for (int k = 1; k < nt; k++) {
-        eq_term b = eq_diagonal(&s, tensors.data[k], lab[k], k);
-        if (!b.t) return ls_fail(&s);
-        bool keep[EQ_MAXL];
-        memcpy(keep, in_out, sizeof keep);
-        for (int j = k + 1; j < nt; j++)
-            for (int d = 0; d < tensors.data[j]->ndim; d++) keep[lab[j][d]] = true;
         eq_term c;
-        if (!eq_contract(&s, &acc, &b, keep, &c)) return ls_fail(&s);
+        if (!eq_contract(&s, &acc, &op[k], k, last, in_out, &c)) return ls_fail(&s);
         acc = c;
     }
-    bool drop[EQ_MAXL];
-    for (int l = 0; l < EQ_MAXL; l++) drop[l] = !in_out[l];
-    if (!eq_sum_out(&s, &acc, drop, nt == 1)) return ls_fail(&s);
     /* size-1 broadcast dims of the output that no operand kept (cannot
      * happen: every output label is in acc); permute into the output order */
     int64_t perm[EM_MAX_DIMS];
@@ -889,8 +955,9 @@ em_tensor *em_comp_linalg_norm_ord_str(em_keyset ks, em_tensor *self, const char
 /* ---- matrix_power ---- */
 
 /* PyTorch's: n = 0 is the identity written into a clone of self (so it has
- * self's history, with a zero gradient), n = 1 a clone, larger n repeated
- * squaring with the same association as PyTorch (so the same rounding). */
+ * self's history, with a zero gradient), n = 1 a clone, n = 3 (a @ a) @ a,
+ * other n repeated squaring with the same association as PyTorch (so the
+ * same rounding, and inf * 0 in the same places). */
 em_tensor *em_comp_matrix_power(em_keyset ks, em_tensor *self, int64_t n) {
     const char *op = "matrix_power";
     char b1[EM_SHAPE_STR_MAX];
@@ -920,6 +987,11 @@ em_tensor *em_comp_matrix_power(em_keyset ks, em_tensor *self, int64_t n) {
     }
     if (n == 1) {
         em_tensor *r = ls_keep(&s, em_clone(self));
+        return r ? ls_finish(&s, r) : ls_fail(&s);
+    }
+    if (n == 3) { /* PyTorch: (a @ a) @ a, the order that decides where inf * 0 lands */
+        em_tensor *a2 = ls_keep(&s, em_matmul(self, self));
+        em_tensor *r = a2 ? ls_keep(&s, em_matmul(a2, self)) : NULL;
         return r ? ls_finish(&s, r) : ls_fail(&s);
     }
     em_tensor *result = NULL, *z = self;

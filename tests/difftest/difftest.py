@@ -485,6 +485,7 @@ _flatten = render.flatten
 
 def _uses(st):
     u = [a[1] for a in st.get('args', []) if a[0] == 'var']
+    u += [n for a in st.get('args', []) if a[0] == 'vars' for n in a[1]]  # Tensor[] (einsum)
     u += [a[1] for a in st.get('kw', {}).values() if a[0] == 'var']
     for k in ('src', 'dst'):
         if k in st:

@@ -51,6 +51,7 @@ def _operand_names(st):
     """The variables a statement reads: its tensor arguments and the value
     it assigns."""
     names = [a[1] for a in st.get('args', []) if a[0] == 'var']
+    names += [n for a in st.get('args', []) if a[0] == 'vars' for n in a[1]]  # Tensor[] (einsum)
     if st.get('value', [None])[0] == 'var':
         names.append(st['value'][1])
     return names

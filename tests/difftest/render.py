@@ -101,6 +101,10 @@ def lua_arg(a):
         return '"%s"' % a[1]
     if k == 'none':
         return 'nil'
+    if k == 'str':  # a plain string (einsum's equation)
+        return '"%s"' % a[1]
+    if k == 'vars':  # a Tensor[] argument: a Lua array of variables
+        return '{' + ', '.join(a[1]) + '}'
     raise ValueError('bad arg %r' % (a,))
 
 
@@ -135,6 +139,10 @@ def py_arg(a):
         return 'torch.' + a[1]
     if k == 'none':
         return 'None'
+    if k == 'str':
+        return repr(a[1])
+    if k == 'vars':
+        return '[' + ', '.join(a[1]) + ']'
     raise ValueError('bad arg %r' % (a,))
 
 
@@ -244,7 +252,14 @@ def lua_call(st):
         k = st.get('recv', 0)
         return '%s:%s(%s)' % (la[k], name, ', '.join(la[:k] + la[k + 1:]))
     ns = OPS.NAMESPACE.get(op)
-    return 'ember.%s%s(%s)' % (ns + '.' if ns else '', name, ', '.join(la))
+    return 'ember.%s%s(%s)' % (ns + '.' if ns else '', _ns_name(name, ns), ', '.join(la))
+
+
+def _ns_name(name, ns):
+    """linalg_norm in namespace linalg is linalg.norm, in ember as in torch
+    (Note [Namespace prefixes] in codegen/codegen.h)."""
+    last = ns.split('.')[-1] + '_' if ns else None
+    return name[len(last):] if last and name.startswith(last) and len(name) > len(last) else name
 
 
 def py_call(st):
@@ -270,6 +285,8 @@ def py_call(st):
         k = st.get('recv', 0)
         return post('%s.%s(%s)' % (pa[k], name, ', '.join(pa[:k] + pa[k + 1:] + kws)))
     ns = OPS.NAMESPACE.get(op)
+    if 'pyname' not in spec:
+        name = _ns_name(name, ns)
     return post('torch.%s%s(%s)' % (ns + '.' if ns else '', name, ', '.join(pa + kws)))
 
 
