@@ -204,6 +204,18 @@ function T.bmm_large_and_noncontiguous_batches()
   for i = 1, 5 do check_tensor(r[i], ember.mm(a[i], b[i]):tolist(), 1e-12) end
 end
 
+function T.half_products_compute_in_float32()
+  -- PyTorch 1.13 has no CPU float16 bmm/mv (bfloat16 only); ember computes both in float32
+  local a, b = I(2, 2, 3):float() / 4, I(2, 3, 2):float() / 8
+  for _, dt in ipairs({ "float16", "bfloat16" }) do
+    local r = ember.bmm(a:to(dt), b:to(dt))
+    check_eq(r.dtype, dt)
+    check_tensor(r, ember.bmm(a, b):tolist(), 1e-2)
+    check_tensor(ember.mv(a[1]:to(dt), b[1]:select(2, 1):to(dt)), ember.mv(a[1], b[1]:select(2, 1)):tolist(), 1e-2)
+    check_tensor(ember.dot(a[1][1]:to(dt), a[2][2]:to(dt)), ember.dot(a[1][1], a[2][2]):item(), 1e-2)
+  end
+end
+
 function T.products_of_integers_wrap()
   local big = ember.tensor({ 2 ^ 62 | 0, 2 }, { dtype = "int64" })
   check_eq(ember.dot(big, ember.tensor({ 4, 1 })):item(), 2) -- 2^64 wraps to 0, plus 2
@@ -256,6 +268,57 @@ function T.norm_gradients()
   a.grad = nil
   LA.matrix_norm(a, 1):backward() -- column abs-sums 4 and 6: the second column
   check_tensor(a.grad, { { 0, -1 }, { 0, 1 } })
+end
+
+function T.einsum_follows_pytorch_dtypes()
+  -- nothing to contract: a broadcast mul, which promotes and takes bool
+  local r = ember.einsum("i,j", { I(2), I(3):float() })
+  check_eq(r.dtype, "float32")
+  check_tensor(r, { { 1, 2, 3 }, { 2, 4, 6 } })
+  check_tensor(ember.einsum("ij,j->ij", { I(2, 2):bool(), ember.tensor({ true, false }) }),
+    { { true, false }, { true, false } })
+  -- labels summed out of one operand promote integers, then bmm
+  check_eq(ember.einsum("Bk,BjA->A", { ember.ones(3, 2, { dtype = "int32" }), ember.ones(3, 2, 4, { dtype = "int32" }) })
+    .dtype, "int64")
+  -- a size-1 contracted label is squeezed, not summed: the dtype stays
+  check_eq(ember.einsum("ij,j->i", { I(2, 1):to("int8"), I(1):to("int8") }).dtype, "int8")
+  -- an empty contraction has history, as in PyTorch 1.13
+  local e = ember.zeros(2, 0, { requires_grad = true })
+  local z = ember.einsum("ij,j->i", { e, ember.zeros(0) })
+  check(z.requires_grad)
+  check_tensor(z, { 0, 0 })
+end
+
+function T.matrix_power_association()
+  -- (a @ a) @ a for n = 3: where inf * 0 lands, as in PyTorch
+  local a = ember.tensor({ { 1.0, 1 / 0 }, { 1.5, -2.25 } })
+  check_tensor(a:matrix_power(3), { { 0 / 0, 0 / 0 }, { 1 / 0, -1 / 0 } })
+end
+
+function T.add_products_keep_history_for_zero_scales()
+  local s = ember.tensor({ 1.0, 2.0 }, { requires_grad = true })
+  local r = ember.addmv(s, I(2, 3):float(), I(3):float(), { beta = 0 })
+  check(r.requires_grad)
+  r:sum():backward()
+  check_tensor(s.grad, { 0, 0 })
+  local m = I(2, 3):float():requires_grad_()
+  local r2 = ember.addmv(s:detach(), m, I(3):float(), { alpha = 0 })
+  check(r2.requires_grad)
+  check_tensor(r2, { 1, 2 })
+end
+
+function T.matmul_every_case_gradchecks()
+  local ag = ember.autograd
+  local function d(...) return ember.randn({ ... }, { dtype = "float64" }) end
+  ember.manual_seed(3)
+  local cases = {
+    { d(3), d(3) }, { d(2, 3), d(3) }, { d(3), d(3, 2) }, { d(2, 1, 2, 3), d(3, 3, 2) },
+    { d(3), d(2, 3, 2) }, { d(2, 2, 3), d(3) }, { d(2, 3), d(4, 3, 2) }, { d(1, 2, 3), d(2, 1, 3, 2) },
+  }
+  for i, c in ipairs(cases) do
+    check(ag.gradcheck(function(a, b) return a:matmul(b) end, c), "case " .. i)
+    check(ag.gradgradcheck(function(a, b) return a:matmul(b) end, c), "case " .. i .. " (gradgrad)")
+  end
 end
 
 -- ---- errors: the op, the argument, the problem (both shapes on a mismatch) ----
@@ -325,8 +388,8 @@ function T.einsum_errors()
   check_error(function() return ember.einsum("i..j", { I(3) }) end, "einsum", "ellipsis")
   check_error(function() return ember.einsum("...i...", { I(3) }) end, "einsum", "more than one ellipsis")
   check_error(function() return ember.einsum("i-j", { I(3) }) end, "einsum", "->")
-  check_error(function() return ember.einsum("i,i", { I(3), I(3):float() }) end, "einsum", "dtype", "int64",
-    "float32")
+  check_error(function() return ember.einsum("i,i", { I(3), I(3):float() }) end, "einsum", "bmm", "dtype",
+    "int64", "float32")
   check_error(function() return ember.einsum("i", {}) end, "einsum", "at least one operand")
   check_error(function() return ember.einsum(3, { I(3) }) end, "einsum", "equation", "string")
   check_error(function() return ember.einsum("ij", { I(3), 2 }) end, "einsum", "tensors", "element 2")
