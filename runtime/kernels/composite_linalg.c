@@ -228,7 +228,10 @@ em_tensor *em_comp_kron(em_keyset ks, em_tensor *self, em_tensor *other) {
     em_tensor *a = ls_keep(&s, em_reshape(self, il(sa, 2 * n)));
     em_tensor *b = a ? ls_keep(&s, em_reshape(other, il(sb, 2 * n))) : NULL;
     em_tensor *p = b ? ls_keep(&s, em_mul(a, b)) : NULL;
-    em_tensor *r = p ? ls_keep(&s, em_reshape(p, il(out, n))) : NULL;
+    em_tensor *v = p ? ls_keep(&s, em_reshape(p, il(out, n))) : NULL;
+    /* a tensor of its own, not a view of the product (PyTorch's _unsafe_view):
+     * an in-place write to the result moves its history as for any result */
+    em_tensor *r = v ? ls_keep(&s, em_clone(v)) : NULL;
     return ls_finish(&s, r);
 }
 
