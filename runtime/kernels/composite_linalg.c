@@ -538,7 +538,7 @@ static bool eq_sum_out(ls_scope *s, eq_term *t, const bool *drop, bool force_sum
  * with labels to contract, permute + reshape + bmm; without, a broadcast
  * mul (so bool and mixed dtypes work there as in PyTorch). */
 static bool eq_contract(ls_scope *s, eq_term *a, const eq_term *bin, int k, const int *last, const bool *in_out,
-                        eq_term *out) {
+                        const int *olab, int no_out, eq_term *out) {
     eq_term b = *bin;
     bool dropa[EQ_MAXL] = { false }, dropb[EQ_MAXL] = { false }, con[EQ_MAXL] = { false };
     for (int d = 0; d < b.n; d++) {
@@ -557,6 +557,39 @@ static bool eq_contract(ls_scope *s, eq_term *a, const eq_term *bin, int k, cons
     if (!eq_sum_out(s, a, dropa, false) || !eq_sum_out(s, &b, dropb, false)) return false;
     int nsum = 0;
     for (int l = 0; l < EQ_MAXL; l++) nsum += con[l];
+    if (nsum == 0) {
+        /* a broadcast mul whose labels are the output's, in its order, then
+         * the others (a's, then b's): the last step yields the output's layout
+         * in a tensor of its own, as PyTorch's (which permutes first) */
+        int rl[EM_MAX_DIMS], nr = 0;
+        for (int i = 0; i < no_out; i++)
+            if (eq_find(a, olab[i]) >= 0 || eq_find(&b, olab[i]) >= 0) rl[nr++] = olab[i];
+        for (int d = 0; d < a->n; d++)
+            if (!in_out[a->lab[d]]) rl[nr++] = a->lab[d];
+        for (int d = 0; d < b.n; d++)
+            if (!in_out[b.lab[d]] && eq_find(a, b.lab[d]) < 0) rl[nr++] = b.lab[d];
+        if (nr > EM_MAX_DIMS) {
+            em_set_error(EM_ESHAPE, "einsum: an intermediate would have %d dims, more than %d", nr, EM_MAX_DIMS);
+            return false;
+        }
+        int64_t qa[EM_MAX_DIMS], qb[EM_MAX_DIMS], sa[EM_MAX_DIMS], sb[EM_MAX_DIMS];
+        int nqa = 0, nqb = 0;
+        for (int i = 0; i < nr; i++) {
+            int ja = eq_find(a, rl[i]), jb = eq_find(&b, rl[i]);
+            if (ja >= 0) qa[nqa++] = ja;
+            if (jb >= 0) qb[nqb++] = jb;
+            sa[i] = ja >= 0 ? a->t->sizes[ja] : 1;
+            sb[i] = jb >= 0 ? b.t->sizes[jb] : 1;
+            out->lab[i] = rl[i];
+        }
+        out->n = nr;
+        em_tensor *x = ls_keep(s, em_permute(a->t, il(qa, nqa)));
+        em_tensor *xr = x ? ls_keep(s, em_reshape(x, il(sa, nr))) : NULL;
+        em_tensor *y = xr ? ls_keep(s, em_permute(b.t, il(qb, nqb))) : NULL;
+        em_tensor *yr = y ? ls_keep(s, em_reshape(y, il(sb, nr))) : NULL;
+        out->t = yr ? ls_keep(s, em_mul(xr, yr)) : NULL;
+        return out->t != NULL;
+    }
     /* broadcast size-1 dims of shared labels */
     int64_t ea[EM_MAX_DIMS], eb[EM_MAX_DIMS];
     bool xa = false, xb = false;
@@ -585,27 +618,12 @@ static bool eq_contract(ls_scope *s, eq_term *a, const eq_term *bin, int k, cons
     for (int d = 0; d < b.n; d++) /* right only */
         if (eq_find(a, b.lab[d]) < 0) { pb[npb++] = d; out->lab[no] = b.lab[d]; osz[no++] = eb[d]; R *= eb[d]; }
     out->n = no;
-    em_tensor *x = ls_keep(s, em_permute(a->t, il(pa, npa)));
-    em_tensor *y = x ? ls_keep(s, em_permute(b.t, il(pb, npb))) : NULL;
-    if (!y) return false;
-    if (nsum == 0) { /* {batch, left, 1..} * {batch, 1.., right} */
-        int64_t sa[EM_MAX_DIMS], sb[EM_MAX_DIMS];
-        for (int i = 0; i < no; i++) {
-            bool left = i >= nbatch && i < nbatch + nleft, right = i >= nbatch + nleft;
-            sa[i] = right ? 1 : x->sizes[i];
-            sb[i] = left ? 1 : y->sizes[i < nbatch ? i : i - nleft];
-        }
-        em_tensor *xr = ls_keep(s, em_reshape(x, il(sa, no)));
-        em_tensor *yr = xr ? ls_keep(s, em_reshape(y, il(sb, no))) : NULL;
-        out->t = yr ? ls_keep(s, em_mul(xr, yr)) : NULL;
-        return out->t != NULL;
-    }
     /* bmm: the size-1 dims of shared labels expanded, then {B, L, S} x {B, S, R} */
     em_tensor *ax = xa ? ls_keep(s, em_expand(a->t, il(ea, a->n))) : a->t;
     em_tensor *bx = ax && xb ? ls_keep(s, em_expand(b.t, il(eb, b.n))) : b.t;
     if (!ax || !bx) return false;
-    x = ls_keep(s, em_permute(ax, il(pa, npa)));
-    y = x ? ls_keep(s, em_permute(bx, il(pb, npb))) : NULL;
+    em_tensor *x = ls_keep(s, em_permute(ax, il(pa, npa)));
+    em_tensor *y = x ? ls_keep(s, em_permute(bx, il(pb, npb))) : NULL;
     int64_t s3a[3] = { B, L, S }, s3b[3] = { B, S, R };
     em_tensor *xr = y ? ls_keep(s, em_reshape(x, il(s3a, 3))) : NULL;
     em_tensor *yr = xr ? ls_keep(s, em_reshape(y, il(s3b, 3))) : NULL;
@@ -753,12 +771,21 @@ em_tensor *em_comp_einsum(em_keyset ks, const char *equation, em_tensorlist tens
     }
     /* contract left to right (Note [einsum lowering]) */
     eq_term acc = op[0];
+    if (nt == 1) { /* the output's labels first, in its order (PyTorch permutes first) */
+        int64_t perm[EM_MAX_DIMS];
+        int lab1[EM_MAX_DIMS], n1 = 0;
+        for (int i = 0; i < no; i++) { perm[n1] = eq_find(&acc, olab[i]); lab1[n1++] = olab[i]; }
+        for (int d = 0; d < acc.n; d++)
+            if (!in_out[acc.lab[d]]) { perm[n1] = d; lab1[n1++] = acc.lab[d]; }
+        if (!(acc.t = ls_keep(&s, em_permute(acc.t, il(perm, n1))))) return ls_fail(&s);
+        memcpy(acc.lab, lab1, sizeof(int) * (size_t)n1);
+    }
     bool drop[EQ_MAXL];
     for (int l = 0; l < EQ_MAXL; l++) drop[l] = !in_out[l] && last[l] == 0;
     if (!eq_sum_out(&s, &acc, drop, nt == 1)) return ls_fail(&s);
     for (int k = 1; k < nt; k++) {
         eq_term c;
-        if (!eq_contract(&s, &acc, &op[k], k, last, in_out, &c)) return ls_fail(&s);
+        if (!eq_contract(&s, &acc, &op[k], k, last, in_out, olab, no, &c)) return ls_fail(&s);
         acc = c;
     }
     /* size-1 broadcast dims of the output that no operand kept (cannot
@@ -773,9 +800,9 @@ em_tensor *em_comp_einsum(em_keyset ks, const char *equation, em_tensorlist tens
         }
         ident &= perm[i] == i;
     }
-    (void)ident;
-    /* always a new tensor or view: a lone operand only permuted is a view, as in PyTorch */
-    em_tensor *r = ls_keep(&s, em_permute(acc.t, il(perm, no)));
+    bool input = false; /* never an operand itself: at least a view of it, as in PyTorch */
+    for (int k = 0; k < nt; k++) input |= acc.t == tensors.data[k];
+    em_tensor *r = ident && !input ? acc.t : ls_keep(&s, em_permute(acc.t, il(perm, no)));
     return r ? ls_finish(&s, r) : ls_fail(&s);
 }
 
@@ -865,20 +892,17 @@ static em_tensor *matrix_norm(ls_scope *s, em_tensor *x, double o, int d0, int d
         em_set_error(EM_EVALUE, "%s: ord %g is not supported (1, -1, inf, -inf, \"fro\")", op, o);
         return NULL;
     }
+    /* PyTorch's: the abs-sums over sd, then their max/min over md, both with
+     * keepdim (so the result is a tensor of its own, not a view) */
     int64_t sd = isinf(o) ? d1 : d0, md = isinf(o) ? d0 : d1;
-    em_tensor *a = ls_keep(s, em_abs(x));
-    em_tensor *sum = a ? ls_keep(s, em_sum(a, il(&sd, 1), true, EM_DTYPE_NONE)) : NULL;
-    if (sum && sum->sizes[md] == 0) {
+    if (x->sizes[md] == 0) {
         em_set_error(EM_EVALUE, "%s: the %g norm needs a non-empty dim %d", op, o, (int)md + 1);
         return NULL;
     }
-    em_tensor *m = sum ? ls_keep(s, o > 0 ? em_amax(sum, il(&md, 1), true) : em_amin(sum, il(&md, 1), true)) : NULL;
-    if (!m || keepdim) return m;
-    int64_t out[EM_MAX_DIMS];
-    int n = 0;
-    for (int d = 0; d < x->ndim; d++)
-        if (d != d0 && d != d1) out[n++] = x->sizes[d];
-    return ls_keep(s, em_reshape(m, il(out, n)));
+    em_tensor *a = ls_keep(s, em_abs(x));
+    em_tensor *sum = a ? ls_keep(s, em_sum(a, il(&sd, 1), keepdim, EM_DTYPE_NONE)) : NULL;
+    if (!keepdim && sd < md) md--;
+    return sum ? ls_keep(s, o > 0 ? em_amax(sum, il(&md, 1), keepdim) : em_amin(sum, il(&md, 1), keepdim)) : NULL;
 }
 
 em_tensor *em_comp_linalg_matrix_norm(em_keyset ks, em_tensor *self, em_scalar ord, em_intlist dim, bool keepdim,

@@ -321,6 +321,29 @@ function T.matmul_every_case_gradchecks()
   end
 end
 
+function T.results_are_not_views()
+  -- kron and matrix_norm return tensors of their own (PyTorch's do), so an
+  -- in-place write moves their history; a write in grad mode to one made
+  -- under no_grad is allowed
+  local a = ember.tensor({ 1.0, 2.0 }, { requires_grad = true })
+  local r = ember.kron(a, ember.ones(2))
+  r:retain_grad()
+  local f = r:fill_(0.5)
+  f:sum():backward()
+  check_tensor(r.grad, { 1, 1, 1, 1 })
+  local n
+  ember.no_grad(function() n = LA.matrix_norm(ember.ones(2, 2, 2), math.huge, { 2, 3 }) end)
+  n[1] = ember.tensor(3.0, { requires_grad = true })
+  check(n.requires_grad)
+end
+
+function T.vector_norm_inf_gradient_signed_zeros()
+  -- PyTorch: sign(x) * (grad * mask), so -0 at a negative x off the max
+  local x = ember.tensor({ { 1.156 }, { -0.75 } }, { requires_grad = true })
+  local g = ember.autograd.grad({ LA.vector_norm(x, math.huge) }, { x })[1]
+  check_tensor(x:detach() / g, { { 1.156 }, { 1 / 0 } })
+end
+
 -- ---- errors: the op, the argument, the problem (both shapes on a mismatch) ----
 
 function T.product_errors()
