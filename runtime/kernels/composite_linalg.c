@@ -20,7 +20,7 @@
 
 /* ---- temporaries ---- */
 
-#define LS_MAX 96
+#define LS_MAX 768 /* einsum: up to 64 operands, about 10 temporaries each */
 typedef struct {
     em_tensor *t[LS_MAX];
     int n;
@@ -788,8 +788,7 @@ em_tensor *em_comp_einsum(em_keyset ks, const char *equation, em_tensorlist tens
         if (!eq_contract(&s, &acc, &op[k], k, last, in_out, olab, no, &c)) return ls_fail(&s);
         acc = c;
     }
-    /* size-1 broadcast dims of the output that no operand kept (cannot
-     * happen: every output label is in acc); permute into the output order */
+    /* every output label is in acc: permute into the output's order */
     int64_t perm[EM_MAX_DIMS];
     bool ident = true;
     for (int i = 0; i < no; i++) {
