@@ -206,6 +206,12 @@ typedef struct {
                         * (Note [Boolean results] in emit_lua.c) */
     char *namespaces[CG_MAX_NAMESPACES]; /* where the function variant lives: "" = ember */
     int nnamespaces;   /* 0: just ember */
+    /* Note [Namespace prefixes]: the name Lua sees. An op whose only namespace
+     * ends in component N and whose name starts with "N_" drops the prefix
+     * there, as PyTorch names torch.linalg.norm `linalg_norm`: linalg_norm
+     * with namespace linalg is ember.linalg.norm (C em_linalg_norm). Else base. */
+    char *lua_name;
+    char *msg_name;    /* the name in messages: "linalg.norm" for a prefixed op, else base */
     char *doc;
     const char *group; /* the "# ---- x ----" banner above it, or NULL */
     int line;          /* 1-based line of the entry in its file */

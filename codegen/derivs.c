@@ -58,6 +58,7 @@ const cg_helper cg_helpers[] = {
     /* ---- family: index ---- */
 
     /* ---- family: linalg ---- */
+    { "mT", "t" },
 
     /* ---- family: random ---- */
 

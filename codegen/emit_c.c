@@ -216,6 +216,11 @@ static void emit_entry(cg_buf *b, const cg_op *op) {
                       a->name, a->name);
             continue;
         }
+        if (a->type == CG_STR && !a->nchoices) { /* plain str: any string but NULL */
+            cg_printf(b, "    if (!%s) {\n        em_set_error(EM_EVALUE, \"%s: argument '%s' is NULL\");\n"
+                         "        return NULL;\n    }\n", a->name, op->name, a->name);
+            continue;
+        }
         if (a->type == CG_STR) {
             /* C callers may pass any string: it must be one of the set */
             cg_printf(b, "    if (!%s || !(", a->name);

@@ -80,7 +80,10 @@ static void emit_locals(cg_buf *b, const cg_op *op) {
                 cg_printf(b, "\"%s\", ", a->choices[c]);
                 if (d->kind == CG_DEF_STR && strcmp(d->str, a->choices[c]) == 0) def = c;
             }
-            if (def >= 0) cg_printf(b, "NULL };\n    const char *a_%s = ch_%s[%d];\n", a->name, a->name, def);
+            if (!a->nchoices) /* plain str: the default as a literal; ch_NAME stays unused */
+                cg_printf(b, "NULL };\n    (void)ch_%s;\n    const char *a_%s = %s;\n", a->name, a->name,
+                          d->kind == CG_DEF_STR ? d->text : "NULL");
+            else if (def >= 0) cg_printf(b, "NULL };\n    const char *a_%s = ch_%s[%d];\n", a->name, a->name, def);
             else cg_printf(b, "NULL };\n    const char *a_%s = NULL;\n", a->name);
             break;
         }
@@ -155,7 +158,7 @@ static const char *simple_checker(cg_type t) {
 
 static void emit_convert(cg_buf *b, const cg_op *op, int i) {
     const cg_arg *a = &op->args[i];
-    const char *n = a->name, *o = op->base;
+    const char *n = a->name, *o = op->msg_name;
     bool required = a->def.kind == CG_DEF_NONE_GIVEN && !cg_types[a->type].optional;
     if (required) {
         /* nil in a positional slot reaches the check, which says "got nil" */
@@ -172,8 +175,9 @@ static void emit_convert(cg_buf *b, const cg_op *op, int i) {
     }
     if (a->type == CG_FLOATLIST_OPT)
         cg_printf(b, "        a_%s = em_lua_check_floatlist(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
-    if (a->type == CG_STR)
-        cg_printf(b, "        a_%s = em_lua_check_choice(L, i_%s, \"%s\", \"%s\", ch_%s);\n", n, n, o, n, n);
+    if (a->type == CG_STR) /* a plain str (no set): ch_NAME is empty, any string passes */
+        cg_printf(b, "        a_%s = em_lua_check_choice(L, i_%s, \"%s\", \"%s\", %s%s);\n", n, n, o, n,
+                  a->nchoices ? "ch_" : "NULL", a->nchoices ? n : "");
     if (cg_type_is_list(a->type)) {
         bool is_dim = cg_type_is_dims(a->type);
         cg_printf(b, "        int used = 1;\n");
@@ -215,7 +219,7 @@ static void emit_convert(cg_buf *b, const cg_op *op, int i) {
 }
 
 static void emit_binding(cg_buf *b, const cg_op *op) {
-    const char *o = op->base; /* the Lua name, in messages */
+    const char *o = op->msg_name; /* the Lua name, in messages */
     cg_puts(b, "/* ");
     cg_comment_escape(b, op->schema);
     cg_printf(b, " */\nstatic int l_%s(lua_State *L)\n{\n    static const char *const names[] = { ", op->name);
@@ -564,8 +568,8 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
         const char *pre = group_size(s, i) > 1 ? "o" : "";
         const char *fn = group_size(s, i) > 1 ? op->base : op->name;
         if (!op->nnamespaces) cg_printf(b, "    { \"\", \"%s\", l%s_%s },\n", op->base, pre, fn);
-        for (int k = 0; k < op->nnamespaces; k++)
-            cg_printf(b, "    { \"%s\", \"%s\", l%s_%s },\n", op->namespaces[k], op->base, pre, fn);
+        for (int k = 0; k < op->nnamespaces; k++) /* Note [Namespace prefixes] */
+            cg_printf(b, "    { \"%s\", \"%s\", l%s_%s },\n", op->namespaces[k], op->lua_name, pre, fn);
     }
     cg_puts(b, "    { NULL, NULL, NULL }\n};\n\nstatic const luaL_Reg methods[] = {\n");
     for (int i = 0; i < s->nops; i++) {
@@ -597,7 +601,7 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
                "/* {name, schema, doc} for help(), NULL-terminated. */\n"
                "const char *const em_lua_op_docs[][3] = {\n");
     for (int i = 0; i < s->nops; i++) {
-        cg_printf(b, "    { \"%s\", \"", s->ops[i].base);
+        cg_printf(b, "    { \"%s\", \"", s->ops[i].msg_name); /* help("linalg.norm") */
         cg_c_escape(b, s->ops[i].schema);
         cg_puts(b, "\",\n      \"");
         cg_c_escape(b, s->ops[i].doc);

@@ -47,7 +47,7 @@ static void lua_arg(cg_buf *b, const cg_arg *a) {
 static void call_form(cg_buf *b, const cg_op *op, bool method, const char *ns) {
     cg_buf t = { 0 };
     cg_printf(&t, "%s%s%s%s(", method ? "x:" : "ember.", method ? "" : ns, !method && *ns ? "." : "",
-              op->base);
+              method ? op->base : op->lua_name);
     bool first = true;
     for (int i = method ? 1 : 0; i < op->npositional; i++) {
         if (!first) cg_puts(&t, ", ");

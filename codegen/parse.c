@@ -237,10 +237,14 @@ static __attribute__((noreturn)) void unknown_type(sig_lexer *x, const char *spe
     sig_error(x, "unknown type '%s' (known types: %s)", spelled, known);
 }
 
-/* Parses the value set of str{a,b,c} (after "str") into *choices. */
+/* Parses the value set of str{a,b,c} (after "str") into *choices; a plain
+ * `str` (no set) takes any string: *choices NULL, *n 0. */
 static void lex_choices(sig_lexer *x, char ***choices, int *n) {
-    if (*x->p != '{')
-        sig_error(x, "a str type lists its allowed values, like str{mean,sum,none}");
+    if (*x->p != '{') { /* plain `str`: any string (einsum's equation) */
+        *choices = NULL;
+        *n = 0;
+        return;
+    }
     x->p++;
     *choices = cg_xmalloc(sizeof(char *) * 32);
     *n = 0;
@@ -259,7 +263,7 @@ static void lex_choices(sig_lexer *x, char ***choices, int *n) {
 
 /* Parses "Tensor(a!)?" style types: base, optional [], optional alias
  * annotation (Tensor only), optional ?. `ScalarType` is another spelling of
- * dtype (PyTorch's); `str{a,b}` is a string from a closed set (the caller
+ * dtype (PyTorch's); `str{a,b}` is a string from a closed set, `str` any string (the caller
  * reads the set with lex_choices). */
 static cg_type lex_type(sig_lexer *x, char **alias, bool *alias_write) {
     char *base = lex_ident(x, "a type");
@@ -417,6 +421,7 @@ static void parse_default(sig_lexer *x, cg_arg *a, char *text) {
     case CG_STR: {
         ok = false;
         for (int i = 0; d->kind == CG_DEF_STR && i < a->nchoices; i++) ok |= strcmp(d->str, a->choices[i]) == 0;
+        if (!a->nchoices) ok = d->kind == CG_DEF_STR; /* plain str: any quoted string */
         want = "one of the str type's values, quoted (\"mean\")";
         break;
     }
@@ -816,6 +821,21 @@ static void parse_op(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_
     else op->v_function = true;
     if (kernels) parse_kernels(path, doc, kernels, op);
     if (ns) parse_namespaces(path, doc, ns, op);
+    op->lua_name = op->msg_name = op->base; /* Note [Namespace prefixes] (codegen.h) */
+    if (op->nnamespaces == 1 && *op->namespaces[0]) {
+        const char *last = strrchr(op->namespaces[0], '.');
+        last = last ? last + 1 : op->namespaces[0];
+        size_t nl = strlen(last);
+        if (strncmp(op->base, last, nl) == 0 && op->base[nl] == '_' && op->base[nl + 1]) {
+            if (op->v_method)
+                cg_error_at(path, mark_line(func), "op '%s': a name with its namespace's prefix "
+                            "'%s_' has no method variant", op->name, last);
+            op->lua_name = cg_xstrdup(op->base + nl + 1);
+            size_t n = strlen(op->namespaces[0]) + strlen(op->lua_name) + 2;
+            op->msg_name = cg_xmalloc(n);
+            snprintf(op->msg_name, n, "%s.%s", op->namespaces[0], op->lua_name);
+        }
+    }
     if (mm) parse_metamethod(path, mm, op);
     if (lua_result) { /* Note [Boolean results] */
         expect_scalar(path, lua_result, "lua_result");

@@ -94,6 +94,8 @@ EM_HIDDEN em_tensor *em_ag_fn_repeat_backward(em_tensor *grad, em_intlist repeat
 /* ---- family: index (formulas_index.c) ---- */
 
 /* ---- family: linalg (formulas_linalg.c) ---- */
+/* PyTorch's x.mT: the last two dims swapped (a view); bmm's gradients. */
+EM_HIDDEN em_tensor *em_ag_fn_mT(em_tensor *t);
 
 /* ---- family: random (formulas_random.c) ---- */
 

@@ -379,8 +379,11 @@ em_tensor *em_ag_fn_norm_backward(em_tensor *grad, em_tensor *self, em_tensor *r
     } else if (isinf(pv)) {
         if (!(t[SG] = em_sign(self)) || !(t[AB] = em_abs(self))) goto out;
         if (!(t[M] = em_eq(t[AB], t[R])) || !(t[C] = em_sum(t[M], dim, true, EM_DTYPE_NONE))) goto out;
-        if (!(t[Q] = em_mul(t[G], t[SG])) || !(t[W] = em_div(t[Q], t[C]))) goto out;
-        r = em_where(t[M], t[W], t[ZERO]); /* 0 outside the mask, also for a NaN norm */
+        /* sign(x) * (grad / count or grad * 0 outside the mask, also for a NaN
+         * norm): PyTorch's signed zeros (-0 at a negative x), seen through 1 / g */
+        if (!(t[Q] = em_div(t[G], t[C])) || !(t[W] = em_mul(t[G], t[ZERO])) || !(t[E] = em_where(t[M], t[Q], t[W])))
+            goto out;
+        r = em_mul(t[SG], t[E]);
     } else if (pv < 1) {
         /* SS = sign(x) |x|^(p-1), 0 where x is 0; times grad * norm^(1-p) */
         if (!(t[SG] = em_sign(self)) || !(t[AB] = em_abs(self)) || !(t[E] = em_ag_scalar(pv - 1))) goto out;

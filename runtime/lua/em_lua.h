@@ -64,7 +64,9 @@ EM_API em_tensorlist em_lua_check_tensorlist(lua_State *L, int idx, const char *
 EM_API em_floatlist em_lua_check_floatlist(lua_State *L, int idx, const char *op, const char *arg);
 /* str{a,b,c}: a Lua string that must be one of choices (NULL-terminated);
  * returns the matching entry of choices (static), else raises "bad argument
- * #idx to 'op' (arg: expected one of "a", "b", "c", got "x")". */
+ * #idx to 'op' (arg: expected one of "a", "b", "c", got "x")". choices NULL
+ * (a plain str argument): any string, returned as Lua's (valid while the
+ * value stays on the stack). */
 EM_API const char *em_lua_check_choice(lua_State *L, int idx, const char *op, const char *arg,
                                        const char *const *choices);
 /* Pushes the k results of a multi-result op as k values (taking over the

@@ -239,6 +239,11 @@ em_floatlist em_lua_check_floatlist(lua_State *L, int idx, const char *op, const
 
 const char *em_lua_check_choice(lua_State *L, int idx, const char *op, const char *arg,
                                 const char *const *choices) {
+    if (!choices) { /* a plain str argument: any string */
+        if (lua_type(L, idx) == LUA_TSTRING) return lua_tostring(L, idx);
+        em_lua_argerror(L, idx, op, "%s: expected a string, got %s", arg, luaL_typename(L, idx));
+        return NULL;
+    }
     if (lua_type(L, idx) == LUA_TSTRING) {
         const char *s = lua_tostring(L, idx);
         for (int i = 0; choices[i]; i++)

@@ -10,7 +10,9 @@ call `ember.NAME(...)` / `x:NAME(...)` in Lua and `torch.NAME(...)` /
     function (g, op) -> dict(args=[...], kw={...}, pre=[stmts], style=...,
     novalues=bool) or None when it cannot be generated from the current
     program state (the generator then tries something else);
-  - it should be drawn more or less often: 'weight' (default 1).
+  - it should be drawn more or less often: 'weight' (default 1);
+  - its tensor arguments must not be written in place later in the program
+    (a difference accepted in the family's docstring): 'freeze_args': True.
 EXTRA lists tensor methods that are hand-written in runtime/lua rather than
 generated from ops.yaml (conversions, detach, ...), as func signatures.
 An op whose arguments have a kind missing from ARG_KINDS and no 'gen' entry

@@ -104,9 +104,7 @@ def lua_arg(a):
         if style in ('v', '1'):
             return ', '.join(vals)
         return '{' + ', '.join(vals) + '}'
-    if k in ('dtype', 'str'):
-        return '"%s"' % a[1]
-    if k == 'str':  # a str{...} choice, e.g. ['str', 'reduced']
+    if k in ('dtype', 'str'):  # str: a str{...} choice or a plain string (einsum's equation)
         return '"%s"' % a[1]
     if k == 'none':
         return 'nil'
@@ -145,7 +143,7 @@ def py_arg(a):
     if k == 'dtype':
         return 'torch.' + a[1]
     if k == 'str':
-        return "'%s'" % a[1]
+        return repr(a[1])
     if k == 'none':
         return 'None'
     raise ValueError('bad arg %r' % (a,))
@@ -266,9 +264,17 @@ def _lua_call(st):
             return '%s["%s"](%s)' % (la[k], name, ', '.join([la[k]] + la[:k] + la[k + 1:]))
         return '%s:%s(%s)' % (la[k], name, ', '.join(la[:k] + la[k + 1:]))
     ns = OPS.NAMESPACE.get(op)
-    if name in LUA_KEYWORDS:
-        return 'ember%s["%s"](%s)' % ('.' + ns if ns else '', name, ', '.join(la))
-    return 'ember.%s%s(%s)' % (ns + '.' if ns else '', name, ', '.join(la))
+    nm = _ns_name(name, ns)
+    if nm in LUA_KEYWORDS:
+        return 'ember%s["%s"](%s)' % ('.' + ns if ns else '', nm, ', '.join(la))
+    return 'ember.%s%s(%s)' % (ns + '.' if ns else '', nm, ', '.join(la))
+
+
+def _ns_name(name, ns):
+    """linalg_norm in namespace linalg is linalg.norm, in ember as in torch
+    (Note [Namespace prefixes] in codegen/codegen.h)."""
+    last = ns.split('.')[-1] + '_' if ns else None
+    return name[len(last):] if last and name.startswith(last) and len(name) > len(last) else name
 
 
 def py_call(st):
@@ -299,6 +305,8 @@ def _py_call(st):
         k = st.get('recv', 0)
         return post('%s.%s(%s)' % (pa[k], name, ', '.join(pa[:k] + pa[k + 1:] + kws)))
     ns = OPS.NAMESPACE.get(op)
+    if 'pyname' not in spec:
+        name = _ns_name(name, ns)
     return post('torch.%s%s(%s)' % (ns + '.' if ns else '', name, ', '.join(pa + kws)))
 
 

@@ -191,6 +191,14 @@ EM_HIDDEN em_status em_cpu_diagonal_geometry(const em_tensor *t, int64_t offset,
 
 /* ---- family: linalg ---- */
 
+/* C (M x N, contiguous) = A (M x K) x B (K x N) in dtype dt (linalg.c's
+ * product: BLAS for float32/float64, float32 for half types, wrapping
+ * uint64 arithmetic for integers; bool is the caller's business). A and B
+ * are given by their first element and element strides (rows, cols); any
+ * strides work (non-BLAS layouts are copied). Returns EM_OK or an error. */
+EM_HIDDEN em_status em_cpu_gemm(em_dtype dt, const char *a, int64_t M, int64_t K, int64_t as0, int64_t as1,
+                                const char *b, int64_t N, int64_t bs0, int64_t bs1, char *c);
+
 /* ---- family: random ---- */
 
 /* Fill t (any layout, CPU) in place from gen (NULL: the default generator)

@@ -262,3 +262,12 @@ em_status em_cpu_matmul_impl(em_keyset ks, const em_meta *m, em_tensor *self, em
     }
     return st;
 }
+
+/* ---- shared with the linalg family (products.c) ---- */
+
+/* See em_cpu.h (family linalg). */
+em_status em_cpu_gemm(em_dtype dt, const char *a, int64_t M, int64_t K, int64_t as0, int64_t as1,
+                      const char *b, int64_t N, int64_t bs0, int64_t bs1, char *c) {
+    mat_t ma = { a, M, K, as0, as1 }, mb = { b, K, N, bs0, bs1 };
+    return gemm(dt, ma, mb, c);
+}
