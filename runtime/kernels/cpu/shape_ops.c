@@ -220,6 +220,11 @@ em_tensor *em_cpu_roll(em_keyset ks, em_tensor *self, em_intlist shifts, em_intl
         return NULL;
     }
     int64_t shift_of[EM_MAX_DIMS] = { 0 }; /* in [0, n) once the sizes are known */
+    if (ndims > 0 && self->ndim == 0) { /* as PyTorch: a 0-dim tensor has no dim to roll */
+        em_set_error(EM_EINDEX, "roll: dim %lld given but the tensor has no dims (0-dim)",
+                     (long long)(dims.data[0] >= 0 ? dims.data[0] + 1 : dims.data[0]));
+        return NULL;
+    }
     for (int i = 0; i < ndims; i++) {
         int d = em_wrap_dim(dims.data[i], self->ndim, "roll");
         if (d < 0) return NULL;
