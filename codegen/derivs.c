@@ -50,6 +50,7 @@ const cg_helper cg_helpers[] = {
     /* ---- family: binary ---- */
 
     /* ---- family: reduce ---- */
+    { "cumsum_backward", "tv" }, { "cumprod_grad", "ttvt" }, { "logcumsumexp_backward", "tttv" },
 
     /* ---- family: shape ---- */
 
