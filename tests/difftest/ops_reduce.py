@@ -65,7 +65,27 @@ def gen_kthvalue(g, op):
     return dict(args=args)
 
 
+def gen_diff(g, op):
+    """n in -1..3 (-1: self returned), a dim, and sometimes prepend/append
+    leaves of self's shape but for their own size along dim."""
+    s = g.pick(pred=lambda t: t.dim() > 0)
+    if s is None:
+        return None
+    t = g.t(s)
+    d = g.r.randrange(t.dim())
+    args, pre = [['var', s], ['int', g.r.choice([-1, 0, 1, 1, 1, 2, 3])], g.dim_arg(d, t.dim())], []
+    for _ in range(g.r.choice([0, 0, 1, 2])):
+        shape = list(t.shape)
+        shape[d] = g.r.randint(0, 2)
+        dt = g.dtype_name(t) if g.r.random() < 0.7 else None
+        name, st = g.leaf(shape=shape, dtype=dt)
+        args.append(['var', name])
+        pre.append(st)
+    return dict(args=args, pre=pre)
+
+
 MAP = {
+    'diff': dict(gen=gen_diff),
     'cummax': dict(post=_plus1_second),
     'cummin': dict(post=_plus1_second),
     'median': dict(gen=gen_median),

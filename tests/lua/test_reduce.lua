@@ -145,6 +145,28 @@ function T.order_statistic_errors()
   check_error(function() return ember.ones(2, 3):median(1.5) end, "median")
 end
 
+function T.diff_values()
+  local x = ember.tensor({ { 1, 4, 9 }, { 2, 2, 5 } })
+  check_tensor(x:diff(), { { 3, 5 }, { 0, 3 } })
+  check_tensor(x:diff(2), { { 2 }, { 3 } })
+  check_shape(x:diff(5), { 2, 0 })
+  check_tensor(ember.diff(x, 1, 1), { { 1, -2, -4 } })
+  check_tensor(x:diff(1, 2, ember.tensor({ { 0 }, { 0 } }), ember.tensor({ { 10 }, { 1 } })),
+    { { 1, 3, 5, 1 }, { 2, 0, 3, -4 } })
+  check_tensor(ember.tensor({ true, false, false }):diff(), { true, false })
+  -- n == 0 copies self and ignores prepend; a negative n only joins (PyTorch 1.13)
+  local c = x:diff(0, 2, ember.zeros(2, 1, { dtype = "float64" }))
+  check_eq(c.dtype, "int64"); check_tensor(c, { { 1, 4, 9 }, { 2, 2, 5 } })
+  check_shape(x:diff(-1, 2, ember.zeros(2, 1)), { 2, 4 })
+  -- prepend promotes; non-contiguous input
+  local p = x:diff(1, 2, ember.tensor({ { 0.5 }, { 0 } }))
+  check_tensor(p, { { 0.5, 3, 5 }, { 2, 0, 3 } })
+  check_tensor(x:t():diff(1, 1), { { 3, 0 }, { 5, 3 } })
+  check_error(function() return ember.tensor(3.0):diff() end, "diff", "0-dim")
+  check_error(function() return x:diff(1, 2, ember.tensor({ 0, 0 })) end, "diff", "prepend", "dims")
+  check_error(function() return x:diff(1, 3) end, "diff", "dim 3")
+end
+
 function T.gradients_flow_to_the_selected_element()
   local a = f64({ { 0.5, 3, 1 }, { 2, 0, -1 } }):requires_grad_()
   local v = a:cummax(2)

@@ -90,5 +90,12 @@ return function(H)
       { { m23() }, function(a) return (ember.mode(a, 1, true)) end },
     })
   end
+  S.diff = function()
+    return many({
+      { { m34() }, function(a) return a:diff() end },
+      { { m34() }, function(a) return ember.diff(a * a, 2, 1) end },
+      { { m23(), v3():reshape(1, 3) }, function(a, b) return a:diff(1, 1, b, b * b) end },
+    })
+  end
   return S
 end
