@@ -12,6 +12,10 @@ Accepted differences with PyTorch 1.13 (the generator avoids them):
 - cummax/cummin backward of an empty input: torch's cummaxmin_backward
   returns the input itself, so the gradient requires grad even without
   create_graph; ember's is a plain empty tensor.
+- quantile/nanquantile gradients among tied values: torch sorts with an
+  unstable sort beyond 16 elements, so which of equal elements receives the
+  gradient differs from ember (whose sort is stable); inputs requiring grad
+  are drawn without ties.
 - cumprod_backward is the autograd helper op (aten::cumprod_backward has
   the same arguments but picks an O(n^2) formula when grad mode is on);
   it is not drawn: gradcheck/gradgradcheck of cumprod and test_reduce.lua
@@ -19,6 +23,7 @@ Accepted differences with PyTorch 1.13 (the generator avoids them):
 """
 from ops import *  # noqa: F401,F403
 from ops import _plus1_second
+import torch
 
 
 def _not_empty_int(r, g):
@@ -84,7 +89,59 @@ def gen_diff(g, op):
     return dict(args=args, pre=pre)
 
 
+INTERPOLATIONS = ['linear', 'lower', 'higher', 'midpoint', 'nearest']
+
+
+def gen_quantile(g, op):
+    """A non-empty float32/float64 tensor, q a number in [0, 1] or a 0-dim or
+    1-d leaf of its dtype holding such values (sometimes requiring grad is
+    not possible for q: torch's q takes none), maybe a dim, keepdim and an
+    interpolation. The interpolation is passed as a 'dtype' argument, which
+    the renderer quotes in Lua; _py_quantile spells it for Python."""
+    s = g.pick(pred=lambda t: t.dtype in (torch.float32, torch.float64) and t.numel() > 0)
+    if s is None:
+        return None
+    t = g.t(s)
+    if t.requires_grad and t.detach().unique().numel() < t.numel():
+        return None  # ties: torch's sort (unstable beyond 16) picks which gets the gradient
+    pre = []
+    qs = [g.r.choice([0.0, 0.25, 0.5, 0.3, 1.0, 0.75, 0.1]) for _ in range(g.r.randint(1, 3))]
+    r = g.r.random()
+    if r < 0.5:
+        q = ['num', qs[0]]
+    else:
+        shape = [] if r < 0.6 else [len(qs)]
+        name, st = g.leaf(shape=shape, dtype=g.dtype_name(t), rg=False)
+        st['values'] = qs[:1] if not shape else qs
+        st.pop('dtype_given', None)
+        pre.append(st)
+        q = ['var', name]
+    args, kw = [['var', s], q], {}
+    if g.r.random() < 0.6:
+        args.append(g.dim(s))
+        if g.r.random() < 0.5:
+            args.append(['bool', g.r.random() < 0.5])
+    elif g.r.random() < 0.3:
+        kw['keepdim'] = ['bool', True]
+    if g.r.random() < 0.7:
+        kw['interpolation'] = ['dtype', g.r.choice(INTERPOLATIONS)]
+    return dict(args=args, kw=kw, pre=pre)
+
+
+def _py_quantile(name):
+    def py(st, pa, pk):
+        k = st.get('recv', 0)
+        rest = pa[:k] + pa[k + 1:]
+        kws = ['%s=%s' % (n, v) for n, v in zip(['q', 'dim', 'keepdim'], rest)]
+        for n, v in sorted(pk.items()):
+            kws.append("%s='%s'" % (n, v.replace('torch.', '')) if n == 'interpolation' else '%s=%s' % (n, v))
+        return 'torch.%s(%s)' % (name, ', '.join([pa[k]] + kws))
+    return py
+
+
 MAP = {
+    'quantile': dict(gen=gen_quantile, py=_py_quantile('quantile')),
+    'nanquantile': dict(gen=gen_quantile, py=_py_quantile('nanquantile')),
     'diff': dict(gen=gen_diff),
     'cummax': dict(post=_plus1_second),
     'cummin': dict(post=_plus1_second),

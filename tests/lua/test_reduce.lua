@@ -167,6 +167,38 @@ function T.diff_values()
   check_error(function() return x:diff(1, 3) end, "diff", "dim 3")
 end
 
+function T.quantile_values()
+  -- values from PyTorch 1.13
+  local x = ember.tensor({ { 0.5, -1.2, 0.8, 0.1 }, { 1.5, 0.3, nan, 2.0 } })
+  local q = ember.tensor({ 0.25, 0.5 })
+  local want = {
+    linear = { { { -0.225, nan }, { 0.3, nan } }, { 0.18, 1.26 } },
+    lower = { { { -1.2, nan }, { 0.1, nan } }, { 0.1, 0.3 } },
+    higher = { { { 0.1, nan }, { 0.5, nan } }, { 0.5, 1.5 } },
+    midpoint = { { { -0.55, nan }, { 0.3, nan } }, { 0.3, 0.9 } },
+    nearest = { { { 0.1, nan }, { 0.5, nan } }, { 0.1, 1.5 } },
+  }
+  for m, w in pairs(want) do
+    check_tensor(x:quantile(q, 2, { interpolation = m }), w[1], 1e-5, m)
+    local r = x:nanquantile(0.4, 2, true, { interpolation = m })
+    check_shape(r, { 2, 1 }); check_tensor(r, w[2], 1e-5, "nan " .. m)
+  end
+  check_tensor(x[1]:quantile(0.3), -0.03, 1e-5)
+  check_tensor(ember.tensor(2.0):quantile(0.3), 2)
+  check_shape(x[1]:quantile(ember.tensor({ 0.3 }), 1, true), { 1, 1 })
+  check_shape(x:quantile(ember.tensor({ 0.3, 0.2 }), { keepdim = true }), { 2, 1, 1 })
+  check_eq(f64({ 1, 2 }):quantile(0.5).dtype, "float64")
+  -- PyTorch's lerp: an infinite neighbour gives NaN on the far side
+  check_tensor(ember.tensor({ 1, inf }):quantile(0.75), nan)
+  check_tensor(ember.tensor({ { -1 }, { -inf }, { 1 } }):nanquantile(0.1, 1, { interpolation = "midpoint" }), { -inf })
+  check_error(function() return ember.tensor({ 1, 2 }):quantile(0.5) end, "quantile", "float32 or float64", "int64")
+  check_error(function() return x:quantile(1.5) end, "quantile", "q", "[0, 1]", "1.5")
+  check_error(function() return x:quantile(f64({ 0.5 })) end, "quantile", "q", "float32", "float64")
+  check_error(function() return ember.zeros(0):quantile(0.5) end, "quantile", "empty")
+  check_error(function() return x:quantile(ember.ones(2, 2)) end, "quantile", "q", "2 dims")
+  check_error(function() return x:quantile(0.5, 1, { interpolation = "cubic" }) end, "quantile", "interpolation")
+end
+
 function T.gradients_flow_to_the_selected_element()
   local a = f64({ { 0.5, 3, 1 }, { 2, 0, -1 } }):requires_grad_()
   local v = a:cummax(2)

@@ -97,5 +97,19 @@ return function(H)
       { { m23(), v3():reshape(1, 3) }, function(a, b) return a:diff(1, 1, b, b * b) end },
     })
   end
+  S.quantile = function()
+    return many({
+      { { m34() }, function(a) return a:quantile(0.3) end },
+      { { m34() }, function(a) return ember.quantile(a, t({ 0.25, 0.6 }), 2, true) end },
+      { { m34() }, function(a) return a:quantile(0.4, 1, { interpolation = "midpoint" }) end },
+      { { m34() }, function(a) return a:quantile(t({ 0.2, 0.9 }), -1, { interpolation = "nearest" }) end },
+    })
+  end
+  S.nanquantile = function()
+    return many({
+      { { m34() }, function(a) return ember.where(a:gt(1), nan, a):nanquantile(0.3, 2) end },
+      { { m34() }, function(a) return a:nanquantile(t(0.7), 1, { interpolation = "higher" }) end },
+    })
+  end
   return S
 end
