@@ -307,3 +307,25 @@ em_tensor *em_comp_nanquantile(em_keyset ks, em_tensor *self, em_tensor *q, cons
     (void)ks;
     return quantile_common(self, q, dim, keepdim, interpolation, true, "nanquantile");
 }
+
+/* ---- bucketize ---- */
+
+/* searchsorted over the 1-d boundaries: the 1-based bucket of each value
+ * (PyTorch's 0-based index + 1, as searchsorted's results). */
+em_tensor *em_comp_bucketize(em_keyset ks, em_tensor *self, em_tensor *boundaries, bool out_int32, bool right) {
+    (void)ks;
+    if (boundaries->ndim != 1) {
+        em_set_error(EM_ESHAPE, "bucketize: boundaries must be 1-d, got %d dims", (int)boundaries->ndim);
+        return NULL;
+    }
+    /* bool values bucket as 0 and 1 */
+    em_tensor *x = self->dtype == EM_BOOL ? em_to(self, EM_INT64) : em_tensor_retain(self);
+    em_tensor *r = x ? em_searchsorted(boundaries, x, right ? "right" : "left") : NULL;
+    em_tensor_release(x);
+    if (r && out_int32) {
+        em_tensor *c = em_to(r, EM_INT32);
+        em_tensor_release(r);
+        r = c;
+    }
+    return r;
+}

@@ -16,6 +16,10 @@ Accepted differences with PyTorch 1.13 (the generator avoids them):
   unstable sort beyond 16 elements, so which of equal elements receives the
   gradient differs from ember (whose sort is stable); inputs requiring grad
   are drawn without ties.
+- histc of a value within an ulp of an interior bin edge: torch's float
+  linspace rounds some edges differently (its vectorised arange), and a
+  value computed by a reduction may differ by an ulp; the generator avoids
+  the systematic case (all values equal: at the centre of their range).
 - cumprod_backward is the autograd helper op (aten::cumprod_backward has
   the same arguments but picks an O(n^2) formula when grad mode is on);
   it is not drawn: gradcheck/gradgradcheck of cumprod and test_reduce.lua
@@ -139,7 +143,80 @@ def _py_quantile(name):
     return py
 
 
+def gen_bucketize(g, op):
+    """Any tensor of values (not bool for torch's sake of dtypes), sorted
+    1-d boundaries of a real dtype as a new leaf."""
+    s = g.pick(pred=lambda t: t.dtype != torch.bool)
+    if s is None:
+        return None
+    n = g.r.randint(0, 5)
+    vals = sorted(g.r.choice([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0]) for _ in range(n))
+    dt = g.r.choice(['float32', 'float64', 'int64']) if g.t(s).is_floating_point() else 'int64'
+    if dt == 'int64':
+        vals = sorted(int(v) for v in vals)
+    name, st = g.leaf(shape=[n], dtype=dt, rg=False)
+    st['values'] = vals
+    st.pop('dtype_given', None)
+    kw = {}
+    if g.r.random() < 0.5:
+        kw['right'] = ['bool', g.r.random() < 0.5]
+    if g.r.random() < 0.3:
+        kw['out_int32'] = ['bool', True]
+    return dict(args=[['var', s], ['var', name]], kw=kw, pre=[st], style='function')
+
+
+def _py_bucketize(st, pa, pk):
+    return '(torch.bucketize(%s) + 1)' % ', '.join(pa + ['%s=%s' % kv for kv in sorted(pk.items())])
+
+
+def gen_bincount(g, op):
+    """A new 1-d leaf of small non-negative integers, maybe weights (an
+    existing tensor of that length or a new leaf) and minlength."""
+    n = g.r.randint(0, 6)
+    dt = g.r.choice(['int64', 'int32', 'uint8', 'int8'])
+    name, st = g.leaf(shape=[n], dtype=dt, rg=False)
+    st['values'] = [g.r.randint(0, 5) for _ in range(n)]
+    st.pop('dtype_given', None)
+    pre, args = [st], [['var', name]]
+    if g.r.random() < 0.5:
+        w = g.pick(pred=lambda t: t.dim() == 1 and t.shape[0] == n and not t.requires_grad
+                   and t.dtype != torch.bool)
+        if w is None:
+            wn, wst = g.leaf(shape=[n], dtype=g.r.choice(['float32', 'float64', 'int64']), rg=False)
+            pre.append(wst)
+            w = wn
+        args.append(['var', w])
+        if g.r.random() < 0.5:
+            args.append(['int', g.r.randint(0, 7)])
+    return dict(args=args, pre=pre)
+
+
+def gen_histc(g, op):
+    """A float32/float64 tensor, bins 1..6 and a range (often the data's)."""
+    s = g.pick(pred=lambda t: t.dtype in (torch.float32, torch.float64))
+    if s is None:
+        return None
+    # A single value without a range sits at the centre of [v - 1, v + 1]:
+    # an edge when bins is even, where an ulp decides (torch's float
+    # linspace rounds its edges in its own vectorised way; a value from a
+    # reduction may differ by an ulp): odd bins when all values are equal.
+    args = [['var', s]]
+    single = g.t(s).numel() > 0 and g.t(s).detach().unique().numel() == 1  # one distinct value
+    if g.r.random() < 0.8 or single:
+        bins = g.r.randint(1, 6)
+        if g.r.random() < 0.6:
+            lo = g.r.choice([-2, -1, 0, 0.5])
+            args += [['int', bins | 1 if single else bins], ['num', float(lo)],
+                     ['num', float(lo + g.r.choice([0, 1, 2.5, 4]))]]
+        else:
+            args.append(['int', bins | 1 if single else bins])
+    return dict(args=args)
+
+
 MAP = {
+    'bucketize': dict(gen=gen_bucketize, py=_py_bucketize),
+    'bincount': dict(gen=gen_bincount),
+    'histc': dict(gen=gen_histc),
     'quantile': dict(gen=gen_quantile, py=_py_quantile('quantile')),
     'nanquantile': dict(gen=gen_quantile, py=_py_quantile('nanquantile')),
     'diff': dict(gen=gen_diff),
