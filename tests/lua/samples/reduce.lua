@@ -62,6 +62,9 @@ return function(H)
   S.count_nonzero = function()
     return one({ m23() }, function(a) return a * a:count_nonzero(2):unsqueeze(2) end)
   end
+  S.bucketize = function()
+    return one({ m23() }, function(a) return a * ember.bucketize(a, t({ -1, 0, 1 })) end)
+  end
   S.median = function() return one({ m23() }, function(a) return a:median() end) end
   S.median_dim = function()
     return many({
