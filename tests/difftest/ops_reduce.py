@@ -20,6 +20,12 @@ Accepted differences with PyTorch 1.13 (the generator avoids them):
   linspace rounds some edges differently (its vectorised arange), and a
   value computed by a reduction may differ by an ulp; the generator avoids
   the systematic case (all values equal: at the centre of their range).
+- unique: always sorted (torch's sorted=False order is its hash table's;
+  the generator passes sorted=True); NaN (torch 1.13 reports counts of 0
+  and scrambled inverse indices; ember keeps each NaN as its own value,
+  last); its results never carry history (torch's require grad and fail
+  in backward). The generator draws inputs without NaN that do not
+  require grad.
 - cumprod_backward is the autograd helper op (aten::cumprod_backward has
   the same arguments but picks an O(n^2) formula when grad mode is on);
   it is not drawn: gradcheck/gradgradcheck of cumprod and test_reduce.lua
@@ -213,7 +219,34 @@ def gen_histc(g, op):
     return dict(args=args)
 
 
+def gen_unique(g, op):
+    """A tensor without NaN that does not require grad (torch 1.13's unique
+    gives NaN counts of 0 and inverse indices out of order, and its results
+    require grad where ember's carry no history), sorted=True, the flags."""
+    s = g.pick(pred=lambda t: not t.requires_grad and not (t.is_floating_point() and bool(t.isnan().any())))
+    if s is None:
+        return None
+    args, kw = [['var', s]], {}
+    if g.r.random() < 0.3:
+        args.append(['bool', True])
+    for k in ('return_inverse', 'return_counts'):
+        if g.r.random() < 0.5:
+            kw[k] = ['bool', g.r.random() < 0.7]
+    return dict(args=args, kw=kw)
+
+
+def _py_unique(st, pa, pk):
+    k = st.get('recv', 0)
+    rest = pa[:k] + pa[k + 1:]
+    flags = dict(zip(['sorted', 'return_inverse', 'return_counts'], rest))
+    flags.update(pk)
+    return '(lambda r: (r[0], r[1] + 1, r[2]))(torch._unique2(%s, %s, %s, %s))' % (
+        pa[k], flags.get('sorted', 'True'), flags.get('return_inverse', 'False'),
+        flags.get('return_counts', 'False'))
+
+
 MAP = {
+    'unique': dict(gen=gen_unique, py=_py_unique),
     'bucketize': dict(gen=gen_bucketize, py=_py_bucketize),
     'bincount': dict(gen=gen_bincount),
     'histc': dict(gen=gen_histc),
@@ -231,5 +264,5 @@ MAP = {
     'cumprod_backward': dict(gen=lambda g, op: None),
 }
 
-INDEX_RESULTS = {'cummax': [1], 'cummin': [1], 'median.dim': [1], 'nanmedian.dim': [1],
+INDEX_RESULTS = {'unique': [1], 'cummax': [1], 'cummin': [1], 'median.dim': [1], 'nanmedian.dim': [1],
                  'kthvalue': [1], 'mode': [1]}

@@ -236,6 +236,38 @@ function T.bucketize_bincount_histc()
   check_error(function() return ember.tensor({ 1.0 }):histc(0) end, "histc", "bins", "0")
   check_error(function() return ember.tensor({ 1.0 }):histc(2, 3, 1) end, "histc", "max", "min")
   check_error(function() return ember.tensor({ 1.0, nan }):histc(2) end, "histc", "not finite")
+  check_error(function() return ember.ones(3):histc(2, 0, 1e300) end, "histc", "not finite", "float32")
+end
+
+function T.unique_values()
+  local x = ember.tensor({ { 2.0, 1, 2 }, { 3, 1, -0.0 } })
+  local u, inv, cnt = x:unique()
+  check_tensor(u, { 0, 1, 2, 3 })
+  check_shape(inv, { 0 }); check_shape(cnt, { 0 })
+  u, inv, cnt = ember.unique(x, true, true, true)
+  check_tensor(inv, { { 3, 2, 3 }, { 4, 2, 1 } })
+  check_tensor(cnt, { 1, 2, 2, 1 })
+  -- the first occurrence represents a value: -0.0 before 0.0 stays -0.0
+  check_eq(1 / ember.tensor({ -0.0, 0.0 }):unique():item(), -inf)
+  -- with counts PyTorch's _unique2 also fills the inverse
+  u, inv, cnt = ember.tensor({ 7, 3, 7 }):unique({ return_counts = true })
+  check_tensor(inv, { 2, 1, 2 }); check_tensor(cnt, { 1, 2 })
+  u, inv, cnt = ember.tensor({ true, false, true }):unique({ return_inverse = true, return_counts = true })
+  check_tensor(u, { false, true }); check_tensor(inv, { 2, 1, 2 }); check_tensor(cnt, { 1, 2 })
+  u, inv = ember.tensor(3):unique({ return_inverse = true })
+  check_tensor(u, { 3 }); check_shape(inv, {}); check_tensor(inv, 1)
+  u, inv, cnt = ember.zeros(0, 2):unique({ return_inverse = true, return_counts = true })
+  check_shape(u, { 0 }); check_shape(inv, { 0, 2 }); check_shape(cnt, { 0 })
+  -- NaN: each its own value, last
+  u, inv, cnt = ember.tensor({ nan, 1, nan }):unique({ return_counts = true })
+  check_tensor(u, { 1, nan, nan }); check_tensor(cnt, { 1, 1, 1 }); check_tensor(inv, { 2, 1, 3 })
+  -- non-contiguous input, integer dtypes kept
+  local nc = ember.tensor({ { 5, 1 }, { 5, 2 } }, { dtype = "int32" }):t()
+  u, inv = nc:unique({ return_inverse = true })
+  check_eq(u.dtype, "int32"); check_tensor(u, { 1, 2, 5 }); check_tensor(inv, { { 3, 3 }, { 1, 2 } })
+  -- the results carry no history
+  local g = f64({ 1, 2, 1 }):requires_grad_()
+  check(not g:unique().requires_grad)
 end
 
 function T.gradients_flow_to_the_selected_element()

@@ -115,7 +115,8 @@ em_tensor *em_cpu_bincount(em_keyset ks, em_tensor *self, em_tensor *weights, in
                 continue;                                                                             \
             }                                                                                         \
             if (!(e >= left && e <= right)) continue;                                                 \
-            int64_t pos = (int64_t)((e - left) * (C)bins / (right - left));                           \
+            C r = (e - left) * (C)bins / (right - left);                                              \
+            int64_t pos = r >= 0 && r <= (C)bins ? (int64_t)r : r > 0 ? bins : 0; /* no UB cast */    \
             int64_t pmin = pos - 1 > 0 ? pos - 1 : 0, pmax = pos + 2 < bins + 1 ? pos + 2 : bins + 1; \
             int64_t k = pmin; /* upper_bound in edges[pmin, pmax) */                                  \
             while (k < pmax && !(e < edges[k])) k++;                                                  \
@@ -170,8 +171,10 @@ em_tensor *em_cpu_histc(em_keyset ks, em_tensor *self, int64_t bins, em_scalar m
         lo -= 1;
         hi += 1;
     }
-    if (!isfinite(lo) || !isfinite(hi)) {
-        em_set_error(EM_EVALUE, "%s: range of [%g, %g] is not finite", op, lo, hi);
+    /* the edges are computed in self's dtype: the range must be finite there */
+    double big = self->dtype == EM_FLOAT16 ? 65504.0 : self->dtype == EM_FLOAT64 ? INFINITY : 3.4028234663852886e38;
+    if (!isfinite(lo) || !isfinite(hi) || fabs(lo) > big || fabs(hi) > big) {
+        em_set_error(EM_EVALUE, "%s: range of [%g, %g] is not finite in %s", op, lo, hi, em_dtype_name(self->dtype));
         em_tensor_release(src);
         return NULL;
     }
