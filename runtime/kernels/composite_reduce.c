@@ -130,7 +130,7 @@ static em_tensor *on_host(em_tensor *t, em_dtype dt) {
 static em_tensor *from_host(const void *v, int ndim, const int64_t *sizes, em_dtype dt, em_device dev) {
     em_tensor *h = em_tensor_new(ndim, sizes, dt, em_cpu_device());
     if (!h) return NULL;
-    memcpy(em_tensor_data(h), v, (size_t)h->numel * em_dtype_size(dt));
+    if (h->numel > 0) memcpy(em_tensor_data(h), v, (size_t)h->numel * em_dtype_size(dt));
     if (dev.type == EM_CPU) return h;
     em_tensor *r = em_to_device(h, dev);
     em_tensor_release(h);

@@ -245,7 +245,31 @@ def _py_unique(st, pa, pk):
         flags.get('return_counts', 'False'))
 
 
+def gen_unique_consecutive(g, op):
+    """A tensor that does not require grad (torch's results would require
+    grad and fail in backward; ember's carry no history), the flags."""
+    s = g.pick(pred=lambda t: not t.requires_grad)
+    if s is None:
+        return None
+    args, kw = [['var', s]], {}
+    if g.r.random() < 0.4:
+        args.append(['bool', g.r.random() < 0.5])
+    if g.r.random() < 0.5:
+        kw['return_counts'] = ['bool', g.r.random() < 0.7]
+    return dict(args=args, kw=kw)
+
+
+def _py_unique_consecutive(st, pa, pk):
+    k = st.get('recv', 0)
+    rest = pa[:k] + pa[k + 1:]
+    flags = dict(zip(['return_inverse', 'return_counts'], rest))
+    flags.update(pk)
+    return '(lambda r: (r[0], r[1] + 1, r[2]))(torch.ops.aten.unique_consecutive(%s, %s, %s))' % (
+        pa[k], flags.get('return_inverse', 'False'), flags.get('return_counts', 'False'))
+
+
 MAP = {
+    'unique_consecutive': dict(gen=gen_unique_consecutive, py=_py_unique_consecutive),
     'unique': dict(gen=gen_unique, py=_py_unique),
     'bucketize': dict(gen=gen_bucketize, py=_py_bucketize),
     'bincount': dict(gen=gen_bincount),
@@ -264,5 +288,5 @@ MAP = {
     'cumprod_backward': dict(gen=lambda g, op: None),
 }
 
-INDEX_RESULTS = {'unique': [1], 'cummax': [1], 'cummin': [1], 'median.dim': [1], 'nanmedian.dim': [1],
+INDEX_RESULTS = {'unique': [1], 'unique_consecutive': [1], 'cummax': [1], 'cummin': [1], 'median.dim': [1], 'nanmedian.dim': [1],
                  'kthvalue': [1], 'mode': [1]}

@@ -270,6 +270,37 @@ function T.unique_values()
   check(not g:unique().requires_grad)
 end
 
+function T.unique_consecutive_values()
+  local x = ember.tensor({ { 1, 1, 2 }, { 2, 3, 1 } })
+  local u, inv, cnt = x:unique_consecutive()
+  check_tensor(u, { 1, 2, 3, 1 }); check_shape(inv, { 0 }); check_shape(cnt, { 0 })
+  u, inv, cnt = ember.unique_consecutive(x, true, true)
+  check_tensor(inv, { { 1, 1, 2 }, { 2, 3, 4 } }); check_tensor(cnt, { 2, 2, 1, 1 })
+  u, inv, cnt = x:unique_consecutive({ return_counts = true })
+  check_shape(inv, { 0 }); check_tensor(cnt, { 2, 2, 1, 1 })
+  -- NaN never equals its neighbour; -0.0 == 0.0 keeps the first
+  u = ember.tensor({ nan, nan, -0.0, 0.0 }):unique_consecutive()
+  check_tensor(u, { nan, nan, 0 }); check_eq(1 / u[3]:item(), -inf)
+  u, inv, cnt = ember.tensor(5):unique_consecutive(true, true)
+  check_tensor(u, { 5 }); check_shape(inv, {}); check_tensor(inv, 1); check_tensor(cnt, { 1 })
+  u, inv = ember.zeros(0, 2):unique_consecutive(true)
+  check_shape(u, { 0 }); check_shape(inv, { 0, 2 })
+  u = x:t():unique_consecutive()
+  check_tensor(u, { 1, 2, 1, 3, 2, 1 })
+end
+
+function T.mean_dtype_option()
+  -- integers need dtype (PyTorch: "could not infer output dtype")
+  local m = ember.tensor({ 1, 2 }):mean({ dtype = "float64" })
+  check_eq(m.dtype, "float64"); check_tensor(m, 1.5)
+  check_tensor(ember.tensor({ { 1.0, 2 }, { 3, 4 } }, { dtype = "float16" }):mean(2, { dtype = "float32" }), { 1.5, 3.5 })
+  check_error(function() return ember.tensor({ 1, 2 }):mean() end, "mean", "floating", "int64")
+  check_error(function() return ember.tensor({ 1.0 }):mean({ dtype = "int64" }) end, "mean", "dtype", "int64")
+  local a = ember.tensor({ 1.0, 2.0 }, { requires_grad = true })
+  a:mean({ dtype = "float64" }):backward()
+  check_eq(a.grad.dtype, "float32"); check_tensor(a.grad, { 0.5, 0.5 })
+end
+
 function T.gradients_flow_to_the_selected_element()
   local a = f64({ { 0.5, 3, 1 }, { 2, 0, -1 } }):requires_grad_()
   local v = a:cummax(2)

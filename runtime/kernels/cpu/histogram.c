@@ -40,7 +40,7 @@ em_tensor *em_cpu_bincount(em_keyset ks, em_tensor *self, em_tensor *weights, in
     const int64_t n = self->numel;
     if (n == 0) { /* PyTorch: int64 zeros of minlength, weights or not */
         em_tensor *z = em_tensor_new(1, &minlength, EM_INT64, em_cpu_dev());
-        if (z) memset(em_tensor_data(z), 0, (size_t)minlength * sizeof(int64_t));
+        if (z && minlength > 0) memset(em_tensor_data(z), 0, (size_t)minlength * sizeof(int64_t));
         return z;
     }
     em_tensor *x = em_cpu_to_dtype(self, EM_INT64, op);
@@ -67,7 +67,7 @@ em_tensor *em_cpu_bincount(em_keyset ks, em_tensor *self, em_tensor *weights, in
     }
     if (!weights) {
         int64_t *o = em_tensor_data(out);
-        memset(o, 0, (size_t)len * sizeof *o);
+        if (len > 0) memset(o, 0, (size_t)len * sizeof *o);
         for (int64_t i = 0; i < n; i++) o[xv[i]]++;
     } else {
         double *acc = calloc((size_t)(len ? len : 1), sizeof *acc);
@@ -81,11 +81,11 @@ em_tensor *em_cpu_bincount(em_keyset ks, em_tensor *self, em_tensor *weights, in
         const double *wv = em_tensor_data(w);
         if (dt == EM_FLOAT32) { /* accumulate in float, as PyTorch's float32 path */
             float *o = em_tensor_data(out);
-            memset(o, 0, (size_t)len * sizeof *o);
+            if (len > 0) memset(o, 0, (size_t)len * sizeof *o);
             for (int64_t i = 0; i < n; i++) o[xv[i]] += (float)wv[i];
         } else {
             for (int64_t i = 0; i < n; i++) acc[xv[i]] += wv[i];
-            memcpy(em_tensor_data(out), acc, (size_t)len * sizeof *acc);
+            if (len > 0) memcpy(em_tensor_data(out), acc, (size_t)len * sizeof *acc);
         }
         free(acc);
     }
