@@ -126,7 +126,12 @@ em_tensor *em_ag_fn_cumprod_grad(em_tensor *grad, em_tensor *self, int64_t dim, 
     em_tensor *r = NULL;
     if (!(t[Z] = em_ag_scalar(0)) || !(t[NZ] = em_eq(self, t[Z])) || !(t[ANY] = em_any(t[NZ], NULL, false)))
         goto out;
-    if (*(bool *)em_tensor_data(t[ANY])) {
+    /* the flag on the host (any's result lives on self's device) */
+    em_tensor *host = t[ANY]->device.type == EM_CPU ? em_tensor_retain(t[ANY]) : em_to_device(t[ANY], em_cpu_device());
+    if (!host) goto out;
+    bool zeros = *(bool *)em_tensor_data(host);
+    em_tensor_release(host);
+    if (zeros) {
         r = cumprod_grad_zeros(grad, self, d);
         goto out;
     }

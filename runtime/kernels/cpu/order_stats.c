@@ -19,7 +19,9 @@
  * only rows of NaNs depend on the algorithm); kthvalue runs TH's
  * quick_select (Sedgewick's partition) over (value, position) pairs
  * compared by value only, NaN largest; mode runs std::sort by value only
- * and reports the last position of the longest run. The ports below keep
+ * and reports the last position of the longest run (ember orders NaN
+ * above numbers there, where PyTorch's comparison is undefined; each NaN
+ * is a run of its own in both). The ports below keep
  * those steps; changing them changes which tied index is returned. */
 
 /* ---- one row: values loaded wide ---- */
@@ -31,7 +33,7 @@ typedef struct {
 } os_elem;
 
 typedef enum {
-    OS_LESS,      /* a.value < b.value (mode; NaN compares false) */
+    OS_LESS,      /* a.value < b.value (mode; NaN above numbers) */
     OS_MEDIAN,    /* (value, position), no NaN in the row */
     OS_NANMEDIAN, /* (value, position), NaN after every number */
 } os_order;
@@ -46,7 +48,9 @@ static bool os_less(const os_cmp *c, const os_elem *a, const os_elem *b) {
         if (c->order == OS_LESS) return a->i < b->i;
         return a->i < b->i || (a->i == b->i && a->idx < b->idx);
     }
-    if (c->order == OS_LESS) return a->f < b->f;
+    /* mode: NaN above numbers (PyTorch compares with < alone, which is not
+     * an ordering with NaN and lets std::sort read out of bounds) */
+    if (c->order == OS_LESS) return (!isnan(a->f) && isnan(b->f)) || a->f < b->f;
     bool r = a->f < b->f || (a->f == b->f && a->idx < b->idx);
     if (c->order == OS_NANMEDIAN) r = r || (isnan(b->f) && !isnan(a->f));
     return r;
