@@ -11,7 +11,7 @@ Accepted differences with PyTorch 1.13 (the generator avoids them):
   1.13 reads the rows wrongly (values from outside the tensor); not drawn.
 - cummax/cummin backward of an empty input: torch's cummaxmin_backward
   returns the input itself, so the gradient requires grad even without
-  create_graph; ember's is a plain empty tensor.
+  create_graph; ember's is a plain empty tensor. Not drawn.
 - quantile/nanquantile gradients among tied values: torch sorts with an
   unstable sort beyond 16 elements, so which of equal elements receives the
   gradient differs from ember (whose sort is stable); inputs requiring grad
@@ -29,6 +29,10 @@ Accepted differences with PyTorch 1.13 (the generator avoids them):
 - mode of values with NaN: torch's std::sort with < alone has no defined
   result there; ember orders NaN above numbers (each NaN its own run).
   Not drawn.
+- nanmean over a slice of NaNs, backward: the gradient reaching nansum is
+  inf there; torch multiplies it by 0 at NaN elements (NaN), ember's
+  where-based nansum selects 0. Not drawn (inputs with NaN that require
+  grad); the gradcheck samples cover NaN with finite gradients.
 - cumprod_backward is the autograd helper op (aten::cumprod_backward has
   the same arguments but picks an O(n^2) formula when grad mode is on);
   it is not drawn: gradcheck/gradgradcheck of cumprod and test_reduce.lua
@@ -283,7 +287,34 @@ def gen_mode(g, op):
     return r
 
 
+def gen_cummaxmin(g, op):
+    """cummax/cummin, but not of an empty tensor requiring grad (torch's
+    cummaxmin_backward returns the input itself there: a gradient that
+    requires grad without create_graph)."""
+    r = gen_generic(g, op)
+    if r is None:
+        return None
+    x = g.t(r['args'][0][1])
+    if x.numel() == 0 and x.requires_grad:
+        return None
+    return r
+
+
+def gen_nanmean(g, op):
+    """nanmean, but not of a tensor holding NaN that requires grad: over a
+    slice of NaNs the incoming gradient is inf, which torch's nansum
+    backward multiplies by 0 (NaN) and ember's selects away (0)."""
+    r = gen_generic(g, op)
+    if r is None:
+        return None
+    x = g.t(r['args'][0][1])
+    if x.requires_grad and x.is_floating_point() and bool(x.detach().isnan().any()):
+        return None
+    return r
+
+
 MAP = {
+    'nanmean': dict(gen=gen_nanmean),
     'unique_consecutive': dict(gen=gen_unique_consecutive, py=_py_unique_consecutive),
     'unique': dict(gen=gen_unique, py=_py_unique),
     'bucketize': dict(gen=gen_bucketize, py=_py_bucketize),
@@ -292,8 +323,8 @@ MAP = {
     'quantile': dict(gen=gen_quantile, py=_py_quantile('quantile')),
     'nanquantile': dict(gen=gen_quantile, py=_py_quantile('nanquantile')),
     'diff': dict(gen=gen_diff),
-    'cummax': dict(post=_plus1_second),
-    'cummin': dict(post=_plus1_second),
+    'cummax': dict(gen=gen_cummaxmin, post=_plus1_second),
+    'cummin': dict(gen=gen_cummaxmin, post=_plus1_second),
     'median': dict(gen=gen_median),
     'nanmedian': dict(gen=gen_median),
     'median.dim': dict(gen=gen_median_dim, post=_plus1_second),
