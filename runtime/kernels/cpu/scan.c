@@ -1,6 +1,7 @@
 /* scan.c -- scans along one dim (family reduce): cumsum, cumprod, cummax,
- * cummin, logcumsumexp, and cumprod_backward (the first-order gradient of
- * cumprod when the input holds zeros).
+ * cummin, logcumsumexp, and cumprod_backward (cumprod's gradient, exact with
+ * zeros in the input; autograd uses it whenever no double backward is
+ * recorded).
  *
  * Every scan works on a contiguous source viewed as [outer, n, inner]
  * (n = the scanned dim's size): an inner size of 1 scans each row on its
