@@ -51,6 +51,7 @@ const cg_helper cg_helpers[] = {
     { "fmod_other_backward", "ttt" },
 
     /* ---- family: reduce ---- */
+    { "cumsum_backward", "tv" }, { "cumprod_grad", "ttvt" }, { "logcumsumexp_backward", "tttv" },
 
     /* ---- family: shape ---- */
     { "roll_backward", "tvv" }, { "rot90_backward", "tvv" }, { "repeat_backward", "tvm" },

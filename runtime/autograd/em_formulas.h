@@ -82,6 +82,15 @@ EM_HIDDEN em_tensor *em_ag_fn_stack_grads(em_tensor **grads, int n, const em_inp
 EM_HIDDEN em_tensor *em_ag_fn_fmod_other_backward(em_tensor *grad, em_tensor *self, em_tensor *other);
 
 /* ---- family: reduce (formulas_reduce.c) ---- */
+/* cumsum: grad summed from the back along dim (PyTorch's reversed_cumsum). */
+EM_HIDDEN em_tensor *em_ag_fn_cumsum_backward(em_tensor *grad, int64_t dim);
+/* cumprod: the kernel op cumprod_backward when grad mode is off (no double
+ * backward recorded), else PyTorch's differentiable formulas (O(n^2) when
+ * self holds a zero). */
+EM_HIDDEN em_tensor *em_ag_fn_cumprod_grad(em_tensor *grad, em_tensor *self, int64_t dim, em_tensor *result);
+/* logcumsumexp: PyTorch's stable formula (grad split by sign, in log space). */
+EM_HIDDEN em_tensor *em_ag_fn_logcumsumexp_backward(em_tensor *grad, em_tensor *self, em_tensor *result,
+                                                   int64_t dim);
 
 /* ---- family: shape (formulas_shape.c) ---- */
 /* roll: roll grad back by the negated shifts. */

@@ -769,7 +769,7 @@ static int64_t insertion_point(const char *p, int64_t st, int64_t n, em_dtype dt
         bool go_right;
         if (floating) {
             double x = em_load_as_double(e, dt);
-            go_right = right ? !(x > vd) : x < vd;
+            go_right = right ? !(x > vd) : !(x >= vd); /* PyTorch's tests: NaN goes right */
         } else {
             int64_t x = em_load_as_int64(e, dt);
             go_right = right ? x <= vi : x < vi;
