@@ -112,23 +112,8 @@ function M.steps(y, grad, opts)
   end
 end
 
--- y:backward{trace = true, ...}: the traced backward
-local methods = ember.Tensor
-local c_backward = methods.backward
-methods.backward = function(self, ...)
-  local a, b = ...
-  local o = (type(a) == "table" and not ember.is_tensor(a)) and a or b
-  if type(o) ~= "table" or o.trace == nil then return c_backward(self, ...) end
-  local rest = {}
-  for k, v in pairs(o) do if k ~= "trace" then rest[k] = v end end
-  local grad = ember.is_tensor(a) and a or nil
-  if o.trace then
-    M.trace(self, grad, rest)
-    return
-  end
-  if grad then return c_backward(self, grad, rest) end
-  return c_backward(self, rest)
-end
+-- y:backward{trace = true, retain_graph=}: the C method calls M.trace
+-- (runtime/lua/lua_backward.c).
 
 -- ---- DOT with labels, and drawing ----
 

@@ -75,9 +75,10 @@ static em_status run_backward(lua_State *L, em_tensor **roots, em_tensor **grads
     return st;
 }
 
-/* y:backward([grad], [{retain_graph=, create_graph=, inputs=}]) or y:backward(opts) */
+/* y:backward([grad], [{retain_graph=, create_graph=, inputs=, trace=}]) or
+ * y:backward(opts); trace = true runs ember.teach.trace (lua/stdlib/teach.lua). */
 int em_lua_tensor_backward(lua_State *L) {
-    static const char *const names[] = { "retain_graph", "create_graph", "inputs", NULL };
+    static const char *const names[] = { "retain_graph", "create_graph", "inputs", "trace", NULL };
     em_tensor *y = em_lua_checkself(L, 1, "backward");
     em_lua_drain_unrefs(L);
     int opt = 0;
@@ -109,6 +110,19 @@ int em_lua_tensor_backward(lua_State *L) {
     em_backward_opts o = { false, false, true, false };
     o.create_graph = opt_bool(L, opt, "create_graph", false, "backward");
     o.retain_graph = opt_bool(L, opt, "retain_graph", o.create_graph, "backward");
+    if (opt_bool(L, opt, "trace", false, "backward")) {
+        lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+        if (lua_getfield(L, -1, "ember.teach") != LUA_TTABLE || lua_getfield(L, -1, "trace") != LUA_TFUNCTION)
+            return em_lua_raise(L, "backward: trace needs the module ember.teach");
+        lua_pushvalue(L, 1);
+        if (g) lua_pushvalue(L, 2);
+        else lua_pushnil(L);
+        lua_createtable(L, 0, 1);
+        lua_pushboolean(L, o.retain_graph);
+        lua_setfield(L, -2, "retain_graph");
+        lua_call(L, 3, 0);
+        return 0;
+    }
     em_tensor **inputs = NULL;
     int n_inputs = 0;
     if (opt && lua_getfield(L, opt, "inputs") != LUA_TNIL) {
