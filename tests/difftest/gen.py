@@ -410,7 +410,7 @@ class Gen:
                     self.frozen.update(outs)
                 if st['op'] in OPS.COMPOSITE:
                     self.composite_outs.update(outs)
-                if (OPS.MAP.get(st['op']) or {}).get('freeze_args'):
+                if (OPS.MAP.get(st['op']) or OPS.MAP.get(st['op'].split('.')[0]) or {}).get('freeze_args'):
                     # ops.py MAP 'freeze_args': never written in place afterwards
                     self.frozen.update(_operand_names(st))
             elif st['s'] == 'index' and st.get('src') in self.frozen:

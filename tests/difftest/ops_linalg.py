@@ -390,7 +390,7 @@ MAP = {
     'cross': dict(gen=gen_cross),
     'linalg_cross': dict(gen=gen_cross, weight=0.5),
     'tensordot': dict(gen=gen_tensordot, freeze_args=True),
-    'tensordot.dimlists': dict(gen=gen_tensordot_dimlists, py=_py_tensordot_dimlists),
+    'tensordot.dimlists': dict(gen=gen_tensordot_dimlists, py=_py_tensordot_dimlists, freeze_args=True),
     'einsum': dict(gen=gen_einsum, py=_py_einsum, weight=2),
     'linalg_vector_norm': dict(gen=gen_vector_norm),
     'linalg_matrix_norm': dict(gen=gen_matrix_norm),
