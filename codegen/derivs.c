@@ -54,6 +54,9 @@ const cg_helper cg_helpers[] = {
     /* ---- family: shape ---- */
 
     /* ---- family: index ---- */
+    { "index_select_backward", "tmvt" }, { "index_source_grad", "tvtm" },
+    { "masked_select_backward", "tmt" }, { "masked_scatter_source_grad", "ttm" },
+    { "scatter_src_grad", "tvtm" }, { "take_backward", "tmt" },
 
     /* ---- family: linalg ---- */
 

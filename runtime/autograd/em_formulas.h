@@ -84,6 +84,24 @@ EM_HIDDEN em_tensor *em_ag_fn_stack_grads(em_tensor **grads, int n, const em_inp
 /* ---- family: shape (formulas_shape.c) ---- */
 
 /* ---- family: index (formulas_index.c) ---- */
+/* index_select: zeros of self's shape with grad added at index along dim. */
+EM_HIDDEN em_tensor *em_ag_fn_index_select_backward(em_tensor *grad, const em_input_meta *self_meta, int64_t dim,
+                                                    em_tensor *index);
+/* index_add/index_copy source: grad's slices at index along dim. */
+EM_HIDDEN em_tensor *em_ag_fn_index_source_grad(em_tensor *grad, int64_t dim, em_tensor *index,
+                                                const em_input_meta *source_meta);
+/* masked_select: grad scattered where mask is true into zeros of the
+ * broadcast shape (the caller sums it down to self). */
+EM_HIDDEN em_tensor *em_ag_fn_masked_select_backward(em_tensor *grad, const em_input_meta *self_meta,
+                                                     em_tensor *mask);
+/* masked_scatter source: grad where mask is true, zero-padded to source. */
+EM_HIDDEN em_tensor *em_ag_fn_masked_scatter_source_grad(em_tensor *grad, em_tensor *mask,
+                                                         const em_input_meta *source_meta);
+/* scatter/scatter_add src: gather(grad, dim, index) zero-padded to src. */
+EM_HIDDEN em_tensor *em_ag_fn_scatter_src_grad(em_tensor *grad, int64_t dim, em_tensor *index,
+                                               const em_input_meta *src_meta);
+/* take: grad added at the flat positions of index into zeros of self. */
+EM_HIDDEN em_tensor *em_ag_fn_take_backward(em_tensor *grad, const em_input_meta *self_meta, em_tensor *index);
 
 /* ---- family: linalg (formulas_linalg.c) ---- */
 
