@@ -99,6 +99,8 @@ def lua_arg(a):
         return '{' + ', '.join(vals) + '}'
     if k == 'dtype':
         return '"%s"' % a[1]
+    if k == 'str':
+        return '"%s"' % a[1]
     if k == 'none':
         return 'nil'
     raise ValueError('bad arg %r' % (a,))
@@ -133,6 +135,8 @@ def py_arg(a):
         return '(' + ''.join(v + ', ' for v in vals).rstrip(' ') + ')'
     if k == 'dtype':
         return 'torch.' + a[1]
+    if k == 'str':
+        return "'%s'" % a[1]
     if k == 'none':
         return 'None'
     raise ValueError('bad arg %r' % (a,))

@@ -1,0 +1,179 @@
+-- test_index.lua -- the index family (schema/ops/index.yaml) against values
+-- computed with PyTorch 1.13 (indices shifted to ember's 1-based ones), edge
+-- cases (empty, 0-dim, NaN, integer/bool dtypes, non-contiguous inputs),
+-- gradients, and errors that name the op, the argument and the range.
+local ember = ember or require "ember"
+local T = {}
+local nan = 0 / 0
+
+local function x() return ember.tensor({ { 1, 2, 3 }, { 4, 5, 6 } }, { dtype = "float32" }) end
+local function xi() return ember.tensor({ { 1, 2, 3 }, { 4, 5, 6 } }) end
+local function i64(v) return ember.tensor(v, { dtype = "int64" }) end
+local function ar6() return ember.arange(6, { dtype = "float32" }):view(2, 3) end
+
+function T.index_select_values_dtypes_and_layouts()
+  check_tensor(x():index_select(2, i64({ 3, 1, 3 })), { { 3, 1, 3 }, { 6, 4, 6 } })
+  check_tensor(x():index_select(1, ember.tensor({ 2 }, { dtype = "int32" })), { { 4, 5, 6 } })
+  check_tensor(x():index_select(-1, i64({ 2 })), { { 2 }, { 5 } })
+  check_tensor(xi():t():index_select(1, i64({ 3, 1 })), { { 3, 6 }, { 1, 4 } }, 0, "non-contiguous self")
+  check_tensor(ember.tensor({ true, false }):index_select(1, i64({ 2, 2, 1 })), { false, false, true })
+  check_shape(x():index_select(2, i64({})), { 2, 0 })
+  local s = ember.tensor(5.0):index_select(1, i64({ 1 }))
+  check_shape(s, {}, "0-dim self gives 0-dim")
+  check_eq(s:item(), 5)
+  check_tensor(ember.arange(10):view(5, 2)[{ { 1, 5, 2 } }]:index_select(1, i64({ 3, 1 })), { { 8, 9 }, { 0, 1 } })
+end
+
+function T.index_add_copy_fill()
+  check_tensor(x():index_add(2, i64({ 1, 1 }), ember.ones(2, 2), { alpha = 2 }), { { 5, 2, 3 }, { 8, 5, 6 } })
+  check_tensor(xi():index_add(1, i64({ 2, 2 }), ember.tensor({ { 1, 1, 1 }, { 2, 2, 2 } })), { { 1, 2, 3 }, { 7, 8, 9 } })
+  check_tensor(x():index_copy(2, i64({ 3, 1 }), ember.tensor({ { 7, 8 }, { 9, 10 } }, { dtype = "float32" })), { { 8, 2, 7 }, { 10, 5, 9 } })
+  check_tensor(x():index_fill(1, i64({ 2 }), -1.5), { { 1, 2, 3 }, { -1.5, -1.5, -1.5 } })
+  check_tensor(xi():index_fill(2, i64({ 1 }), 2.7), { { 2, 2, 3 }, { 2, 5, 6 } }, 0, "int self truncates the value")
+  check_tensor(x():index_fill(2, i64({ 2 }), ember.tensor(nan)), { { 1, nan, 3 }, { 4, nan, 6 } })
+  local y = x()
+  local r = y:index_add_(2, i64({ 3 }), ember.ones(2, 1))
+  check(rawequal(r, y) or r:data_ptr() == y:data_ptr(), "index_add_ returns self")
+  check_tensor(y, { { 1, 2, 4 }, { 4, 5, 7 } })
+  local z = ember.zeros(3, 2):t() -- non-contiguous self written in place
+  z:index_copy_(2, i64({ 2 }), ember.ones(2, 1))
+  check_tensor(z, { { 0, 1, 0 }, { 0, 1, 0 } })
+  z:index_fill_(1, i64({ 1 }), 3)
+  check_tensor(z, { { 3, 3, 3 }, { 0, 1, 0 } })
+end
+
+function T.masked_fill_select_scatter()
+  check_tensor(x():masked_fill(x():gt(3), nan), { { 1, 2, 3 }, { nan, nan, nan } })
+  check_tensor(ember.tensor({ 1.0, 2, 3 }):masked_fill(ember.tensor({ { true }, { false } }), 0),
+    { { 0, 0, 0 }, { 1, 2, 3 } }, 0, "self broadcasts with the mask")
+  check_tensor(ember.tensor({ true, false }):masked_fill(ember.tensor({ false, true }), 5), { true, true })
+  check_tensor(x():masked_fill(ember.tensor(true), ember.tensor(7)), { { 7, 7, 7 }, { 7, 7, 7 } })
+  check_tensor(x():masked_select(ember.tensor({ true, false, true })), { 1, 3, 4, 6 })
+  check_shape(ember.zeros(0, 3):masked_select(ember.tensor({ true, false, true })), { 0 })
+  check_tensor(x():t():masked_select(ember.tensor({ true, false })), { 1, 2, 3 }, 0, "non-contiguous self")
+  check_tensor(x():masked_scatter(ember.tensor({ { false, true, false }, { true, false, true } }),
+    ember.tensor({ 10, 20, 30, 40 }, { dtype = "float32" })), { { 1, 10, 3 }, { 20, 5, 30 } })
+  local y = x():t()
+  y:masked_scatter_(ember.tensor({ true, false }), ember.tensor({ { 7, 8, 9 } }, { dtype = "float32" }))
+  check_tensor(y, { { 7, 4 }, { 8, 5 }, { 9, 6 } })
+end
+
+function T.scatter_and_scatter_add()
+  check_tensor(x():scatter(2, i64({ { 3 }, { 1 } }), ember.tensor({ { 7 }, { 8 } }, { dtype = "float32" })),
+    { { 1, 2, 7 }, { 8, 5, 6 } })
+  check_tensor(x():scatter(1, i64({ { 2, 1, 2 } }), 0.5), { { 1, 0.5, 3 }, { 0.5, 5, 0.5 } })
+  check_tensor(ember.zeros(3):scatter_add(1, i64({ 1, 3, 1, 1 }), ember.tensor({ 1.0, 2, 3, 4 })), { 8, 0, 2 })
+  local src = ember.tensor({ { 2, 3 }, { 4, 5 } }, { dtype = "float32" })
+  check_tensor(x():scatter(2, i64({ { 1, 1 }, { 3, 3 } }), src, { reduce = "multiply" }), { { 6, 2, 3 }, { 4, 5, 120 } })
+  check_tensor(x():scatter(2, i64({ { 1, 1 }, { 3, 3 } }), src, { reduce = "add" }), { { 6, 2, 3 }, { 4, 5, 15 } })
+  local y = xi()
+  y:scatter_add_(2, i64({ { 1 }, { 1 } }), ember.tensor({ { 10 }, { 20 } }))
+  check_tensor(y, { { 11, 2, 3 }, { 24, 5, 6 } })
+  check_tensor(x():scatter(1, i64({}):view(0, 3), 9), { { 1, 2, 3 }, { 4, 5, 6 } }, 0, "empty index")
+end
+
+function T.nonzero_take_take_along_dim_one_hot()
+  check_tensor(ember.tensor({ { 0, 1 }, { nan, 0 } }):nonzero(), { { 1, 2 }, { 2, 1 } }, 0, "NaN is nonzero")
+  local n = ember.tensor({ 0, 3, 0, 2 }):nonzero()
+  check_shape(n, { 2, 1 })
+  check_eq(n.dtype, "int64")
+  check_shape(ember.tensor(5):nonzero(), { 1, 0 })
+  check_shape(ember.tensor(0):nonzero(), { 0, 0 })
+  local tup = ember.tensor({ { true, false }, { true, true } }):nonzero_tuple()
+  check_eq(#tup, 2)
+  check_tensor(tup[1], { 1, 2, 2 })
+  check_tensor(tup[2], { 1, 1, 2 })
+  check_tensor(x():take(i64({ { 6, 1 }, { -1, -6 } })), { { 6, 1 }, { 6, 1 } })
+  check_tensor(x():t():take(i64({ 2, 3 })), { 4, 2 }, 0, "row-major order of the non-contiguous view")
+  check_tensor(x():take_along_dim(i64({ { 3 }, { 1 } }), 2), { { 3 }, { 4 } })
+  check_tensor(x():take_along_dim(i64({ { 2 }, { 1 } }), 2), { { 2 }, { 4 } })
+  check_tensor(x():take_along_dim(i64({ 6, 1 })), { 6, 1 })
+  check_tensor(x():take_along_dim(i64({ { 2, 1, 2 } }), 1), { { 4, 2, 6 } })
+  local oh = ember.nn.functional.one_hot(i64({ { 1, 3 }, { 2, 2 } }), 4)
+  check_eq(oh.dtype, "int64")
+  check_tensor(oh, { { { 1, 0, 0, 0 }, { 0, 0, 1, 0 } }, { { 0, 1, 0, 0 }, { 0, 1, 0, 0 } } })
+  check_shape(ember.nn.functional.one_hot(i64({ 3, 1 })), { 2, 3 }, "num_classes = the largest class")
+  check_shape(ember.nn.functional.one_hot(i64({}), 3), { 0, 3 })
+end
+
+function T.gradients_match_torch()
+  local a = ember.tensor({ 1.0, 2, 3 }, { requires_grad = true })
+  ;(a:index_select(1, i64({ 1, 1, 3 })) * ember.tensor({ 1.0, 2, 3 })):sum():backward()
+  check_tensor(a.grad, { 3, 0, 3 })
+  a = ember.tensor({ { 1.0, 2, 3 }, { 4, 5, 6 } }, { requires_grad = true })
+  local s = ember.tensor({ { 1.0, 2 }, { 3, 4 } }, { requires_grad = true })
+  ;(a:index_add(2, i64({ 3, 3 }), s, { alpha = 3 }) * ar6()):sum():backward()
+  check_tensor(a.grad, { { 0, 1, 2 }, { 3, 4, 5 } })
+  check_tensor(s.grad, { { 6, 6 }, { 15, 15 } })
+  a = ember.tensor({ { 1.0, 2, 3 }, { 4, 5, 6 } }, { requires_grad = true })
+  local v = ember.tensor(2.0, { requires_grad = true })
+  ;(a:masked_fill(a:gt(2.5), v) * ar6()):sum():backward()
+  check_tensor(a.grad, { { 0, 1, 0 }, { 0, 0, 0 } })
+  check_eq(v.grad:item(), 14)
+  a = ember.tensor({ 1.0, 2, 3 }, { requires_grad = true })
+  ;(a:masked_select(ember.tensor({ { true, false, true }, { true, true, false } })) * ember.tensor({ 1.0, 2, 3, 4 }))
+    :sum():backward()
+  check_tensor(a.grad, { 4, 4, 2 })
+  a = ember.tensor({ { 1.0, 2, 3 }, { 4, 5, 6 } }, { requires_grad = true })
+  s = ember.tensor({ { 1.0, 2, 3 } }, { requires_grad = true })
+  ;(a:scatter(1, i64({ { 2, 1, 2 } }), s) * ar6()):sum():backward()
+  check_tensor(a.grad, { { 0, 0, 2 }, { 0, 4, 0 } })
+  check_tensor(s.grad, { { 3, 1, 5 } })
+  a = ember.tensor({ { 1.0, 2, 3 }, { 4, 5, 6 } }, { requires_grad = true })
+  ;(a:take(i64({ 1, -1, 1 })) * ember.tensor({ 1.0, 2, 3 })):sum():backward()
+  check_tensor(a.grad, { { 4, 0, 0 }, { 0, 0, 2 } })
+end
+
+function T.in_place_writes_keep_history()
+  local a = ember.tensor({ 1.0, 2, 3, 4 }, { requires_grad = true })
+  local s = ember.tensor({ 10.0, 20 }, { requires_grad = true })
+  local y = a * 2
+  y:index_copy_(1, i64({ 4, 1 }), s * 3)
+  ;(y * ember.tensor({ 1.0, 2, 3, 4 })):sum():backward()
+  check_tensor(a.grad, { 0, 4, 6, 0 }, 0, "written elements get no gradient")
+  check_tensor(s.grad, { 12, 3 })
+  local b = ember.tensor({ { 1.0, 2 }, { 3, 4 } }, { requires_grad = true })
+  local z = b * 1
+  z[2]:masked_fill_(ember.tensor({ true, false }), 0) -- a view of a non-leaf
+  ;(z * z):sum():backward()
+  check_tensor(b.grad, { { 2, 4 }, { 0, 8 } })
+end
+
+function T.errors_name_op_argument_and_range()
+  check_error(function() return x():index_select(2, i64({ 4 })) end, "index_select", "index 4", "1..3")
+  check_error(function() return x():index_select(2, i64({ 0 })) end, "index_select", "index 0", "1-based")
+  check_error(function() return x():index_select(2, ember.tensor({ 1.0 })) end, "index_select", "int64", "float32")
+  check_error(function() return x():index_select(2, i64({ { 1 } })) end, "index_select", "1-d")
+  check_error(function() return x():index_select(3, i64({ 1 })) end, "index_select", "dim 3")
+  check_error(function() return x():index_add(2, i64({ 1 }), ember.ones(2, 2)) end, "index_add", "source",
+    "{2,2}", "{2,3}")
+  check_error(function() return x():index_add(2, i64({ 1 }), ember.ones(2, 1, { dtype = "float64" })) end,
+    "index_add", "float64", "same dtype")
+  check_error(function() return x():index_copy(1, i64({ -1 }), ember.ones(1, 3)) end, "index_copy", "index -1")
+  check_error(function() return x():index_fill(1, i64({ 1 }), ember.ones(2)) end, "index_fill", "value", "0-dim")
+  check_error(function() return x():masked_fill(ember.ones(2, 3), 1) end, "masked_fill", "mask", "bool")
+  check_error(function() return x():masked_fill_(ember.tensor({ { true }, { false }, { true } }), 1) end,
+    "masked_fill_", "mask", "{3,1}", "{2,3}")
+  check_error(function() return x():masked_select(ember.tensor({ true, false })) end, "masked_select", "{2}", "{2,3}")
+  check_error(function() return x():masked_scatter(x():gt(0), ember.ones(3)) end, "masked_scatter", "source",
+    "3 elements", "6")
+  check_error(function() return x():scatter(2, i64({ { 4 } }), 1) end, "scatter", "index 4", "1..3")
+  check_error(function() return x():scatter(2, i64({ 1 }), 1) end, "scatter", "index", "{1}", "{2,3}")
+  check_error(function() return x():scatter(2, i64({ { 1, 2 } }), ember.ones(1, 1)) end, "scatter", "src", "{1,1}")
+  check_error(function() return x():scatter_add(2, i64({ { 1 } }), ember.ones(1, 1, { dtype = "float64" })) end,
+    "scatter_add", "src", "float64")
+  check_error(function() return x():scatter(2, i64({ { 1 } }), ember.ones(1, 1), { reduce = "max" }) end,
+    "scatter", "reduce", "max")
+  check_error(function() return x():take(i64({ 7 })) end, "take", "index 7", "-6..-1")
+  check_error(function() return x():take_along_dim(i64({ 1 }), 2) end, "take_along_dim", "dims")
+  check_error(function() return ember.nn.functional.one_hot(i64({ 0, 1 })) end, "one_hot", "class 0", "1-based")
+  check_error(function() return ember.nn.functional.one_hot(i64({ 3 }), 2) end, "one_hot", "class 3", "1..2")
+  check_error(function() return ember.nn.functional.one_hot(i64({})) end, "one_hot", "empty")
+  check_error(function() return ember.nn.functional.one_hot(x()) end, "one_hot", "int64")
+  -- a bad index leaves an in-place target untouched
+  local y = x()
+  check_error(function() return y:scatter_(2, i64({ { 1 }, { 9 } }), 0) end, "scatter_", "index 9")
+  check_tensor(y, { { 1, 2, 3 }, { 4, 5, 6 } })
+end
+
+return T
