@@ -176,4 +176,115 @@ function T.errors_name_op_argument_and_range()
   check_tensor(y, { { 1, 2, 3 }, { 4, 5, 6 } })
 end
 
+-- ---- Lua advanced indexing (Note [Advanced indexing], runtime/lua/lua_index.c) ----
+
+local function f64(v, rg) return ember.tensor(v, { dtype = "float64", requires_grad = rg }) end
+local function x4() return ember.arange(120, { dtype = "float64" }):view(2, 3, 4, 5) end
+
+function T.lua_index_result_shapes_follow_torch()
+  local x, i, m = x4(), i64({ 1, 2 }), ember.ones(3, 4):gt(0)
+  -- torch: x[:,0,:,i] x[0,:,i] x[:,i,:,i] x[:,i,i] x[i,:,i] x[1,i] x[:,:,i]
+  check_shape(x[{ {}, 1, {}, i }], { 2, 4, 2 }, "numbers select first")
+  check_shape(x[{ 1, {}, i }], { 3, 2, 5 })
+  check_shape(x[{ {}, i, {}, i }], { 2, 2, 4 }, "separated: in front")
+  check_shape(x[{ {}, i, i }], { 2, 2, 5 }, "adjacent: in place")
+  check_shape(x[{ i, {}, i }], { 2, 3, 5 })
+  check_shape(x[{ 2, i }], { 2, 4, 5 })
+  check_shape(x[{ {}, {}, i }], { 2, 3, 2, 5 })
+  check_shape(x[{ {}, m }], { 2, 12, 5 }, "a mask covers its dims")
+  check_shape(x[1][m], { 12, 5 })
+  check_shape(x[{ i:view(2, 1), {}, i }], { 2, 2, 3, 5 }, "index tensors broadcast")
+  check_eq(x[{ {}, i, {}, i }]:sum():item(), 768)
+  check_eq(x[{ {}, i, i }]:sum():item(), 890)
+  check_eq(x[{ 2, i, {}, -1 }]:sum():item(), 652)
+  check_eq(x[{ {}, m }][{ 2, 7, 3 }]:item(), 92)
+end
+
+function T.lua_index_values()
+  local x = ember.arange(24, { dtype = "float64" }):view(2, 3, 4)
+  check_tensor(x[x:gt(20)], { 21, 22, 23 })
+  check_tensor(x[i64({ -1, 1 })][{ {}, 1, 1 }], { 12, 0 }, 0, "negative from the end")
+  check_tensor(x[{ {}, i64({ 1, 3 }), i64({ 2, 4 }) }], { { 1, 11 }, { 13, 23 } })
+  check_tensor(x[i64(2)][{ 1 }], { 12, 13, 14, 15 }, 0, "a 0-dim index drops the dim")
+  check_shape(x[x:gt(99)], { 0 })
+  check_shape(x[i64({})], { 0, 3, 4 })
+  local r = x[{ {}, i64({ 1 }) }]
+  r[1][1][1] = 99
+  check_eq(x[1][1][1]:item(), 0, "advanced reads copy")
+  check_tensor(x[1]:t()[i64({ 4, 1 })], { { 3, 7, 11 }, { 0, 4, 8 } }, 0, "non-contiguous")
+  check_tensor(ember.tensor({ 1, 2, 3 })[ember.tensor({ true, false, true })], { 1, 3 }, 0, "int64 data")
+end
+
+function T.lua_index_writes()
+  local y = ember.zeros(3, 4)
+  y[y:eq(0)] = 2
+  y[i64({ 2 })] = 5
+  y[{ {}, i64({ 1, 4 }) }] = ember.tensor({ 7.0, 8.0 })
+  y[{ i64({ 1, 3 }), i64({ 2, 3 }) }] = -1
+  check_tensor(y, { { 7, -1, 2, 8 }, { 7, 5, 5, 8 }, { 7, 2, -1, 8 } })
+  local z = ember.zeros(2, 3, 4)
+  z[{ i64({ 1, 2 }), {}, i64({ 1, 4 }) }] = ember.tensor({ 1.0, 2, 3 }) -- separated: a copy written back
+  check_tensor(z, { { { 1, 0, 0, 0 }, { 2, 0, 0, 0 }, { 3, 0, 0, 0 } }, { { 0, 0, 0, 1 }, { 0, 0, 0, 2 }, { 0, 0, 0, 3 } } })
+  local w = ember.zeros(2, 3, 4)
+  w[{ {}, i64({ 1, 2 }), i64({ 1, 4 }) }] = ember.tensor({ { 1.0, 2 } })
+  check_tensor(w[1], { { 1, 0, 0, 0 }, { 0, 0, 0, 2 }, { 0, 0, 0, 0 } })
+  check_tensor(w[2], { { 1, 0, 0, 0 }, { 0, 0, 0, 2 }, { 0, 0, 0, 0 } })
+  local b = ember.tensor({ 1, 2, 3, 4 })
+  b[b:gt(2)] = ember.tensor({ 30, 40 })
+  check_tensor(b, { 1, 2, 30, 40 }, 0, "a mask takes values in order")
+  local t = ember.zeros(3, 2):t() -- writes through a non-contiguous tensor
+  t[t:eq(0)] = 1
+  t[{ i64({ 2 }), i64({ 3 }) }] = 7
+  check_tensor(t, { { 1, 1, 1 }, { 1, 1, 7 } })
+end
+
+function T.lua_index_gradients_and_history()
+  local w = ember.arange(12, { dtype = "float64" }):view(3, 4)
+  local a = f64({ { 1, 2, 3, 4 }, { 5, 6, 7, 8 }, { 9, 10, 11, 12 } }, true)
+  local v = f64({ 10, 20, 30 }, true)
+  local y = a * 2
+  y[a:gt(9.5)] = v
+  ;(y * w):sum():backward()
+  check_tensor(a.grad, { { 0, 2, 4, 6 }, { 8, 10, 12, 14 }, { 16, 0, 0, 0 } })
+  check_tensor(v.grad, { 9, 10, 11 })
+  a.grad = nil
+  local s = f64(3, true)
+  y = a * 1
+  y[{ i64({ 1, 3 }), i64({ -1, 2 }) }] = s
+  y[i64({ 2 })] = f64({ { 1, 1, 1, 1 } })
+  ;(y * w):sum():backward()
+  check_tensor(a.grad, { { 0, 1, 2, 0 }, { 0, 0, 0, 0 }, { 8, 0, 10, 11 } })
+  check_eq(s.grad:item(), 12)
+  a.grad = nil
+  local r = a[{ {}, i64({ 2, 2, 4 }) }]
+  ;(r * r):sum():backward()
+  check_tensor(a.grad, { { 0, 8, 0, 8 }, { 0, 24, 0, 16 }, { 0, 40, 0, 24 } })
+  a.grad = nil
+  local q = a[a:lt(4)]
+  ;(q * f64({ 1, 2, 3 })):sum():backward()
+  check_tensor(a.grad, { { 1, 2, 3, 0 }, { 0, 0, 0, 0 }, { 0, 0, 0, 0 } })
+  a.grad = nil
+  local u = f64({ { 1, 2 } }, true)
+  y = a * 1
+  y[{ {}, i64({ 1, 3 }) }] = u * 3
+  ;(y * w):sum():backward()
+  check_tensor(a.grad, { { 0, 1, 0, 3 }, { 0, 5, 0, 7 }, { 0, 9, 0, 11 } })
+  check_tensor(u.grad, { { 36, 54 } })
+  check_error(function() local l = f64({ 1, 2 }, true); l[i64({ 1 })] = 0 end, "leaf")
+end
+
+function T.lua_index_errors()
+  local x = ember.zeros(2, 3)
+  check_error(function() return x[i64({ 3 })] end, "index 3", "size 2", "1..2")
+  check_error(function() return x[i64({ 0 })] end, "index 0", "1-based")
+  check_error(function() return x[{ {}, i64({ -4 }) }] end, "index -4", "dim 2", "size 3")
+  check_error(function() return x[ember.tensor({ 1.0 })] end, "index", "int64", "float32")
+  check_error(function() return x[ember.tensor({ true, false, true })] end, "mask", "{3}", "{2,3}")
+  check_error(function() return x[{ i64({ 1, 2 }), i64({ 1, 2, 3 }) }] end, "index", "{2}", "{3}", "broadcast")
+  check_error(function() return x[{ 1, 1, i64({ 1 }) }] end, "too many indices")
+  check_error(function() x[i64({ 1 })] = "a" end, "index", "value", "string")
+  check_error(function() x[{ {}, i64({ 1, 2 }) }] = ember.ones(3) end, "index", "{3}")
+  check_error(function() x[x:gt(0)] = ember.ones(2, 3) end, "masked_scatter_")
+end
+
 return T
