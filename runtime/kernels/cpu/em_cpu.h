@@ -164,6 +164,10 @@ em_tensor *em_cpu_zero_(em_keyset ks, em_tensor *self);
 
 /* ---- family: index ---- */
 
+/* gather(self, d, index) into a new tensor of index's shape (d wrapped,
+ * 1-based int64 index of self's rank; index.c); op names the caller. */
+EM_HIDDEN em_tensor *em_cpu_index_gather(em_tensor *self, int d, em_tensor *index, const char *op);
+
 /* ---- family: linalg ---- */
 
 /* ---- family: random ---- */

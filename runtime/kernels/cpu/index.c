@@ -171,7 +171,7 @@ static inline void fill_row(char *d, int64_t di, const char *v, int64_t L, int64
 }
 
 #define DW_ADD_ROW(n, T, E) \
-    static void add_row_##n(const dim_walk *w, char *d, const char *s) { \
+    CLONE_##n static void add_row_##n(const dim_walk *w, char *d, const char *s) { \
         T *dp = (T *)d; \
         const T *sp = (const T *)s; \
         int64_t di = w->ti, si = w->oi; \
@@ -195,8 +195,23 @@ static dw_add_fn add_row_for(em_dtype t) {
 }
 
 /* Runs the j loop (positions b..e-1) at outer offsets (toff, ooff). */
+#define DW_PICK(T) \
+    do { \
+        const T *tp = (const T *)w->t + toff; \
+        T *op = (T *)w->o + ooff; \
+        for (int64_t j = b; j < e; j++) op[j * osd] = tp[w->pos[j] * tsd]; \
+    } while (0)
+
 static void dw_slices(const dim_walk *w, int64_t toff, int64_t ooff, int64_t b, int64_t e, dw_add_fn add) {
     int64_t es = w->es, tsd = w->tst[w->dim], osd = w->ost[w->dim];
+    if (w->kind == DW_SELECT && w->L == 1) { /* dim is the innermost: one element per position */
+        switch (es) {
+        case 1: DW_PICK(uint8_t); return;
+        case 2: DW_PICK(uint16_t); return;
+        case 4: DW_PICK(uint32_t); return;
+        default: DW_PICK(uint64_t); return;
+        }
+    }
     for (int64_t j = b; j < e; j++) {
         char *tp = w->t + (toff + w->pos[j] * tsd) * es;
         char *op = w->o ? w->o + (ooff + j * osd) * es : NULL;
@@ -645,14 +660,28 @@ static em_status check_scatter_shapes(const em_tensor *self, int d, const em_ten
 #define SC_ROW(n, T, E) \
     static void sc_row_##n(sc_kind kind, char *self, int64_t s_k, int64_t s_d, const int64_t *ix, int64_t i_k, \
                            const char *src, int64_t r_k, int64_t L) { \
-        for (int64_t k = 0; k < L; k++) { \
-            T *d = (T *)self + k * s_k + (ix[k * i_k] - 1) * s_d; \
-            T v = ((const T *)src)[k * r_k]; \
-            switch (kind) { \
-            case SC_COPY: *d = v; break; \
-            case SC_ADD: *d = EM_ST_##n(LA_##n(*d) + LA_##n(v)); break; \
-            case SC_MUL: *d = EM_ST_##n(LA_##n(*d) * LA_##n(v)); break; \
+        T *sp = (T *)self; \
+        const T *rp = (const T *)src; \
+        switch (kind) { \
+        case SC_COPY: \
+            for (int64_t k = 0; k < L; k++) sp[k * s_k + (ix[k * i_k] - 1) * s_d] = rp[k * r_k]; \
+            break; \
+        case SC_ADD: \
+            if (s_k == 0 && s_d == 1 && i_k == 1 && r_k == 1) { /* dim innermost, all contiguous */ \
+                for (int64_t k = 0; k < L; k++) sp[ix[k] - 1] = EM_ST_##n(LA_##n(sp[ix[k] - 1]) + LA_##n(rp[k])); \
+                break; \
             } \
+            for (int64_t k = 0; k < L; k++) { \
+                T *d = sp + k * s_k + (ix[k * i_k] - 1) * s_d; \
+                *d = EM_ST_##n(LA_##n(*d) + LA_##n(rp[k * r_k])); \
+            } \
+            break; \
+        case SC_MUL: \
+            for (int64_t k = 0; k < L; k++) { \
+                T *d = sp + k * s_k + (ix[k * i_k] - 1) * s_d; \
+                *d = EM_ST_##n(LA_##n(*d) * LA_##n(rp[k * r_k])); \
+            } \
+            break; \
         } \
     }
 EM_CPU_TYPES(SC_ROW)
@@ -668,9 +697,84 @@ static sc_row_fn sc_row_for(em_dtype t) {
     }
 }
 
+/* Rows of an index-shaped walk: every dim of index but the last is an outer
+ * row; along the last (length L) index, src/out and self advance by their
+ * strides (self not at all when the last dim is dim). Strides in elements. */
+typedef struct {
+    int nd, d;
+    int64_t isz[EM_MAX_DIMS], ist[EM_MAX_DIMS], sst[EM_MAX_DIMS], rst[EM_MAX_DIMS];
+    int64_t rows, L, s_k;
+} row_walk;
+
+static void row_walk_init(row_walk *w, const em_tensor *self, int d, const em_tensor *ix, const em_tensor *other) {
+    w->nd = ix->ndim ? ix->ndim : 1;
+    w->d = d;
+    for (int k = 0; k < w->nd; k++) {
+        w->isz[k] = ix->ndim ? ix->sizes[k] : 1;
+        w->ist[k] = ix->ndim ? ix->strides[k] : 1;
+        w->sst[k] = self->ndim ? self->strides[k] : 1;
+        w->rst[k] = other && other->ndim ? other->strides[k] : 0;
+    }
+    w->rows = 1;
+    for (int k = 0; k < w->nd - 1; k++) w->rows *= w->isz[k];
+    w->L = w->isz[w->nd - 1];
+    w->s_k = w->nd - 1 == d ? 0 : w->sst[w->nd - 1];
+}
+
+/* Offsets (index, self without dim, other) of outer row r. */
+static void row_offsets(const row_walk *w, int64_t r, int64_t *pos, int64_t *io, int64_t *so, int64_t *ro) {
+    *io = *so = *ro = 0;
+    for (int k = w->nd - 2; k >= 0; k--) {
+        pos[k] = r % w->isz[k];
+        r /= w->isz[k];
+        *io += pos[k] * w->ist[k];
+        if (k != w->d) *so += pos[k] * w->sst[k];
+        *ro += pos[k] * w->rst[k];
+    }
+}
+
+static void row_advance(const row_walk *w, int64_t *pos, int64_t *io, int64_t *so, int64_t *ro) {
+    for (int k = w->nd - 2; k >= 0; k--) {
+        if (++pos[k] < w->isz[k]) {
+            *io += w->ist[k];
+            if (k != w->d) *so += w->sst[k];
+            *ro += w->rst[k];
+            return;
+        }
+        *io -= w->ist[k] * (w->isz[k] - 1);
+        if (k != w->d) *so -= w->sst[k] * (w->isz[k] - 1);
+        *ro -= w->rst[k] * (w->isz[k] - 1);
+        pos[k] = 0;
+    }
+}
+
+typedef struct {
+    const row_walk *w;
+    sc_row_fn row;
+    sc_kind kind;
+    char *self;
+    const char *src;
+    int64_t es;
+    const int64_t *iv;
+} sc_ctx;
+
+static void sc_range(int64_t b, int64_t e, void *p) {
+    const sc_ctx *c = p;
+    const row_walk *w = c->w;
+    int64_t pos[EM_MAX_DIMS], io, so, ro;
+    row_offsets(w, b, pos, &io, &so, &ro);
+    for (int64_t r = b; r < e; r++) {
+        c->row(c->kind, c->self + so * c->es, w->s_k, w->sst[w->d], c->iv + io, w->ist[w->nd - 1],
+               c->src + ro * c->es, w->rst[w->nd - 1], w->L);
+        row_advance(w, pos, &io, &so, &ro);
+    }
+}
+
 /* self[.. index[p] (in dim) ..] op= src[p] for every position p of index;
  * src NULL: the value of vbuf (self's dtype) everywhere. Index values are
- * checked first, so a bad one leaves self untouched. */
+ * checked first, so a bad one leaves self untouched. Rows run in parallel
+ * when dim is the last dim (each row of index then writes its own row of
+ * self); otherwise in order, so repeated positions see a fixed order. */
 static em_tensor *scatter_into(sc_kind kind, em_tensor *self, int64_t dim, em_tensor *index, em_tensor *src,
                                const char *vbuf, const char *op) {
     int d = em_wrap_dim(dim, self->ndim, op);
@@ -680,8 +784,10 @@ static em_tensor *scatter_into(sc_kind kind, em_tensor *self, int64_t dim, em_te
     if (!ix) return NULL;
     int64_t size = self->ndim ? self->sizes[d] : 1;
     const int64_t *iv = em_tensor_data(ix);
-    for (int64_t i = 0; i < ix->numel; i++)
-        if (iv[i] < 1 || iv[i] > size) {
+    bool bad = false; /* a branch-free pass (it vectorises); find the value only when one is bad */
+    for (int64_t i = 0; i < ix->numel; i++) bad |= (uint64_t)(iv[i] - 1) >= (uint64_t)size;
+    for (int64_t i = 0; bad && i < ix->numel; i++)
+        if ((uint64_t)(iv[i] - 1) >= (uint64_t)size) {
             range_error(op, iv[i], d, size, false);
             em_tensor_release(ix);
             return NULL;
@@ -692,44 +798,95 @@ static em_tensor *scatter_into(sc_kind kind, em_tensor *self, int64_t dim, em_te
         em_tensor_release(ix);
         return NULL;
     }
-    int nd = ix->ndim ? ix->ndim : 1;
-    int64_t isz[EM_MAX_DIMS], ist[EM_MAX_DIMS], sst[EM_MAX_DIMS], rst[EM_MAX_DIMS];
-    for (int k = 0; k < nd; k++) {
-        isz[k] = ix->ndim ? ix->sizes[k] : 1;
-        ist[k] = ix->ndim ? ix->strides[k] : 1;
-        sst[k] = self->ndim ? self->strides[k] : 1;
-        rst[k] = s && s->ndim ? s->strides[k] : 0;
-    }
-    sc_row_fn row = sc_row_for(self->dtype);
-    int64_t es = (int64_t)em_dtype_size(self->dtype);
-    char *sd = em_tensor_data(self);
-    const char *rd = s ? em_tensor_data(s) : vbuf;
-    int last = nd - 1;
-    int64_t L = isz[last], s_k = last == d ? 0 : sst[last];
+    row_walk w;
+    row_walk_init(&w, self, d, ix, s);
+    sc_ctx c = { &w, sc_row_for(self->dtype), kind, em_tensor_data(self), s ? em_tensor_data(s) : vbuf,
+                 (int64_t)em_dtype_size(self->dtype), iv };
     if (ix->numel > 0) {
-        int64_t pos[EM_MAX_DIMS] = { 0 }, io = 0, so = 0, ro = 0;
-        for (;;) {
-            row(kind, sd + so * es, s_k, sst[d], iv + io, ist[last], rd + ro * es, rst[last], L);
-            int k = last - 1;
-            for (; k >= 0; k--) {
-                if (++pos[k] < isz[k]) {
-                    io += ist[k];
-                    if (k != d) so += sst[k];
-                    ro += rst[k];
-                    break;
-                }
-                io -= ist[k] * (isz[k] - 1);
-                if (k != d) so -= sst[k] * (isz[k] - 1);
-                ro -= rst[k] * (isz[k] - 1);
-                pos[k] = 0;
-            }
-            if (k < 0) break;
+        if (d == w.nd - 1 && w.rows > 1) {
+            int64_t grain = (int64_t)EM_CPU_GRAIN / (w.L > 0 ? w.L : 1);
+            em_cpu_parallel_for(w.rows, grain > 0 ? grain : 1, sc_range, &c);
+        } else {
+            sc_range(0, w.rows, &c);
         }
     }
     em_tensor_release(s);
     em_tensor_release(ix);
     em_tensor_bump_version(self);
     return em_tensor_retain(self);
+}
+
+/* ---- gather (its kernel is sort.c's em_cpu_gather, which calls this) ---- */
+
+#define GA_ROW(NAME, T) \
+    static int64_t NAME(const char *self, int64_t s_k, int64_t s_d, const int64_t *ix, int64_t i_k, char *out, \
+                        int64_t L, int64_t size) { \
+        const T *sp = (const T *)self; \
+        T *op = (T *)out; \
+        for (int64_t k = 0; k < L; k++) { \
+            int64_t v = ix[k * i_k]; \
+            if ((uint64_t)(v - 1) >= (uint64_t)size) return v; \
+            op[k] = sp[k * s_k + (v - 1) * s_d]; \
+        } \
+        return 1; \
+    }
+GA_ROW(ga_row1, uint8_t)
+GA_ROW(ga_row2, uint16_t)
+GA_ROW(ga_row4, uint32_t)
+GA_ROW(ga_row8, uint64_t)
+
+typedef int64_t (*ga_row_fn)(const char *, int64_t, int64_t, const int64_t *, int64_t, char *, int64_t, int64_t);
+
+typedef struct {
+    const row_walk *w;
+    ga_row_fn row;
+    const char *self;
+    char *out;
+    int64_t es, size;
+    const int64_t *iv;
+    int64_t bad; /* a bad index value seen (first one written wins), else 1 */
+} ga_ctx;
+
+static void ga_range(int64_t b, int64_t e, void *p) {
+    ga_ctx *c = p;
+    const row_walk *w = c->w;
+    int64_t pos[EM_MAX_DIMS], io, so, ro;
+    row_offsets(w, b, pos, &io, &so, &ro);
+    for (int64_t r = b; r < e; r++) {
+        int64_t v = c->row(c->self + so * c->es, w->s_k, w->sst[w->d], c->iv + io, w->ist[w->nd - 1],
+                           c->out + r * w->L * c->es, w->L, c->size);
+        if (v != 1) {
+            int64_t one = 1;
+            __atomic_compare_exchange_n(&c->bad, &one, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+            return;
+        }
+        row_advance(w, pos, &io, &so, &ro);
+    }
+}
+
+em_tensor *em_cpu_index_gather(em_tensor *self, int d, em_tensor *index, const char *op) {
+    if (check_scatter_shapes(self, d, index, NULL, op) != EM_OK) return NULL;
+    em_tensor *ix = index_as_i64(index, false, op, "index");
+    if (!ix) return NULL;
+    em_tensor *out = em_tensor_new(index->ndim, index->sizes, self->dtype, self->device);
+    if (!out || ix->numel == 0) {
+        em_tensor_release(ix);
+        return out;
+    }
+    row_walk w;
+    row_walk_init(&w, self, d, ix, NULL);
+    int64_t es = (int64_t)em_dtype_size(self->dtype);
+    ga_ctx c = { &w, es == 1 ? ga_row1 : es == 2 ? ga_row2 : es == 4 ? ga_row4 : ga_row8, em_tensor_data(self),
+                 em_tensor_data(out), es, self->ndim ? self->sizes[d] : 1, em_tensor_data(ix), 1 };
+    int64_t grain = (int64_t)EM_CPU_GRAIN / (w.L > 0 ? w.L : 1);
+    em_cpu_parallel_for(w.rows, grain > 0 ? grain : 1, ga_range, &c);
+    em_tensor_release(ix);
+    if (c.bad != 1) {
+        range_error(op, c.bad, d, c.size, false);
+        em_tensor_release(out);
+        return NULL;
+    }
+    return out;
 }
 
 /* src as scatter takes it: a wrapped number means "the value" (PyTorch's
