@@ -102,8 +102,8 @@ static em_tensor *normalise(lua_State *L, ix_scope *s, em_tensor *idx, int dim, 
     bool neg = false;
     for (int64_t k = 0; k < hc->numel; k++) {
         if (v[k] == 0 || v[k] > n || v[k] < -n)
-            FAILF(L, s, "index: index %I is out of range for dim %d of size %I (valid: 1..%I or -%I..-1; indices are "
-                  "1-based)", (lua_Integer)v[k], dim + 1, (lua_Integer)n, (lua_Integer)n, (lua_Integer)n);
+            FAILF(L, s, "index: index %I is out of bounds for dim %d with size %I (indices are 1-based); valid: "
+                  "1..%I or -%I..-1", (lua_Integer)v[k], dim + 1, (lua_Integer)n, (lua_Integer)n, (lua_Integer)n);
         neg |= v[k] < 0;
     }
     if (!neg) return i64;

@@ -32,16 +32,19 @@ static inline bool pos_of(int64_t v, int64_t n, bool allow_neg, int64_t *out) {
     return true;
 }
 
+/* The message of sort.c's gather before it, so one voice for every index
+ * op: "op: index V is out of bounds for dim D with size N (indices are
+ * 1-based); valid: 1..N" (and -N..-1 where negative values count from the end). */
 static em_status range_error(const char *op, int64_t v, int dim, int64_t n, bool allow_neg) {
     if (n == 0)
-        return em_set_error(EM_EINDEX, "%s: index %lld is out of range for dim %d of size 0 (it has no elements)",
+        return em_set_error(EM_EINDEX, "%s: index %lld is out of bounds for dim %d with size 0 (it has no elements)",
                             op, (long long)v, dim + 1);
     if (allow_neg)
-        return em_set_error(EM_EINDEX, "%s: index %lld is out of range for dim %d of size %lld (valid: 1..%lld "
-                            "or -%lld..-1; indices are 1-based)", op, (long long)v, dim + 1, (long long)n,
+        return em_set_error(EM_EINDEX, "%s: index %lld is out of bounds for dim %d with size %lld (indices are "
+                            "1-based); valid: 1..%lld or -%lld..-1", op, (long long)v, dim + 1, (long long)n,
                             (long long)n, (long long)n);
-    return em_set_error(EM_EINDEX, "%s: index %lld is out of range for dim %d of size %lld (valid: 1..%lld; "
-                        "indices are 1-based)", op, (long long)v, dim + 1, (long long)n, (long long)n);
+    return em_set_error(EM_EINDEX, "%s: index %lld is out of bounds for dim %d with size %lld (indices are 1-based); "
+                        "valid: 1..%lld", op, (long long)v, dim + 1, (long long)n, (long long)n);
 }
 
 /* index as a contiguous int64 tensor (a new reference): itself when it is
@@ -639,22 +642,28 @@ static em_status check_scatter_shapes(const em_tensor *self, int d, const em_ten
     int sn = self->ndim ? self->ndim : 1, in = index->ndim ? index->ndim : 1;
     char a[EM_SHAPE_STR_MAX], b[EM_SHAPE_STR_MAX], c[EM_SHAPE_STR_MAX];
     if (index->numel == 0) return EM_OK;
-    bool ok = sn == in && (!src || (src->ndim ? src->ndim : 1) == in);
-    for (int k = 0; ok && k < in; k++) {
-        int64_t i = index->ndim ? index->sizes[k] : 1;
-        if (k != d && i > (self->ndim ? self->sizes[k] : 1)) ok = false;
-        if (src && i > (src->ndim ? src->sizes[k] : 1)) ok = false;
-    }
-    if (ok) return EM_OK;
-    if (src)
-        return em_set_error(EM_ESHAPE, "%s: index %s must have the dims of self %s and src %s and be no larger than "
-                            "src, and than self except in dim %d", op,
+    if (sn != in || (src && (src->ndim ? src->ndim : 1) != in)) {
+        if (src)
+            return em_set_error(EM_ESHAPE, "%s: index %s, self %s and src %s must have the same number of dims", op,
+                                em_shape_str(index->ndim, index->sizes, a, sizeof a),
+                                em_shape_str(self->ndim, self->sizes, b, sizeof b),
+                                em_shape_str(src->ndim, src->sizes, c, sizeof c));
+        return em_set_error(EM_ESHAPE, "%s: index %s and self %s must have the same number of dims", op,
                             em_shape_str(index->ndim, index->sizes, a, sizeof a),
-                            em_shape_str(self->ndim, self->sizes, b, sizeof b),
-                            em_shape_str(src->ndim, src->sizes, c, sizeof c), d + 1);
-    return em_set_error(EM_ESHAPE, "%s: index %s must have the dims of self %s and be no larger than self except "
-                        "in dim %d", op, em_shape_str(index->ndim, index->sizes, a, sizeof a),
-                        em_shape_str(self->ndim, self->sizes, b, sizeof b), d + 1);
+                            em_shape_str(self->ndim, self->sizes, b, sizeof b));
+    }
+    for (int k = 0; k < in; k++) {
+        int64_t i = index->ndim ? index->sizes[k] : 1;
+        if (k != d && i > (self->ndim ? self->sizes[k] : 1))
+            return em_set_error(EM_ESHAPE, "%s: index %s is larger than self %s in dim %d (only dim %d may be larger)",
+                                op, em_shape_str(index->ndim, index->sizes, a, sizeof a),
+                                em_shape_str(self->ndim, self->sizes, b, sizeof b), k + 1, d + 1);
+        if (src && i > (src->ndim ? src->sizes[k] : 1))
+            return em_set_error(EM_ESHAPE, "%s: index %s is larger than src %s in dim %d", op,
+                                em_shape_str(index->ndim, index->sizes, a, sizeof a),
+                                em_shape_str(src->ndim, src->sizes, c, sizeof c), k + 1);
+    }
+    return EM_OK;
 }
 
 #define SC_ROW(n, T, E) \
