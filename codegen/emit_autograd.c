@@ -65,7 +65,9 @@ static const cg_formula *formula_for(const cg_op *op, int arg) {
     return NULL;
 }
 
-/* "add_" -> "AddBackward" (the node's name) and "AddBackward_" (its C type). */
+/* "add_" -> "AddBackward" (the node's name) and "AddBackward_" (its C type);
+ * an in-place overload ("scatter_reduce_.two", C name scatter_reduce__two)
+ * takes the "_" from its base name. */
 static void node_names(const cg_op *op, char *display, char *ctype, size_t n) {
     size_t k = 0;
     bool up = true;
@@ -76,7 +78,7 @@ static void node_names(const cg_op *op, char *display, char *ctype, size_t n) {
     }
     display[k] = '\0';
     strcat(display, "Backward");
-    snprintf(ctype, n, "%s%s", display, op->name[strlen(op->name) - 1] == '_' ? "_" : "");
+    snprintf(ctype, n, "%s%s", display, op->base[strlen(op->base) - 1] == '_' ? "_" : "");
 }
 
 /* The condition "some input whose formula uses X needs a gradient":

@@ -102,6 +102,13 @@ EM_HIDDEN em_tensor *em_ag_fn_scatter_src_grad(em_tensor *grad, int64_t dim, em_
                                                const em_input_meta *src_meta);
 /* take: grad added at the flat positions of index into zeros of self. */
 EM_HIDDEN em_tensor *em_ag_fn_take_backward(em_tensor *grad, const em_input_meta *self_meta, em_tensor *index);
+/* scatter_reduce (sum, mean, amax, amin; prod refused, Note [scatter_reduce prod]) */
+EM_HIDDEN em_tensor *em_ag_fn_scatter_reduce_self_grad(em_tensor *grad, em_tensor *self, int64_t dim,
+                                                       em_tensor *index, em_tensor *src, const char *reduce,
+                                                       bool include_self, em_tensor *result);
+EM_HIDDEN em_tensor *em_ag_fn_scatter_reduce_src_grad(em_tensor *grad, em_tensor *self, int64_t dim,
+                                                      em_tensor *index, em_tensor *src, const char *reduce,
+                                                      bool include_self, em_tensor *result);
 
 /* ---- family: linalg (formulas_linalg.c) ---- */
 

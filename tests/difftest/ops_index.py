@@ -8,7 +8,16 @@ several index entries write (scatter, index_copy) are drawn distinct where
 PyTorch leaves the winner unspecified. Not drawn: nonzero_tuple (a Tensor[]
 result; test_index.lua covers it).
 
-Accepted differences: scatter with reduce (not differentiable, as in
+Accepted differences: scatter_reduce with amax/amin and include_self=false:
+where self's (excluded) value equals the result, PyTorch 1.13 still counts
+it among the ties, so src gets a share of the gradient (0.5 for one tie);
+ember gives src the whole gradient (the true derivative); the generator
+draws include_self=true for amax/amin. scatter_reduce with a src larger
+than index: PyTorch's backward raises (an invalid gradient shape), ember
+gives the larger src zeros where index does not reach; the generator draws
+src of index's shape. scatter_reduce with reduce="prod" refuses its
+gradient (Note [scatter_reduce prod]): no input requiring grad is drawn.
+scatter with reduce (not differentiable, as in
 PyTorch) refuses an input that requires grad when called, where PyTorch
 raises at backward; the generator gives it no such input.
 """
@@ -227,6 +236,40 @@ def gen_scatter(kind):
     return gen
 
 
+def gen_scatter_reduce(g, op):
+    """scatter_reduce.two: scatter_add's arguments plus the reduction and
+    include_self; prod's gradient is refused by ember (Note [scatter_reduce
+    prod]), so prod gets no input that requires grad."""
+    red = g.r.choice(['sum', 'prod', 'mean', 'amax', 'amin'])
+    if red == 'prod':
+        s = g.pick(inplace=op.inplace, pred=lambda t: not t.requires_grad)
+        if s is None:
+            return None
+    res = gen_scatter('add')(g, op)
+    if res is None:
+        return None
+    if red == 'prod':
+        src = res['args'][3][1]
+        if g.t(res['args'][0][1]).requires_grad or any(st.get('rg') for st in res['pre'] if st['out'] == src):
+            for st in res['pre']:
+                if st['out'] == src:
+                    st['rg'] = False
+            if g.t(res['args'][0][1]).requires_grad:
+                return None
+    # src exactly index's shape: torch's backward fails on a larger src (ember pads)
+    src = res['args'][3][1]
+    for st in res['pre']:
+        if st['out'] == src:
+            ishape = [st2 for st2 in res['pre'] if st2['out'] == res['args'][2][1]][0]['shape']
+            st['shape'] = list(ishape)
+            st['values'] = st['values'][:_prod(ishape)] + [1.0] * max(0, _prod(ishape) - len(st['values']))
+    res['args'].append(['str', red])
+    if g.r.random() < 0.5:
+        # amax/amin without self: accepted difference in the gradient (see above)
+        res['kw']['include_self'] = ['bool', red in ('amax', 'amin') or g.r.random() < 0.5]
+    return res
+
+
 def gen_gather(g, op):
     s = g.pick()
     if s is None:
@@ -312,6 +355,8 @@ MAP = {
     'take_along_dim': dict(gen=gen_take_along_dim, py=_py_idx('take_along_dim', [1])),
     'one_hot': dict(gen=gen_one_hot, py=_py_one_hot, weight=0.5),
     'nonzero_tuple': dict(gen=lambda g, op: None),
+    'scatter_reduce.two': dict(gen=gen_scatter_reduce, py=_py_idx('scatter_reduce', [2])),
+    'scatter_reduce_.two': dict(gen=gen_scatter_reduce, py=_py_idx('scatter_reduce_', [2])),
 }
 
 INDEX_RESULTS = {'nonzero': [0]}

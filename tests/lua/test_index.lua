@@ -287,4 +287,49 @@ function T.lua_index_errors()
   check_error(function() x[x:gt(0)] = ember.ones(2, 3) end, "masked_scatter_")
 end
 
+function T.scatter_reduce_values_and_gradients()
+  local x = ember.tensor({ { 1.0, 2, 3 }, { 4, 5, 6 } })
+  local idx = i64({ { 1, 1, 3 }, { 2, 2, 2 } })
+  local src = ember.tensor({ { 10.0, 20, 30 }, { -1, 7, nan } })
+  local want = { -- PyTorch 1.13, include_self true / false
+    sum = { { { 31, 2, 33 }, { 4, nan, 6 } }, { { 30, 2, 30 }, { 4, nan, 6 } } },
+    prod = { { { 200, 2, 90 }, { 4, nan, 6 } }, { { 200, 2, 30 }, { 4, nan, 6 } } },
+    mean = { { { 31 / 3, 2, 16.5 }, { 4, nan, 6 } }, { { 15, 2, 30 }, { 4, nan, 6 } } },
+    amax = { { { 20, 2, 30 }, { 4, nan, 6 } }, { { 20, 2, 30 }, { 4, nan, 6 } } },
+    amin = { { { 1, 2, 3 }, { 4, nan, 6 } }, { { 10, 2, 30 }, { 4, nan, 6 } } },
+  }
+  for red, w in pairs(want) do
+    check_tensor(x:scatter_reduce(2, idx, src, red), w[1], 1e-6, red)
+    check_tensor(ember.scatter_reduce(x, 2, idx, src, red, { include_self = false }), w[2], 1e-6, red .. " excluding self")
+  end
+  local xi, si = xi(), ember.tensor({ { 10, 20, 30 }, { -1, 7, 2 } })
+  check_tensor(xi:scatter_reduce(2, idx, si, "mean"), { { 10, 2, 16 }, { 4, 3, 6 } }, 0, "integer mean floors")
+  check_tensor(xi:scatter_reduce(2, idx, si, "mean", { include_self = false }), { { 15, 2, 30 }, { 4, 2, 6 } })
+  local y = x:t():contiguous():t() -- non-contiguous in place
+  y:scatter_reduce_(2, idx, ember.ones(2, 3), "sum")
+  check_tensor(y, { { 3, 2, 4 }, { 4, 8, 6 } })
+  local gw = ember.arange(6, { dtype = "float64" }):view(2, 3)
+  local grads = { -- PyTorch 1.13: a.grad, s.grad for include_self true and false
+    sum = { { { 0, 1, 2 }, { 3, 4, 5 } }, { { 0, 0, 2 }, { 4, 4, 4 } }, { { 0, 1, 0 }, { 3, 0, 5 } }, { { 0, 0, 2 }, { 4, 4, 4 } } },
+    mean = { { { 0, 1, 1 }, { 3, 1, 5 } }, { { 0, 0, 1 }, { 1, 1, 1 } }, { { 0, 1, 0 }, { 3, 0, 5 } },
+      { { 0, 0, 2 }, { 4 / 3, 4 / 3, 4 / 3 } } },
+    amax = { { { 0, 1, 0 }, { 3, 0, 5 } }, { { 0, 0, 2 }, { 0, 4, 0 } }, { { 0, 1, 0 }, { 3, 0, 5 } }, { { 0, 0, 2 }, { 0, 4, 0 } } },
+    amin = { { { 0, 1, 2 }, { 3, 0, 5 } }, { { 0, 0, 0 }, { 4, 0, 0 } }, { { 0, 1, 0 }, { 3, 0, 5 } }, { { 0, 0, 2 }, { 4, 0, 0 } } },
+  }
+  for red, g in pairs(grads) do
+    for k, inc in ipairs({ true, false }) do
+      local a = f64({ { 1, 2, 3 }, { 4, 5, 6 } }, true)
+      local s = f64({ { 10, 2, 30 }, { -1, 7, 2 } }, true)
+      ;(a:scatter_reduce(2, idx, s, red, { include_self = inc }) * gw):sum():backward()
+      check_tensor(a.grad, g[2 * k - 1], 1e-6, red .. " self grad")
+      check_tensor(s.grad, g[2 * k], 1e-6, red .. " src grad")
+    end
+  end
+  local a = f64({ 1, 2 }, true)
+  check_error(function() a:scatter_reduce(1, i64({ 1 }), f64({ 3 }), "prod"):sum():backward() end,
+    "scatter_reduce", "prod", "not implemented")
+  check_error(function() return x:scatter_reduce(2, idx, src, "max") end, "scatter_reduce", "reduce", "max")
+  check_error(function() return x:scatter_reduce(2, idx, si, "sum") end, "scatter_reduce", "src", "int64")
+end
+
 return T

@@ -1099,3 +1099,186 @@ em_tensor *em_cpu_one_hot(em_keyset ks, em_tensor *self, int64_t num_classes) {
     em_tensor_release(c);
     return out;
 }
+
+/* ---- scatter_reduce ---- */
+
+typedef enum { SR_SUM, SR_PROD, SR_MEAN, SR_AMAX, SR_AMIN } sr_kind;
+
+static sr_kind sr_kind_of(const char *r) {
+    return strcmp(r, "sum") == 0 ? SR_SUM : strcmp(r, "prod") == 0 ? SR_PROD : strcmp(r, "mean") == 0 ? SR_MEAN
+         : strcmp(r, "amax") == 0 ? SR_AMAX : SR_AMIN;
+}
+
+/* One element: the reduction's identity (init) or d = d (op) s, in the
+ * dtype's arithmetic (float16/bfloat16 in float). amax/amin propagate NaN
+ * as PyTorch does. */
+#define SR_FNS(n, T, E) \
+    static void sr_init_##n(T *d, sr_kind k) { \
+        switch (k) { \
+        case SR_SUM: case SR_MEAN: *d = EM_ST_##n(0); break; \
+        case SR_PROD: *d = EM_ST_##n(1); break; \
+        case SR_AMAX: *d = em_cpu_is_float(E) ? EM_ST_##n(-INFINITY) : EM_ST_##n(sr_lowest(E)); break; \
+        case SR_AMIN: *d = em_cpu_is_float(E) ? EM_ST_##n(INFINITY) : EM_ST_##n(sr_highest(E)); break; \
+        } \
+    } \
+    static void sr_apply_##n(T *d, T s, sr_kind k) { \
+        switch (k) { \
+        case SR_SUM: case SR_MEAN: *d = EM_ST_##n(LA_##n(*d) + LA_##n(s)); break; \
+        case SR_PROD: *d = EM_ST_##n(LA_##n(*d) * LA_##n(s)); break; \
+        case SR_AMAX: case SR_AMIN: { \
+            double a = (double)EM_LDW_##n(*d), b = (double)EM_LDW_##n(s); \
+            if (em_cpu_is_float(E)) { \
+                if (isnan(b) || (!isnan(a) && (k == SR_AMAX ? b > a : b < a))) *d = s; \
+            } else { \
+                int64_t ai = (int64_t)EM_LDW_##n(*d), bi = (int64_t)EM_LDW_##n(s); \
+                if (k == SR_AMAX ? bi > ai : bi < ai) *d = s; \
+                (void)a; \
+            } \
+            break; \
+        } \
+        } \
+    }
+
+static double sr_lowest(em_dtype t) {
+    switch (t) {
+    case EM_BOOL: return 0;
+    case EM_UINT8: return 0;
+    case EM_INT8: return -128;
+    case EM_INT32: return -2147483648.0;
+    default: return (double)INT64_MIN;
+    }
+}
+static double sr_highest(em_dtype t) {
+    switch (t) {
+    case EM_BOOL: return 1;
+    case EM_UINT8: return 255;
+    case EM_INT8: return 127;
+    case EM_INT32: return 2147483647.0;
+    default: return 9223372036854775807.0;
+    }
+}
+EM_CPU_TYPES(SR_FNS)
+
+/* Visits every index element: self element (contiguous self: offset in
+ * elements) and src element offset. */
+static void sr_walk(const row_walk *w, const int64_t *iv, void (*fn)(int64_t so, int64_t ro, void *ctx), void *ctx) {
+    int64_t pos[EM_MAX_DIMS], io, so, ro;
+    row_offsets(w, 0, pos, &io, &so, &ro);
+    int last = w->nd - 1;
+    for (int64_t r = 0; r < w->rows; r++) {
+        for (int64_t k = 0; k < w->L; k++)
+            fn(so + k * w->s_k + (iv[io + k * w->ist[last]] - 1) * w->sst[w->d], ro + k * w->rst[last], ctx);
+        row_advance(w, pos, &io, &so, &ro);
+    }
+}
+
+typedef struct {
+    char *self;
+    const char *src;
+    em_dtype dtype;
+    int64_t es;
+    sr_kind kind;
+    int64_t *count;
+} sr_ctx;
+
+static void sr_init_one(int64_t so, int64_t ro, void *p) {
+    sr_ctx *c = p;
+    (void)ro;
+    switch (c->dtype) {
+#define X(n, T, E) case E: sr_init_##n((T *)c->self + so, c->kind); break;
+        EM_CPU_TYPES(X)
+#undef X
+    default: break;
+    }
+}
+
+static void sr_apply_one(int64_t so, int64_t ro, void *p) {
+    sr_ctx *c = p;
+    switch (c->dtype) {
+#define X(n, T, E) case E: sr_apply_##n((T *)c->self + so, ((const T *)c->src)[ro], c->kind); break;
+        EM_CPU_TYPES(X)
+#undef X
+    default: break;
+    }
+    if (c->count) c->count[so]++;
+}
+
+/* scatter_reduce into self (in place). Works on a contiguous copy when self
+ * is not contiguous, so that the counts of mean line up with self. */
+static em_tensor *scatter_reduce_into(em_tensor *self, int64_t dim, em_tensor *index, em_tensor *src,
+                                      const char *reduce, bool include_self, const char *op) {
+    int d = em_wrap_dim(dim, self->ndim, op);
+    if (d < 0 || check_scatter_shapes(self, d, index, src, op) != EM_OK ||
+        check_same_dtype(self, src, op, "src") != EM_OK)
+        return NULL;
+    if (self->dtype == EM_BOOL) {
+        em_set_error(EM_ETYPE, "%s: self must not be bool", op);
+        return NULL;
+    }
+    em_tensor *ix = index_as_i64(index, false, op, "index");
+    if (!ix) return NULL;
+    int64_t size = self->ndim ? self->sizes[d] : 1;
+    const int64_t *iv = em_tensor_data(ix);
+    for (int64_t i = 0; i < ix->numel; i++)
+        if ((uint64_t)(iv[i] - 1) >= (uint64_t)size) {
+            range_error(op, iv[i], d, size, false);
+            em_tensor_release(ix);
+            return NULL;
+        }
+    em_tensor *work = self->is_contiguous ? em_tensor_retain(self) : out_copy(self, op);
+    em_tensor *s = work ? copy_of(src, src->ndim, src->sizes, op) : NULL;
+    sr_kind kind = sr_kind_of(reduce);
+    int64_t *count = NULL;
+    if (s && kind == SR_MEAN) {
+        count = malloc(sizeof *count * (size_t)(work->numel ? work->numel : 1));
+        if (!count) em_set_error(EM_ENOMEM, "%s: out of memory", op);
+        else for (int64_t i = 0; i < work->numel; i++) count[i] = include_self ? 1 : 0;
+    }
+    em_status st = EM_ENOMEM;
+    if (s && (kind != SR_MEAN || count)) {
+        row_walk w;
+        row_walk_init(&w, work, d, ix, s);
+        sr_ctx c = { em_tensor_data(work), em_tensor_data(s), work->dtype, (int64_t)em_dtype_size(work->dtype), kind,
+                     count };
+        if (ix->numel > 0) {
+            if (!include_self) sr_walk(&w, iv, sr_init_one, &c);
+            sr_walk(&w, iv, sr_apply_one, &c);
+        }
+        if (count) { /* mean: divide by the count (floor division for integers, as PyTorch) */
+            char *p = em_tensor_data(work);
+            int64_t es = (int64_t)em_dtype_size(work->dtype);
+            for (int64_t i = 0; i < work->numel; i++) {
+                int64_t n = count[i] ? count[i] : 1;
+                if (n == 1) continue;
+                if (em_cpu_is_float(work->dtype)) {
+                    em_store_from_double(p + i * es, work->dtype, em_load_as_double(p + i * es, work->dtype) / (double)n);
+                } else {
+                    int64_t v = em_load_as_int64(p + i * es, work->dtype), q = v / n;
+                    if ((v % n != 0) && ((v < 0) != (n < 0))) q--;
+                    em_store_from_int64(p + i * es, work->dtype, q);
+                }
+            }
+        }
+        st = work != self ? em_cpu_copy_into(self, work, op) : EM_OK;
+    }
+    free(count);
+    em_tensor_release(s);
+    em_tensor_release(work);
+    em_tensor_release(ix);
+    if (st != EM_OK) return NULL;
+    em_tensor_bump_version(self);
+    return em_tensor_retain(self);
+}
+
+em_tensor *em_cpu_scatter_reduce__two(em_keyset ks, em_tensor *self, int64_t dim, em_tensor *index, em_tensor *src,
+                                      const char *reduce, bool include_self) {
+    (void)ks;
+    return scatter_reduce_into(self, dim, index, src, reduce, include_self, "scatter_reduce_");
+}
+
+em_tensor *em_cpu_scatter_reduce_two(em_keyset ks, em_tensor *self, int64_t dim, em_tensor *index, em_tensor *src,
+                                     const char *reduce, bool include_self) {
+    (void)ks;
+    const char *op = "scatter_reduce";
+    OUT_OF_PLACE(scatter_reduce_into(out, dim, index, src, reduce, include_self, op));
+}
