@@ -328,8 +328,11 @@ em_tensor *em_lua_index_advanced(lua_State *L, em_tensor *t, int kidx) {
 
 /* ---- writing ---- */
 
-/* v (a tensor) expanded to shape and reshaped to out (a copy when needed). */
-static em_tensor *values_as(ix_scope *s, em_tensor *v, const int64_t *shape, int n, const int64_t *out, int no) {
+/* v (a tensor) in dtype, expanded to shape and reshaped to out (a copy when
+ * needed): the values a write puts in, cast as PyTorch's setitem casts. */
+static em_tensor *values_as(ix_scope *s, em_tensor *v, em_dtype dtype, const int64_t *shape, int n, const int64_t *out,
+                            int no) {
+    if (v->dtype != dtype && !(v = keep(s, em_to(v, dtype)))) return NULL;
     /* PyTorch's setitem drops the value's leading size-1 dims before expanding */
     int lead = 0;
     while (lead < v->ndim - n && v->sizes[lead] == 1) lead++;
@@ -339,9 +342,11 @@ static em_tensor *values_as(ix_scope *s, em_tensor *v, const int64_t *shape, int
 }
 
 /* Writes v (a number: value, else the tensor src) into target at the 1-based
- * positions idx (1-d) along dim: index_fill_ or index_copy_. */
+ * positions idx (1-d) along dim: index_fill_ or index_copy_; index_add_ of
+ * src when accumulating (index_put's accumulate=true). */
 static em_tensor *write_along(ix_scope *s, em_tensor *target, int dim, em_tensor *idx, em_tensor *value,
-                              em_tensor *src) {
+                              em_tensor *src, bool accumulate) {
+    if (accumulate) return keep(s, em_index_add_(target, dim, idx, src, em_scalar_int(1)));
     if (value) return keep(s, em_index_fill_(target, dim, idx, value));
     return keep(s, em_index_copy_(target, dim, idx, src));
 }
@@ -367,8 +372,8 @@ static em_tensor *value_at(lua_State *L, ix_scope *s, int vidx, bool *is_number)
 /* The write itself (after the key and value are checked): NULL with the
  * error set on failure. Runs between em_ag_set_setitem(true) and its reset. */
 static em_tensor *do_write(ix_scope *s, adv_key *key, em_tensor *v, bool is_number, const int64_t *B, int nb,
-                           em_tensor *lin, em_tensor *p) {
-    bool fill = is_number || v->ndim == 0;
+                           em_tensor *lin, em_tensor *p, bool accumulate) {
+    bool fill = !accumulate && (is_number || v->ndim == 0);
     em_tensor *cur = key->cur;
     int64_t minus1 = -1;
     /* the result shape R of a read with this key, and where B sits in it */
@@ -396,10 +401,10 @@ static em_tensor *do_write(ix_scope *s, adv_key *key, em_tensor *v, bool is_numb
                 for (int d = 0; d < p0; d++) out[no++] = cur->sizes[d];
                 out[no++] = idx->numel;
                 for (int d = p0 + k; d < cur->ndim; d++) out[no++] = cur->sizes[d];
-                src = values_as(s, v, R, nr, out, no);
+                src = values_as(s, v, cur->dtype, R, nr, out, no);
                 if (!src) return NULL;
             }
-            return write_along(s, target, p0, idx, fill ? v : NULL, src);
+            return write_along(s, target, p0, idx, fill ? v : NULL, src, accumulate);
         }
         em_clear_error();
     }
@@ -419,38 +424,44 @@ static em_tensor *do_write(ix_scope *s, adv_key *key, em_tensor *v, bool is_numb
         for (int d = key->nadv; d < p->ndim; d++) R[nr++] = p->sizes[d];
         out[no++] = idx->numel;
         for (int d = key->nadv; d < p->ndim; d++) out[no++] = p->sizes[d];
-        src = values_as(s, v, R, nr, out, no);
+        src = values_as(s, v, cur->dtype, R, nr, out, no);
         if (!src) return NULL;
     }
     em_tensor *target = keep(s, em_view(p, (em_intlist){ fs, nf }));
-    if (target) return write_along(s, target, 0, idx, fill ? v : NULL, src);
+    if (target) return write_along(s, target, 0, idx, fill ? v : NULL, src, accumulate);
     em_clear_error();
     em_tensor *copy = keep(s, em_reshape(p, (em_intlist){ fs, nf }));
-    em_tensor *w = copy ? write_along(s, copy, 0, idx, fill ? v : NULL, src) : NULL;
+    em_tensor *w = copy ? write_along(s, copy, 0, idx, fill ? v : NULL, src, accumulate) : NULL;
     em_tensor *back = w ? keep(s, em_view(w, (em_intlist){ p->sizes, p->ndim })) : NULL;
     return back ? keep(s, em_copy_(p, back)) : NULL;
 }
 
-void em_lua_newindex_advanced(lua_State *L, em_tensor *t, int kidx, int vidx) {
+/* x[key] = v, or index_put_(x, key, v, accumulate): see the Note. */
+static void adv_write(lua_State *L, em_tensor *t, int kidx, int vidx, bool accumulate) {
     ix_scope s;
     s.n = 0;
     bool is_number;
     em_tensor *v = value_at(L, &s, vidx, &is_number);
     em_tensor *r = NULL;
     const char *op = "index";
-    if (lua_type(L, kidx) == LUA_TUSERDATA) { /* x[mask] = v over all of x */
+    if (!accumulate && lua_type(L, kidx) == LUA_TUSERDATA) { /* x[mask] = v over all of x */
         em_tensor *m = tensor_at(L, kidx, &s);
         if (m->dtype == EM_BOOL && m->ndim == t->ndim &&
             memcmp(m->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim) == 0) {
+            em_tensor *nz = NULL, *src = NULL;
+            int64_t count = 0;
+            if (!(is_number || v->ndim == 0)) { /* before the setitem mark: may raise */
+                nz = keep(&s, em_nonzero(m));
+                if (!nz) fail_err(L, &s);
+                count = nz->sizes[0];
+            }
             bool prev = em_ag_set_setitem(true);
-            if (is_number || v->ndim == 0) {
+            if (!nz) {
                 op = "masked_fill_";
                 r = em_masked_fill_(t, m, v);
             } else {
                 op = "masked_scatter_";
-                em_tensor *nz = keep(&s, em_nonzero(m));
-                int64_t count = nz ? nz->sizes[0] : 0;
-                em_tensor *src = nz ? values_as(&s, v, &count, 1, &count, 1) : NULL;
+                src = values_as(&s, v, t->dtype, &count, 1, &count, 1);
                 r = src ? em_masked_scatter_(t, m, src) : NULL;
             }
             em_ag_set_setitem(prev);
@@ -470,9 +481,87 @@ void em_lua_newindex_advanced(lua_State *L, em_tensor *t, int kidx, int vidx) {
     /* everything that may raise comes before the setitem mark */
     em_tensor *lin = linear_index(L, &s, &key);
     em_tensor *front = indexed_dims_first(L, &s, &key);
-    bool prev = em_ag_set_setitem(true);
-    r = do_write(&s, &key, v, is_number, B, nb, lin, front);
+    bool prev = em_ag_set_setitem(!accumulate);
+    r = do_write(&s, &key, v, is_number, B, nb, lin, front, accumulate);
     em_ag_set_setitem(prev);
     if (!r) fail_err(L, &s);
     ix_release(&s);
+}
+
+void em_lua_newindex_advanced(lua_State *L, em_tensor *t, int kidx, int vidx) { adv_write(L, t, kidx, vidx, false); }
+
+/* ---- index_put ---- */
+
+/* The indices argument of index_put: a non-empty Lua array of tensors. */
+static void check_indices(lua_State *L, int idx, const char *op) {
+    if (lua_type(L, idx) != LUA_TTABLE)
+        em_lua_argerror(L, idx, op, "indices: a list of tensors expected, got %s", luaL_typename(L, idx));
+    lua_Unsigned n = lua_rawlen(L, idx);
+    if (n == 0) em_lua_argerror(L, idx, op, "indices: the list is empty");
+    for (lua_Unsigned k = 1; k <= n; k++) {
+        lua_rawgeti(L, idx, (lua_Integer)k);
+        bool ok = em_lua_toslot(L, -1) != NULL;
+        const char *got = luaL_typename(L, -1);
+        lua_pop(L, 1);
+        if (!ok) em_lua_argerror(L, idx, op, "indices: element %d is not a tensor (got %s)", (int)k, got);
+    }
+}
+
+/* The accumulate option of the trailing options table at idx (absent: false). */
+static bool accumulate_opt(lua_State *L, int idx, const char *op) {
+    if (lua_type(L, idx) == LUA_TNONE || lua_type(L, idx) == LUA_TNIL) return false;
+    if (lua_type(L, idx) != LUA_TTABLE) em_lua_argerror(L, idx, op, "options table expected, got %s", luaL_typename(L, idx));
+    bool acc = false;
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+        if (!k || strcmp(k, "accumulate") != 0) {
+            lua_pop(L, 2);
+            em_lua_argerror(L, idx, op, "bad option '%s' (index_put takes accumulate)", k ? k : "?");
+        }
+        if (lua_type(L, -1) != LUA_TBOOLEAN) {
+            lua_pop(L, 2);
+            em_lua_argerror(L, idx, op, "accumulate: boolean expected");
+        }
+        acc = lua_toboolean(L, -1);
+        lua_pop(L, 1);
+    }
+    return acc;
+}
+
+/* x:index_put_(indices, values, {accumulate = false}): x[{ indices... }] =
+ * values in place (values added, repeats included, with accumulate);
+ * returns x. */
+static int l_index_put_(lua_State *L) {
+    em_tensor *t = em_lua_checkself(L, 1, "index_put_");
+    check_indices(L, 2, "index_put_");
+    bool acc = accumulate_opt(L, 4, "index_put_");
+    adv_write(L, t, 2, 3, acc);
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* ember.index_put(x, indices, values, opts) / x:index_put(...): on a copy. */
+static int l_index_put(lua_State *L) {
+    em_tensor *t = em_lua_checkself(L, 1, "index_put");
+    check_indices(L, 2, "index_put");
+    bool acc = accumulate_opt(L, 4, "index_put");
+    em_tensor *c = em_clone(t);
+    if (!c) return em_lua_error(L, "index_put");
+    em_lua_push_tensor(L, c, "index_put");
+    lua_replace(L, 1);
+    adv_write(L, c, 2, 3, acc);
+    lua_settop(L, 1);
+    return 1;
+}
+
+void em_lua_register_index(lua_State *L, int module_idx, int methods_idx) {
+    module_idx = lua_absindex(L, module_idx);
+    methods_idx = lua_absindex(L, methods_idx);
+    lua_pushcfunction(L, l_index_put);
+    lua_setfield(L, module_idx, "index_put");
+    lua_pushcfunction(L, l_index_put);
+    lua_setfield(L, methods_idx, "index_put");
+    lua_pushcfunction(L, l_index_put_);
+    lua_setfield(L, methods_idx, "index_put_");
 }

@@ -332,4 +332,29 @@ function T.scatter_reduce_values_and_gradients()
   check_error(function() return x:scatter_reduce(2, idx, si, "sum") end, "scatter_reduce", "src", "int64")
 end
 
+function T.index_put_and_accumulate()
+  local x = ember.zeros(3, 4, { dtype = "float64" })
+  check_tensor(x:index_put({ i64({ 1, 1, 3 }), i64({ 2, 2, 4 }) }, f64({ 1, 2, 3 }), { accumulate = true }),
+    { { 0, 3, 0, 0 }, { 0, 0, 0, 0 }, { 0, 0, 0, 3 } }, 0, "repeats accumulate")
+  check_tensor(ember.index_put(x, { i64({ 1, 3 }) }, 5), { { 5, 5, 5, 5 }, { 0, 0, 0, 0 }, { 5, 5, 5, 5 } })
+  check_tensor(x, { { 0, 0, 0, 0 }, { 0, 0, 0, 0 }, { 0, 0, 0, 0 } }, 0, "index_put copies")
+  check(rawequal(x:index_put_({ i64({ 2 }) }, f64({ 1, 2, 3, 4 })), x), "index_put_ returns self")
+  check_tensor(x[2], { 1, 2, 3, 4 })
+  x:index_put_({ x:gt(2) }, 0.5, { accumulate = true })
+  check_tensor(x[2], { 1, 2, 3.5, 4.5 }, 0, "a mask in the list")
+  local y = ember.zeros(3)
+  y[i64({ 1 })] = f64({ 2.5 }) -- values cast to the target's dtype
+  check_tensor(y, { 2.5, 0, 0 })
+  local a = ember.tensor({ 1.0, 2, 3 }, { requires_grad = true })
+  local v = ember.tensor({ 5.0, 6 }, { requires_grad = true })
+  local z = (a * 2):index_put({ i64({ 1, 1 }) }, v, { accumulate = true })
+  ;(z * ember.tensor({ 1.0, 2, 3 })):sum():backward()
+  check_tensor(a.grad, { 2, 4, 6 }) -- PyTorch 1.13
+  check_tensor(v.grad, { 1, 1 })
+  check_error(function() return x:index_put({ 1 }, 2) end, "index_put", "indices", "element 1", "number")
+  check_error(function() return x:index_put({}, 2) end, "index_put", "indices", "empty")
+  check_error(function() return x:index_put({ i64({ 1 }) }, 2, { acc = true }) end, "index_put", "acc")
+  check_error(function() return x:index_put({ i64({ 9 }) }, 2) end, "index 9", "size 3")
+end
+
 return T
