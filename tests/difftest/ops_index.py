@@ -35,10 +35,14 @@ def _prod(shape):
 
 
 def _int_leaf(g, shape, values, dtype='int64'):
-    """An index leaf: frozen (never written in place afterwards), since the
-    torch side saves the shifted temporary `i - 1`, not the leaf."""
+    """An index leaf, kept out of every later statement (novalues: the
+    generator never picks it again), since the torch side saves the shifted
+    temporary `i - 1`, not the leaf, so a later in-place write into the leaf
+    (or into an alias such as x:long()) would trip only ember's saved-tensor
+    check."""
     st = dict(s='leaf', out=g.fresh(), shape=list(shape), dtype=dtype, values=list(values), rg=False)
     g.frozen.add(st['out'])
+    g.novalues.add(st['out'])
     return ['var', st['out']], [st]
 
 

@@ -170,6 +170,12 @@ function T.errors_name_op_argument_and_range()
   check_error(function() return ember.nn.functional.one_hot(i64({ 3 }), 2) end, "one_hot", "class 3", "1..2")
   check_error(function() return ember.nn.functional.one_hot(i64({})) end, "one_hot", "empty")
   check_error(function() return ember.nn.functional.one_hot(x()) end, "one_hot", "int64")
+  local e = ember.ones(2, 3):expand(3, 2, 3) -- in-place writes refuse shared memory, as PyTorch
+  check_error(function() return e:scatter_(2, ember.ones(3, 2, 3):long(), ember.ones(3, 2, 3)) end, "scatter_",
+    "single memory location")
+  check_error(function() return e:masked_fill_(e:gt(0), 2) end, "masked_fill_", "single memory location")
+  check_error(function() return e:index_add_(1, i64({ 1 }), ember.ones(1, 2, 3)) end, "index_add_", "memory location")
+  check_eq(e:index_fill(1, i64({ 1 }), 2):sum():item(), 24, "the out-of-place op copies first")
   -- a bad index leaves an in-place target untouched
   local y = x()
   check_error(function() return y:scatter_(2, i64({ { 1 }, { 9 } }), 0) end, "scatter_", "index 9")

@@ -6,7 +6,9 @@
  * int64 (int32 also for the index_* ops, as in PyTorch); a value out of
  * range is an EM_EINDEX error naming the op, the value and the valid range,
  * raised before an in-place op writes anything. Masks are bool tensors.
- * The out-of-place ops copy self and run the in-place walk on the copy.
+ * The out-of-place ops copy self and run the in-place walk on the copy; the
+ * in-place ones refuse a self whose elements share memory (an expanded
+ * tensor), as PyTorch does.
  *
  * Two walks do the work: dim_walk (the index_* ops: a 1-d index along one
  * dim, whole slices moved; the trailing dims that are contiguous for both
@@ -388,6 +390,7 @@ em_tensor *em_cpu_index_select(em_keyset ks, em_tensor *self, int64_t dim, em_te
 /* The in-place index_* ops on self (which the out-of-place ones copy first). */
 static em_tensor *index_write(dw_kind kind, em_tensor *self, int64_t dim, em_tensor *index, em_tensor *source,
                               em_tensor *value, em_scalar alpha, const char *op) {
+    if (em_core_check_no_internal_overlap(self, op) != EM_OK) return NULL;
     int d = check_dim_index(self, dim, index, op);
     if (d < 0) return NULL;
     dim_walk w;
@@ -493,6 +496,7 @@ static void mfill_loop(char **data, const int64_t *strides, int64_t n, void *p) 
 }
 
 static em_tensor *masked_fill_into(em_tensor *self, em_tensor *mask, em_tensor *value, const char *op) {
+    if (em_core_check_no_internal_overlap(self, op) != EM_OK) return NULL;
     if (check_mask(mask, op) != EM_OK || check_mask_to_self(self, mask, op) != EM_OK) return NULL;
     mfill_ctx c;
     c.es = em_dtype_size(self->dtype);
@@ -573,6 +577,7 @@ em_tensor *em_cpu_masked_select(em_keyset ks, em_tensor *self, em_tensor *mask) 
 /* masked_scatter into self: source's elements in row-major order go where
  * mask (broadcast to self) is true. */
 static em_tensor *masked_scatter_into(em_tensor *self, em_tensor *mask, em_tensor *source, const char *op) {
+    if (em_core_check_no_internal_overlap(self, op) != EM_OK) return NULL;
     if (check_mask(mask, op) != EM_OK || check_mask_to_self(self, mask, op) != EM_OK ||
         check_same_dtype(self, source, op, "source") != EM_OK)
         return NULL;
@@ -786,6 +791,7 @@ static void sc_range(int64_t b, int64_t e, void *p) {
  * self); otherwise in order, so repeated positions see a fixed order. */
 static em_tensor *scatter_into(sc_kind kind, em_tensor *self, int64_t dim, em_tensor *index, em_tensor *src,
                                const char *vbuf, const char *op) {
+    if (em_core_check_no_internal_overlap(self, op) != EM_OK) return NULL;
     int d = em_wrap_dim(dim, self->ndim, op);
     if (d < 0 || check_scatter_shapes(self, d, index, src, op) != EM_OK) return NULL;
     if (src && check_same_dtype(self, src, op, "src") != EM_OK) return NULL;
@@ -1207,6 +1213,7 @@ static void sr_apply_one(int64_t so, int64_t ro, void *p) {
  * is not contiguous, so that the counts of mean line up with self. */
 static em_tensor *scatter_reduce_into(em_tensor *self, int64_t dim, em_tensor *index, em_tensor *src,
                                       const char *reduce, bool include_self, const char *op) {
+    if (em_core_check_no_internal_overlap(self, op) != EM_OK) return NULL;
     int d = em_wrap_dim(dim, self->ndim, op);
     if (d < 0 || check_scatter_shapes(self, d, index, src, op) != EM_OK ||
         check_same_dtype(self, src, op, "src") != EM_OK)
