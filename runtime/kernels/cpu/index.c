@@ -8,7 +8,8 @@
  * raised before an in-place op writes anything. Masks are bool tensors.
  * The out-of-place ops copy self and run the in-place walk on the copy; the
  * in-place ones refuse a self whose elements share memory (an expanded
- * tensor), as PyTorch does.
+ * tensor), as PyTorch does, except the fills (masked_fill_, index_fill_),
+ * which PyTorch 1.13 still allows there.
  *
  * Two walks do the work: dim_walk (the index_* ops: a 1-d index along one
  * dim, whole slices moved; the trailing dims that are contiguous for both
@@ -390,7 +391,8 @@ em_tensor *em_cpu_index_select(em_keyset ks, em_tensor *self, int64_t dim, em_te
 /* The in-place index_* ops on self (which the out-of-place ones copy first). */
 static em_tensor *index_write(dw_kind kind, em_tensor *self, int64_t dim, em_tensor *index, em_tensor *source,
                               em_tensor *value, em_scalar alpha, const char *op) {
-    if (em_core_check_no_internal_overlap(self, op) != EM_OK) return NULL;
+    /* fill writes one value: PyTorch allows it on an expanded self (deprecated) */
+    if (kind != DW_FILL && em_core_check_no_internal_overlap(self, op) != EM_OK) return NULL;
     int d = check_dim_index(self, dim, index, op);
     if (d < 0) return NULL;
     dim_walk w;
@@ -496,7 +498,6 @@ static void mfill_loop(char **data, const int64_t *strides, int64_t n, void *p) 
 }
 
 static em_tensor *masked_fill_into(em_tensor *self, em_tensor *mask, em_tensor *value, const char *op) {
-    if (em_core_check_no_internal_overlap(self, op) != EM_OK) return NULL;
     if (check_mask(mask, op) != EM_OK || check_mask_to_self(self, mask, op) != EM_OK) return NULL;
     mfill_ctx c;
     c.es = em_dtype_size(self->dtype);
@@ -800,9 +801,9 @@ static em_tensor *scatter_into(sc_kind kind, em_tensor *self, int64_t dim, em_te
     int64_t size = self->ndim ? self->sizes[d] : 1;
     const int64_t *iv = em_tensor_data(ix);
     bool bad = false; /* a branch-free pass (it vectorises); find the value only when one is bad */
-    for (int64_t i = 0; i < ix->numel; i++) bad |= (uint64_t)(iv[i] - 1) >= (uint64_t)size;
+    for (int64_t i = 0; i < ix->numel; i++) bad |= (uint64_t)iv[i] - 1 >= (uint64_t)size;
     for (int64_t i = 0; bad && i < ix->numel; i++)
-        if ((uint64_t)(iv[i] - 1) >= (uint64_t)size) {
+        if ((uint64_t)iv[i] - 1 >= (uint64_t)size) {
             range_error(op, iv[i], d, size, false);
             em_tensor_release(ix);
             return NULL;
@@ -840,7 +841,7 @@ static em_tensor *scatter_into(sc_kind kind, em_tensor *self, int64_t dim, em_te
         T *op = (T *)out; \
         for (int64_t k = 0; k < L; k++) { \
             int64_t v = ix[k * i_k]; \
-            if ((uint64_t)(v - 1) >= (uint64_t)size) return v; \
+            if ((uint64_t)v - 1 >= (uint64_t)size) return v; \
             op[k] = sp[k * s_k + (v - 1) * s_d]; \
         } \
         return 1; \
@@ -1227,7 +1228,7 @@ static em_tensor *scatter_reduce_into(em_tensor *self, int64_t dim, em_tensor *i
     int64_t size = self->ndim ? self->sizes[d] : 1;
     const int64_t *iv = em_tensor_data(ix);
     for (int64_t i = 0; i < ix->numel; i++)
-        if ((uint64_t)(iv[i] - 1) >= (uint64_t)size) {
+        if ((uint64_t)iv[i] - 1 >= (uint64_t)size) {
             range_error(op, iv[i], d, size, false);
             em_tensor_release(ix);
             return NULL;
