@@ -1100,7 +1100,7 @@ em_tensor *em_cpu_one_hot(em_keyset ks, em_tensor *self, int64_t num_classes) {
     em_tensor *out = em_tensor_new(self->ndim + 1, sizes, EM_INT64, self->device);
     if (out) {
         int64_t *o = em_tensor_data(out);
-        memset(o, 0, sizeof *o * (size_t)out->numel);
+        if (out->numel) memset(o, 0, sizeof *o * (size_t)out->numel);
         for (int64_t i = 0; i < c->numel; i++) o[i * num_classes + v[i] - 1] = 1;
     }
     em_tensor_release(c);
