@@ -66,8 +66,7 @@ static const cg_formula *formula_for(const cg_op *op, int arg) {
 }
 
 /* "add_" -> "AddBackward" (the node's name) and "AddBackward_" (its C type);
- * an in-place overload ("scatter_reduce_.two", C name scatter_reduce__two)
- * takes the "_" from its base name. */
+ * an in-place overload "div_.Tensor_mode" -> "DivTensorModeBackward_". */
 static void node_names(const cg_op *op, char *display, char *ctype, size_t n) {
     size_t k = 0;
     bool up = true;
