@@ -97,9 +97,7 @@ def lua_arg(a):
         if style in ('v', '1'):
             return ', '.join(vals)
         return '{' + ', '.join(vals) + '}'
-    if k == 'dtype':
-        return '"%s"' % a[1]
-    if k == 'str':
+    if k in ('dtype', 'str'):
         return '"%s"' % a[1]
     if k == 'none':
         return 'nil'
