@@ -24,6 +24,9 @@
 #include "kernels/cpu/em_cpu.h"
 #include "em_kernels_decl.h"
 
+/* O3 vectorizes the row loops (index_add's rows, the range checks), as in binary.c. */
+#pragma GCC optimize("O3")
+
 /* ---- index values ---- */
 
 /* Maps a 1-based value (negative from the end when allow_neg) into [0, n);
@@ -48,6 +51,30 @@ static em_status range_error(const char *op, int64_t v, int dim, int64_t n, bool
                             (long long)n, (long long)n);
     return em_set_error(EM_EINDEX, "%s: index %lld is out of bounds for dim %d with size %lld (indices are 1-based); "
                         "valid: 1..%lld", op, (long long)v, dim + 1, (long long)n, (long long)n);
+}
+
+/* The largest of v[i] - 1 as unsigned (so values below 1 come out huge):
+ * all n 1-based values lie in 1..size exactly when the result is < size.
+ * Four independent maxima, so the loop is not one dependency chain (and
+ * vectorises where the ISA clone has 64-bit unsigned max). */
+EM_CPU_CLONES static uint64_t max_pos0(const int64_t *v, int64_t n) {
+    uint64_t m0 = 0, m1 = 0, m2 = 0, m3 = 0;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        uint64_t a = (uint64_t)v[i] - 1, b = (uint64_t)v[i + 1] - 1, c = (uint64_t)v[i + 2] - 1,
+                 d = (uint64_t)v[i + 3] - 1;
+        m0 = a > m0 ? a : m0;
+        m1 = b > m1 ? b : m1;
+        m2 = c > m2 ? c : m2;
+        m3 = d > m3 ? d : m3;
+    }
+    for (; i < n; i++) {
+        uint64_t a = (uint64_t)v[i] - 1;
+        m0 = a > m0 ? a : m0;
+    }
+    m0 = m1 > m0 ? m1 : m0;
+    m2 = m3 > m2 ? m3 : m2;
+    return m2 > m0 ? m2 : m0;
 }
 
 /* index as a contiguous int64 tensor (a new reference): itself when it is
@@ -178,8 +205,8 @@ static inline void fill_row(char *d, int64_t di, const char *v, int64_t L, int64
 
 #define DW_ADD_ROW(n, T, E) \
     CLONE_##n static void add_row_##n(const dim_walk *w, char *d, const char *s) { \
-        T *dp = (T *)d; \
-        const T *sp = (const T *)s; \
+        T *restrict dp = (T *)d; /* source never shares self's memory (index_write copies it) */ \
+        const T *restrict sp = (const T *)s; \
         int64_t di = w->ti, si = w->oi; \
         if (di == 1 && si == 1) { \
             for (int64_t k = 0; k < w->L; k++) dp[k] = EM_ST_##n(LA_##n(dp[k]) + ALPHA_##n(w) * LA_##n(sp[k])); \
@@ -771,14 +798,24 @@ typedef struct {
     const char *src;
     int64_t es;
     const int64_t *iv;
+    int64_t size;   /* check_rows: each row's values are checked (in cache) before it runs */
+    bool check_rows;
+    int64_t bad;    /* check_rows: a bad value seen (the first one written wins), else 1 */
 } sc_ctx;
 
 static void sc_range(int64_t b, int64_t e, void *p) {
-    const sc_ctx *c = p;
+    sc_ctx *c = p;
     const row_walk *w = c->w;
     int64_t pos[EM_MAX_DIMS], io, so, ro;
     row_offsets(w, b, pos, &io, &so, &ro);
     for (int64_t r = b; r < e; r++) {
+        if (c->check_rows && max_pos0(c->iv + io, w->L) >= (uint64_t)c->size) { /* ix is contiguous */
+            int64_t v = 1, one = 1;
+            for (int64_t k = 0; k < w->L && v == 1; k++)
+                if ((uint64_t)c->iv[io + k] - 1 >= (uint64_t)c->size) v = c->iv[io + k];
+            __atomic_compare_exchange_n(&c->bad, &one, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+            return;
+        }
         c->row(c->kind, c->self + so * c->es, w->s_k, w->sst[w->d], c->iv + io, w->ist[w->nd - 1],
                c->src + ro * c->es, w->rst[w->nd - 1], w->L);
         row_advance(w, pos, &io, &so, &ro);
@@ -787,11 +824,13 @@ static void sc_range(int64_t b, int64_t e, void *p) {
 
 /* self[.. index[p] (in dim) ..] op= src[p] for every position p of index;
  * src NULL: the value of vbuf (self's dtype) everywhere. Index values are
- * checked first, so a bad one leaves self untouched. Rows run in parallel
+ * checked first, so a bad one leaves self untouched -- except for a fresh
+ * self (an out-of-place op's copy, dropped on error), where each row is
+ * checked just before it runs (one pass over index). Rows run in parallel
  * when dim is the last dim (each row of index then writes its own row of
  * self); otherwise in order, so repeated positions see a fixed order. */
 static em_tensor *scatter_into(sc_kind kind, em_tensor *self, int64_t dim, em_tensor *index, em_tensor *src,
-                               const char *vbuf, const char *op) {
+                               const char *vbuf, bool fresh, const char *op) {
     if (em_core_check_no_internal_overlap(self, op) != EM_OK) return NULL;
     int d = em_wrap_dim(dim, self->ndim, op);
     if (d < 0 || check_scatter_shapes(self, d, index, src, op) != EM_OK) return NULL;
@@ -800,8 +839,7 @@ static em_tensor *scatter_into(sc_kind kind, em_tensor *self, int64_t dim, em_te
     if (!ix) return NULL;
     int64_t size = self->ndim ? self->sizes[d] : 1;
     const int64_t *iv = em_tensor_data(ix);
-    bool bad = false; /* a branch-free pass (it vectorises); find the value only when one is bad */
-    for (int64_t i = 0; i < ix->numel; i++) bad |= (uint64_t)iv[i] - 1 >= (uint64_t)size;
+    bool bad = !fresh && ix->numel > 0 && max_pos0(iv, ix->numel) >= (uint64_t)size; /* then find the value */
     for (int64_t i = 0; bad && i < ix->numel; i++)
         if ((uint64_t)iv[i] - 1 >= (uint64_t)size) {
             range_error(op, iv[i], d, size, false);
@@ -817,7 +855,7 @@ static em_tensor *scatter_into(sc_kind kind, em_tensor *self, int64_t dim, em_te
     row_walk w;
     row_walk_init(&w, self, d, ix, s);
     sc_ctx c = { &w, sc_row_for(self->dtype), kind, em_tensor_data(self), s ? em_tensor_data(s) : vbuf,
-                 (int64_t)em_dtype_size(self->dtype), iv };
+                 (int64_t)em_dtype_size(self->dtype), iv, size, fresh, 1 };
     if (ix->numel > 0) {
         if (d == w.nd - 1 && w.rows > 1) {
             int64_t grain = (int64_t)EM_CPU_GRAIN / (w.L > 0 ? w.L : 1);
@@ -828,6 +866,10 @@ static em_tensor *scatter_into(sc_kind kind, em_tensor *self, int64_t dim, em_te
     }
     em_tensor_release(s);
     em_tensor_release(ix);
+    if (c.bad != 1) {
+        range_error(op, c.bad, d, size, false);
+        return NULL;
+    }
     em_tensor_bump_version(self);
     return em_tensor_retain(self);
 }
@@ -908,36 +950,36 @@ em_tensor *em_cpu_index_gather(em_tensor *self, int d, em_tensor *index, const c
 /* src as scatter takes it: a wrapped number means "the value" (PyTorch's
  * scatter.value), converted into vbuf; a tensor is returned for the walk. */
 static em_tensor *scatter_run(sc_kind kind, em_tensor *self, int64_t dim, em_tensor *index, em_tensor *src,
-                              const char *op) {
+                              bool fresh, const char *op) {
     _Alignas(16) char vbuf[16];
     if (src->wrapped_number) {
         if (value_bytes(src, self->dtype, vbuf, op) != EM_OK) return NULL;
-        return scatter_into(kind, self, dim, index, NULL, vbuf, op);
+        return scatter_into(kind, self, dim, index, NULL, vbuf, fresh, op);
     }
-    return scatter_into(kind, self, dim, index, src, NULL, op);
+    return scatter_into(kind, self, dim, index, src, NULL, fresh, op);
 }
 
 static sc_kind reduce_kind(const char *reduce) { return strcmp(reduce, "add") == 0 ? SC_ADD : SC_MUL; }
 
 em_tensor *em_cpu_scatter_(em_keyset ks, em_tensor *self, int64_t dim, em_tensor *index, em_tensor *src) {
     (void)ks;
-    return scatter_run(SC_COPY, self, dim, index, src, "scatter_");
+    return scatter_run(SC_COPY, self, dim, index, src, false, "scatter_");
 }
 em_tensor *em_cpu_scatter(em_keyset ks, em_tensor *self, int64_t dim, em_tensor *index, em_tensor *src) {
     (void)ks;
     const char *op = "scatter";
-    OUT_OF_PLACE(scatter_run(SC_COPY, out, dim, index, src, op));
+    OUT_OF_PLACE(scatter_run(SC_COPY, out, dim, index, src, true, op));
 }
 em_tensor *em_cpu_scatter__reduce(em_keyset ks, em_tensor *self, int64_t dim, em_tensor *index, em_tensor *src,
                                   const char *reduce) {
     (void)ks;
-    return scatter_run(reduce_kind(reduce), self, dim, index, src, "scatter_");
+    return scatter_run(reduce_kind(reduce), self, dim, index, src, false, "scatter_");
 }
 em_tensor *em_cpu_scatter_reduce(em_keyset ks, em_tensor *self, int64_t dim, em_tensor *index, em_tensor *src,
                                  const char *reduce) {
     (void)ks;
     const char *op = "scatter";
-    OUT_OF_PLACE(scatter_run(reduce_kind(reduce), out, dim, index, src, op));
+    OUT_OF_PLACE(scatter_run(reduce_kind(reduce), out, dim, index, src, true, op));
 }
 em_tensor *em_cpu_scatter_add_(em_keyset ks, em_tensor *self, int64_t dim, em_tensor *index, em_tensor *src) {
     (void)ks;
@@ -945,7 +987,7 @@ em_tensor *em_cpu_scatter_add_(em_keyset ks, em_tensor *self, int64_t dim, em_te
         em_set_error(EM_ETYPE, "scatter_add_: src must be a tensor, got a number");
         return NULL;
     }
-    return scatter_into(SC_ADD, self, dim, index, src, NULL, "scatter_add_");
+    return scatter_into(SC_ADD, self, dim, index, src, NULL, false, "scatter_add_");
 }
 em_tensor *em_cpu_scatter_add(em_keyset ks, em_tensor *self, int64_t dim, em_tensor *index, em_tensor *src) {
     (void)ks;
@@ -954,7 +996,7 @@ em_tensor *em_cpu_scatter_add(em_keyset ks, em_tensor *self, int64_t dim, em_ten
         em_set_error(EM_ETYPE, "scatter_add: src must be a tensor, got a number");
         return NULL;
     }
-    OUT_OF_PLACE(scatter_into(SC_ADD, out, dim, index, src, NULL, op));
+    OUT_OF_PLACE(scatter_into(SC_ADD, out, dim, index, src, NULL, true, op));
 }
 
 /* ---- nonzero, take, one_hot ---- */
