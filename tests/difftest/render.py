@@ -97,7 +97,7 @@ def lua_arg(a):
         if style in ('v', '1'):
             return ', '.join(vals)
         return '{' + ', '.join(vals) + '}'
-    if k in ('dtype', 'str'):
+    if k == 'dtype':
         return '"%s"' % a[1]
     if k == 'none':
         return 'nil'
@@ -133,8 +133,6 @@ def py_arg(a):
         return '(' + ''.join(v + ', ' for v in vals).rstrip(' ') + ')'
     if k == 'dtype':
         return 'torch.' + a[1]
-    if k == 'str':
-        return "'%s'" % a[1]
     if k == 'none':
         return 'None'
     raise ValueError('bad arg %r' % (a,))
