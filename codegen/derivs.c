@@ -57,6 +57,10 @@ const cg_helper cg_helpers[] = {
     { "roll_backward", "tvv" }, { "rot90_backward", "tvv" }, { "repeat_backward", "tvm" },
 
     /* ---- family: index ---- */
+    { "index_select_backward", "tmvt" }, { "index_source_grad", "tvtm" },
+    { "masked_select_backward", "tmt" }, { "masked_scatter_source_grad", "ttm" },
+    { "scatter_src_grad", "tvtm" }, { "take_backward", "tmt" },
+    { "scatter_reduce_self_grad", "ttvttvvt" }, { "scatter_reduce_src_grad", "ttvttvvt" },
 
     /* ---- family: linalg ---- */
     { "mT", "t" },

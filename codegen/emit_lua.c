@@ -577,7 +577,7 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
         if (group_size(s, i) > 1)
             cg_printf(b, "    { \"%s\", lo_%s },\n", s->ops[i].base, s->ops[i].base);
         else
-            cg_printf(b, "    { \"%s\", l%s_%s },\n", s->ops[i].name,
+            cg_printf(b, "    { \"%s\", l%s_%s },\n", s->ops[i].base, /* a lone overload: its Lua name */
                       method_self_pos(&s->ops[i]) > 0 ? "m" : "", s->ops[i].name);
     }
     cg_puts(b, "    { NULL, NULL }\n};\n\n"

@@ -101,6 +101,31 @@ EM_HIDDEN em_tensor *em_ag_fn_rot90_backward(em_tensor *grad, int64_t k, em_intl
 EM_HIDDEN em_tensor *em_ag_fn_repeat_backward(em_tensor *grad, em_intlist repeats, const em_input_meta *self_meta);
 
 /* ---- family: index (formulas_index.c) ---- */
+/* index_select: zeros of self's shape with grad added at index along dim. */
+EM_HIDDEN em_tensor *em_ag_fn_index_select_backward(em_tensor *grad, const em_input_meta *self_meta, int64_t dim,
+                                                    em_tensor *index);
+/* index_add/index_copy source: grad's slices at index along dim. */
+EM_HIDDEN em_tensor *em_ag_fn_index_source_grad(em_tensor *grad, int64_t dim, em_tensor *index,
+                                                const em_input_meta *source_meta);
+/* masked_select: grad scattered where mask is true into zeros of the
+ * broadcast shape (the caller sums it down to self). */
+EM_HIDDEN em_tensor *em_ag_fn_masked_select_backward(em_tensor *grad, const em_input_meta *self_meta,
+                                                     em_tensor *mask);
+/* masked_scatter source: grad where mask is true, zero-padded to source. */
+EM_HIDDEN em_tensor *em_ag_fn_masked_scatter_source_grad(em_tensor *grad, em_tensor *mask,
+                                                         const em_input_meta *source_meta);
+/* scatter/scatter_add src: gather(grad, dim, index) zero-padded to src. */
+EM_HIDDEN em_tensor *em_ag_fn_scatter_src_grad(em_tensor *grad, int64_t dim, em_tensor *index,
+                                               const em_input_meta *src_meta);
+/* take: grad added at the flat positions of index into zeros of self. */
+EM_HIDDEN em_tensor *em_ag_fn_take_backward(em_tensor *grad, const em_input_meta *self_meta, em_tensor *index);
+/* scatter_reduce (sum, mean, amax, amin; prod refused, Note [scatter_reduce prod]) */
+EM_HIDDEN em_tensor *em_ag_fn_scatter_reduce_self_grad(em_tensor *grad, em_tensor *self, int64_t dim,
+                                                       em_tensor *index, em_tensor *src, const char *reduce,
+                                                       bool include_self, em_tensor *result);
+EM_HIDDEN em_tensor *em_ag_fn_scatter_reduce_src_grad(em_tensor *grad, em_tensor *self, int64_t dim,
+                                                      em_tensor *index, em_tensor *src, const char *reduce,
+                                                      bool include_self, em_tensor *result);
 
 /* ---- family: linalg (formulas_linalg.c) ---- */
 /* PyTorch's x.mT: the last two dims swapped (a view); bmm's gradients. */

@@ -36,6 +36,21 @@ EM_HIDDEN int em_lua_raise(lua_State *L, const char *fmt, ...);
  * value is none of these or allocation failed (error slot set then). */
 EM_HIDDEN em_tensor *em_lua_wrap_number(lua_State *L, int idx);
 
+/* x[{ {1,3}, {}, 2 }]: Torch7 slicing of t by the table at kidx (numbers
+ * select, tables slice); a new reference. for_set: the target of an
+ * assignment (a whole-dim slice is t itself). Raises on a bad key. */
+EM_HIDDEN em_tensor *em_lua_index_table(lua_State *L, em_tensor *t, int kidx, bool for_set);
+/* ---- advanced indexing (lua_index.c, Note [Advanced indexing]) ---- */
+/* Whether the key at kidx is a tensor or a table with a tensor entry. */
+EM_HIDDEN bool em_lua_index_is_advanced(lua_State *L, int kidx);
+/* x[key]: a new tensor (a copy, recorded by autograd). Raises on error. */
+EM_HIDDEN em_tensor *em_lua_index_advanced(lua_State *L, em_tensor *t, int kidx);
+/* x[key] = value (at vidx): writes into t in place. Raises on error. */
+EM_HIDDEN void em_lua_newindex_advanced(lua_State *L, em_tensor *t, int kidx, int vidx);
+/* ember.index_put, x:index_put, x:index_put_ (hand-written: a Tensor[]
+ * argument beside other tensors is beyond the generated bindings). */
+EM_HIDDEN void em_lua_register_index(lua_State *L, int module_idx, int methods_idx);
+
 /* Makes the tensor metatable (once per state) with the methods table as
  * __index's first stop; leaves nothing on the stack. methods_idx is an
  * absolute index. */

@@ -580,6 +580,7 @@ int luaopen_ember(lua_State *L) {
     int methods = lua_gettop(L);
     em_lua_register_ops(L, mod, methods);
     em_lua_register_methods(L, methods);
+    em_lua_register_index(L, mod, methods);
     em_lua_register_autograd(L, mod, methods);
     em_lua_register_devices(L, mod, methods);
     em_lua_open_tensor(L, methods);

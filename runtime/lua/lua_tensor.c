@@ -123,7 +123,7 @@ static em_tensor *index_number(lua_State *L, em_tensor *t, int kidx) {
 /* for_set: the target of an assignment, where (as in PyTorch's setitem) a
  * slice covering its whole dim is the tensor itself, not a view of it:
  * x[{ {} }] = x copies nothing, and overlap checks see x. */
-static em_tensor *index_table(lua_State *L, em_tensor *t, int kidx, bool for_set) {
+em_tensor *em_lua_index_table(lua_State *L, em_tensor *t, int kidx, bool for_set) {
     lua_Unsigned n = lua_rawlen(L, kidx);
     if (n > (lua_Unsigned)t->ndim)
         em_lua_raise(L, "index: too many indices for a tensor of %d dims (got %d)", t->ndim,
@@ -278,7 +278,19 @@ static int t_index(lua_State *L) {
     }
     case LUA_TTABLE: {
         em_tensor *t = em_lua_checkself(L, 1, "index");
-        em_lua_push_tensor(L, index_table(L, t, 2, false), "index");
+        if (em_lua_index_is_advanced(L, 2)) /* Note [Advanced indexing] (lua_index.c) */
+            em_lua_push_tensor(L, em_lua_index_advanced(L, t, 2), "index");
+        else
+            em_lua_push_tensor(L, em_lua_index_table(L, t, 2, false), "index");
+        return 1;
+    }
+    case LUA_TUSERDATA: {
+        em_tensor *t = em_lua_checkself(L, 1, "index");
+        if (!em_lua_index_is_advanced(L, 2)) {
+            lua_pushnil(L);
+            return 1;
+        }
+        em_lua_push_tensor(L, em_lua_index_advanced(L, t, 2), "index");
         return 1;
     }
     default:
@@ -294,9 +306,13 @@ static int t_index(lua_State *L) {
 static int t_newindex(lua_State *L) {
     em_tensor *t = em_lua_checkself(L, 1, "index");
     em_tensor *view;
+    if (em_lua_index_is_advanced(L, 2)) { /* Note [Advanced indexing] (lua_index.c) */
+        em_lua_newindex_advanced(L, t, 2, 3);
+        return 0;
+    }
     switch (lua_type(L, 2)) {
     case LUA_TNUMBER: view = index_number(L, t, 2); break;
-    case LUA_TTABLE: view = index_table(L, t, 2, true); break;
+    case LUA_TTABLE: view = em_lua_index_table(L, t, 2, true); break;
     case LUA_TSTRING:
         if (em_lua_set_tensor_property(L, t, lua_tostring(L, 2), 3)) return 0;
         return em_lua_raise(L, "cannot set field '%s' of a tensor", lua_tostring(L, 2));

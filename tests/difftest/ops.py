@@ -546,9 +546,7 @@ MAP = {
     'max.dim': dict(post=_plus1_second), 'min.dim': dict(post=_plus1_second),
     'sort': dict(py=_py_sorting('sort', True)),
     'argsort': dict(py=_py_sorting('argsort', False)),
-    # gather reads 1-based indices from any int64 tensor of the program:
-    # no torch spelling keeps them equal (test_multi.lua and gradcheck cover it)
-    'gather': dict(gen=lambda g, op: None),
+    # gather: ops_index.py (1-based index leaves)
     'narrow': dict(gen=gen_narrow),
     'select': dict(gen=gen_select),
     'slice': dict(gen=gen_slice, py=_py_slice),

@@ -189,6 +189,10 @@ EM_HIDDEN em_status em_cpu_diagonal_geometry(const em_tensor *t, int64_t offset,
 
 /* ---- family: index ---- */
 
+/* gather(self, d, index) into a new tensor of index's shape (d wrapped,
+ * 1-based int64 index of self's rank; index.c); op names the caller. */
+EM_HIDDEN em_tensor *em_cpu_index_gather(em_tensor *self, int d, em_tensor *index, const char *op);
+
 /* ---- family: linalg ---- */
 
 /* C (M x N, contiguous) = A (M x K) x B (K x N) in dtype dt (linalg.c's

@@ -678,11 +678,6 @@ typedef struct {
     em_dtype dtype;
 } copy_ctx;
 
-static void gather_one(void *p, int64_t data_off, int64_t other_off) {
-    copy_ctx *c = p;
-    memcpy(c->dst + other_off * (int64_t)c->es, c->src + data_off * (int64_t)c->es, c->es);
-}
-
 static void scatter_add_one(void *p, int64_t data_off, int64_t other_off) {
     copy_ctx *c = p;
     void *d = c->dst + data_off * (int64_t)c->es;
@@ -690,25 +685,12 @@ static void scatter_add_one(void *p, int64_t data_off, int64_t other_off) {
     em_store_from_double(d, c->dtype, em_load_as_double(d, c->dtype) + em_load_as_double(s, c->dtype));
 }
 
+/* gather runs on the index family's row walk (index.c: typed rows, parallel). */
 em_tensor *em_cpu_gather(em_keyset ks, em_tensor *self, int64_t dim, em_tensor *index) {
     (void)ks;
     int d = em_wrap_dim(dim, self->ndim, "gather");
     if (d < 0) return NULL;
-    int64_t one = 1;
-    int n = self->ndim ? self->ndim : 1;
-    const int64_t *sizes = self->ndim ? self->sizes : &one;
-    if (check_index(index, n, sizes, d, "gather", "self") != EM_OK) return NULL;
-    em_tensor *out = em_tensor_new(index->ndim, index->sizes, self->dtype, self->device);
-    if (!out) return NULL;
-    int64_t zero = 0;
-    gather_walk w = { index, d, sizes[d], self->ndim ? self->strides : &zero, out->strides, "gather" };
-    copy_ctx c = { (const char *)em_tensor_data(self), (char *)em_tensor_data(out), em_dtype_size(self->dtype),
-                   self->dtype };
-    if (walk(&w, gather_one, &c) != EM_OK) {
-        em_tensor_release(out);
-        return NULL;
-    }
-    return out;
+    return em_cpu_index_gather(self, d, index, "gather");
 }
 
 em_tensor *em_cpu_gather_backward(em_keyset ks, em_tensor *grad_output, em_intlist input_sizes, int64_t dim,
