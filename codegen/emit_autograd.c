@@ -65,7 +65,8 @@ static const cg_formula *formula_for(const cg_op *op, int arg) {
     return NULL;
 }
 
-/* "add_" -> "AddBackward" (the node's name) and "AddBackward_" (its C type). */
+/* "add_" -> "AddBackward" (the node's name) and "AddBackward_" (its C type);
+ * "round_.decimals" -> "RoundDecimalsBackward" and "RoundDecimalsBackward_". */
 static void node_names(const cg_op *op, char *display, char *ctype, size_t n) {
     size_t k = 0;
     bool up = true;
@@ -76,7 +77,8 @@ static void node_names(const cg_op *op, char *display, char *ctype, size_t n) {
     }
     display[k] = '\0';
     strcat(display, "Backward");
-    snprintf(ctype, n, "%s%s", display, op->name[strlen(op->name) - 1] == '_' ? "_" : "");
+    /* in-place by its base name: round_.decimals is round__decimals */
+    snprintf(ctype, n, "%s%s", display, op->base[strlen(op->base) - 1] == '_' ? "_" : "");
 }
 
 /* The condition "some input whose formula uses X needs a gradient":

@@ -366,10 +366,12 @@ static const char *lua_type_test(cg_type t) {
 
 /* match_NAME: whether the Lua arguments fit overload op -- the count of
  * positional values, each one's Lua type, and the options table's names. */
-static void emit_matcher(cg_buf *b, const cg_op *op) {
-    if (op->meta) {
+static void emit_matcher(cg_buf *b, const cg_op *op, bool several_out) {
+    if (op->meta && !several_out) {
         /* the out= op of a structured family: chosen by an out option alone,
-         * so that its binding (or the functional one) reports what is wrong */
+         * so that its binding (or the functional one) reports what is wrong;
+         * among several out= overloads (round.out, round.decimals_out) the
+         * full match below picks one */
         int np = 0;
         for (int i = 0; i < op->nargs; i++)
             np += !op->args[i].kwonly && op->args[i].def.kind == CG_DEF_NONE_GIVEN &&
@@ -454,6 +456,8 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
                "#include <stdint.h>\n#include <string.h>\n\n"
                "#include \"em_ops.h\"\n#include \"autograd/em_autograd.h\"\n#include \"lua/em_lua.h\"\n\n");
     cg_puts(b, "#include \"lua/em_lua_bind.h\"\n\n"); /* binding helpers: a real header under runtime/ */
+    /* luaconf.h's l_floor macro would rename the binding of op floor */
+    cg_puts(b, "#undef l_floor\n\n");
     const char *last = NULL;
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];
@@ -473,11 +477,14 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
         const cg_op *op = &s->ops[i];
         if (first_of_group(s, i) != i) continue;
         if (group_size(s, i) < 2) continue;
-        int nplain = 0; /* overloads that are not out= ops */
-        for (int j = i; j < s->nops; j++) nplain += strcmp(s->ops[j].base, op->base) == 0 && !s->ops[j].meta;
+        int nplain = 0, nout = 0; /* overloads that are not out= ops, out= ops */
+        for (int j = i; j < s->nops; j++) {
+            nplain += strcmp(s->ops[j].base, op->base) == 0 && !s->ops[j].meta;
+            nout += strcmp(s->ops[j].base, op->base) == 0 && s->ops[j].meta;
+        }
         for (int j = i; j < s->nops; j++)
             if (strcmp(s->ops[j].base, op->base) == 0 && (s->ops[j].meta || nplain > 1))
-                emit_matcher(b, &s->ops[j]);
+                emit_matcher(b, &s->ops[j], nout > 1);
         cg_printf(b, "/* ember.%s / x:%s: the overloads of '%s', tried in schema order. */\n"
                      "static int lo_%s(lua_State *L)\n{\n    static const char *const schemas[] = {\n",
                   op->base, op->base, op->base, op->base);

@@ -1,0 +1,241 @@
+/* unary_math.c -- the structured impls of the unary family (schema/ops/unary.yaml):
+ * trigonometric and hyperbolic functions, logarithms, rounding, reciprocal, ...
+ *
+ * Each op is one line of UM_OPS plus its element function UM_<name>(x, c)
+ * (x of the compute type: float for float16/bfloat16/float32, double for
+ * float64, uint64_t for integers, wrapping; c the op's parameters). The line
+ * makes the per-dtype loops, the row of the loop table and the impl
+ * em_cpu_<name>_impl. Dtypes are decided by the meta functions
+ * (Note [Unary dtypes] in kernels/meta_unary.c).
+ * The float32/float64 contiguous loops carry one clone per ISA; the
+ * arithmetic ones (reciprocal, rsqrt, rounding, deg2rad, ...) vectorise, the
+ * transcendental ones call libm per element.
+ */
+/* See unary.c: O3 vectorises; no-trapping-math and no-math-errno change no
+ * computed value (only errno and FP exception flags). */
+#pragma GCC optimize("O3", "no-trapping-math", "no-math-errno")
+#include "kernels/cpu/em_cpu.h"
+#include "kernels/em_structured.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- element functions ---- */
+
+static inline float signf_(float x) { return (float)((x > 0) - (x < 0)); }
+static inline double signd_(double x) { return (double)((x > 0) - (x < 0)); }
+static inline uint64_t signu_(uint64_t x) { return (int64_t)x > 0 ? 1 : (int64_t)x < 0 ? (uint64_t)-1 : 0; }
+static inline float lgammaf_(float x) { int s; return lgammaf_r(x, &s); }
+static inline double lgamma_(double x) { int s; return lgamma_r(x, &s); }
+
+#define UM_rsqrt(x, c) _Generic((x), float: 1.0f / sqrtf(x), default: 1.0 / sqrt(x))
+#define UM_expm1(x, c) _Generic((x), float: expm1f(x), default: expm1(x))
+#define UM_log1p(x, c) _Generic((x), float: log1pf(x), default: log1p(x))
+#define UM_log2(x, c) _Generic((x), float: log2f(x), default: log2(x))
+#define UM_log10(x, c) _Generic((x), float: log10f(x), default: log10(x))
+#define UM_sin(x, c) _Generic((x), float: sinf(x), default: sin(x))
+#define UM_cos(x, c) _Generic((x), float: cosf(x), default: cos(x))
+#define UM_tan(x, c) _Generic((x), float: tanf(x), default: tan(x))
+#define UM_asin(x, c) _Generic((x), float: asinf(x), default: asin(x))
+#define UM_acos(x, c) _Generic((x), float: acosf(x), default: acos(x))
+#define UM_atan(x, c) _Generic((x), float: atanf(x), default: atan(x))
+#define UM_sinh(x, c) _Generic((x), float: sinhf(x), default: sinh(x))
+#define UM_cosh(x, c) _Generic((x), float: coshf(x), default: cosh(x))
+#define UM_asinh(x, c) _Generic((x), float: asinhf(x), default: asinh(x))
+#define UM_acosh(x, c) _Generic((x), float: acoshf(x), default: acosh(x))
+#define UM_atanh(x, c) _Generic((x), float: atanhf(x), default: atanh(x))
+#define UM_reciprocal(x, c) _Generic((x), float: 1.0f / (x), default: 1.0 / (x))
+/* PyTorch multiplies by the constant rounded to the tensor's dtype */
+#define UM_deg2rad(x, c) _Generic((x), float: (x) * (float)0.017453292519943295769, default: (x) * 0.017453292519943295769)
+#define UM_rad2deg(x, c) _Generic((x), float: (x) * (float)57.295779513082320877, default: (x) * 57.295779513082320877)
+#define UM_square(x, c) ((x) * (x))
+#define UM_sgn(x, c) _Generic((x), float: signf_, double: signd_, default: signu_)(x)
+/* integers are their own floor, ceil, ...; round halves to even like
+ * PyTorch's nearbyint in the default rounding mode */
+#define UM_floor(x, c) _Generic((x), float: floorf(x), double: floor(x), default: (x))
+#define UM_ceil(x, c) _Generic((x), float: ceilf(x), double: ceil(x), default: (x))
+#define UM_round(x, c) _Generic((x), float: __builtin_roundevenf(x), double: __builtin_roundeven(x), default: (x))
+#define UM_trunc(x, c) _Generic((x), float: truncf(x), double: trunc(x), default: (x))
+#define UM_frac(x, c) _Generic((x), float: (x) - truncf(x), default: (x) - trunc(x))
+/* round(x, decimals): PyTorch's formula, in the compute type */
+#define UM_round_decimals(x, c) _Generic((x), float: round_dec_f(x, c), default: round_dec_d(x, c))
+
+/* Parameters of the ops that take some (read once per loop call). */
+typedef struct {
+    double scale; /* round(decimals): 10^|decimals| */
+    bool neg;     /* decimals < 0 */
+} um_ctx;
+
+static inline float round_dec_f(float x, um_ctx c) {
+    float s = (float)c.scale;
+    return c.neg ? __builtin_roundevenf(x / s) * s : __builtin_roundevenf(x * s) / s;
+}
+static inline double round_dec_d(double x, um_ctx c) {
+    return c.neg ? __builtin_roundeven(x / c.scale) * c.scale : __builtin_roundeven(x * c.scale) / c.scale;
+}
+
+/* ---- loops ---- */
+
+#define UM_FN(FN, T, CT, LD, ST, EXPR, ATTR)                                            \
+    ATTR static void FN(char **d, const int64_t *s, int64_t n, void *ctx) {             \
+        const um_ctx c = ctx ? *(const um_ctx *)ctx : (um_ctx){ 1.0, false };           \
+        (void)c;                                                                        \
+        if (s[0] == (int64_t)sizeof(T) && s[1] == (int64_t)sizeof(T)) {                 \
+            T *restrict op = (T *)d[0];                                                 \
+            const T *restrict ap = (const T *)d[1];                                     \
+            for (int64_t i = 0; i < n; i++) {                                           \
+                CT x = LD(ap[i]);                                                       \
+                op[i] = ST(EXPR(x, c));                                                 \
+            }                                                                           \
+        } else {                                                                        \
+            for (int64_t i = 0; i < n; i++) {                                           \
+                CT x = LD(*(const T *)(d[1] + i * s[1]));                               \
+                *(T *)(d[0] + i * s[0]) = ST(EXPR(x, c));                               \
+            }                                                                           \
+        }                                                                               \
+    }
+
+static void copy_b(char **d, const int64_t *s, int64_t n, void *ctx) {
+    (void)ctx;
+    for (int64_t i = 0; i < n; i++) *(bool *)(d[0] + i * s[0]) = *(const bool *)(d[1] + i * s[1]);
+}
+
+/* Note [Unary math op list]
+ * UM_OPS is the list of this file's ops: X(ENUM, name, FAMILY, COST).
+ *   FLT  floating loops only (the meta gives float32 for integer input)
+ *   NUM  integer and floating loops (bool: see um_bool_loop)
+ * COST: CHEAP ops run with the default parallel grain, MATH ones (libm per
+ * element) with a quarter of it. */
+#define UM_OPS(X)                                  \
+    X(RSQRT, rsqrt, FLT, CHEAP)                    \
+    X(EXPM1, expm1, FLT, MATH)                     \
+    X(LOG1P, log1p, FLT, MATH)                     \
+    X(LOG2, log2, FLT, MATH)                       \
+    X(LOG10, log10, FLT, MATH)                     \
+    X(SIN, sin, FLT, MATH)                         \
+    X(COS, cos, FLT, MATH)                         \
+    X(TAN, tan, FLT, MATH)                         \
+    X(ASIN, asin, FLT, MATH)                       \
+    X(ACOS, acos, FLT, MATH)                       \
+    X(ATAN, atan, FLT, MATH)                       \
+    X(SINH, sinh, FLT, MATH)                       \
+    X(COSH, cosh, FLT, MATH)                       \
+    X(ASINH, asinh, FLT, MATH)                     \
+    X(ACOSH, acosh, FLT, MATH)                     \
+    X(ATANH, atanh, FLT, MATH)                     \
+    X(RECIPROCAL, reciprocal, FLT, CHEAP)          \
+    X(DEG2RAD, deg2rad, FLT, CHEAP)                \
+    X(RAD2DEG, rad2deg, FLT, CHEAP)                \
+    X(SQUARE, square, NUM, CHEAP)                  \
+    X(SGN, sgn, NUM, CHEAP)                        \
+    X(FLOOR, floor, NUM, CHEAP)                    \
+    X(CEIL, ceil, NUM, CHEAP)                      \
+    X(ROUND, round, NUM, CHEAP)                    \
+    X(TRUNC, trunc, NUM, CHEAP)                    \
+    X(FRAC, frac, FLT, CHEAP)                      \
+    X(ROUND_DECIMALS, round_decimals, FLT, CHEAP)
+
+#define UFN(OP, N, T, CT) UM_FN(OP##_##N, T, CT, LA_##N, EM_ST_##N, UM_##OP, CLONE_##N)
+#define LOOPS_FLT(OP)                                                                 \
+    UFN(OP, f16, em_half, float) UFN(OP, bf16, em_bfloat16, float)                    \
+    UFN(OP, f32, float, float) UFN(OP, f64, double, double)
+#define LOOPS_NUM(OP)                                                                 \
+    UFN(OP, u8, uint8_t, uint64_t) UFN(OP, i8, int8_t, uint64_t)                      \
+    UFN(OP, i32, int32_t, uint64_t) UFN(OP, i64, int64_t, uint64_t) LOOPS_FLT(OP)
+#define TABLE_NUM(OP) {NULL, OP##_u8, OP##_i8, OP##_i32, OP##_i64, OP##_f16, OP##_bf16, OP##_f32, OP##_f64}
+#define TABLE_FLT(OP) {NULL, NULL, NULL, NULL, NULL, OP##_f16, OP##_bf16, OP##_f32, OP##_f64}
+
+#define X_LOOPS(E, name, FAM, COST) LOOPS_##FAM(name)
+UM_OPS(X_LOOPS)
+#undef X_LOOPS
+
+typedef enum {
+#define X_ENUM(E, name, FAM, COST) UM_##E,
+    UM_OPS(X_ENUM)
+#undef X_ENUM
+    UM_COUNT
+} um_op;
+static const em_cpu_loop tables[UM_COUNT][EM_DTYPE_COUNT] = {
+#define X_TABLE(E, name, FAM, COST) TABLE_##FAM(name),
+    UM_OPS(X_TABLE)
+#undef X_TABLE
+};
+#define GRAIN_CHEAP EM_CPU_GRAIN
+#define GRAIN_MATH (EM_CPU_GRAIN / 4)
+static const int64_t grains[UM_COUNT] = {
+#define X_GRAIN(E, name, FAM, COST) GRAIN_##COST,
+    UM_OPS(X_GRAIN)
+#undef X_GRAIN
+};
+
+/* The loop of op for bool compute (NULL: none; the meta refuses or
+ * promotes bool for every op but these). */
+static em_cpu_loop um_bool_loop(um_op op) {
+    return op == UM_SGN ? copy_b : NULL;
+}
+
+/* ---- driver ---- */
+
+/* Runs loop fn (reading m->compute, writing m->dtype) from self into out
+ * (Note [Structured kernels]: out has m's shape and a dtype m->dtype casts
+ * to; it may be self itself). An out of another dtype gets the result
+ * through a temporary; a self that shares out's memory without being out
+ * is copied first. */
+em_status em_cpu_unary_run(const em_meta *m, em_cpu_loop fn, em_tensor *self, em_tensor *out, void *ctx,
+                           int64_t grain) {
+    if (!fn)
+        return em_set_error(EM_ETYPE, "%s: not supported for dtype %s", m->op, em_dtype_name(m->compute));
+    if (out->dtype != m->dtype) {
+        em_tensor *tmp = em_tensor_new(m->ndim, m->sizes, m->dtype, out->device);
+        if (!tmp) return em_error_kind();
+        em_status st = em_cpu_unary_run(m, fn, self, tmp, ctx, grain);
+        if (st == EM_OK) st = em_cpu_copy_into(out, tmp, m->op);
+        em_tensor_release(tmp);
+        return st;
+    }
+    em_tensor *in = self, *hold = NULL;
+    if (self->storage == out->storage && self->numel > 0 &&
+        !(self->offset == out->offset && self->ndim == out->ndim &&
+          memcmp(self->strides, out->strides, sizeof(int64_t) * (size_t)self->ndim) == 0)) {
+        hold = em_cpu_to_dtype(self, self->dtype, m->op);
+        if (!hold) return em_error_kind();
+        in = hold;
+    }
+    em_cpu_iter it;
+    em_tensor *r = em_cpu_iter_build(&it, out, m->dtype, 1, &in, m->compute, m->op);
+    if (r) em_cpu_iter_run(&it, fn, ctx, grain);
+    em_cpu_iter_done(&it);
+    em_tensor_release(hold);
+    if (!r) return em_error_kind();
+    em_tensor_release(r);
+    return EM_OK;
+}
+
+static em_status um_impl(um_op op, const em_meta *m, em_tensor *self, em_tensor *out, um_ctx *ctx) {
+    em_cpu_loop fn = m->compute == EM_BOOL ? um_bool_loop(op) : tables[op][m->compute];
+    return em_cpu_unary_run(m, fn, self, out, ctx, grains[op]);
+}
+
+/* ---- impls ---- */
+
+#define X_IMPL(E, name, FAM, COST)                                                            \
+    em_status em_cpu_##name##_impl(em_keyset ks, const em_meta *m, em_tensor *self, em_tensor *out) { \
+        (void)ks;                                                                             \
+        return um_impl(UM_##E, m, self, out, NULL);                                           \
+    }
+#define UM_PLAIN_OPS(X)                                                                           \
+    X(RSQRT, rsqrt, , ) X(EXPM1, expm1, , ) X(LOG1P, log1p, , ) X(LOG2, log2, , )                 \
+    X(LOG10, log10, , ) X(SIN, sin, , ) X(COS, cos, , ) X(TAN, tan, , ) X(ASIN, asin, , )        \
+    X(ACOS, acos, , ) X(ATAN, atan, , ) X(SINH, sinh, , ) X(COSH, cosh, , ) X(ASINH, asinh, , )  \
+    X(ACOSH, acosh, , ) X(ATANH, atanh, , ) X(RECIPROCAL, reciprocal, , ) X(DEG2RAD, deg2rad, , ) \
+    X(RAD2DEG, rad2deg, , ) X(SQUARE, square, , ) X(SGN, sgn, , ) X(FLOOR, floor, , )            \
+    X(CEIL, ceil, , ) X(ROUND, round, , ) X(TRUNC, trunc, , ) X(FRAC, frac, , )
+UM_PLAIN_OPS(X_IMPL)
+#undef X_IMPL
+
+em_status em_cpu_round_decimals_impl(em_keyset ks, const em_meta *m, em_tensor *self, int64_t decimals,
+                                     em_tensor *out) {
+    (void)ks;
+    um_ctx c = { pow(10.0, (double)(decimals < 0 ? -decimals : decimals)), decimals < 0 };
+    return um_impl(UM_ROUND_DECIMALS, m, self, out, &c);
+}

@@ -1,0 +1,169 @@
+-- test_unary.lua -- the unary family (schema/ops/unary.yaml): values against
+-- PyTorch 1.13 (the reference numbers below were computed with it, float64),
+-- dtypes, in-place and out= variants, edge cases and error messages.
+local ember = ember or require "ember"
+local T = {}
+local nan, inf = 0 / 0, math.huge
+
+-- torch.NAME(torch.tensor(X, dtype=torch.float64)).tolist()
+local X = { -2.5, -1.2, -0.5, -0.0, 0.0, 0.3, 0.5, 1.5, 2.5, 7.0, nan, inf, -inf }
+local REF = {
+  rsqrt = { nan, nan, nan, -inf, inf, 1.8257418583505538, 1.414213562373095, 0.8164965809277261, 0.6324555320336759, 0.3779644730092272, nan, 0.0, nan },
+  expm1 = { -0.9179150013761012, -0.6988057880877979, -0.3934693402873666, -0.0, 0.0, 0.3498588075760031, 0.6487212707001282, 3.481689070338065, 11.182493960703473, 1095.6331584284585, nan, inf, -1.0 },
+  log1p = { nan, nan, -0.6931471805599453, -0.0, 0.0, 0.26236426446749106, 0.4054651081081644, 0.9162907318741551, 1.252762968495368, 2.0794415416798357, nan, inf, nan },
+  log2 = { nan, nan, nan, -inf, -inf, -1.7369655941662063, -1.0, 0.5849625007211562, 1.3219280948873624, 2.807354922057604, nan, inf, nan },
+  log10 = { nan, nan, nan, -inf, -inf, -0.5228787452803376, -0.3010299956639812, 0.17609125905568124, 0.3979400086720376, 0.8450980400142568, nan, inf, nan },
+  sin = { -0.5984721441039564, -0.9320390859672263, -0.479425538604203, -0.0, 0.0, 0.29552020666133955, 0.479425538604203, 0.9974949866040544, 0.5984721441039564, 0.6569865987187891, nan, nan, nan },
+  cos = { -0.8011436155469337, 0.3623577544766736, 0.8775825618903728, 1.0, 1.0, 0.955336489125606, 0.8775825618903728, 0.0707372016677029, -0.8011436155469337, 0.7539022543433046, nan, nan, nan },
+  tan = { 0.7470222972386603, -2.5721516221263188, -0.5463024898437905, -0.0, 0.0, 0.30933624960962325, 0.5463024898437905, 14.101419947171719, -0.7470222972386603, 0.8714479827243188, nan, nan, nan },
+  asin = { nan, nan, -0.5235987755982989, -0.0, 0.0, 0.30469265401539747, 0.5235987755982989, nan, nan, nan, nan, nan, nan },
+  acos = { nan, nan, 2.0943951023931957, 1.5707963267948966, 1.5707963267948966, 1.2661036727794992, 1.0471975511965976, nan, nan, nan, nan, nan, nan },
+  atan = { -1.1902899496825317, -0.8760580505981934, -0.4636476090008061, -0.0, 0.0, 0.2914567944778671, 0.4636476090008061, 0.982793723247329, 1.1902899496825317, 1.4288992721907328, nan, 1.5707963267948966, -1.5707963267948966 },
+  sinh = { -6.0502044810397875, -1.5094613554121725, -0.5210953054937474, -0.0, 0.0, 0.3045202934471426, 0.5210953054937474, 2.1292794550948173, 6.0502044810397875, 548.3161232732465, nan, inf, -inf },
+  cosh = { 6.132289479663686, 1.8106555673243747, 1.1276259652063807, 1.0, 1.0, 1.0453385141288605, 1.1276259652063807, 2.352409615243247, 6.132289479663686, 548.317035155212, nan, inf, inf },
+  asinh = { -1.6472311463710958, -1.015973134179692, -0.48121182505960347, -0.0, 0.0, 0.29567304756342244, 0.48121182505960347, 1.1947632172871094, 1.6472311463710958, 2.644120761058629, nan, inf, -inf },
+  acosh = { nan, nan, nan, nan, nan, nan, nan, 0.9624236501192069, 1.566799236972411, 2.6339157938496336, nan, inf, nan },
+  atanh = { nan, nan, -0.5493061443340548, -0.0, 0.0, 0.30951960420311175, 0.5493061443340548, nan, nan, nan, nan, nan, nan },
+  reciprocal = { -0.4, -0.8333333333333334, -2.0, -inf, inf, 3.3333333333333335, 2.0, 0.6666666666666666, 0.4, 0.14285714285714285, nan, 0.0, -0.0 },
+  square = { 6.25, 1.44, 0.25, 0.0, 0.0, 0.09, 0.25, 2.25, 6.25, 49.0, nan, inf, inf },
+  sgn = { -1.0, -1.0, -1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 1.0, -1.0 },
+  deg2rad = { -0.04363323129985824, -0.020943951023931952, -0.008726646259971648, -0.0, 0.0, 0.005235987755982988, 0.008726646259971648, 0.026179938779914945, 0.04363323129985824, 0.12217304763960307, nan, inf, -inf },
+  rad2deg = { -143.2394487827058, -68.75493541569878, -28.64788975654116, -0.0, 0.0, 17.188733853924695, 28.64788975654116, 85.94366926962348, 143.2394487827058, 401.07045659157626, nan, inf, -inf },
+  floor = { -3.0, -2.0, -1.0, -0.0, 0.0, 0.0, 0.0, 1.0, 2.0, 7.0, nan, inf, -inf },
+  ceil = { -2.0, -1.0, -0.0, -0.0, 0.0, 1.0, 1.0, 2.0, 3.0, 7.0, nan, inf, -inf },
+  round = { -2.0, -1.0, -0.0, -0.0, 0.0, 0.0, 0.0, 2.0, 2.0, 7.0, nan, inf, -inf },
+  trunc = { -2.0, -1.0, -0.0, -0.0, 0.0, 0.0, 0.0, 1.0, 2.0, 7.0, nan, inf, -inf },
+  frac = { -0.5, -0.19999999999999996, -0.5, 0.0, 0.0, 0.3, 0.5, 0.5, 0.5, 0.0, nan, nan, nan },
+}
+
+local function f64(v) return ember.tensor(v, { dtype = "float64" }) end
+local function f32(v) return ember.tensor(v, { dtype = "float32" }) end
+
+local MATH = { "rsqrt", "expm1", "log1p", "log2", "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
+  "cosh", "asinh", "acosh", "atanh", "reciprocal", "square", "sgn", "deg2rad", "rad2deg", "floor", "ceil",
+  "round", "trunc", "frac" }
+
+function T.float64_values_match_pytorch()
+  for _, name in ipairs(MATH) do
+    local r = ember[name](f64(X))
+    check_eq(r.dtype, "float64", name)
+    check_tensor(r, REF[name], 1e-12, name)
+    check_tensor(f64(X)[name](f64(X)), REF[name], 1e-12, name .. " (method)")
+  end
+end
+
+function T.float32_and_half_values()
+  for _, name in ipairs(MATH) do
+    local r = f32(X)[name](f32(X))
+    check_eq(r.dtype, "float32", name)
+    check_tensor(r, REF[name], 1e-5, name .. " float32")
+  end
+  -- float16/bfloat16 compute in float32 and round the result
+  local h = ember.tensor({ 0.5, 1.5, -2.0 }, { dtype = "bfloat16" }):sin()
+  check_eq(h.dtype, "bfloat16")
+  check_tensor(h:float(), { 0.478515625, 0.99609375, -0.91015625 }, 0) -- torch, bfloat16
+  local g = ember.tensor({ 0.5, 4.0 }, { dtype = "float16" }):rsqrt()
+  check_eq(g.dtype, "float16")
+  check_tensor(g:float(), { 1.4140625, 0.5 }, 0)
+end
+
+function T.integer_inputs_give_float32_or_keep_their_dtype()
+  local i = ember.tensor({ 1, 2, -3 })
+  check_eq(i:sin().dtype, "float32")
+  check_tensor(i:sin(), { 0.8414709568023682, 0.9092974066734314, -0.14112000167369843 }, 1e-7)
+  check_eq(ember.tensor({ true, false }):log1p().dtype, "float32")
+  check_tensor(ember.tensor({ 0, 2 }):reciprocal(), { inf, 0.5 })
+  for _, name in ipairs({ "floor", "ceil", "round", "trunc" }) do
+    local r = i[name](i)
+    check_eq(r.dtype, "int64", name)
+    check_tensor(r, { 1, 2, -3 }, 0, name)
+  end
+  check_eq(ember.tensor({ 1, 2 }, { dtype = "int8" }):floor().dtype, "int8")
+  check_tensor(ember.tensor({ 3, 20 }, { dtype = "uint8" }):square(), { 9, 144 })
+  check_tensor(ember.tensor({ 3, 20 }, { dtype = "int8" }):square(), { 9, -112 }) -- wraps, as torch
+  local sb = ember.tensor({ true, false }):square()
+  check_eq(sb.dtype, "int64")
+  check_tensor(sb, { 1, 0 })
+  local s = ember.tensor({ true, false }):sgn()
+  check_eq(s.dtype, "bool")
+  check_tensor(ember.tensor({ -3, 0, 5 }, { dtype = "int32" }):sgn(), { -1, 0, 1 })
+  check_eq(ember.tensor({ 7 }, { dtype = "int32" }):deg2rad().dtype, "float32")
+end
+
+function T.round_with_decimals()
+  -- torch.round(torch.tensor([...], dtype=torch.float64), decimals=2)
+  check_tensor(f64({ 1.2345, 123.456, -0.125, 2.675, 0.5 }):round({ decimals = 2 }),
+    { 1.23, 123.46, -0.12, 2.68, 0.5 }, 1e-15)
+  check_tensor(ember.round(f32({ 1234.5678, 15.0, 25.0, -35.0 }), { decimals = -1 }), { 1230, 20, 20, -40 }, 0)
+  check_tensor(f32({ 0.5, 1.5, 2.5, -0.5, -1.5 }):round(), { 0, 2, 2, -0.0, -2 }, 0)
+  check_tensor(f32({ 0.5, 1.5, 2.5 }):round({ decimals = 0 }), { 0, 2, 2 }, 0)
+  local y = f32({ 1.25, 3.14159 })
+  check(rawequal(y:round_({ decimals = 1 }), y), "round_ returns self")
+  check_tensor(y, { 1.2, 3.1 }, 1e-6)
+  check_error(function() return ember.tensor({ 15, 25 }):round({ decimals = 1 }) end,
+    "round", "int64", "floating")
+  check_error(function() return f32({ 1 }):round({ decimals = 1.5 }) end, "round", "decimals")
+end
+
+function T.in_place_and_out_variants()
+  local x = f64({ 0.5, -1.5, 2.25 })
+  local y = x:clone()
+  check(rawequal(y:sin_(), y), "sin_ returns self")
+  check_tensor(y, { math.sin(0.5), math.sin(-1.5), math.sin(2.25) }, 1e-15)
+  for _, name in ipairs({ "cos_", "floor_", "ceil_", "round_", "trunc_", "reciprocal_", "rsqrt_", "expm1_",
+    "log1p_", "frac_", "square_", "tan_", "atan_", "sgn_", "deg2rad_" }) do
+    local z = f64({ 0.25, 0.75 })
+    local want = ember[name:sub(1, -2)](z)
+    z[name](z)
+    check_tensor(z, want:tolist(), 1e-15, name)
+  end
+  -- in place through a view writes the base
+  local b = f32({ { 1.5, 2.5 }, { -0.5, 3.7 } })
+  b[2]:floor_()
+  check_tensor(b, { { 1.5, 2.5 }, { -1, 3 } })
+  -- integers keep their dtype in place where the result is an integer
+  local i = ember.tensor({ 4, -2 })
+  i:floor_(); i:square_()
+  check_tensor(i, { 16, 4 })
+  -- out=: the result cast into out's dtype
+  local o = ember.zeros(3, { dtype = "float64" })
+  check(rawequal(ember.sin(f32({ 1, 2, 3 }), { out = o }), o))
+  check_tensor(o, { math.sin(1), math.sin(2), math.sin(3) }, 1e-6)
+  local o2 = ember.empty(0)
+  x:log2({ out = o2 })
+  check_shape(o2, { 3 })
+end
+
+function T.non_contiguous_empty_and_0_dim()
+  local t = f32({ { 1, 2, 3 }, { 4, 5, 6 } }):t()
+  check_tensor(t:sin(), { { math.sin(1), math.sin(4) }, { math.sin(2), math.sin(5) }, { math.sin(3), math.sin(6) } },
+    1e-6)
+  local e = ember.zeros(0, 3):cos()
+  check_shape(e, { 0, 3 })
+  local s = ember.tensor(2.5, { dtype = "float64" }):floor()
+  check_shape(s, {})
+  check_eq(s:item(), 2)
+  local tt = f64({ { 1.5, 2.5 }, { 3.5, 4.5 } }):t()
+  tt:round_()
+  check_tensor(tt, { { 2, 4 }, { 2, 4 } })
+end
+
+function T.gradients_of_rounding_are_zero_and_frac_passes()
+  local x = f64({ 0.3, 1.7, -2.2 }):requires_grad_()
+  local g = ember.autograd.grad({ (x:floor() + x:ceil() + x:round() + x:trunc() + x:sgn()):sum() }, { x })[1]
+  check_tensor(g, { 0, 0, 0 })
+  check_tensor(ember.autograd.grad({ x:frac():sum() }, { x })[1], { 1, 1, 1 })
+  check_tensor(ember.autograd.grad({ x:square():sum() }, { x })[1], { 0.6, 3.4, -4.4 }, 1e-12)
+end
+
+function T.unary_errors_name_op_argument_and_problem()
+  check_error(function() return ember.tensor({ true }):floor() end, "floor", "bool")
+  check_error(function() return ember.tensor({ 1, 2 }):frac() end, "frac", "int64")
+  check_error(function() return ember.tensor({ 1, 2 }):sin_() end, "sin_", "float32", "int64")
+  check_error(function() return ember.tensor({ true }):square_() end, "square_", "int64", "bool")
+  check_error(function() return ember.sin("x") end, "sin", "self")
+  check_error(function() return ember.sin(f32({ 1 }), { out = 3 }) end, "sin", "out")
+  check_error(function() return f32({ 1 }):requires_grad_():sin_() end, "sin_", "leaf")
+end
+
+return T
