@@ -366,7 +366,30 @@ static const char *lua_type_test(cg_type t) {
 
 /* match_NAME: whether the Lua arguments fit overload op -- the count of
  * positional values, each one's Lua type, and the options table's names. */
-static void emit_matcher(cg_buf *b, const cg_op *op, bool several_out) {
+/* The type of positional argument pos (0-based) of op, or -1. */
+static int positional_type(const cg_op *op, int pos) {
+    for (int i = 0, p = 0; i < op->nargs; i++) {
+        if (op->args[i].kwonly) continue;
+        if (p++ == pos) return (int)op->args[i].type;
+    }
+    return -1;
+}
+
+/* Whether another overload of op's name takes a Tensor at positional pos:
+ * then a tensor there picks that overload, not a Scalar of op's (PyTorch
+ * tries Tensor overloads before Scalar ones: clamp(x, t) is clamp.Tensor,
+ * clamp(x, 0.5) is clamp). */
+static bool tensor_overload_at(const cg_schema *s, const cg_op *op, int pos) {
+    for (int j = 0; j < s->nops; j++) {
+        const cg_op *o = &s->ops[j];
+        if (o == op || o->meta || strcmp(o->base, op->base) != 0) continue;
+        int t = positional_type(o, pos);
+        if (t == CG_TENSOR || t == CG_TENSOR_OPT) return true;
+    }
+    return false;
+}
+
+static void emit_matcher(cg_buf *b, const cg_schema *s, const cg_op *op, bool several_out) {
     if (op->meta && !several_out) {
         /* the out= op of a structured family: chosen by an out option alone,
          * so that its binding (or the functional one) reports what is wrong;
@@ -415,9 +438,10 @@ static void emit_matcher(cg_buf *b, const cg_op *op, bool several_out) {
         if (a->kwonly) continue;
         pos++;
         bool nil_ok = a->def.kind != CG_DEF_NONE_GIVEN || cg_types[a->type].optional;
+        bool number_only = (a->type == CG_SCALAR || a->type == CG_SCALAR_OPT) && tensor_overload_at(s, op, pos - 1);
         cg_printf(b, "        case %d:\n            if (!(%s%s))\n                return false;\n"
                      "            break;\n", pos, nil_ok ? "lt == LUA_TNIL || " : "",
-                  lua_type_test(a->type));
+                  number_only ? "(lt == LUA_TNUMBER || lt == LUA_TBOOLEAN)" : lua_type_test(a->type));
     }
     cg_printf(b, "        default: /* past the positional arguments */\n"
                  "            if (%s)\n                return false;\n        }\n    }\n"
@@ -484,7 +508,7 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
         }
         for (int j = i; j < s->nops; j++)
             if (strcmp(s->ops[j].base, op->base) == 0 && (s->ops[j].meta || nplain > 1))
-                emit_matcher(b, &s->ops[j], nout > 1);
+                emit_matcher(b, s, &s->ops[j], nout > 1);
         cg_printf(b, "/* ember.%s / x:%s: the overloads of '%s', tried in schema order. */\n"
                      "static int lo_%s(lua_State *L)\n{\n    static const char *const schemas[] = {\n",
                   op->base, op->base, op->base, op->base);

@@ -86,3 +86,91 @@ em_status em_meta_round_decimals(em_meta *m, em_tensor *self, int64_t decimals) 
     (void)decimals;
     return meta_unary(m, self, UM_FLOAT_ONLY);
 }
+
+/* ---- clamp ---- */
+
+/* PyTorch's result type of self and the given bounds (a copy of core's
+ * ResultTypeState for three operands, dtype.c): tensors with dims outrank
+ * 0-dim tensors, which outrank numbers (wrapped numbers and Scalars), within
+ * a category; a higher category (bool < integral < floating) always wins. */
+typedef struct { em_dtype dim, zero, num; } rt_state;
+
+static void rt_add(rt_state *st, em_dtype t, int ndim, bool number) {
+    if (number) st->num = em_promote_types(st->num, em_dtype_is_floating(t) ? EM_FLOAT32 : t);
+    else if (ndim == 0) st->zero = em_promote_types(st->zero, t);
+    else st->dim = em_promote_types(st->dim, t);
+}
+static void rt_add_tensor(rt_state *st, const em_tensor *t) {
+    if (t) rt_add(st, t->dtype, t->ndim, t->wrapped_number);
+}
+static em_dtype rt_combine(em_dtype higher, em_dtype lower) {
+    if (em_dtype_is_floating(higher)) return higher;
+    if (higher == EM_BOOL || em_dtype_is_floating(lower)) return em_promote_types(higher, lower);
+    return higher != EM_DTYPE_NONE ? higher : lower;
+}
+static em_dtype rt_result(const rt_state *st) { return rt_combine(st->dim, rt_combine(st->zero, st->num)); }
+
+/* clamp, clamp_min, clamp_max with number bounds: the promoted dtype
+ * (bool refused, as PyTorch's clamp_scalar_cpu), an out= of exactly it. */
+static em_status meta_clamp_scalar(em_meta *m, const em_tensor *self, const em_scalar *min, const em_scalar *max) {
+    if (!min && !max)
+        return em_set_error(EM_EVALUE, "%s: at least one of 'min' or 'max' must not be None", m->op);
+    rt_state st = { EM_DTYPE_NONE, EM_DTYPE_NONE, EM_DTYPE_NONE };
+    rt_add_tensor(&st, self);
+    if (min) rt_add(&st, em_scalar_dtype(*min), 0, true);
+    if (max) rt_add(&st, em_scalar_dtype(*max), 0, true);
+    em_dtype dt = rt_result(&st);
+    if (dt == EM_BOOL) return em_set_error(EM_ETYPE, "%s: not supported for dtype bool (bool bounds)", m->op);
+    m->ndim = self->ndim;
+    memcpy(m->sizes, self->sizes, sizeof(int64_t) * (size_t)self->ndim);
+    m->dtype = m->compute = dt;
+    m->device = self->device;
+    m->out_dtype = EM_META_OUT_EXACT;
+    return EM_OK;
+}
+
+em_status em_meta_clamp(em_meta *m, em_tensor *self, const em_scalar *min, const em_scalar *max) {
+    return meta_clamp_scalar(m, self, min, max);
+}
+em_status em_meta_clamp_min(em_meta *m, em_tensor *self, em_scalar min) {
+    return meta_clamp_scalar(m, self, &min, NULL);
+}
+em_status em_meta_clamp_max(em_meta *m, em_tensor *self, em_scalar max) {
+    return meta_clamp_scalar(m, self, NULL, &max);
+}
+
+/* clamp and friends with tensor bounds: the broadcast shape and the
+ * promoted dtype of the three, any out= dtype the result casts to. */
+static em_status meta_clamp_tensor(em_meta *m, const em_tensor *self, const em_tensor *min, const em_tensor *max) {
+    if (!min && !max)
+        return em_set_error(EM_EVALUE, "%s: at least one of 'min' or 'max' must not be None", m->op);
+    int nd = self->ndim;
+    int64_t sz[EM_MAX_DIMS];
+    memcpy(sz, self->sizes, sizeof(int64_t) * (size_t)nd);
+    const em_tensor *b[2] = { min, max };
+    for (int k = 0; k < 2; k++) {
+        if (!b[k]) continue;
+        nd = em_broadcast_shapes(nd, sz, b[k]->ndim, b[k]->sizes, m->sizes, m->op);
+        if (nd < 0) return em_error_kind();
+        memcpy(sz, m->sizes, sizeof(int64_t) * (size_t)nd);
+    }
+    rt_state st = { EM_DTYPE_NONE, EM_DTYPE_NONE, EM_DTYPE_NONE };
+    rt_add_tensor(&st, self);
+    rt_add_tensor(&st, min);
+    rt_add_tensor(&st, max);
+    m->ndim = nd;
+    memcpy(m->sizes, sz, sizeof(int64_t) * (size_t)nd);
+    m->dtype = m->compute = rt_result(&st);
+    m->device = self->device;
+    return EM_OK;
+}
+
+em_status em_meta_clamp_tensor(em_meta *m, em_tensor *self, em_tensor *min, em_tensor *max) {
+    return meta_clamp_tensor(m, self, min, max);
+}
+em_status em_meta_clamp_min_tensor(em_meta *m, em_tensor *self, em_tensor *min) {
+    return meta_clamp_tensor(m, self, min, NULL);
+}
+em_status em_meta_clamp_max_tensor(em_meta *m, em_tensor *self, em_tensor *max) {
+    return meta_clamp_tensor(m, self, NULL, max);
+}

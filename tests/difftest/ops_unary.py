@@ -26,11 +26,61 @@ def gen_round_decimals(g, op):
     return dict(args=[['var', self_name]], kw={'decimals': ['int', g.r.randint(-2, 3)]}, pre=[])
 
 
+def gen_clamp_tensor(g, op):
+    """clamp.Tensor and friends with tensor bounds only (nil for an absent
+    one): torch's Python binding refuses a number beside a tensor bound, or
+    reads a 0-dim tensor beside a number as a number (the Scalar overload),
+    where ember converts the number to a tensor (clamp.Tensor): an accepted
+    difference of the bindings, not drawn."""
+    self_name = g.pick(inplace=op.inplace)
+    if self_name is None:
+        return None
+    args, pre = [['var', self_name]], []
+    nb = len([a for a in op.args[1:] if not a.kwonly])
+    which = g.r.choice([(True, True), (True, False), (False, True)]) if nb == 2 else (True,)
+    for present in which:
+        if not present:
+            args.append(['none'])
+            continue
+        v, p = g.partner(self_name, inplace=op.inplace, allow_number=False)
+        args.append(v)
+        pre += p
+    while args[-1] == ['none']:
+        args.pop()
+    return dict(args=args, kw={}, pre=pre)
+
+
+def gen_clamp_scalar(g, op):
+    """clamp with number bounds: one or both (nil for an absent min)."""
+    self_name = g.pick(inplace=op.inplace)
+    if self_name is None:
+        return None
+    which = g.r.choice([(True, True), (True, False), (False, True)])
+    args = [['var', self_name]] + [g.number() if p else ['none'] for p in which]
+    while args[-1] == ['none']:
+        args.pop()
+    return dict(args=args, kw={}, pre=[])
+
+
 MAP = {}
 for _n in _MATH:
     MAP[_n] = dict(weight=0.35)
     MAP[_n + '_'] = dict(weight=0.2)
     MAP[_n + '.out'] = dict(gen=_gen_out(gen_generic), weight=0.08)
+for _n in ('clamp', 'clamp_min', 'clamp_max'):
+    _g = gen_clamp_scalar if _n == 'clamp' else gen_generic
+    MAP[_n] = dict(gen=_g, weight=0.4)
+    MAP[_n + '_'] = dict(gen=_g, weight=0.25)
+    MAP[_n + '.out'] = dict(gen=_gen_out(_g), weight=0.1)
+    MAP[_n + '.Tensor'] = dict(gen=gen_clamp_tensor, weight=0.4)
+    MAP[_n + '_.Tensor'] = dict(gen=gen_clamp_tensor, weight=0.25)
+    MAP[_n + '.Tensor_out'] = dict(gen=_gen_out(gen_clamp_tensor), weight=0.1)
+MAP['clip'] = dict(gen=gen_clamp_scalar, weight=0.15)
+MAP['clip_'] = dict(gen=gen_clamp_scalar, weight=0.1)
+MAP['clip.Tensor'] = dict(gen=gen_clamp_tensor, weight=0.15)
+MAP['clip_.Tensor'] = dict(gen=gen_clamp_tensor, weight=0.1)
+MAP['fix'] = dict(weight=0.15)
+MAP['fix_'] = dict(weight=0.1)
 MAP['round.decimals'] = dict(gen=gen_round_decimals, weight=0.4)
 MAP['round_.decimals'] = dict(gen=gen_round_decimals, weight=0.3)
 MAP['round.decimals_out'] = dict(gen=_gen_out(gen_round_decimals), weight=0.1)

@@ -166,4 +166,107 @@ function T.unary_errors_name_op_argument_and_problem()
   check_error(function() return f32({ 1 }):requires_grad_():sin_() end, "sin_", "leaf")
 end
 
+-- ---- clamp ----
+
+function T.clamp_with_number_bounds()
+  local x = f32({ 1.0, nan, -2.0, 0.5 })
+  check_tensor(x:clamp(0, 1), { 1, nan, 0, 0.5 })
+  check_tensor(x:clamp(nil, 0.7), { 0.7, nan, -2, 0.5 }, 1e-7)
+  check_tensor(ember.clamp(x, { min = 0.2 }), { 1, nan, 0.2, 0.5 }, 1e-7)
+  check_tensor(x:clip(-1, 1), { 1, nan, -1, 0.5 })
+  check_tensor(f32({ 1, 2, 3 }):clamp(2, 1), { 1, 1, 1 }, 0) -- min > max: max wins, as torch
+  -- NaN bounds as torch 1.13: both bounds or clamp_min/clamp_max -> NaN; one bound of clamp -> x
+  check_tensor(x:clamp(nan, 1), { nan, nan, nan, nan })
+  check_tensor(x:clamp(nil, nan), { 1, nan, -2, 0.5 })
+  check_tensor(x:clamp(nan), { 1, nan, -2, 0.5 })
+  check_tensor(x:clamp_min(nan), { nan, nan, nan, nan })
+  check_tensor(x:clamp_max(nan), { nan, nan, nan, nan })
+  -- dtypes: numbers promote like x + number
+  local i = ember.tensor({ 1, 5, -3 })
+  check_eq(i:clamp(0.5).dtype, "float32")
+  check_tensor(i:clamp(0.5), { 1, 5, 0.5 })
+  check_eq(i:clamp(0, 3).dtype, "int64")
+  check_tensor(i:clamp(0, 3), { 1, 3, 0 })
+  check_tensor(i:clamp_max(2), { 1, 2, -3 })
+  local b = ember.tensor({ true, false })
+  check_eq(b:clamp(nil, 0).dtype, "int64")
+  check_tensor(b:clamp(nil, 0), { 0, 0 })
+  check_tensor(b:clamp_min(0), { 1, 0 })
+  check_tensor(ember.tensor({ 1, 2 }, { dtype = "uint8" }):clamp(-1), { 255, 255 }) -- -1 wraps, as torch
+  check_eq(ember.tensor({ 1.5 }, { dtype = "float16" }):clamp(0, 1).dtype, "float16")
+  -- in place and out=
+  local y = x:clone()
+  check(rawequal(y:clamp_(0, 1), y))
+  check_tensor(y, { 1, nan, 0, 0.5 })
+  local k = ember.tensor({ 1, 7 })
+  k:clamp_(0, 3); k:clamp_min_(2); k:clamp_max_(2)
+  check_tensor(k, { 2, 2 })
+  local o = ember.zeros(4)
+  check(rawequal(ember.clamp(x, -1, 0.7, { out = o }), o))
+  check_tensor(o, { 0.7, nan, -1, 0.5 }, 1e-7)
+end
+
+function T.clamp_with_tensor_bounds()
+  local x = f32({ 1.0, nan, -2.0, 0.5 })
+  local lo = f32({ 0.0, 0.0, 0.0, 1.0 })
+  check_tensor(x:clamp(lo, 0.8), { 0.8, nan, 0, 0.8 }, 1e-7)
+  check_tensor(x:clamp(nil, lo), { 0, nan, -2, 0.5 })
+  check_tensor(x:clamp_min(lo), { 1, nan, 0, 1 })
+  check_tensor(x:clamp_max(lo), { 0, nan, -2, 0.5 })
+  -- NaN in a bound gives NaN where it is used (torch's maximum/minimum)
+  local nb = f32({ nan, 1, 1, 1 })
+  check_tensor(x:clamp(nb), { nan, nan, 1, 1 })
+  check_tensor(x:clamp_max(nb), { nan, nan, -2, 0.5 })
+  check_tensor(x:clamp(ember.tensor(nan), ember.tensor(1.0)), { nan, nan, nan, nan })
+  -- broadcasting and promotion over the three
+  check_tensor(ember.tensor({ { 1, 2 } }):clamp(ember.tensor({ { 1 }, { 2 } })), { { 1, 2 }, { 2, 2 } })
+  local p = ember.tensor({ 1, 2 }, { dtype = "int8" }):clamp(ember.tensor(1.5, { dtype = "float64" }))
+  check_eq(p.dtype, "float64")
+  check_tensor(p, { 1.5, 2 })
+  check_eq(ember.tensor({ 1, 2 }, { dtype = "int32" }):clamp(ember.tensor({ 1 })).dtype, "int64")
+  check_eq(ember.tensor({ true, false }):clamp(ember.tensor({ true, true })).dtype, "bool")
+  check_tensor(ember.tensor({ true, false }):clamp_min(ember.tensor({ true, true })), { true, true })
+  check_tensor(x:clip(lo, 0.8), { 0.8, nan, 0, 0.8 }, 1e-7)
+  local y = f32({ 1, 2 })
+  y:clamp_(f64({ 1.5, 1.5 }))
+  check_eq(y.dtype, "float32")
+  check_tensor(y, { 1.5, 2 })
+  local o = ember.zeros(2, { dtype = "float64" })
+  ember.clamp(f32({ 1, 2 }), f32({ 0, 0 }), nil, { out = o }) -- tensor bounds: any out dtype it casts to
+  check_tensor(o, { 1, 2 })
+end
+
+function T.clamp_gradients_pass_at_the_bounds()
+  local z = f64({ 0.5, 2.0, 1.0 }):requires_grad_()
+  check_tensor(ember.autograd.grad({ z:clamp(0.5, 1.5):sum() }, { z })[1], { 1, 0, 1 })
+  check_tensor(ember.autograd.grad({ z:clamp_min(1.0):sum() }, { z })[1], { 0, 1, 1 })
+  check_tensor(ember.autograd.grad({ z:clamp_max(1.0):sum() }, { z })[1], { 1, 0, 1 })
+  -- tensor bounds (torch 1.13): min gets grad where self < min (and min < max),
+  -- max where self > max or max < min
+  local x = f64({ 0.5, -1.2, 0.8, 1.5, 0.3, -0.7 }):requires_grad_()
+  local lo = f64({ 0.0, -1.0, 0.9, 1.0, 0.3, -1.0 }):requires_grad_()
+  local hi = f64({ 0.6, 2.0, 1.2, 0.6, 2.0, -0.8 }):requires_grad_()
+  local y = x:clamp(lo, hi)
+  check_tensor(y, { 0.5, -1.0, 0.9, 0.6, 0.3, -0.8 })
+  local g = ember.autograd.grad({ y:sum() }, { x, lo, hi })
+  check_tensor(g[1], { 1, 0, 0, 0, 1, 0 })
+  check_tensor(g[2], { 0, 1, 1, 0, 0, 0 })
+  check_tensor(g[3], { 0, 0, 0, 1, 0, 1 })
+end
+
+function T.clamp_errors()
+  local x = f32({ 1, 2 })
+  check_error(function() return x:clamp() end, "clamp", "at least one of 'min' or 'max'")
+  check_error(function() return x:clamp(nil, nil) end, "clamp", "min", "max")
+  check_error(function() return ember.tensor({ true }):clamp(false, true) end, "clamp", "bool")
+  check_error(function() return ember.tensor({ 1, 2 }, { dtype = "uint8" }):clamp(0, 300) end,
+    "clamp", "300", "uint8")
+  check_error(function() return x:clamp_(f32({ { 1 }, { 2 } })) end, "clamp_", "{2}", "{2,2}")
+  check_error(function() return x:clamp(f32({ 1, 2, 3 })) end, "clamp", "{2}", "{3}")
+  check_error(function() return ember.clamp(x, 0, 1, { out = ember.zeros(2, { dtype = "float64" }) }) end,
+    "clamp", "out", "float32", "float64")
+  check_error(function() return ember.tensor({ 1, 2 }):clamp_(0.5) end, "clamp_", "float32", "int64")
+  check_error(function() return x:clamp("a") end, "clamp")
+end
+
 return T

@@ -27,5 +27,54 @@ return function(H)
   S.round__decimals = function()
     return H.one({ m23() }, function(a) local c = a * 1; return c:round_({ decimals = 1 }) * a end)
   end
+  -- clamp: no element on a bound; lo/hi select self, min and max (and
+  -- max where max < min) somewhere
+  local function lo23() return t({ { 0.0, -1.0, 0.9 }, { 1.0, 0.5, -1.0 } }) end
+  local function hi3() return t({ 0.6, 2.0, 1.2 }) end
+  S.clamp = function()
+    return H.many({
+      { { m23() }, function(a) return a:clamp(-0.5, 0.9) end },
+      { { m23() }, function(a) return a:clamp(0) end },
+      { { m23() }, function(a) return ember.clamp(a, nil, 0.6) end },
+    })
+  end
+  S.clamp_ = function() return H.one({ m23() }, function(a) return a:clone():clamp_(-0.5, 0.9) end) end
+  S.clamp_Tensor = function()
+    return H.many({
+      { { m23(), lo23(), hi3() }, function(a, lo, hi) return a:clamp(lo, hi) end },
+      { { m23(), lo23() }, function(a, lo) return a:clamp(lo) end },
+      { { m23(), hi3() }, function(a, hi) return a:clamp(nil, hi) end },
+    })
+  end
+  S.clamp__Tensor = function()
+    return H.one({ m23(), lo23(), hi3() }, function(a, lo, hi) return a:clone():clamp_(lo, hi) end)
+  end
+  S.clamp_min = function() return H.one({ m23() }, function(a) return a:clamp_min(0.1) end) end
+  S.clamp_min_ = function() return H.one({ m23() }, function(a) return a:clone():clamp_min_(0.1) end) end
+  S.clamp_min_Tensor = function()
+    return H.one({ m23(), lo23() }, function(a, lo) return a:clamp_min(lo) end)
+  end
+  S.clamp_min__Tensor = function()
+    return H.one({ m23(), lo23() }, function(a, lo) return a:clone():clamp_min_(lo) end)
+  end
+  S.clamp_max = function() return H.one({ m23() }, function(a) return a:clamp_max(0.1) end) end
+  S.clamp_max_ = function() return H.one({ m23() }, function(a) return a:clone():clamp_max_(0.1) end) end
+  S.clamp_max_Tensor = function()
+    return H.one({ m23(), hi3() }, function(a, hi) return a:clamp_max(hi) end)
+  end
+  S.clamp_max__Tensor = function()
+    return H.one({ m23(), hi3() }, function(a, hi) return a:clone():clamp_max_(hi) end)
+  end
+  -- the aliases (composites: their gradient is clamp's and trunc's)
+  S.clip = function() return H.one({ m23() }, function(a) return a:clip(-0.5, 0.9) end) end
+  S.clip_ = function() return H.one({ m23() }, function(a) return a:clone():clip_(nil, 0.9) end) end
+  S.clip_Tensor = function()
+    return H.one({ m23(), lo23(), hi3() }, function(a, lo, hi) return ember.clip(a, lo, hi) end)
+  end
+  S.clip__Tensor = function()
+    return H.one({ m23(), lo23() }, function(a, lo) return a:clone():clip_(lo) end)
+  end
+  S.fix = function() return H.one({ m23() }, function(a) return a:fix() * a end) end
+  S.fix_ = function() return H.one({ m23() }, function(a) return a:clone():fix_() * a end) end
   return S
 end
