@@ -587,6 +587,17 @@ static void emit_kernel_nondiff(cg_buf *b, const cg_op *op) {
     cg_puts(b, ";\n}\n\n");
 }
 
+/* Whether the functional op of out= op s->ops[oi]'s family has an output
+ * that is not differentiable (logical_not): then its out= variant, like
+ * PyTorch's, takes arguments that require grad and records nothing. */
+static bool family_not_differentiable(const cg_schema *s, int oi) {
+    for (int j = 0; j < s->nops; j++) {
+        const cg_op *x = &s->ops[j];
+        if (x->delegate == oi && !x->ret_alias_write) return x->deriv && !x->deriv->nformulas;
+    }
+    return false;
+}
+
 /* The out= op of a structured family (Note [Structured kernels]): no graph
  * is recorded, so with grad mode on no argument (out included) may require
  * grad -- PyTorch's rule for out= arguments. */
@@ -881,7 +892,8 @@ void cg_emit_autograd(cg_buf *b, const cg_schema *s) {
         cg_group_banner(b, op, &last);
         const cg_deriv *d = op->deriv;
         if (op->meta) {
-            emit_kernel_out(b, op);
+            if (family_not_differentiable(s, i)) emit_kernel_nondiff(b, op);
+            else emit_kernel_out(b, op);
             continue;
         }
         if (!d) {

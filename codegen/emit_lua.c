@@ -458,7 +458,7 @@ static void emit_matcher(cg_buf *b, const cg_schema *s, const cg_op *op, bool se
  * upvalue 1, which em_lua_mm_operand and em_lua_push_result use for their
  * fast paths (em_lua_bind.h). */
 static void emit_metamethod(cg_buf *b, const cg_op *op) {
-    int n = strcmp(op->metamethod, "__unm") == 0 ? 1 : 2;
+    int n = strcmp(op->metamethod, "__unm") == 0 || strcmp(op->metamethod, "__bnot") == 0 ? 1 : 2;
     cg_printf(b, "/* %s: the metamethod entry of %s (Note [Metamethods]). */\n"
                  "static int mm_%s(lua_State *L)\n{\n    em_lua_argtmp tmp;\n", op->metamethod, op->name,
               op->name);

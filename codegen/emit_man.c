@@ -131,7 +131,8 @@ void cg_emit_man(cg_buf *b, const cg_schema *s) {
             static const char *const forms[][2] = { { "__add", "a + b" }, { "__sub", "a - b" },
                                                     { "__mul", "a * b" }, { "__div", "a / b" },
                                                     { "__mod", "a % b" }, { "__pow", "a ^ b" },
-                                                    { "__idiv", "a // b" }, { "__unm", "-a" } };
+                                                    { "__idiv", "a // b" }, { "__unm", "-a" },
+                                                    { "__bnot", "~a" } };
             for (size_t k = 0; k < sizeof forms / sizeof forms[0]; k++)
                 if (strcmp(forms[k][0], op->metamethod) == 0) {
                     roff_escape(b, forms[k][1]);

@@ -729,20 +729,20 @@ static void parse_namespaces(const char *path, yaml_document_t *doc, yaml_node_t
 
 /* metamethod: __add. Note [Metamethods]: Lua's arithmetic on tensors calls
  * the op through a generated entry (mm_NAME in em_lua_ops.c). A binary
- * metamethod's op takes two positional Tensors first, a unary one (__unm)
- * one; every later argument must be a Scalar with a default, and the op
+ * metamethod's op takes two positional Tensors first, a unary one (__unm,
+ * __bnot: Lua passes the operand twice) one; every later argument must be a Scalar with a default, and the op
  * returns one Tensor. */
 static void parse_metamethod(const char *path, yaml_node_t *n, cg_op *op) {
     static const char *const known[] = { "__add", "__sub", "__mul", "__div", "__mod", "__pow",
-                                         "__idiv", "__unm", NULL };
+                                         "__idiv", "__unm", "__bnot", NULL };
     expect_scalar(path, n, "a metamethod name");
     const char *name = scalar_of(n);
     bool ok = false;
     for (int i = 0; known[i]; i++) ok = ok || strcmp(known[i], name) == 0;
     if (!ok)
         cg_error_at(path, mark_line(n), "op '%s': unknown metamethod '%s' (known: __add, __sub, __mul, "
-                    "__div, __mod, __pow, __idiv, __unm)", op->name, name);
-    int ntensors = strcmp(name, "__unm") == 0 ? 1 : 2;
+                    "__div, __mod, __pow, __idiv, __unm, __bnot)", op->name, name);
+    int ntensors = strcmp(name, "__unm") == 0 || strcmp(name, "__bnot") == 0 ? 1 : 2;
     bool fits = op->nargs >= ntensors && op->nrets == 1 && !cg_op_ret_list(op);
     for (int i = 0; fits && i < op->nargs; i++) {
         const cg_arg *a = &op->args[i];

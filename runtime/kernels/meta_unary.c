@@ -75,7 +75,8 @@ static em_status meta_unary(em_meta *m, const em_tensor *self, um_kind k) {
     X(asinh, UM_FLOAT) X(acosh, UM_FLOAT) X(atanh, UM_FLOAT) X(reciprocal, UM_FLOAT)       \
     X(deg2rad, UM_FLOAT) X(rad2deg, UM_FLOAT) X(square, UM_SQUARE) X(sgn, UM_KEEP)         \
     X(floor, UM_KEEP_NOBOOL) X(ceil, UM_KEEP_NOBOOL) X(round, UM_KEEP_NOBOOL)              \
-    X(trunc, UM_KEEP_NOBOOL) X(frac, UM_FLOAT_ONLY)
+    X(trunc, UM_KEEP_NOBOOL) X(frac, UM_FLOAT_ONLY) X(logical_not, UM_TO_BOOL)         \
+    X(bitwise_not, UM_INTEGRAL)
 
 #define X_META(name, kind) \
     em_status em_meta_##name(em_meta *m, em_tensor *self) { return meta_unary(m, self, kind); }

@@ -7,6 +7,15 @@ rest), gives the out= overloads the out= generator of ops.py, and generates
 round(decimals=...) (an int keyword argument).
 
 Differences accepted (also in the report to the lead):
+  - signbit of NaN: the sign of a NaN depends on how it was made (Lua's 0/0
+    is a negative NaN on x86, Python's float('nan') positive); signbit is
+    drawn on NaN-free tensors.
+  - clamp with a number beside a tensor bound (clamp(x, 0.5, t)): torch's
+    Python binding refuses it, or reads a 0-dim t as a number (the Scalar
+    overload); ember converts the number (clamp.Tensor). Not drawn.
+  - Rounding amplified: libm's float32 functions (expm1f, tanf, ...) and
+    torch's vectorised ones may differ by an ulp; a later op with a large
+    derivative (tan near pi/2) can turn that into a visible difference.
   - float16: torch 1.13 has no CPU kernel for most of these ops on float16
     ("not implemented for 'Half'", statements the generator drops); ember
     computes them in float32 and rounds.
@@ -62,6 +71,16 @@ def gen_clamp_scalar(g, op):
     return dict(args=args, kw={}, pre=[])
 
 
+def gen_signbit(g, op):
+    """signbit of tensors without NaN: the sign of a NaN depends on how it
+    was made (Lua's 0/0, which the renderer writes for NaN, is a negative
+    NaN on x86; Python's float('nan') a positive one)."""
+    res = gen_generic(g, op)
+    if res is None or bool(g.t(res['args'][0][1]).detach().isnan().any()):
+        return None
+    return res
+
+
 MAP = {}
 for _n in _MATH:
     MAP[_n] = dict(weight=0.35)
@@ -81,6 +100,12 @@ MAP['clip.Tensor'] = dict(gen=gen_clamp_tensor, weight=0.15)
 MAP['clip_.Tensor'] = dict(gen=gen_clamp_tensor, weight=0.1)
 MAP['fix'] = dict(weight=0.15)
 MAP['fix_'] = dict(weight=0.1)
+for _n in ('isnan', 'isinf', 'isfinite', 'isposinf', 'isneginf', 'signbit', 'logical_not', 'bitwise_not'):
+    MAP[_n] = dict(weight=0.3)
+MAP['signbit'] = dict(gen=gen_signbit, weight=0.3)
+MAP['logical_not.out'] = dict(gen=_gen_out(gen_generic), weight=0.1)
+MAP['bitwise_not_'] = dict(weight=0.2)
+MAP['bitwise_not.out'] = dict(gen=_gen_out(gen_generic), weight=0.1)
 MAP['round.decimals'] = dict(gen=gen_round_decimals, weight=0.4)
 MAP['round_.decimals'] = dict(gen=gen_round_decimals, weight=0.3)
 MAP['round.decimals_out'] = dict(gen=_gen_out(gen_round_decimals), weight=0.1)

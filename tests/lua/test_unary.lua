@@ -269,4 +269,63 @@ function T.clamp_errors()
   check_error(function() return x:clamp("a") end, "clamp")
 end
 
+-- ---- predicates, logical_not, bitwise_not ----
+
+function T.predicates_give_bool()
+  local pnan = math.abs(0 / 0) -- 0/0 is a negative NaN on x86; abs clears its sign
+  local x = f32({ -2.0, 0.0, -0.0, pnan, -pnan, inf, -inf, 3.0 })
+  -- torch.isnan(...) etc. of the same values
+  check_tensor(x:isnan(), { false, false, false, true, true, false, false, false })
+  check_tensor(ember.isinf(x), { false, false, false, false, false, true, true, false })
+  check_tensor(x:isfinite(), { true, true, true, false, false, false, false, true })
+  check_tensor(x:isposinf(), { false, false, false, false, false, true, false, false })
+  check_tensor(x:isneginf(), { false, false, false, false, false, false, true, false })
+  check_tensor(x:signbit(), { true, false, true, false, true, false, true, false })
+  check_tensor(x:logical_not(), { false, true, true, false, false, false, false, false })
+  for _, name in ipairs({ "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "logical_not" }) do
+    check_eq(x[name](x).dtype, "bool", name)
+    check_eq(ember[name](f64({ 1 })).dtype, "bool", name)
+    check_eq(ember[name](ember.tensor({ 1 }, { dtype = "bfloat16" })).dtype, "bool", name)
+  end
+  local i = ember.tensor({ -2, 0, 5 }, { dtype = "int8" })
+  check_tensor(i:isnan(), { false, false, false })
+  check_tensor(i:isinf(), { false, false, false })
+  check_tensor(i:isfinite(), { true, true, true })
+  check_tensor(i:signbit(), { true, false, false })
+  check_tensor(i:logical_not(), { false, true, false })
+  check_tensor(ember.tensor({ 3 }, { dtype = "uint8" }):signbit(), { false })
+  check_tensor(ember.tensor({ true, false }):signbit(), { false, false })
+  check_tensor(ember.tensor({ true, false }):logical_not(), { false, true })
+  -- non-contiguous, empty, 0-dim; no history from an input that requires grad
+  check_tensor(f32({ { 1, nan }, { inf, 2 } }):t():isfinite(), { { true, false }, { false, true } })
+  check_shape(ember.zeros(0, 2):isnan(), { 0, 2 })
+  check_shape(ember.tensor(nan):isnan(), {})
+  local g = f64({ 1, nan }):requires_grad_()
+  check(not g:isnan().requires_grad and not g:logical_not().requires_grad)
+  -- logical_not.out: any out dtype
+  local o = ember.zeros(3)
+  ember.logical_not(f64({ 0, 2, nan }), { out = o })
+  check_tensor(o, { 1, 0, 0 })
+  -- not differentiable: its out= takes an input that requires grad (as torch)
+  ember.logical_not(g, { out = o[{ { 1, 2 } }] })
+  check_tensor(o, { 0, 0, 0 })
+end
+
+function T.bitwise_not_and_the_tilde_operator()
+  local i = ember.tensor({ -2, 0, 5 })
+  check_tensor(i:bitwise_not(), { 1, -1, -6 })
+  check_tensor(~i, { 1, -1, -6 })
+  check_tensor(ember.tensor({ 1, 255 }, { dtype = "uint8" }):bitwise_not(), { 254, 0 })
+  check_eq((~ember.tensor({ 1 }, { dtype = "int32" })).dtype, "int32")
+  check_tensor(~ember.tensor({ true, false }), { false, true })
+  local j = ember.tensor({ 7, -8 }, { dtype = "int8" })
+  check(rawequal(j:bitwise_not_(), j))
+  check_tensor(j, { -8, 7 })
+  check_error(function() return ~f32({ 1 }) end, "bitwise_not", "float32")
+  check_error(function() return f64({ 1 }):bitwise_not() end, "bitwise_not", "float64")
+  check_error(function() return ember.bitwise_not(i, { out = ember.zeros(3, { dtype = "int32" }) }) end,
+    "bitwise_not", "int64", "int32")
+  check_error(function() return ember.isnan("x") end, "isnan", "self")
+end
+
 return T

@@ -17,6 +17,7 @@
 #include "kernels/cpu/em_cpu.h"
 #include "kernels/em_structured.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -57,6 +58,8 @@ static inline double lgamma_(double x) { int s; return lgamma_r(x, &s); }
 #define UM_round(x, c) _Generic((x), float: __builtin_roundevenf(x), double: __builtin_roundeven(x), default: (x))
 #define UM_trunc(x, c) _Generic((x), float: truncf(x), double: trunc(x), default: (x))
 #define UM_frac(x, c) _Generic((x), float: (x) - truncf(x), default: (x) - trunc(x))
+/* integers only (bool: not_b) */
+#define UM_bitwise_not(x, c) (~(x))
 /* round(x, decimals): PyTorch's formula, in the compute type */
 #define UM_round_decimals(x, c) _Generic((x), float: round_dec_f(x, c), default: round_dec_d(x, c))
 
@@ -99,11 +102,16 @@ static void copy_b(char **d, const int64_t *s, int64_t n, void *ctx) {
     (void)ctx;
     for (int64_t i = 0; i < n; i++) *(bool *)(d[0] + i * s[0]) = *(const bool *)(d[1] + i * s[1]);
 }
+static void not_b(char **d, const int64_t *s, int64_t n, void *ctx) {
+    (void)ctx;
+    for (int64_t i = 0; i < n; i++) *(bool *)(d[0] + i * s[0]) = !*(const bool *)(d[1] + i * s[1]);
+}
 
 /* Note [Unary math op list]
  * UM_OPS is the list of this file's ops: X(ENUM, name, FAMILY, COST).
  *   FLT  floating loops only (the meta gives float32 for integer input)
  *   NUM  integer and floating loops (bool: see um_bool_loop)
+ *   INT  integer loops (bool: see um_bool_loop)
  * COST: CHEAP ops run with the default parallel grain, MATH ones (libm per
  * element) with a quarter of it. */
 #define UM_OPS(X)                                  \
@@ -133,7 +141,8 @@ static void copy_b(char **d, const int64_t *s, int64_t n, void *ctx) {
     X(ROUND, round, NUM, CHEAP)                    \
     X(TRUNC, trunc, NUM, CHEAP)                    \
     X(FRAC, frac, FLT, CHEAP)                      \
-    X(ROUND_DECIMALS, round_decimals, FLT, CHEAP)
+    X(ROUND_DECIMALS, round_decimals, FLT, CHEAP) \
+    X(BITWISE_NOT, bitwise_not, INT, CHEAP)
 
 #define UFN(OP, N, T, CT) UM_FN(OP##_##N, T, CT, LA_##N, EM_ST_##N, UM_##OP, CLONE_##N)
 #define LOOPS_FLT(OP)                                                                 \
@@ -142,6 +151,10 @@ static void copy_b(char **d, const int64_t *s, int64_t n, void *ctx) {
 #define LOOPS_NUM(OP)                                                                 \
     UFN(OP, u8, uint8_t, uint64_t) UFN(OP, i8, int8_t, uint64_t)                      \
     UFN(OP, i32, int32_t, uint64_t) UFN(OP, i64, int64_t, uint64_t) LOOPS_FLT(OP)
+#define LOOPS_INT(OP)                                                                 \
+    UFN(OP, u8, uint8_t, uint64_t) UFN(OP, i8, int8_t, uint64_t)                      \
+    UFN(OP, i32, int32_t, uint64_t) UFN(OP, i64, int64_t, uint64_t)
+#define TABLE_INT(OP) {NULL, OP##_u8, OP##_i8, OP##_i32, OP##_i64, NULL, NULL, NULL, NULL}
 #define TABLE_NUM(OP) {NULL, OP##_u8, OP##_i8, OP##_i32, OP##_i64, OP##_f16, OP##_bf16, OP##_f32, OP##_f64}
 #define TABLE_FLT(OP) {NULL, NULL, NULL, NULL, NULL, OP##_f16, OP##_bf16, OP##_f32, OP##_f64}
 
@@ -171,7 +184,7 @@ static const int64_t grains[UM_COUNT] = {
 /* The loop of op for bool compute (NULL: none; the meta refuses or
  * promotes bool for every op but these). */
 static em_cpu_loop um_bool_loop(um_op op) {
-    return op == UM_SGN ? copy_b : NULL;
+    return op == UM_SGN ? copy_b : op == UM_BITWISE_NOT ? not_b : NULL;
 }
 
 /* ---- driver ---- */
@@ -229,7 +242,8 @@ static em_status um_impl(um_op op, const em_meta *m, em_tensor *self, em_tensor 
     X(ACOS, acos, , ) X(ATAN, atan, , ) X(SINH, sinh, , ) X(COSH, cosh, , ) X(ASINH, asinh, , )  \
     X(ACOSH, acosh, , ) X(ATANH, atanh, , ) X(RECIPROCAL, reciprocal, , ) X(DEG2RAD, deg2rad, , ) \
     X(RAD2DEG, rad2deg, , ) X(SQUARE, square, , ) X(SGN, sgn, , ) X(FLOOR, floor, , )            \
-    X(CEIL, ceil, , ) X(ROUND, round, , ) X(TRUNC, trunc, , ) X(FRAC, frac, , )
+    X(CEIL, ceil, , ) X(ROUND, round, , ) X(TRUNC, trunc, , ) X(FRAC, frac, , )        \
+    X(BITWISE_NOT, bitwise_not, , )
 UM_PLAIN_OPS(X_IMPL)
 #undef X_IMPL
 
@@ -238,4 +252,108 @@ em_status em_cpu_round_decimals_impl(em_keyset ks, const em_meta *m, em_tensor *
     (void)ks;
     um_ctx c = { pow(10.0, (double)(decimals < 0 ? -decimals : decimals)), decimals < 0 };
     return um_impl(UM_ROUND_DECIMALS, m, self, out, &c);
+}
+
+/* ---- predicates: bool results from any dtype ---- */
+
+/* Element tests of x (float, double, or uint64_t holding an integer or
+ * bool, sign-extended) giving a bool. */
+static inline bool pr_nan_f(float x) { return x != x; }
+static inline bool pr_nan_d(double x) { return x != x; }
+static inline bool pr_inf_f(float x) { return __builtin_fabsf(x) == INFINITY; }
+static inline bool pr_inf_d(double x) { return __builtin_fabs(x) == INFINITY; }
+static inline bool pr_fin_f(float x) { return __builtin_fabsf(x) <= FLT_MAX; }
+static inline bool pr_fin_d(double x) { return __builtin_fabs(x) <= DBL_MAX; }
+static inline bool pr_pinf_f(float x) { return x == INFINITY; }
+static inline bool pr_pinf_d(double x) { return x == INFINITY; }
+static inline bool pr_ninf_f(float x) { return x == -INFINITY; }
+static inline bool pr_ninf_d(double x) { return x == -INFINITY; }
+/* the sign bit read from the bits (gcc 12 miscompiles a vectorised
+ * __builtin_signbit of a bfloat16 load: an internal compiler error) */
+static inline bool pr_sbit_f(float x) { uint32_t u; memcpy(&u, &x, 4); return u >> 31; }
+static inline bool pr_sbit_d(double x) { uint64_t u; memcpy(&u, &x, 8); return u >> 63; }
+static inline bool pr_sbit_u(uint64_t x) { return (int64_t)x < 0; }
+static inline bool pr_false_u(uint64_t x) { (void)x; return false; }
+static inline bool pr_true_u(uint64_t x) { (void)x; return true; }
+#define PR_isnan(x) _Generic((x), float: pr_nan_f, double: pr_nan_d, default: pr_false_u)(x)
+#define PR_isinf(x) _Generic((x), float: pr_inf_f, double: pr_inf_d, default: pr_false_u)(x)
+#define PR_isfinite(x) _Generic((x), float: pr_fin_f, double: pr_fin_d, default: pr_true_u)(x)
+#define PR_isposinf(x) _Generic((x), float: pr_pinf_f, double: pr_pinf_d, default: pr_false_u)(x)
+#define PR_isneginf(x) _Generic((x), float: pr_ninf_f, double: pr_ninf_d, default: pr_false_u)(x)
+#define PR_signbit(x) _Generic((x), float: pr_sbit_f, double: pr_sbit_d, default: pr_sbit_u)(x)
+#define PR_logical_not(x) ((x) == 0)
+
+#define PR_FN(FN, T, CT, LD, EXPR, ATTR)                                                   \
+    ATTR static void FN(char **d, const int64_t *s, int64_t n, void *ctx) {                \
+        (void)ctx;                                                                         \
+        if (s[0] == 1 && s[1] == (int64_t)sizeof(T)) {                                     \
+            bool *restrict op = (bool *)d[0];                                              \
+            const T *restrict ap = (const T *)d[1];                                        \
+            for (int64_t i = 0; i < n; i++) {                                              \
+                CT x = LD(ap[i]);                                                          \
+                op[i] = EXPR(x);                                                           \
+            }                                                                              \
+        } else {                                                                           \
+            for (int64_t i = 0; i < n; i++) {                                              \
+                CT x = LD(*(const T *)(d[1] + i * s[1]));                                  \
+                *(bool *)(d[0] + i * s[0]) = EXPR(x);                                      \
+            }                                                                              \
+        }                                                                                  \
+    }
+
+/* X(ENUM, name): the predicates; logical_not is the structured one */
+#define PR_OPS(X) \
+    X(ISNAN, isnan) X(ISINF, isinf) X(ISFINITE, isfinite) X(ISPOSINF, isposinf) X(ISNEGINF, isneginf) \
+    X(SIGNBIT, signbit) X(LOGICAL_NOT, logical_not)
+
+#define PFN(OP, N, T, CT) PR_FN(pr_##OP##_##N, T, CT, LA_##N, PR_##OP, CLONE_##N)
+#define X_PLOOPS(E, name)                                                                  \
+    PFN(name, b, bool, uint64_t) PFN(name, u8, uint8_t, uint64_t) PFN(name, i8, int8_t, uint64_t) \
+    PFN(name, i32, int32_t, uint64_t) PFN(name, i64, int64_t, uint64_t)                    \
+    PFN(name, f16, em_half, float) PFN(name, bf16, em_bfloat16, float)                     \
+    PFN(name, f32, float, float) PFN(name, f64, double, double)
+PR_OPS(X_PLOOPS)
+#undef X_PLOOPS
+
+typedef enum {
+#define X_PENUM(E, name) PR_##E,
+    PR_OPS(X_PENUM)
+#undef X_PENUM
+    PR_COUNT
+} pr_op;
+static const em_cpu_loop pr_tables[PR_COUNT][EM_DTYPE_COUNT] = {
+#define X_PTABLE(E, name)                                                                  \
+    { pr_##name##_b, pr_##name##_u8, pr_##name##_i8, pr_##name##_i32, pr_##name##_i64,      \
+      pr_##name##_f16, pr_##name##_bf16, pr_##name##_f32, pr_##name##_f64 },
+    PR_OPS(X_PTABLE)
+#undef X_PTABLE
+};
+
+/* A new bool tensor of self's shape holding the predicate of each element
+ * (self read in its own dtype, any strides). */
+static em_tensor *predicate(pr_op op, em_tensor *self, const char *name) {
+    em_cpu_iter it;
+    em_tensor *out = em_cpu_iter_build(&it, NULL, EM_BOOL, 1, &self, EM_DTYPE_NONE, name);
+    if (out) em_cpu_iter_run(&it, pr_tables[op][self->dtype], NULL, EM_CPU_GRAIN);
+    em_cpu_iter_done(&it);
+    return out;
+}
+
+#define X_PKERNEL(E, name)                                              \
+    em_tensor *em_cpu_##name(em_keyset ks, em_tensor *self) {           \
+        (void)ks;                                                       \
+        return predicate(PR_##E, self, #name);                          \
+    }
+X_PKERNEL(ISNAN, isnan)
+X_PKERNEL(ISINF, isinf)
+X_PKERNEL(ISFINITE, isfinite)
+X_PKERNEL(ISPOSINF, isposinf)
+X_PKERNEL(ISNEGINF, isneginf)
+X_PKERNEL(SIGNBIT, signbit)
+#undef X_PKERNEL
+
+/* logical_not: m->compute is self's dtype, m->dtype bool */
+em_status em_cpu_logical_not_impl(em_keyset ks, const em_meta *m, em_tensor *self, em_tensor *out) {
+    (void)ks;
+    return em_cpu_unary_run(m, pr_tables[PR_LOGICAL_NOT][m->compute], self, out, NULL, EM_CPU_GRAIN);
 }
