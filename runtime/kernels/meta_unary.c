@@ -83,6 +83,12 @@ static em_status meta_unary(em_meta *m, const em_tensor *self, um_kind k) {
 UM_META_OPS(X_META)
 #undef X_META
 
+em_status em_meta_nan_to_num(em_meta *m, em_tensor *self, const em_scalar *nan, const em_scalar *posinf,
+                             const em_scalar *neginf) {
+    (void)nan, (void)posinf, (void)neginf;
+    return meta_unary(m, self, UM_KEEP);
+}
+
 em_status em_meta_round_decimals(em_meta *m, em_tensor *self, int64_t decimals) {
     (void)decimals;
     return meta_unary(m, self, UM_FLOAT_ONLY);

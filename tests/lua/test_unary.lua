@@ -328,4 +328,31 @@ function T.bitwise_not_and_the_tilde_operator()
   check_error(function() return ember.isnan("x") end, "isnan", "self")
 end
 
+-- ---- nan_to_num ----
+
+function T.nan_to_num_replaces_nan_and_infinities()
+  local x = f32({ nan, inf, -inf, 1.5 })
+  -- torch.nan_to_num: 0, the dtype's max and lowest by default
+  check_tensor(x:nan_to_num(), { 0, 3.4028234663852886e38, -3.4028234663852886e38, 1.5 }, 1e-7)
+  check_tensor(ember.nan_to_num(f64({ nan, inf, -inf })), { 0, 1.7976931348623157e308, -1.7976931348623157e308 })
+  check_tensor(ember.tensor({ nan, inf, -inf }, { dtype = "float16" }):nan_to_num():float(), { 0, 65504, -65504 })
+  check_tensor(x:nan_to_num(1, 2, -3), { 1, 2, -3, 1.5 })
+  check_tensor(x:nan_to_num({ posinf = 9 }), { 0, 9, -3.4028234663852886e38, 1.5 }, 1e-7)
+  check_tensor(x:nan_to_num(nil, nil, -1), { 0, 3.4028234663852886e38, -1, 1.5 }, 1e-7)
+  local i = ember.tensor({ 1, 2 })
+  check_eq(i:nan_to_num(1.5, 2.5).dtype, "int64")
+  check_tensor(i:nan_to_num(1.5, 2.5), { 1, 2 })
+  check_tensor(ember.tensor({ true, false }):nan_to_num(), { true, false })
+  local y = x:clone()
+  check(rawequal(y:nan_to_num_(-1), y))
+  check_tensor(y, { -1, 3.4028234663852886e38, -3.4028234663852886e38, 1.5 }, 1e-7)
+  check_tensor(f32({ { nan, 1 }, { 2, inf } }):t():nan_to_num(0, 5), { { 0, 2 }, { 1, 5 } })
+  -- the gradient passes where self is finite
+  local z = f64({ nan, 2.0, inf }):requires_grad_()
+  check_tensor(ember.autograd.grad({ z:nan_to_num():sum() }, { z })[1], { 0, 1, 0 })
+  check_error(function() return ember.nan_to_num(x, { out = ember.zeros(4, { dtype = "float64" }) }) end,
+    "nan_to_num", "float32", "float64")
+  check_error(function() return x:nan_to_num("a") end, "nan_to_num", "nan")
+end
+
 return T

@@ -58,6 +58,8 @@ static inline double lgamma_(double x) { int s; return lgamma_r(x, &s); }
 #define UM_round(x, c) _Generic((x), float: __builtin_roundevenf(x), double: __builtin_roundeven(x), default: (x))
 #define UM_trunc(x, c) _Generic((x), float: truncf(x), double: trunc(x), default: (x))
 #define UM_frac(x, c) _Generic((x), float: (x) - truncf(x), default: (x) - trunc(x))
+/* integers (and bool, copy_b) are unchanged */
+#define UM_nan_to_num(x, c) _Generic((x), float: nan_to_num_f(x, c), double: nan_to_num_d(x, c), default: (x))
 /* integers only (bool: not_b) */
 #define UM_bitwise_not(x, c) (~(x))
 /* round(x, decimals): PyTorch's formula, in the compute type */
@@ -67,7 +69,17 @@ static inline double lgamma_(double x) { int s; return lgamma_r(x, &s); }
 typedef struct {
     double scale; /* round(decimals): 10^|decimals| */
     bool neg;     /* decimals < 0 */
+    double nan, posinf, neginf; /* nan_to_num: the replacements */
 } um_ctx;
+
+/* nan_to_num: replacements in the compute type (float for float16 and
+ * bfloat16, whose stores round them) */
+static inline float nan_to_num_f(float x, um_ctx c) {
+    return x != x ? (float)c.nan : x == INFINITY ? (float)c.posinf : x == -INFINITY ? (float)c.neginf : x;
+}
+static inline double nan_to_num_d(double x, um_ctx c) {
+    return x != x ? c.nan : x == INFINITY ? c.posinf : x == -INFINITY ? c.neginf : x;
+}
 
 static inline float round_dec_f(float x, um_ctx c) {
     float s = (float)c.scale;
@@ -81,7 +93,7 @@ static inline double round_dec_d(double x, um_ctx c) {
 
 #define UM_FN(FN, T, CT, LD, ST, EXPR, ATTR)                                            \
     ATTR static void FN(char **d, const int64_t *s, int64_t n, void *ctx) {             \
-        const um_ctx c = ctx ? *(const um_ctx *)ctx : (um_ctx){ 1.0, false };           \
+        const um_ctx c = ctx ? *(const um_ctx *)ctx : (um_ctx){ 1.0, false, 0, 0, 0 };           \
         (void)c;                                                                        \
         if (s[0] == (int64_t)sizeof(T) && s[1] == (int64_t)sizeof(T)) {                 \
             T *restrict op = (T *)d[0];                                                 \
@@ -142,7 +154,8 @@ static void not_b(char **d, const int64_t *s, int64_t n, void *ctx) {
     X(TRUNC, trunc, NUM, CHEAP)                    \
     X(FRAC, frac, FLT, CHEAP)                      \
     X(ROUND_DECIMALS, round_decimals, FLT, CHEAP) \
-    X(BITWISE_NOT, bitwise_not, INT, CHEAP)
+    X(BITWISE_NOT, bitwise_not, INT, CHEAP)        \
+    X(NAN_TO_NUM, nan_to_num, NUM, CHEAP)
 
 #define UFN(OP, N, T, CT) UM_FN(OP##_##N, T, CT, LA_##N, EM_ST_##N, UM_##OP, CLONE_##N)
 #define LOOPS_FLT(OP)                                                                 \
@@ -184,7 +197,7 @@ static const int64_t grains[UM_COUNT] = {
 /* The loop of op for bool compute (NULL: none; the meta refuses or
  * promotes bool for every op but these). */
 static em_cpu_loop um_bool_loop(um_op op) {
-    return op == UM_SGN ? copy_b : op == UM_BITWISE_NOT ? not_b : NULL;
+    return op == UM_SGN || op == UM_NAN_TO_NUM ? copy_b : op == UM_BITWISE_NOT ? not_b : NULL;
 }
 
 /* ---- driver ---- */
@@ -247,10 +260,23 @@ static em_status um_impl(um_op op, const em_meta *m, em_tensor *self, em_tensor 
 UM_PLAIN_OPS(X_IMPL)
 #undef X_IMPL
 
+/* nan_to_num: NaN -> nan (default 0), +inf -> posinf, -inf -> neginf
+ * (default: the largest and lowest finite value of the result's dtype) */
+em_status em_cpu_nan_to_num_impl(em_keyset ks, const em_meta *m, em_tensor *self, const em_scalar *nan,
+                                 const em_scalar *posinf, const em_scalar *neginf, em_tensor *out) {
+    (void)ks;
+    static const double fmax[EM_DTYPE_COUNT] = { [EM_FLOAT16] = 65504.0, [EM_BFLOAT16] = 3.3895313892515355e38,
+                                                 [EM_FLOAT32] = FLT_MAX, [EM_FLOAT64] = DBL_MAX };
+    double big = fmax[m->compute];
+    um_ctx c = { 1.0, false, nan ? em_scalar_to_double(*nan) : 0.0, posinf ? em_scalar_to_double(*posinf) : big,
+                 neginf ? em_scalar_to_double(*neginf) : -big };
+    return um_impl(UM_NAN_TO_NUM, m, self, out, &c);
+}
+
 em_status em_cpu_round_decimals_impl(em_keyset ks, const em_meta *m, em_tensor *self, int64_t decimals,
                                      em_tensor *out) {
     (void)ks;
-    um_ctx c = { pow(10.0, (double)(decimals < 0 ? -decimals : decimals)), decimals < 0 };
+    um_ctx c = { pow(10.0, (double)(decimals < 0 ? -decimals : decimals)), decimals < 0, 0, 0, 0 };
     return um_impl(UM_ROUND_DECIMALS, m, self, out, &c);
 }
 

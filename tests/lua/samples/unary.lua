@@ -65,6 +65,11 @@ return function(H)
   S.clamp_max__Tensor = function()
     return H.one({ m23(), hi3() }, function(a, hi) return a:clone():clamp_max_(hi) end)
   end
+  -- nan_to_num of finite values passes the gradient (test_unary.lua: 0 elsewhere)
+  S.nan_to_num = function()
+    return H.one({ m23() }, function(a) return a:nan_to_num(0, 1, -1) end)
+  end
+  S.nan_to_num_ = function() return H.one({ m23() }, function(a) return a:clone():nan_to_num_(1) end) end
   -- the aliases (composites: their gradient is clamp's and trunc's)
   S.clip = function() return H.one({ m23() }, function(a) return a:clip(-0.5, 0.9) end) end
   S.clip_ = function() return H.one({ m23() }, function(a) return a:clone():clip_(nil, 0.9) end) end
