@@ -321,6 +321,16 @@ static int method_self_pos(const cg_op *op) {
     return -1;
 }
 
+/* lPRE_NAME: x:NAME(...) with the receiver moved to position k (0-based)
+ * of l_NAME (pre "m") or of the overloads' lo_NAME (pre "mo"). */
+static void emit_receiver_move(cg_buf *b, const char *pre, const char *name, int k) {
+    cg_printf(b, "/* x:%s(...): the receiver is argument 'self' (position %d), as in PyTorch. */\n"
+                 "static int l%s_%s(lua_State *L)\n{\n    int top = lua_gettop(L);\n\n"
+                 "    lua_pushvalue(L, 1);\n    lua_remove(L, 1);\n"
+                 "    lua_insert(L, top < %d ? top : %d);\n    return l%s_%s(L);\n}\n\n",
+              name, k + 1, pre, name, k + 1, k + 1, pre[1] ? "o" : "", name);
+}
+
 static bool has_tensor_arg(const cg_op *op) {
     for (int i = 0; i < op->nargs; i++)
         if (cg_type_is_tensor(op->args[i].type)) return true;
@@ -488,12 +498,7 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
         cg_group_banner(b, op, &last);
         emit_binding(b, op);
         int k = method_self_pos(op);
-        if (op->v_method && k > 0)
-            cg_printf(b, "/* x:%s(...): the receiver is argument 'self' (position %d), as in PyTorch. */\n"
-                         "static int lm_%s(lua_State *L)\n{\n    int top = lua_gettop(L);\n\n"
-                         "    lua_pushvalue(L, 1);\n    lua_remove(L, 1);\n"
-                         "    lua_insert(L, top < %d ? top : %d);\n    return l_%s(L);\n}\n\n",
-                      op->name, k + 1, op->name, k + 1, k + 1, op->name);
+        if (op->v_method && k > 0 && group_size(s, i) == 1) emit_receiver_move(b, "m", op->name, k);
     }
     /* Note [Overloads]: one binding per name picks the first overload whose
      * arguments match the Lua values by count and type */
@@ -541,6 +546,12 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
                           s->ops[j].name);
         cg_printf(b, "    return em_lua_no_overload(L, \"%s\", schemas);\n}\n\n", op->base);
     }
+    /* an overloaded method whose receiver is not the first argument
+     * (polygamma, polygamma.out): moved, then the overloads are tried */
+    for (int i = 0; i < s->nops; i++)
+        if (first_of_group(s, i) == i && group_size(s, i) > 1 && s->ops[i].v_method &&
+            method_self_pos(&s->ops[i]) > 0)
+            emit_receiver_move(b, "mo", s->ops[i].base, method_self_pos(&s->ops[i]));
     cg_puts(b, "/* ---- metamethods ---- */\n\n");
     for (int i = 0; i < s->nops; i++)
         if (s->ops[i].metamethod) emit_metamethod(b, &s->ops[i]);
@@ -566,7 +577,8 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
     for (int i = 0; i < s->nops; i++) {
         if (!s->ops[i].v_method || first_of_group(s, i) != i) continue;
         if (group_size(s, i) > 1)
-            cg_printf(b, "    { \"%s\", lo_%s },\n", s->ops[i].base, s->ops[i].base);
+            cg_printf(b, "    { \"%s\", l%s_%s },\n", s->ops[i].base,
+                      method_self_pos(&s->ops[i]) > 0 ? "mo" : "o", s->ops[i].base);
         else
             cg_printf(b, "    { \"%s\", l%s_%s },\n", s->ops[i].name,
                       method_self_pos(&s->ops[i]) > 0 ? "m" : "", s->ops[i].name);

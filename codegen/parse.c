@@ -815,9 +815,15 @@ static void parse_op(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_
     if (kernels) parse_kernels(path, doc, kernels, op);
     if (ns) parse_namespaces(path, doc, ns, op);
     if (mm) parse_metamethod(path, mm, op);
-    if (op->v_method && (op->nargs == 0 || op->args[0].type != CG_TENSOR || op->args[0].kwonly))
+    /* the receiver is the first argument, or a positional Tensor named self
+     * (polygamma(int n, Tensor self): x:polygamma(n), as in PyTorch) */
+    bool self_arg = false;
+    for (int i = 0; i < op->nargs; i++)
+        self_arg = self_arg || (!op->args[i].kwonly && op->args[i].type == CG_TENSOR &&
+                                strcmp(op->args[i].name, "self") == 0);
+    if (op->v_method && !self_arg && (op->nargs == 0 || op->args[0].type != CG_TENSOR || op->args[0].kwonly))
         cg_error_at(path, mark_line(func), "op '%s' has a method variant but its first argument "
-                    "is not a positional Tensor", op->name);
+                    "is not a positional Tensor (nor has it one named self)", op->name);
 }
 
 /* ---- structured families (Note [Structured kernels]) ---- */

@@ -86,6 +86,8 @@ EM_HIDDEN em_tensor *em_ag_fn_clamp_backward(em_tensor *grad, em_tensor *self, c
 EM_HIDDEN em_tensor *em_ag_fn_clamp_grad_self(em_tensor *grad, em_tensor *self, em_tensor *min, em_tensor *max);
 EM_HIDDEN em_tensor *em_ag_fn_clamp_grad_min(em_tensor *grad, em_tensor *self, em_tensor *min, em_tensor *max);
 EM_HIDDEN em_tensor *em_ag_fn_clamp_grad_max(em_tensor *grad, em_tensor *self, em_tensor *min, em_tensor *max);
+/* polygamma(n, self)'s gradient: grad * polygamma(n + 1, self). */
+EM_HIDDEN em_tensor *em_ag_fn_polygamma_backward(em_tensor *grad, em_tensor *self, int64_t n);
 
 /* ---- family: binary (formulas_binary.c) ---- */
 

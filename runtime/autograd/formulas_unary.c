@@ -64,3 +64,9 @@ em_tensor *em_ag_fn_clamp_grad_max(em_tensor *grad, em_tensor *self, em_tensor *
     if (!min) return masked_grad(grad, em_gt(self, max));
     return masked_grad(grad, mask_or(em_gt(self, max), em_lt(max, min)));
 }
+
+em_tensor *em_ag_fn_polygamma_backward(em_tensor *grad, em_tensor *self, int64_t n) {
+    em_tensor *p = em_polygamma(n + 1, self), *r = p ? em_mul(grad, p) : NULL;
+    em_tensor_release(p);
+    return r;
+}

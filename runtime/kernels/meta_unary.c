@@ -76,7 +76,8 @@ static em_status meta_unary(em_meta *m, const em_tensor *self, um_kind k) {
     X(deg2rad, UM_FLOAT) X(rad2deg, UM_FLOAT) X(square, UM_SQUARE) X(sgn, UM_KEEP)         \
     X(floor, UM_KEEP_NOBOOL) X(ceil, UM_KEEP_NOBOOL) X(round, UM_KEEP_NOBOOL)              \
     X(trunc, UM_KEEP_NOBOOL) X(frac, UM_FLOAT_ONLY) X(logical_not, UM_TO_BOOL)         \
-    X(bitwise_not, UM_INTEGRAL)
+    X(bitwise_not, UM_INTEGRAL) X(erf, UM_FLOAT) X(erfc, UM_FLOAT) X(erfinv, UM_FLOAT)       \
+    X(lgamma, UM_FLOAT) X(digamma, UM_FLOAT)
 
 #define X_META(name, kind) \
     em_status em_meta_##name(em_meta *m, em_tensor *self) { return meta_unary(m, self, kind); }
@@ -87,6 +88,14 @@ em_status em_meta_nan_to_num(em_meta *m, em_tensor *self, const em_scalar *nan, 
                              const em_scalar *neginf) {
     (void)nan, (void)posinf, (void)neginf;
     return meta_unary(m, self, UM_KEEP);
+}
+
+/* polygamma's order is PyTorch's n (a name the generated autograd code reserves) */
+em_status em_meta_polygamma(em_meta *m, int64_t order, em_tensor *self) {
+    if (order < 0)
+        return em_set_error(EM_EVALUE, "%s: polygamma(n, x) does not support negative n (argument 'order', got %lld)",
+                            m->op, (long long)order);
+    return meta_unary(m, self, UM_FLOAT);
 }
 
 em_status em_meta_round_decimals(em_meta *m, em_tensor *self, int64_t decimals) {

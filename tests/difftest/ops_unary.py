@@ -24,7 +24,7 @@ from ops import *  # noqa: F401,F403
 from ops import _gen_out
 
 _MATH = ('rsqrt expm1 log1p log2 log10 sin cos tan asin acos atan sinh cosh asinh acosh atanh '
-         'reciprocal square sgn deg2rad rad2deg floor ceil round trunc frac').split()
+         'reciprocal square sgn deg2rad rad2deg floor ceil round trunc frac erf erfc erfinv lgamma digamma').split()
 
 
 def gen_round_decimals(g, op):
@@ -81,6 +81,14 @@ def gen_signbit(g, op):
     return res
 
 
+def gen_polygamma(g, op):
+    """polygamma(n, x) / x:polygamma(n) with n in 0..3."""
+    self_name = g.pick(inplace=False)
+    if self_name is None:
+        return None
+    return dict(args=[['int', g.r.randint(0, 3)], ['var', self_name]], kw={}, pre=[])
+
+
 MAP = {}
 for _n in _MATH:
     MAP[_n] = dict(weight=0.35)
@@ -109,6 +117,8 @@ MAP['bitwise_not.out'] = dict(gen=_gen_out(gen_generic), weight=0.1)
 MAP['nan_to_num'] = dict(weight=0.4)
 MAP['nan_to_num_'] = dict(weight=0.25)
 MAP['nan_to_num.out'] = dict(gen=_gen_out(gen_generic), weight=0.1)
+MAP['polygamma'] = dict(gen=gen_polygamma, weight=0.3)
+MAP['polygamma.out'] = dict(gen=_gen_out(gen_polygamma), weight=0.1)
 MAP['round.decimals'] = dict(gen=gen_round_decimals, weight=0.4)
 MAP['round_.decimals'] = dict(gen=gen_round_decimals, weight=0.3)
 MAP['round.decimals_out'] = dict(gen=_gen_out(gen_round_decimals), weight=0.1)

@@ -355,4 +355,63 @@ function T.nan_to_num_replaces_nan_and_infinities()
   check_error(function() return x:nan_to_num("a") end, "nan_to_num", "nan")
 end
 
+-- ---- special functions ----
+
+-- torch.NAME(torch.tensor(XS / XE, dtype=torch.float64)).tolist(); polygammaN is torch.polygamma(N, ...)
+local XS = { -2.5, -1.2, -0.5, -0.0, 0.0, 0.3, 0.5, 1.5, 2.5, 7.0, nan, inf, -inf, -3.0, 1e-20 }
+local XE = { -1.0, -0.9, -0.3, 0.0, 0.2, 0.7, 0.95, 1.0, 1.5, nan }
+local REF_SP = {
+  erf = { -0.999593047982555, -0.9103139782296354, -0.5204998778130465, -0.0, 0.0, 0.3286267594591274, 0.5204998778130465, 0.9661051464753108, 0.999593047982555, 1.0, nan, 1.0, -1.0, -0.9999779095030014, 1.1283791670955125e-20 },
+  erfc = { 1.999593047982555, 1.9103139782296354, 1.5204998778130465, 1.0, 1.0, 0.6713732405408726, 0.4795001221869535, 0.033894853524689274, 0.0004069520174449589, 4.183825607779414e-23, nan, 0.0, 2.0, 1.9999779095030015, 1.0 },
+  lgamma = { -0.05624371649767405, 1.5791760340399836, 1.2655121234846454, inf, inf, 1.0957979948180756, 0.5723649429247001, -0.12078223763524522, 0.2846828704729192, 6.579251212010101, nan, inf, inf, inf, 46.051701859880914 },
+  digamma = { 1.1031566406452433, 4.868324766627195, 0.03648997397857639, inf, -inf, -3.502524222200133, -1.9635100260214229, 0.036489973978576194, 0.7031566406452431, 1.872784335098467, nan, inf, nan, nan, -1e+20 },
+  erfinv = { -inf, -1.1630871536766743, -0.2724627147267544, 0.0, 0.1791434546212917, 0.7328690779592169, 1.385903824349678, inf, nan, nan },
+  polygamma1 = { 9.53924664493752, 27.993918581753697, 8.934802200117687, inf, inf, 12.245364544940365, 4.934802202073678, 0.9348022009716718, 0.4903577562398206, 0.1535451779624394, nan, 0.0, nan, 7.311989052578831e+31, 1.0000000000000002e+40 },
+  polygamma2 = { -0.1082040516417282, 246.72729169898602, -0.82879664423432, -inf, -inf, -75.27253658872601, -16.828796644234316, -0.8287966442343201, -0.23620405164172736, -0.023530472985855234, nan, nan, -inf, -inf, -2.0000000000000003e+60 },
+  polygamma3 = { 194.74787621918756, 3768.264410589005, 193.40909103400242, inf, inf, 743.1417646550497, 97.40909103400242, 1.4090910340024367, 0.2239058488172521, 0.007198198563125444, nan, nan, inf, inf, 6.000000000000002e+80 },
+}
+
+function T.special_functions_match_pytorch()
+  for _, name in ipairs({ "erf", "erfc", "lgamma", "digamma" }) do
+    check_tensor(ember[name](f64(XS)), REF_SP[name], 1e-12, name)
+    check_tensor(f32(XS)[name](f32(XS)), REF_SP[name], 1e-5, name .. " float32")
+  end
+  check_tensor(f64(XE):erfinv(), REF_SP.erfinv, 1e-12, "erfinv")
+  check_tensor(f32(XE):erfinv(), REF_SP.erfinv, 1e-5, "erfinv float32")
+  for n = 1, 3 do
+    check_tensor(ember.polygamma(n, f64(XS)), REF_SP["polygamma" .. n], 1e-10, "polygamma " .. n)
+    check_tensor(f64(XS):polygamma(n), REF_SP["polygamma" .. n], 1e-10, "x:polygamma " .. n)
+  end
+  check_tensor(f64(XS):polygamma(0), REF_SP.digamma, 1e-12, "polygamma 0 is digamma")
+  -- integers give float32; in place; out=
+  local i = ember.tensor({ 1, 2 })
+  check_eq(i:lgamma().dtype, "float32")
+  check_tensor(ember.polygamma(2, i), { -2.4041138063191885, -0.40411380631918857 }, 1e-6)
+  local y = f64({ 0.5, 2 })
+  check(rawequal(y:digamma_(), y))
+  check_tensor(y, { -1.9635100260214235, 0.42278433509846713 }, 1e-12)
+  local z = f64({ 0.25 })
+  z:erf_(); z:erfinv_()
+  check_tensor(z, { 0.25 }, 1e-12)
+  local o = ember.zeros(2, { dtype = "float64" })
+  ember.polygamma(1, f32({ 1, 2 }), { out = o })
+  check_tensor(o, { 1.6449340668482264, 0.6449340668482264 }, 1e-6)
+  check_eq(ember.tensor({ 0.5 }, { dtype = "bfloat16" }):erf().dtype, "bfloat16")
+end
+
+function T.special_function_gradients()
+  local x = f64({ 0.5, 1.5, 3.0 }):requires_grad_()
+  -- d lgamma = digamma, d digamma = polygamma(1), d polygamma(n) = polygamma(n + 1)
+  check_tensor(ember.autograd.grad({ x:lgamma():sum() }, { x })[1], x:detach():digamma():tolist(), 1e-12)
+  check_tensor(ember.autograd.grad({ x:digamma():sum() }, { x })[1], x:detach():polygamma(1):tolist(), 1e-12)
+  check_tensor(ember.autograd.grad({ x:polygamma(2):sum() }, { x })[1], x:detach():polygamma(3):tolist(), 1e-12)
+  local e = f64({ 0.3 }):requires_grad_()
+  -- d erfinv(y) = sqrt(pi)/2 exp(erfinv(y)^2)
+  local v = math.exp(e:detach():erfinv():item() ^ 2) * math.sqrt(math.pi) / 2
+  check_tensor(ember.autograd.grad({ e:erfinv():sum() }, { e })[1], { v }, 1e-12)
+  check_error(function() return ember.polygamma(-1, x) end, "polygamma", "negative n")
+  check_error(function() return ember.polygamma(1.5, x) end, "polygamma", "order")
+  check_error(function() return ember.tensor({ 1 }):erf_() end, "erf_", "float32", "int64")
+end
+
 return T

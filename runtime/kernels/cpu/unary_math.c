@@ -58,6 +58,12 @@ static inline double lgamma_(double x) { int s; return lgamma_r(x, &s); }
 #define UM_round(x, c) _Generic((x), float: __builtin_roundevenf(x), double: __builtin_roundeven(x), default: (x))
 #define UM_trunc(x, c) _Generic((x), float: truncf(x), double: trunc(x), default: (x))
 #define UM_frac(x, c) _Generic((x), float: (x) - truncf(x), default: (x) - trunc(x))
+#define UM_erf(x, c) _Generic((x), float: erff(x), default: erf(x))
+#define UM_erfc(x, c) _Generic((x), float: erfcf(x), default: erfc(x))
+#define UM_lgamma(x, c) _Generic((x), float: lgammaf_(x), default: lgamma_(x))
+#define UM_erfinv(x, c) _Generic((x), float: erfinv_f, default: erfinv_d)(x)
+#define UM_digamma(x, c) _Generic((x), float: digamma_f, default: digamma_d)(x)
+#define UM_polygamma(x, c) _Generic((x), float: polygamma_f, default: polygamma_d)((c).n, x)
 /* integers (and bool, copy_b) are unchanged */
 #define UM_nan_to_num(x, c) _Generic((x), float: nan_to_num_f(x, c), double: nan_to_num_d(x, c), default: (x))
 /* integers only (bool: not_b) */
@@ -70,6 +76,7 @@ typedef struct {
     double scale; /* round(decimals): 10^|decimals| */
     bool neg;     /* decimals < 0 */
     double nan, posinf, neginf; /* nan_to_num: the replacements */
+    int64_t n;                  /* polygamma's order */
 } um_ctx;
 
 /* nan_to_num: replacements in the compute type (float for float16 and
@@ -89,11 +96,140 @@ static inline double round_dec_d(double x, um_ctx c) {
     return c.neg ? __builtin_roundeven(x / c.scale) * c.scale : __builtin_roundeven(x * c.scale) / c.scale;
 }
 
+/* ---- special functions ----
+ * PyTorch's Cephes-derived algorithms, written once for float (suffix f,
+ * float32 and the float16/bfloat16 loops) and double (d), computing in the
+ * type itself as PyTorch does: near poles and at the ends of erfinv's
+ * domain the float results differ from rounded double ones. */
+
+static const double UM_PI = 3.14159265358979323846;
+
+#define UM_SPECIAL(T, S, SIN, TAN, LOG, EXP, ERF, SQRT, POW, FLOOR, TRUNC, LGAMMA, COPYSIGN, FABS)      \
+    /* erfinv: a rational first guess, two Newton steps (calc_erfinv) */                               \
+    static T erfinv_##S(T y) {                                                                         \
+        static const T a[4] = { 0.886226899, -1.645349621, 0.914624893, -0.140543331 };                \
+        static const T b[4] = { -2.118377725, 1.442710462, -0.329097515, 0.012229801 };                \
+        static const T c[4] = { -1.970840454, -1.624906493, 3.429567803, 1.641345311 };                \
+        static const T d[2] = { 3.543889200, 1.637067800 };                                            \
+        T ya = FABS(y), x, z, num, dem;                                                                \
+        if (ya > 1) return (T)NAN;                                                                     \
+        if (ya == 1) return COPYSIGN((T)INFINITY, y);                                                  \
+        if (ya <= (T)0.7) {                                                                            \
+            z = y * y;                                                                                 \
+            num = ((a[3] * z + a[2]) * z + a[1]) * z + a[0];                                           \
+            dem = (((b[3] * z + b[2]) * z + b[1]) * z + b[0]) * z + 1;                                 \
+            x = y * num / dem;                                                                         \
+        } else {                                                                                       \
+            z = SQRT(-LOG((1 - ya) / 2));                                                              \
+            num = ((c[3] * z + c[2]) * z + c[1]) * z + c[0];                                           \
+            dem = (d[1] * z + d[0]) * z + 1;                                                           \
+            x = COPYSIGN(num, y) / dem;                                                                \
+        }                                                                                              \
+        x = x - (ERF(x) - y) / (((T)2 / SQRT((T)UM_PI)) * EXP(-x * x));                                \
+        x = x - (ERF(x) - y) / (((T)2 / SQRT((T)UM_PI)) * EXP(-x * x));                                \
+        return x;                                                                                      \
+    }                                                                                                  \
+    /* digamma: +-inf at -+0, NaN at the negative integers, reflection below 0                         \
+     * (pi / tan(pi r) in double), recurrence to 10, asymptotic series */                              \
+    static T digamma_##S(T x) {                                                                        \
+        static const T PSI_10 = 2.25175258906672110764;                                                \
+        static const T A[] = { 8.33333333333333333333E-2, -2.10927960927960927961E-2,                  \
+                               7.57575757575757575758E-3, -4.16666666666666666667E-3,                  \
+                               3.96825396825396825397E-3, -8.33333333333333333333E-3,                  \
+                               8.33333333333333333333E-2 };                                            \
+        if (x == 0) return COPYSIGN((T)INFINITY, -x);                                                  \
+        if (x < 0) {                                                                                   \
+            if (x == TRUNC(x)) return (T)NAN;                                                          \
+            double q, r = modf((double)x, &q);                                                         \
+            return digamma_##S(1 - x) - (T)(UM_PI / tan(UM_PI * r));                                   \
+        }                                                                                              \
+        T result = 0;                                                                                  \
+        while (x < 10) {                                                                               \
+            result -= 1 / x;                                                                           \
+            x += 1;                                                                                    \
+        }                                                                                              \
+        if (x == 10) return result + PSI_10;                                                           \
+        T y = 0;                                                                                       \
+        if (x < (T)1.0e17) {                                                                           \
+            T z = 1 / (x * x), p = A[0];                                                               \
+            for (int i = 1; i < 7; i++) p = p * z + A[i];                                              \
+            y = z * p;                                                                                 \
+        }                                                                                              \
+        return result + LOG(x) - ((T)0.5 / x) - y;                                                     \
+    }                                                                                                  \
+    /* trigamma = polygamma(1, x): reflection below 1/2, six recurrence steps,                         \
+     * the asymptotic series (calc_trigamma) */                                                        \
+    static T trigamma_##S(T x) {                                                                       \
+        T sign = 1, result = 0;                                                                        \
+        if (x < (T)0.5) {                                                                              \
+            sign = -1;                                                                                 \
+            T sp = SIN((T)UM_PI * x);                                                                  \
+            result -= ((T)UM_PI * (T)UM_PI) / (sp * sp);                                               \
+            x = 1 - x;                                                                                 \
+        }                                                                                              \
+        for (int i = 0; i < 6; ++i) {                                                                  \
+            result += 1 / (x * x);                                                                     \
+            x += 1;                                                                                    \
+        }                                                                                              \
+        T ixx = 1 / (x * x);                                                                           \
+        result += (1 + 1 / (2 * x) + ixx * ((T)1 / 6 - ixx * ((T)1 / 30 - ixx * ((T)1 / 42)))) / x;    \
+        return sign * result;                                                                          \
+    }                                                                                                  \
+    /* Hurwitz zeta(x, q) = sum over k >= 0 of (k + q)^-x (Cephes) */                                  \
+    static T zeta_##S(T x, T q) {                                                                      \
+        static const T MACHEP = 1.11022302462515654042E-16;                                            \
+        static const T A[] = { 12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, \
+                               7.47242496e10, -2.950130727918164224e12, 1.1646782814350067249e14,      \
+                               -4.5979787224074726105e15, 1.8152105401943546773e17,                    \
+                               -7.1661652561756670113e18 };                                            \
+        if (x == 1) return (T)INFINITY;                                                                \
+        if (x < 1) return (T)NAN;                                                                      \
+        if (q <= 0) {                                                                                  \
+            if (q == FLOOR(q)) return (T)INFINITY;                                                     \
+            if (x != FLOOR(x)) return (T)NAN;                                                          \
+        }                                                                                              \
+        T s = POW(q, -x), a = q, b = 0;                                                                \
+        int i = 0;                                                                                     \
+        while (i < 9 || a <= 9) {                                                                      \
+            i += 1;                                                                                    \
+            a += 1;                                                                                    \
+            b = POW(a, -x);                                                                            \
+            s += b;                                                                                    \
+            if (-MACHEP * s < b && b < MACHEP * s) return s;                                           \
+        }                                                                                              \
+        T w = a, k = 0, t;                                                                             \
+        s += b * w / (x - 1);                                                                          \
+        s -= (T)0.5 * b;                                                                               \
+        a = 1;                                                                                         \
+        for (int j = 0; j < 12; j++) {                                                                 \
+            a *= x + k;                                                                                \
+            b /= w;                                                                                    \
+            t = a * b / A[j];                                                                          \
+            s = s + t;                                                                                 \
+            t = FABS(t / s);                                                                           \
+            if (t < MACHEP) return s;                                                                  \
+            k += 1;                                                                                    \
+            a *= x + k;                                                                                \
+            b /= w;                                                                                    \
+            k += 1;                                                                                    \
+        }                                                                                              \
+        return s;                                                                                      \
+    }                                                                                                  \
+    /* polygamma(n, x), n >= 0 (the meta refuses n < 0) */                                             \
+    static T polygamma_##S(int64_t n, T x) {                                                           \
+        if (n == 0) return digamma_##S(x);                                                             \
+        if (n == 1) return trigamma_##S(x);                                                            \
+        return ((n % 2) ? (T)1 : (T)-1) * EXP(LGAMMA((T)n + 1)) * zeta_##S((T)(n + 1), x);             \
+    }
+
+UM_SPECIAL(float, f, sinf, tanf, logf, expf, erff, sqrtf, powf, floorf, truncf, lgammaf_, copysignf, fabsf)
+UM_SPECIAL(double, d, sin, tan, log, exp, erf, sqrt, pow, floor, trunc, lgamma_, copysign, fabs)
+
 /* ---- loops ---- */
 
 #define UM_FN(FN, T, CT, LD, ST, EXPR, ATTR)                                            \
     ATTR static void FN(char **d, const int64_t *s, int64_t n, void *ctx) {             \
-        const um_ctx c = ctx ? *(const um_ctx *)ctx : (um_ctx){ 1.0, false, 0, 0, 0 };           \
+        const um_ctx c = ctx ? *(const um_ctx *)ctx : (um_ctx){ 1.0, false, 0, 0, 0, 0 };           \
         (void)c;                                                                        \
         if (s[0] == (int64_t)sizeof(T) && s[1] == (int64_t)sizeof(T)) {                 \
             T *restrict op = (T *)d[0];                                                 \
@@ -155,7 +291,13 @@ static void not_b(char **d, const int64_t *s, int64_t n, void *ctx) {
     X(FRAC, frac, FLT, CHEAP)                      \
     X(ROUND_DECIMALS, round_decimals, FLT, CHEAP) \
     X(BITWISE_NOT, bitwise_not, INT, CHEAP)        \
-    X(NAN_TO_NUM, nan_to_num, NUM, CHEAP)
+    X(NAN_TO_NUM, nan_to_num, NUM, CHEAP)          \
+    X(ERF, erf, FLT, MATH)                         \
+    X(ERFC, erfc, FLT, MATH)                       \
+    X(ERFINV, erfinv, FLT, MATH)                   \
+    X(LGAMMA, lgamma, FLT, MATH)                   \
+    X(DIGAMMA, digamma, FLT, MATH)                 \
+    X(POLYGAMMA, polygamma, FLT, MATH)
 
 #define UFN(OP, N, T, CT) UM_FN(OP##_##N, T, CT, LA_##N, EM_ST_##N, UM_##OP, CLONE_##N)
 #define LOOPS_FLT(OP)                                                                 \
@@ -256,7 +398,8 @@ static em_status um_impl(um_op op, const em_meta *m, em_tensor *self, em_tensor 
     X(ACOSH, acosh, , ) X(ATANH, atanh, , ) X(RECIPROCAL, reciprocal, , ) X(DEG2RAD, deg2rad, , ) \
     X(RAD2DEG, rad2deg, , ) X(SQUARE, square, , ) X(SGN, sgn, , ) X(FLOOR, floor, , )            \
     X(CEIL, ceil, , ) X(ROUND, round, , ) X(TRUNC, trunc, , ) X(FRAC, frac, , )        \
-    X(BITWISE_NOT, bitwise_not, , )
+    X(BITWISE_NOT, bitwise_not, , ) X(ERF, erf, , ) X(ERFC, erfc, , ) X(ERFINV, erfinv, , )           \
+    X(LGAMMA, lgamma, , ) X(DIGAMMA, digamma, , )
 UM_PLAIN_OPS(X_IMPL)
 #undef X_IMPL
 
@@ -269,14 +412,20 @@ em_status em_cpu_nan_to_num_impl(em_keyset ks, const em_meta *m, em_tensor *self
                                                  [EM_FLOAT32] = FLT_MAX, [EM_FLOAT64] = DBL_MAX };
     double big = fmax[m->compute];
     um_ctx c = { 1.0, false, nan ? em_scalar_to_double(*nan) : 0.0, posinf ? em_scalar_to_double(*posinf) : big,
-                 neginf ? em_scalar_to_double(*neginf) : -big };
+                 neginf ? em_scalar_to_double(*neginf) : -big, 0 };
     return um_impl(UM_NAN_TO_NUM, m, self, out, &c);
+}
+
+em_status em_cpu_polygamma_impl(em_keyset ks, const em_meta *m, int64_t n, em_tensor *self, em_tensor *out) {
+    (void)ks;
+    um_ctx c = { 1.0, false, 0, 0, 0, n };
+    return um_impl(UM_POLYGAMMA, m, self, out, &c);
 }
 
 em_status em_cpu_round_decimals_impl(em_keyset ks, const em_meta *m, em_tensor *self, int64_t decimals,
                                      em_tensor *out) {
     (void)ks;
-    um_ctx c = { pow(10.0, (double)(decimals < 0 ? -decimals : decimals)), decimals < 0, 0, 0, 0 };
+    um_ctx c = { pow(10.0, (double)(decimals < 0 ? -decimals : decimals)), decimals < 0, 0, 0, 0, 0 };
     return um_impl(UM_ROUND_DECIMALS, m, self, out, &c);
 }
 

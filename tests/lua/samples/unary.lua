@@ -13,7 +13,7 @@ return function(H)
     rsqrt = p23, expm1 = m23, log1p = p23, log2 = p23, log10 = p23, sin = m23, cos = m23, tan = m23,
     asin = u23, acos = u23, atan = m23, sinh = m23, cosh = m23, asinh = m23, acosh = g23, atanh = u23,
     reciprocal = m23, square = m23, sgn = m23, deg2rad = m23, rad2deg = m23, floor = m23, ceil = m23,
-    round = r23, trunc = m23, frac = m23,
+    round = r23, trunc = m23, frac = m23, erf = m23, erfc = m23, erfinv = u23, lgamma = m23, digamma = m23,
   }
   for name, make in pairs(input) do
     S[name] = function() return H.one({ make() }, function(a) return a[name](a) end) end
@@ -70,6 +70,12 @@ return function(H)
     return H.one({ m23() }, function(a) return a:nan_to_num(0, 1, -1) end)
   end
   S.nan_to_num_ = function() return H.one({ m23() }, function(a) return a:clone():nan_to_num_(1) end) end
+  S.polygamma = function()
+    return H.many({
+      { { m23() }, function(a) return ember.polygamma(1, a) end },
+      { { p23() }, function(a) return a:polygamma(2) end },
+    })
+  end
   -- the aliases (composites: their gradient is clamp's and trunc's)
   S.clip = function() return H.one({ m23() }, function(a) return a:clip(-0.5, 0.9) end) end
   S.clip_ = function() return H.one({ m23() }, function(a) return a:clone():clip_(nil, 0.9) end) end
