@@ -51,11 +51,12 @@ static inline double lgamma_(double x) { int s; return lgamma_r(x, &s); }
 #define UM_rad2deg(x, c) _Generic((x), float: (x) * (float)57.295779513082320877, default: (x) * 57.295779513082320877)
 #define UM_square(x, c) ((x) * (x))
 #define UM_sgn(x, c) _Generic((x), float: signf_, double: signd_, default: signu_)(x)
-/* integers are their own floor, ceil, ...; round halves to even like
- * PyTorch's nearbyint in the default rounding mode */
+/* integers are their own floor, ceil, ...; round halves to even: PyTorch's
+ * nearbyint in the default rounding mode (nearbyint vectorises, gcc 12's
+ * __builtin_roundeven does not) */
 #define UM_floor(x, c) _Generic((x), float: floorf(x), double: floor(x), default: (x))
 #define UM_ceil(x, c) _Generic((x), float: ceilf(x), double: ceil(x), default: (x))
-#define UM_round(x, c) _Generic((x), float: __builtin_roundevenf(x), double: __builtin_roundeven(x), default: (x))
+#define UM_round(x, c) _Generic((x), float: nearbyintf(x), double: nearbyint(x), default: (x))
 #define UM_trunc(x, c) _Generic((x), float: truncf(x), double: trunc(x), default: (x))
 #define UM_frac(x, c) _Generic((x), float: (x) - truncf(x), default: (x) - trunc(x))
 #define UM_erf(x, c) _Generic((x), float: erff(x), default: erf(x))
@@ -90,10 +91,10 @@ static inline double nan_to_num_d(double x, um_ctx c) {
 
 static inline float round_dec_f(float x, um_ctx c) {
     float s = (float)c.scale;
-    return c.neg ? __builtin_roundevenf(x / s) * s : __builtin_roundevenf(x * s) / s;
+    return c.neg ? nearbyintf(x / s) * s : nearbyintf(x * s) / s;
 }
 static inline double round_dec_d(double x, um_ctx c) {
-    return c.neg ? __builtin_roundeven(x / c.scale) * c.scale : __builtin_roundeven(x * c.scale) / c.scale;
+    return c.neg ? nearbyint(x / c.scale) * c.scale : nearbyint(x * c.scale) / c.scale;
 }
 
 /* ---- special functions ----
