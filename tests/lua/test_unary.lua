@@ -62,6 +62,9 @@ function T.float32_and_half_values()
   local h = ember.tensor({ 0.5, 1.5, -2.0 }, { dtype = "bfloat16" }):sin()
   check_eq(h.dtype, "bfloat16")
   check_tensor(h:float(), { 0.478515625, 0.99609375, -0.91015625 }, 0) -- torch, bfloat16
+  -- deg2rad/rad2deg multiply by the constant rounded to the dtype, as torch
+  check_tensor(ember.tensor({ 2.75 }, { dtype = "bfloat16" }):rad2deg():float(), { 157 }, 0)
+  check_tensor(ember.tensor({ 2.75 }, { dtype = "float16" }):rad2deg():float(), { 157.5 }, 0)
   local g = ember.tensor({ 0.5, 4.0 }, { dtype = "float16" }):rsqrt()
   check_eq(g.dtype, "float16")
   check_tensor(g:float(), { 1.4140625, 0.5 }, 0)

@@ -46,9 +46,11 @@ static inline double lgamma_(double x) { int s; return lgamma_r(x, &s); }
 #define UM_acosh(x, c) _Generic((x), float: acoshf(x), default: acosh(x))
 #define UM_atanh(x, c) _Generic((x), float: atanhf(x), default: atanh(x))
 #define UM_reciprocal(x, c) _Generic((x), float: 1.0f / (x), default: 1.0 / (x))
-/* PyTorch multiplies by the constant rounded to the tensor's dtype */
-#define UM_deg2rad(x, c) _Generic((x), float: (x) * (float)0.017453292519943295769, default: (x) * 0.017453292519943295769)
-#define UM_rad2deg(x, c) _Generic((x), float: (x) * (float)57.295779513082320877, default: (x) * 57.295779513082320877)
+/* x * (pi/180) and x * (180/pi): c.scale is the constant rounded to the
+ * tensor's dtype, as PyTorch's multiplication by a number rounds it
+ * (rad2deg of 2.75 in bfloat16 is 157, not 158) */
+#define UM_deg2rad(x, c) _Generic((x), float: (x) * (float)(c).scale, default: (x) * (c).scale)
+#define UM_rad2deg(x, c) UM_deg2rad(x, c)
 #define UM_square(x, c) ((x) * (x))
 #define UM_sgn(x, c) _Generic((x), float: signf_, double: signd_, default: signu_)(x)
 /* integers are their own floor, ceil, ...; round halves to even: PyTorch's
@@ -396,8 +398,8 @@ static em_status um_impl(um_op op, const em_meta *m, em_tensor *self, em_tensor 
     X(RSQRT, rsqrt, , ) X(EXPM1, expm1, , ) X(LOG1P, log1p, , ) X(LOG2, log2, , )                 \
     X(LOG10, log10, , ) X(SIN, sin, , ) X(COS, cos, , ) X(TAN, tan, , ) X(ASIN, asin, , )        \
     X(ACOS, acos, , ) X(ATAN, atan, , ) X(SINH, sinh, , ) X(COSH, cosh, , ) X(ASINH, asinh, , )  \
-    X(ACOSH, acosh, , ) X(ATANH, atanh, , ) X(RECIPROCAL, reciprocal, , ) X(DEG2RAD, deg2rad, , ) \
-    X(RAD2DEG, rad2deg, , ) X(SQUARE, square, , ) X(SGN, sgn, , ) X(FLOOR, floor, , )            \
+    X(ACOSH, acosh, , ) X(ATANH, atanh, , ) X(RECIPROCAL, reciprocal, , )                        \
+    X(SQUARE, square, , ) X(SGN, sgn, , ) X(FLOOR, floor, , )                                    \
     X(CEIL, ceil, , ) X(ROUND, round, , ) X(TRUNC, trunc, , ) X(FRAC, frac, , )        \
     X(BITWISE_NOT, bitwise_not, , ) X(ERF, erf, , ) X(ERFC, erfc, , ) X(ERFINV, erfinv, , )           \
     X(LGAMMA, lgamma, , ) X(DIGAMMA, digamma, , )
@@ -415,6 +417,27 @@ em_status em_cpu_nan_to_num_impl(em_keyset ks, const em_meta *m, em_tensor *self
     um_ctx c = { 1.0, false, nan ? em_scalar_to_double(*nan) : 0.0, posinf ? em_scalar_to_double(*posinf) : big,
                  neginf ? em_scalar_to_double(*neginf) : -big, 0 };
     return um_impl(UM_NAN_TO_NUM, m, self, out, &c);
+}
+
+/* k rounded to dtype (float16/bfloat16 through their own rounding) */
+static double round_to(double k, em_dtype dt) {
+    switch (dt) {
+    case EM_FLOAT16: return em_half_to_float(em_float_to_half((float)k));
+    case EM_BFLOAT16: return em_bf16_to_float(em_float_to_bf16((float)k));
+    case EM_FLOAT32: return (float)k;
+    default: return k;
+    }
+}
+
+em_status em_cpu_deg2rad_impl(em_keyset ks, const em_meta *m, em_tensor *self, em_tensor *out) {
+    (void)ks;
+    um_ctx c = { round_to(0.017453292519943295769, m->compute), false, 0, 0, 0, 0 };
+    return um_impl(UM_DEG2RAD, m, self, out, &c);
+}
+em_status em_cpu_rad2deg_impl(em_keyset ks, const em_meta *m, em_tensor *self, em_tensor *out) {
+    (void)ks;
+    um_ctx c = { round_to(57.295779513082320877, m->compute), false, 0, 0, 0, 0 };
+    return um_impl(UM_RAD2DEG, m, self, out, &c);
 }
 
 em_status em_cpu_polygamma_impl(em_keyset ks, const em_meta *m, int64_t n, em_tensor *self, em_tensor *out) {
