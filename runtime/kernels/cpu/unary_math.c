@@ -29,7 +29,11 @@ static inline uint64_t signu_(uint64_t x) { return (int64_t)x > 0 ? 1 : (int64_t
 static inline float lgammaf_(float x) { int s; return lgammaf_r(x, &s); }
 static inline double lgamma_(double x) { int s; return lgamma_r(x, &s); }
 
-#define UM_rsqrt(x, c) _Generic((x), float: 1.0f / sqrtf(x), default: 1.0 / sqrt(x))
+/* negative x gives NaN without sqrt's errno path (a libm call per element:
+ * the pragma's no-math-errno does not reach target_clones functions) */
+static inline float rsqrtf_(float x) { return x < 0 ? NAN : 1.0f / sqrtf(x); }
+static inline double rsqrt_(double x) { return x < 0 ? NAN : 1.0 / sqrt(x); }
+#define UM_rsqrt(x, c) _Generic((x), float: rsqrtf_, default: rsqrt_)(x)
 #define UM_expm1(x, c) _Generic((x), float: expm1f(x), default: expm1(x))
 #define UM_log1p(x, c) _Generic((x), float: log1pf(x), default: log1p(x))
 #define UM_log2(x, c) _Generic((x), float: log2f(x), default: log2(x))
