@@ -46,6 +46,8 @@ const cg_helper cg_helpers[] = {
     { "stack_grads", "lmv" },
     /* one block per op family (Note [Schema files]) */
     /* ---- family: unary ---- */
+    { "clamp_backward", "ttvv" }, { "clamp_grad_self", "tttt" }, { "clamp_grad_min", "tttt" },
+    { "clamp_grad_max", "tttt" }, { "polygamma_backward", "ttv" },
 
     /* ---- family: binary ---- */
     { "fmod_other_backward", "ttt" },

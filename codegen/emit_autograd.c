@@ -66,7 +66,8 @@ static const cg_formula *formula_for(const cg_op *op, int arg) {
 }
 
 /* "add_" -> "AddBackward" (the node's name) and "AddBackward_" (its C type);
- * an in-place overload "div_.Tensor_mode" -> "DivTensorModeBackward_". */
+ * an in-place overload "div_.Tensor_mode" -> "DivTensorModeBackward_",
+ * "round_.decimals" -> "RoundDecimalsBackward" and "RoundDecimalsBackward_". */
 static void node_names(const cg_op *op, char *display, char *ctype, size_t n) {
     size_t k = 0;
     bool up = true;
@@ -77,6 +78,7 @@ static void node_names(const cg_op *op, char *display, char *ctype, size_t n) {
     }
     display[k] = '\0';
     strcat(display, "Backward");
+    /* in-place by its base name: round_.decimals is round__decimals */
     snprintf(ctype, n, "%s%s", display, op->base[strlen(op->base) - 1] == '_' ? "_" : "");
 }
 

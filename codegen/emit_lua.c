@@ -330,6 +330,16 @@ static int method_self_pos(const cg_op *op) {
     return -1;
 }
 
+/* lPRE_NAME: x:NAME(...) with the receiver moved to position k (0-based)
+ * of l_NAME (pre "m") or of the overloads' lo_NAME (pre "mo"). */
+static void emit_receiver_move(cg_buf *b, const char *pre, const char *name, int k) {
+    cg_printf(b, "/* x:%s(...): the receiver is argument 'self' (position %d), as in PyTorch. */\n"
+                 "static int l%s_%s(lua_State *L)\n{\n    int top = lua_gettop(L);\n\n"
+                 "    lua_pushvalue(L, 1);\n    lua_remove(L, 1);\n"
+                 "    lua_insert(L, top < %d ? top : %d);\n    return l%s_%s(L);\n}\n\n",
+              name, k + 1, pre, name, k + 1, k + 1, pre[1] ? "o" : "", name);
+}
+
 static bool has_tensor_arg(const cg_op *op) {
     for (int i = 0; i < op->nargs; i++)
         if (cg_type_is_tensor(op->args[i].type)) return true;
@@ -374,39 +384,45 @@ static const char *lua_type_test(cg_type t) {
 }
 
 /* match_NAME: whether the Lua arguments fit overload op -- the count of
- * positional values, each one's Lua type, and the options table's names.
- * several_out: the name has more than one out= overload (div.out and
- * div.out_mode), which the options' names then tell apart. */
-static void emit_matcher(cg_buf *b, const cg_op *op, bool several_out) {
-    if (op->meta) {
+ * positional values, each one's Lua type, and the options table's names. */
+/* The type of positional argument pos (0-based) of op, or -1. */
+static int positional_type(const cg_op *op, int pos) {
+    for (int i = 0, p = 0; i < op->nargs; i++) {
+        if (op->args[i].kwonly) continue;
+        if (p++ == pos) return (int)op->args[i].type;
+    }
+    return -1;
+}
+
+/* Whether another overload of op's name takes a Tensor at positional pos:
+ * then a tensor there picks that overload, not a Scalar of op's (PyTorch
+ * tries Tensor overloads before Scalar ones: clamp(x, t) is clamp.Tensor,
+ * clamp(x, 0.5) is clamp). */
+static bool tensor_overload_at(const cg_schema *s, const cg_op *op, int pos) {
+    for (int j = 0; j < s->nops; j++) {
+        const cg_op *o = &s->ops[j];
+        if (o == op || o->meta || strcmp(o->base, op->base) != 0) continue;
+        int t = positional_type(o, pos);
+        if (t == CG_TENSOR || t == CG_TENSOR_OPT) return true;
+    }
+    return false;
+}
+
+static void emit_matcher(cg_buf *b, const cg_schema *s, const cg_op *op, bool several_out) {
+    if (op->meta && !several_out) {
         /* the out= op of a structured family: chosen by an out option alone,
          * so that its binding (or the functional one) reports what is wrong;
-         * among several, by the names of the options too */
+         * among several out= overloads (round.out, round.decimals_out) the
+         * full match below picks one */
         int np = 0;
         for (int i = 0; i < op->nargs; i++)
             np += !op->args[i].kwonly && op->args[i].def.kind == CG_DEF_NONE_GIVEN &&
                   !cg_types[op->args[i].type].optional;
         cg_printf(b, "static bool match_%s(lua_State *L)\n{\n", op->name);
-        if (several_out) {
-            cg_puts(b, "    static const char *const names[] = { ");
-            for (int i = 0; i < op->nargs; i++) cg_printf(b, "\"%s\", ", op->args[i].name);
-            cg_puts(b, "NULL };\n");
-        }
         cg_printf(b, "    int opt = em_lua_options_index_req(L, %d);\n    bool has;\n\n"
                      "    if (!opt)\n        return false;\n"
                      "    has = lua_getfield(L, opt, \"%s\") != LUA_TNIL;\n    lua_pop(L, 1);\n",
                   np, op->args[op->out_arg].name);
-        if (several_out) {
-            cg_puts(b, "    if (!has || !options_known(L, opt, names))\n        return false;\n");
-            for (int i = 0; i < op->nargs; i++) {
-                const cg_arg *a = &op->args[i];
-                if (i == op->out_arg || !a->kwonly || a->def.kind != CG_DEF_NONE_GIVEN ||
-                    cg_types[a->type].optional)
-                    continue;
-                cg_printf(b, "    has = lua_getfield(L, opt, \"%s\") != LUA_TNIL;\n    lua_pop(L, 1);\n"
-                             "    if (!has)\n        return false;\n", a->name);
-            }
-        }
         cg_puts(b, "    return has;\n}\n\n");
         return;
     }
@@ -442,9 +458,10 @@ static void emit_matcher(cg_buf *b, const cg_op *op, bool several_out) {
         if (a->kwonly) continue;
         pos++;
         bool nil_ok = a->def.kind != CG_DEF_NONE_GIVEN || cg_types[a->type].optional;
+        bool number_only = (a->type == CG_SCALAR || a->type == CG_SCALAR_OPT) && tensor_overload_at(s, op, pos - 1);
         cg_printf(b, "        case %d:\n            if (!(%s%s))\n                return false;\n"
                      "            break;\n", pos, nil_ok ? "lt == LUA_TNIL || " : "",
-                  lua_type_test(a->type));
+                  number_only ? "(lt == LUA_TNUMBER || lt == LUA_TBOOLEAN)" : lua_type_test(a->type));
     }
     cg_printf(b, "        default: /* past the positional arguments */\n"
                  "            if (%s)\n                return false;\n        }\n    }\n"
@@ -470,7 +487,7 @@ static void emit_matcher(cg_buf *b, const cg_op *op, bool several_out) {
  * upvalue 1, which em_lua_mm_operand and em_lua_push_result use for their
  * fast paths (em_lua_bind.h). */
 static void emit_metamethod(cg_buf *b, const cg_op *op) {
-    int n = strcmp(op->metamethod, "__unm") == 0 ? 1 : 2;
+    int n = strcmp(op->metamethod, "__unm") == 0 || strcmp(op->metamethod, "__bnot") == 0 ? 1 : 2;
     cg_printf(b, "/* %s: the metamethod entry of %s (Note [Metamethods]). */\n"
                  "static int mm_%s(lua_State *L)\n{\n    em_lua_argtmp tmp;\n", op->metamethod, op->name,
               op->name);
@@ -492,18 +509,15 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
                "#include <stdint.h>\n#include <string.h>\n\n"
                "#include \"em_ops.h\"\n#include \"autograd/em_autograd.h\"\n#include \"lua/em_lua.h\"\n\n");
     cg_puts(b, "#include \"lua/em_lua_bind.h\"\n\n"); /* binding helpers: a real header under runtime/ */
+    /* luaconf.h's l_floor macro would rename the binding of op floor */
+    cg_puts(b, "#undef l_floor\n\n");
     const char *last = NULL;
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];
         cg_group_banner(b, op, &last);
         emit_binding(b, op);
         int k = method_self_pos(op);
-        if (op->v_method && k > 0)
-            cg_printf(b, "/* x:%s(...): the receiver is argument 'self' (position %d), as in PyTorch. */\n"
-                         "static int lm_%s(lua_State *L)\n{\n    int top = lua_gettop(L);\n\n"
-                         "    lua_pushvalue(L, 1);\n    lua_remove(L, 1);\n"
-                         "    lua_insert(L, top < %d ? top : %d);\n    return l_%s(L);\n}\n\n",
-                      op->name, k + 1, op->name, k + 1, k + 1, op->name);
+        if (op->v_method && k > 0 && group_size(s, i) == 1) emit_receiver_move(b, "m", op->name, k);
     }
     /* Note [Overloads]: one binding per name picks the first overload whose
      * arguments match the Lua values by count and type */
@@ -511,13 +525,14 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
         const cg_op *op = &s->ops[i];
         if (first_of_group(s, i) != i) continue;
         if (group_size(s, i) < 2) continue;
-        int nplain = 0; /* overloads that are not out= ops */
-        for (int j = i; j < s->nops; j++) nplain += strcmp(s->ops[j].base, op->base) == 0 && !s->ops[j].meta;
-        int nout = 0; /* out= overloads */
-        for (int j = i; j < s->nops; j++) nout += strcmp(s->ops[j].base, op->base) == 0 && s->ops[j].meta;
+        int nplain = 0, nout = 0; /* overloads that are not out= ops, out= ops */
+        for (int j = i; j < s->nops; j++) {
+            nplain += strcmp(s->ops[j].base, op->base) == 0 && !s->ops[j].meta;
+            nout += strcmp(s->ops[j].base, op->base) == 0 && s->ops[j].meta;
+        }
         for (int j = i; j < s->nops; j++)
             if (strcmp(s->ops[j].base, op->base) == 0 && (s->ops[j].meta || nplain > 1))
-                emit_matcher(b, &s->ops[j], nout > 1);
+                emit_matcher(b, s, &s->ops[j], nout > 1);
         cg_printf(b, "/* ember.%s / x:%s: the overloads of '%s', tried in schema order. */\n"
                      "static int lo_%s(lua_State *L)\n{\n    static const char *const schemas[] = {\n",
                   op->base, op->base, op->base, op->base);
@@ -550,6 +565,12 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
                           s->ops[j].name);
         cg_printf(b, "    return em_lua_no_overload(L, \"%s\", schemas);\n}\n\n", op->base);
     }
+    /* an overloaded method whose receiver is not the first argument
+     * (polygamma, polygamma.out): moved, then the overloads are tried */
+    for (int i = 0; i < s->nops; i++)
+        if (first_of_group(s, i) == i && group_size(s, i) > 1 && s->ops[i].v_method &&
+            method_self_pos(&s->ops[i]) > 0)
+            emit_receiver_move(b, "mo", s->ops[i].base, method_self_pos(&s->ops[i]));
     cg_puts(b, "/* ---- metamethods ---- */\n\n");
     for (int i = 0; i < s->nops; i++)
         if (s->ops[i].metamethod) emit_metamethod(b, &s->ops[i]);
@@ -575,7 +596,8 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
     for (int i = 0; i < s->nops; i++) {
         if (!s->ops[i].v_method || first_of_group(s, i) != i) continue;
         if (group_size(s, i) > 1)
-            cg_printf(b, "    { \"%s\", lo_%s },\n", s->ops[i].base, s->ops[i].base);
+            cg_printf(b, "    { \"%s\", l%s_%s },\n", s->ops[i].base,
+                      method_self_pos(&s->ops[i]) > 0 ? "mo" : "o", s->ops[i].base);
         else
             cg_printf(b, "    { \"%s\", l%s_%s },\n", s->ops[i].base, /* a lone overload: its Lua name */
                       method_self_pos(&s->ops[i]) > 0 ? "m" : "", s->ops[i].name);

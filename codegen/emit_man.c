@@ -134,7 +134,7 @@ void cg_emit_man(cg_buf *b, const cg_schema *s) {
                                                     { "__idiv", "a // b" }, { "__unm", "-a" },
                                                     { "__band", "a & b" }, { "__bor", "a | b" },
                                                     { "__bxor", "a ~ b" }, { "__shl", "a << b" },
-                                                    { "__shr", "a >> b" } };
+                                                    { "__shr", "a >> b" }, { "__bnot", "~a" } };
             for (size_t k = 0; k < sizeof forms / sizeof forms[0]; k++)
                 if (strcmp(forms[k][0], op->metamethod) == 0) {
                     roff_escape(b, forms[k][1]);

@@ -734,21 +734,21 @@ static void parse_namespaces(const char *path, yaml_document_t *doc, yaml_node_t
 
 /* metamethod: __add. Note [Metamethods]: Lua's arithmetic on tensors calls
  * the op through a generated entry (mm_NAME in em_lua_ops.c). A binary
- * metamethod's op takes two positional Tensors first, a unary one (__unm)
- * one; every later argument must be a Scalar with a default, and the op
+ * metamethod's op takes two positional Tensors first, a unary one (__unm,
+ * __bnot: Lua passes the operand twice) one; every later argument must be a Scalar with a default, and the op
  * returns one Tensor. */
 static void parse_metamethod(const char *path, yaml_node_t *n, cg_op *op) {
     static const char *const known[] = { "__add", "__sub", "__mul", "__div", "__mod", "__pow",
                                          "__idiv", "__unm", "__band", "__bor", "__bxor", "__shl",
-                                         "__shr", NULL };
+                                         "__shr", "__bnot", NULL };
     expect_scalar(path, n, "a metamethod name");
     const char *name = scalar_of(n);
     bool ok = false;
     for (int i = 0; known[i]; i++) ok = ok || strcmp(known[i], name) == 0;
     if (!ok)
         cg_error_at(path, mark_line(n), "op '%s': unknown metamethod '%s' (known: __add, __sub, __mul, "
-                    "__div, __mod, __pow, __idiv, __unm, __band, __bor, __bxor, __shl, __shr)", op->name, name);
-    int ntensors = strcmp(name, "__unm") == 0 ? 1 : 2;
+                    "__div, __mod, __pow, __idiv, __unm, __band, __bor, __bxor, __shl, __shr, __bnot)", op->name, name);
+    int ntensors = strcmp(name, "__unm") == 0 || strcmp(name, "__bnot") == 0 ? 1 : 2;
     bool fits = op->nargs >= ntensors && op->nrets == 1 && !cg_op_ret_list(op);
     for (int i = 0; fits && i < op->nargs; i++) {
         const cg_arg *a = &op->args[i];
@@ -846,9 +846,15 @@ static void parse_op(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_
                         "(a 0-dim bool tensor in C)", op->name);
         op->lua_bool = true;
     }
-    if (op->v_method && (op->nargs == 0 || op->args[0].type != CG_TENSOR || op->args[0].kwonly))
+    /* the receiver is the first argument, or a positional Tensor named self
+     * (polygamma(int n, Tensor self): x:polygamma(n), as in PyTorch) */
+    bool self_arg = false;
+    for (int i = 0; i < op->nargs; i++)
+        self_arg = self_arg || (!op->args[i].kwonly && op->args[i].type == CG_TENSOR &&
+                                strcmp(op->args[i].name, "self") == 0);
+    if (op->v_method && !self_arg && (op->nargs == 0 || op->args[0].type != CG_TENSOR || op->args[0].kwonly))
         cg_error_at(path, mark_line(func), "op '%s' has a method variant but its first argument "
-                    "is not a positional Tensor", op->name);
+                    "is not a positional Tensor (nor has it one named self)", op->name);
 }
 
 /* ---- structured families (Note [Structured kernels]) ---- */

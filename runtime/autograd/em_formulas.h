@@ -76,6 +76,18 @@ EM_HIDDEN em_tensor *em_ag_fn_stack_grads(em_tensor **grads, int n, const em_inp
 /* Note [Schema files]: each op family's helpers sit in its own block below
  * and its own runtime/autograd/formulas_FAMILY.c. */
 /* ---- family: unary (formulas_unary.c) ---- */
+/* clamp with number bounds: grad where min <= self <= max (either bound
+ * may be NULL), else 0 -- both ends pass, as PyTorch's clamp_backward. */
+EM_HIDDEN em_tensor *em_ag_fn_clamp_backward(em_tensor *grad, em_tensor *self, const em_scalar *min,
+                                             const em_scalar *max);
+/* clamp with tensor bounds (min or max NULL when absent), PyTorch's
+ * clamp_backward_min_max: self gets grad where min <= self <= max; min
+ * where self < min (and min < max); max where self > max (or max < min). */
+EM_HIDDEN em_tensor *em_ag_fn_clamp_grad_self(em_tensor *grad, em_tensor *self, em_tensor *min, em_tensor *max);
+EM_HIDDEN em_tensor *em_ag_fn_clamp_grad_min(em_tensor *grad, em_tensor *self, em_tensor *min, em_tensor *max);
+EM_HIDDEN em_tensor *em_ag_fn_clamp_grad_max(em_tensor *grad, em_tensor *self, em_tensor *min, em_tensor *max);
+/* polygamma(n, self)'s gradient: grad * polygamma(n + 1, self). */
+EM_HIDDEN em_tensor *em_ag_fn_polygamma_backward(em_tensor *grad, em_tensor *self, int64_t n);
 
 /* ---- family: binary (formulas_binary.c) ---- */
 /* fmod's gradient for other: -grad * trunc(self / other) (PyTorch 1.13) */

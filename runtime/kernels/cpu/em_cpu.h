@@ -158,6 +158,16 @@ em_tensor *em_cpu_zero_(em_keyset ks, em_tensor *self);
 
 /* ---- family: unary ---- */
 
+struct em_meta;
+/* The unary family's driver (unary_math.c): runs fn, a loop reading
+ * m->compute and writing m->dtype, from self into out, a structured impl's
+ * output (Note [Structured kernels]: m's shape, a dtype m->dtype casts to,
+ * possibly self itself). An out of another dtype gets the result through a
+ * temporary; a self sharing out's memory without being out is copied
+ * first. fn NULL: an error "op: not supported for dtype ...". */
+EM_HIDDEN em_status em_cpu_unary_run(const struct em_meta *m, em_cpu_loop fn, em_tensor *self, em_tensor *out,
+                                     void *ctx, int64_t grain);
+
 /* ---- family: binary ---- */
 
 /* PyTorch's div_floor for floats (floor_divide, div(rounding_mode="floor")):
