@@ -211,7 +211,12 @@ em_tensor *em_ag_fn_cholesky_backward(em_tensor *grad, em_tensor *L, bool upper)
     }
     em_tensor *r = NULL;
     if (L && grad) {
-        em_tensor *phi = mul(mm(mT(L), grad), tril_mask(L->sizes[L->ndim - 1], L, 0.5));
+        /* phi = tril(L^T grad) with its diagonal halved; tril rather than a
+         * 0/1 mask, so that an infinite gradient does not become NaN */
+        em_tensor *P = mm(mT(L), grad);
+        em_tensor *diag = P ? OP(em_triu(P, 0)) : NULL;
+        diag = diag ? OP(em_tril(diag, 0)) : NULL;
+        em_tensor *phi = add(P ? OP(em_tril(P, -1)) : NULL, mul(diag, num(0.5)));
         em_tensor *M = mul(add(phi, mT(phi)), num(0.5));
         /* inv of L's lower triangle only: torch's triangular solves read
          * nothing else, so nothing flows to L's (zero) upper part */
@@ -229,7 +234,8 @@ static em_tensor *qr_backward_tall(em_tensor *gQ, em_tensor *gR, em_tensor *Q, e
     if (!gQ || !gR || !Q || !R) return NULL;
     int64_t n = R->sizes[R->ndim - 1];
     em_tensor *M = sub(mm(R, mT(gR)), mm(mT(gQ), Q));
-    em_tensor *low = mul(M, tril_mask(n, R, 1.0)), *strict = mul(M, tril_mask(n, R, 0.0));
+    /* tril, not a 0/1 mask: an infinite M must not turn into NaN above the diagonal */
+    em_tensor *low = M ? OP(em_tril(M, 0)) : NULL, *strict = M ? OP(em_tril(M, -1)) : NULL;
     em_tensor *C = add(low, mT(strict));
     /* R^-T from R's upper triangle only (torch's triangular solve) */
     return mm(add(gQ, mm(Q, C)), mT(inv(mul(R, mT(tril_mask(n, R, 1.0))))));
