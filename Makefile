@@ -49,7 +49,11 @@ SANLD := -fsanitize=$(SAN)
 endif
 
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
-CFLAGS  := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread -MMD -MP \
+# -fno-math-errno / -fno-trapping-math: no computed value changes (only errno
+# and FP exception flags, which ember never reads), and the kernels' loops
+# with one clone per ISA (EM_CPU_CLONES) vectorise sqrt and if-convert
+# selects, which a per-file pragma does not reach.
+CFLAGS  := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fno-math-errno -fno-trapping-math -fPIC -fvisibility=hidden -pthread -MMD -MP \
            -I runtime -I $(BUILD)/gen $(LUA_CFLAGS) $(BLAS_CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS  := $(BLAS_LIBS) -lm -pthread
 HOSTCFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -MMD -MP
@@ -125,7 +129,8 @@ $(GEN)/em_stdlib.c: $(LUA_STDLIB) codegen/embed_lua.sh
 	sh codegen/embed_lua.sh $@ $(LUA_STDLIB)
 
 # ---- the runtime library ----
-$(BUILD)/obj/%.o: %.c $(GEN_STAMP)
+# (the Makefile too: its flags change what every object is)
+$(BUILD)/obj/%.o: %.c $(GEN_STAMP) Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 

@@ -20,12 +20,16 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline uint32_t em_vm_bits(float x) {
+/* Always inlined: each ISA clone of a caller (EM_CPU_CLONES) compiles its own
+ * copy with that ISA's vectors; an out-of-line copy would get the default. */
+#define EM_VM_INLINE static inline __attribute__((always_inline))
+
+EM_VM_INLINE uint32_t em_vm_bits(float x) {
     uint32_t u;
     memcpy(&u, &x, 4);
     return u;
 }
-static inline float em_vm_float(uint32_t u) {
+EM_VM_INLINE float em_vm_float(uint32_t u) {
     float x;
     memcpy(&x, &u, 4);
     return x;
@@ -34,7 +38,7 @@ static inline float em_vm_float(uint32_t u) {
 /* e^x: x = k ln2 + r with |r| <= ln2/2, a degree-6 polynomial for e^r, and
  * 2^k applied as two factors so that k in [-150, 128] stays representable
  * (gradual underflow to 0, overflow to inf). */
-static inline float em_vm_expf(float x) {
+EM_VM_INLINE float em_vm_expf(float x) {
     float xc = x >= -104.0f ? x : -104.0f; /* NaN -> -104; fixed up below */
     xc = xc <= 89.0f ? xc : 89.0f;
     float k = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
@@ -55,7 +59,7 @@ static inline float em_vm_expf(float x) {
 /* log(x): x = 2^k m with m in [sqrt(2)/2, sqrt(2)), f = m - 1, s = f/(2+f),
  * log(1+f) = f - f^2/2 + s (f^2/2 + R(s^2)); subnormals are scaled by 2^25
  * first. x < 0 and NaN give NaN, 0 gives -inf, inf gives inf. */
-static inline float em_vm_logf(float x) {
+EM_VM_INLINE float em_vm_logf(float x) {
     int32_t k = 0;
     float xs = x < 1.17549435e-38f ? x * 33554432.0f : x; /* 2^25 */
     k = x < 1.17549435e-38f ? -25 : 0;
@@ -79,7 +83,7 @@ static inline float em_vm_logf(float x) {
 /* e^x - 1 without cancellation: with x = k ln2 + r as in em_vm_expf,
  * e^r - 1 is the polynomial without its 1, and e^x - 1 = 2^k (e^r - 1) +
  * (2^k - 1). x below -88 gives -1, above 89 inf. */
-static inline float em_vm_expm1f(float x) {
+EM_VM_INLINE float em_vm_expm1f(float x) {
     float xc = x >= -88.0f ? x : -88.0f; /* NaN -> -88; fixed up below */
     xc = xc <= 89.0f ? xc : 89.0f;
     float k = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
@@ -102,7 +106,7 @@ static inline float em_vm_expm1f(float x) {
 
 /* tanh(x) = -sign(x) m / (m + 2) with m = e^(-2|x|) - 1 (no cancellation);
  * for |x| < 0.125 an odd series. */
-static inline float em_vm_tanhf(float x) {
+EM_VM_INLINE float em_vm_tanhf(float x) {
     float ax = __builtin_fabsf(x);
     float m = em_vm_expm1f(-2.0f * ax);
     float t = -m / (m + 2.0f);
@@ -114,7 +118,7 @@ static inline float em_vm_tanhf(float x) {
 
 /* 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below: one exp of -|x|,
  * which never overflows, so tiny results stay (subnormal) rather than 0. */
-static inline float em_vm_sigmoidf(float x) {
+EM_VM_INLINE float em_vm_sigmoidf(float x) {
     float e = em_vm_expf(-__builtin_fabsf(x));
     float d = 1.0f + e;
     return (em_vm_bits(x) >> 31) ? e / d : 1.0f / d;
@@ -126,16 +130,17 @@ static inline float em_vm_sigmoidf(float x) {
 /* sin(x) (want_cos = 0) or cos(x) (1) for |x| <= EM_VM_TRIG_MAX: j = the
  * even octant nearest |x| / (pi/4), r = |x| - j pi/4 in three parts, then
  * the sine or cosine polynomial on r by the quadrant. */
-static inline float em_vm_sincosf(float x, int want_cos) {
+EM_VM_INLINE float em_vm_sincosf(float x, int want_cos) {
     float ax = __builtin_fabsf(x);
-    int32_t j = (int32_t)(ax * 1.27323954473516f); /* 4/pi */
-    j = (j + 1) & ~1;
-    float y = (float)j;
-    /* pi/4 in four parts, the first three of 10 bits: y < 2^14, so their
+    /* k = round(|x| / (pi/2)) in a float's low mantissa bits (no int
+     * conversion: ax < 2^22 here), y = k as a float */
+    float kb = ax * 0.636619772367581343f + 12582912.0f;
+    float y = kb - 12582912.0f;
+    /* pi/2 in four parts, the first three of 10 bits: y < 2^13, so their
      * products with y are exact */
-    float r = ((ax - y * 0x1.92p-1f) - y * 0x1.fbp-13f) - y * 0x1.51p-23f;
-    r = r - y * 0x1.0b4612p-35f;
-    int32_t q = (j >> 1) + want_cos; /* quadrant; cos(x) = sin(|x| + pi/2) */
+    float r = ((ax - y * 0x1.92p0f) - y * 0x1.fbp-12f) - y * 0x1.51p-22f;
+    r = r - y * 0x1.0b4612p-34f;
+    uint32_t q = em_vm_bits(kb) + (uint32_t)want_cos; /* quadrant; cos(x) = sin(|x| + pi/2) */
     float z = r * r;
     float ps = r + r * z * (-1.6666654611E-1f + z * (8.3321608736E-3f + z * -1.9515295891E-4f));
     float pc = 1.0f - 0.5f * z + z * z * (4.166664568298827E-2f + z * (-1.388731625493765E-3f + z * 2.443315711809948E-5f));
@@ -145,19 +150,22 @@ static inline float em_vm_sincosf(float x, int want_cos) {
     float sgn = (!want_cos && (em_vm_bits(x) >> 31)) ? -1.0f : 1.0f; /* sin(-0) = -0 */
     return x != x ? x : v * sgn;
 }
-static inline float em_vm_sinf(float x) { return em_vm_sincosf(x, 0); }
-static inline float em_vm_cosf(float x) { return em_vm_sincosf(x, 1); }
+EM_VM_INLINE float em_vm_sinf(float x) { return em_vm_sincosf(x, 0); }
+EM_VM_INLINE float em_vm_cosf(float x) { return em_vm_sincosf(x, 1); }
 
 /* out[i] = sin(in[i]) (cos with want_cos) for n contiguous floats; out may
  * be in. Vectorised loop in blocks, then libm for |x| > EM_VM_TRIG_MAX and
  * infinities (NaN). */
-static inline void em_vm_sincosf_n(float *out, const float *in, int64_t n, int want_cos) {
+EM_VM_INLINE void em_vm_sincosf_n(float *out, const float *in, int64_t n, int want_cos) {
     float xs[512];
     for (int64_t b = 0; b < n; b += 512) {
         int64_t m = n - b < 512 ? n - b : 512;
         memcpy(xs, in + b, (size_t)m * sizeof(float));
         float *o = out + b;
         for (int64_t i = 0; i < m; i++) o[i] = em_vm_sincosf(xs[i], want_cos);
+        int big = 0; /* a vector OR first: the scalar pass below is rare */
+        for (int64_t i = 0; i < m; i++) big |= !(__builtin_fabsf(xs[i]) <= EM_VM_TRIG_MAX);
+        if (!big) continue;
         for (int64_t i = 0; i < m; i++)
             if (!(__builtin_fabsf(xs[i]) <= EM_VM_TRIG_MAX) && xs[i] == xs[i])
                 o[i] = want_cos ? cosf(xs[i]) : sinf(xs[i]);

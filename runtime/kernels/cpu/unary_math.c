@@ -8,13 +8,15 @@
  * em_cpu_<name>_impl. Dtypes are decided by the meta functions
  * (Note [Unary dtypes] in kernels/meta_unary.c).
  * The float32/float64 contiguous loops carry one clone per ISA; the
- * arithmetic ones (reciprocal, rsqrt, rounding, deg2rad, ...) vectorise, the
+ * arithmetic ones (reciprocal, rsqrt, rounding, deg2rad, ...) vectorise;
+ * float32 sin, cos and expm1 use em_vmath.h (Note [Vector math]), the other
  * transcendental ones call libm per element.
  */
 /* See unary.c: O3 vectorises; no-trapping-math and no-math-errno change no
  * computed value (only errno and FP exception flags). */
 #pragma GCC optimize("O3", "no-trapping-math", "no-math-errno")
 #include "kernels/cpu/em_cpu.h"
+#include "kernels/cpu/em_vmath.h"
 #include "kernels/em_structured.h"
 
 #include <float.h>
@@ -34,7 +36,7 @@ static inline double lgamma_(double x) { int s; return lgamma_r(x, &s); }
 static inline float rsqrtf_(float x) { return x < 0 ? NAN : 1.0f / sqrtf(x); }
 static inline double rsqrt_(double x) { return x < 0 ? NAN : 1.0 / sqrt(x); }
 #define UM_rsqrt(x, c) _Generic((x), float: rsqrtf_, default: rsqrt_)(x)
-#define UM_expm1(x, c) _Generic((x), float: expm1f(x), default: expm1(x))
+#define UM_expm1(x, c) _Generic((x), float: em_vm_expm1f(x), default: expm1(x))
 #define UM_log1p(x, c) _Generic((x), float: log1pf(x), default: log1p(x))
 #define UM_log2(x, c) _Generic((x), float: log2f(x), default: log2(x))
 #define UM_log10(x, c) _Generic((x), float: log10f(x), default: log10(x))
@@ -386,8 +388,33 @@ em_status em_cpu_unary_run(const em_meta *m, em_cpu_loop fn, em_tensor *self, em
     return EM_OK;
 }
 
+/* float32 sin and cos through em_vmath.h: contiguous runs as one vector
+ * loop (arguments past EM_VM_TRIG_MAX redone by libm), strided ones per
+ * element. */
+static void vm_trig_f32(char **d, const int64_t *s, int64_t n, int want_cos) {
+    if (s[0] == 4 && s[1] == 4) {
+        em_vm_sincosf_n((float *)d[0], (const float *)d[1], n, want_cos);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        float x = *(const float *)(d[1] + i * s[1]);
+        *(float *)(d[0] + i * s[0]) = __builtin_fabsf(x) <= EM_VM_TRIG_MAX ? em_vm_sincosf(x, want_cos)
+                                      : want_cos                        ? cosf(x)
+                                                                        : sinf(x);
+    }
+}
+EM_CPU_CLONES static void vm_sin_f32(char **d, const int64_t *s, int64_t n, void *ctx) {
+    (void)ctx;
+    vm_trig_f32(d, s, n, 0);
+}
+EM_CPU_CLONES static void vm_cos_f32(char **d, const int64_t *s, int64_t n, void *ctx) {
+    (void)ctx;
+    vm_trig_f32(d, s, n, 1);
+}
+
 static em_status um_impl(um_op op, const em_meta *m, em_tensor *self, em_tensor *out, um_ctx *ctx) {
     em_cpu_loop fn = m->compute == EM_BOOL ? um_bool_loop(op) : tables[op][m->compute];
+    if (m->compute == EM_FLOAT32 && (op == UM_SIN || op == UM_COS)) fn = op == UM_SIN ? vm_sin_f32 : vm_cos_f32;
     return em_cpu_unary_run(m, fn, self, out, ctx, grains[op]);
 }
 
