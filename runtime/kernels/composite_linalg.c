@@ -880,15 +880,36 @@ static bool matrix_dims(const em_tensor *self, em_intlist dim, int *d0, int *d1,
     return true;
 }
 
-/* ord +-1: max/min over d1 of the abs-sums over d0; ord +-inf: over d0 of
- * the sums over d1. */
-static em_tensor *matrix_norm(ls_scope *s, em_tensor *x, double o, int d0, int d1, bool keepdim, const char *op) {
-    if (o == 2 || o == -2) {
-        em_set_error(EM_EVALUE, "%s: ord %g needs singular values, which ember does not compute yet", op, o);
-        return NULL;
+/* ord 2 / -2 / "nuc" (kind 2, -2, 0): the largest / smallest / sum of the
+ * singular values (svdvals, with its gradient) of the matrices in dims d0,
+ * d1, moved last as PyTorch does; keepdim puts both dims back as 1s. */
+static em_tensor *svd_norm(ls_scope *s, em_tensor *x, int kind, int d0, int d1, bool keepdim) {
+    int64_t perm[EM_MAX_DIMS];
+    int np = 0;
+    for (int i = 0; i < x->ndim; i++)
+        if (i != d0 && i != d1) perm[np++] = i;
+    perm[np++] = d0;
+    perm[np++] = d1;
+    em_tensor *m = ls_keep(s, em_permute(x, il(perm, np)));
+    em_tensor *sv = m ? ls_keep(s, em_svdvals(m)) : NULL;
+    int64_t last = -1;
+    em_tensor *r = !sv ? NULL
+                   : kind == 2  ? ls_keep(s, em_amax(sv, il(&last, 1), false))
+                   : kind == -2 ? ls_keep(s, em_amin(sv, il(&last, 1), false))
+                                : ls_keep(s, em_sum(sv, il(&last, 1), false, EM_DTYPE_NONE));
+    if (r && keepdim) {
+        r = ls_keep(s, em_unsqueeze(r, d0 < d1 ? d0 : d1));
+        r = r ? ls_keep(s, em_unsqueeze(r, d0 < d1 ? d1 : d0)) : NULL;
     }
+    return r;
+}
+
+/* ord +-1: max/min over d1 of the abs-sums over d0; ord +-inf: over d0 of
+ * the sums over d1; ord +-2: singular values (svd_norm). */
+static em_tensor *matrix_norm(ls_scope *s, em_tensor *x, double o, int d0, int d1, bool keepdim, const char *op) {
+    if (o == 2 || o == -2) return svd_norm(s, x, (int)o, d0, d1, keepdim);
     if (!(o == 1 || o == -1 || isinf(o))) {
-        em_set_error(EM_EVALUE, "%s: ord %g is not supported (1, -1, inf, -inf, \"fro\")", op, o);
+        em_set_error(EM_EVALUE, "%s: ord %g is not supported (1, -1, 2, -2, inf, -inf, \"fro\", \"nuc\")", op, o);
         return NULL;
     }
     /* PyTorch's: the abs-sums over sd, then their max/min over md, both with
@@ -920,11 +941,8 @@ static em_tensor *str_norm(ls_scope *s, em_tensor *self, const char *ord, em_int
                            em_dtype dtype, const char *op) {
     int d0, d1;
     if (!matrix_dims(self, dim, &d0, &d1, op)) return NULL;
-    if (strcmp(ord, "nuc") == 0) {
-        em_set_error(EM_EVALUE, "%s: ord \"nuc\" needs singular values, which ember does not compute yet", op);
-        return NULL;
-    }
     em_tensor *x = norm_input(s, self, dtype, op);
+    if (x && strcmp(ord, "nuc") == 0) return svd_norm(s, x, 0, d0, d1, keepdim);
     int64_t dd[2] = { d0, d1 };
     return x ? vector_norm(s, x, em_scalar_int(2), il(dd, 2), keepdim, op) : NULL;
 }
@@ -996,12 +1014,12 @@ em_tensor *em_comp_matrix_power(em_keyset ks, em_tensor *self, int64_t n) {
         em_set_error(EM_ESHAPE, "%s: self must hold square matrices in its last 2 dims, got %s", op, shp(self, b1));
         return NULL;
     }
-    if (n < 0) {
-        em_set_error(EM_EVALUE, "%s: n = %lld < 0 needs the inverse (linalg.inv), which ember does not have yet", op,
-                     (long long)n);
-        return NULL;
-    }
     ls_scope s = { .n = 0 };
+    if (n < 0) { /* PyTorch: the power -n of the inverse */
+        self = ls_keep(&s, em_inverse(self));
+        if (!self) return ls_fail(&s);
+        n = -n;
+    }
     if (n == 0) {
         em_tensor *ar = ls_keep(&s, em_arange(em_scalar_int(0), &(em_scalar){ .kind = EM_SCALAR_INT, .v.i = m },
                                               em_scalar_int(1), EM_INT64, self->device));

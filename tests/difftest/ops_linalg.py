@@ -368,7 +368,10 @@ def gen_linalg_norm(g, op):
 
 
 def gen_matrix_power(g, op):
-    s = g.pick(pred=lambda t: t.dim() >= 2 and t.shape[-1] == t.shape[-2] and t.dim() <= 4)
+    # no float16/bfloat16: a power compounds their per-product rounding (and
+    # torch's accumulation order differs) past the comparison's tolerance
+    s = g.pick(pred=lambda t: t.dim() >= 2 and t.shape[-1] == t.shape[-2] and t.dim() <= 4
+               and t.dtype not in (torch.float16, torch.bfloat16))
     pre = []
     if s is None:
         n = g.r.choice([0, 1, 2, 3])

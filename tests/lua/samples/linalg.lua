@@ -87,10 +87,16 @@ return function(H)
       { { md() }, function(a) return LA.matrix_norm(a, -1) end },
       { { md() }, function(a) return LA.matrix_norm(a, math.huge, { 1, 2 }, true) end },
       { { md() }, function(a) return LA.matrix_norm(a, -math.huge) end },
+      -- singular values (distinct for md)
+      { { md() }, function(a) return LA.matrix_norm(a, 2) end },
+      { { md() }, function(a) return LA.matrix_norm(a, -2, { 2, 1 }, true) end },
     })
   end
   S.linalg_matrix_norm_str_ord = function()
-    return one({ b223() }, function(a) return ember.linalg.matrix_norm(a, "fro", { 1, 3 }) end)
+    return many({
+      { { b223() }, function(a) return ember.linalg.matrix_norm(a, "fro", { 1, 3 }) end },
+      { { b223() }, function(a) return ember.linalg.matrix_norm(a, "nuc", { 1, 3 }) end },
+    })
   end
   S.linalg_norm = function()
     local LA = ember.linalg
@@ -108,6 +114,7 @@ return function(H)
     return many({
       { { sq() }, function(a) return a:matrix_power(3) end },
       { { sq() }, function(a) return ember.linalg.matrix_power(a, 0) end },
+      { { sq() }, function(a) return a:matrix_power(-3) end },
       { { sq():view(1, 2, 2):expand(2, 2, 2) * t({ 1.0, -0.5 }):view(2, 1, 1) }, function(a) return ember.matrix_power(a, 2) end },
     })
   end
