@@ -391,7 +391,7 @@ em_status em_cpu_unary_run(const em_meta *m, em_cpu_loop fn, em_tensor *self, em
 /* float32 sin and cos through em_vmath.h: contiguous runs as one vector
  * loop (arguments past EM_VM_TRIG_MAX redone by libm), strided ones per
  * element. */
-static void vm_trig_f32(char **d, const int64_t *s, int64_t n, int want_cos) {
+static inline __attribute__((always_inline)) void vm_trig_f32(char **d, const int64_t *s, int64_t n, int want_cos) {
     if (s[0] == 4 && s[1] == 4) {
         em_vm_sincosf_n((float *)d[0], (const float *)d[1], n, want_cos);
         return;
