@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kernels/cpu/em_cpu.h"
+#include "kernels/cpu/stl_port.h"
 
 /* Note [Order statistic ties]
  * PyTorch picks the index of a median, kth value or mode with library
@@ -56,167 +57,9 @@ static bool os_less(const os_cmp *c, const os_elem *a, const os_elem *b) {
     return r;
 }
 
-static void os_swap(os_elem *a, os_elem *b) {
-    os_elem t = *a;
-    *a = *b;
-    *b = t;
-}
-
-/* ---- libstdc++'s nth_element and sort (introselect / introsort) ---- */
-
-static int64_t os_lg(int64_t n) { return 63 - __builtin_clzll((unsigned long long)n); }
-
-static void move_median_to_first(const os_cmp *c, os_elem *result, os_elem *a, os_elem *b, os_elem *d) {
-    if (os_less(c, a, b)) {
-        if (os_less(c, b, d)) os_swap(result, b);
-        else if (os_less(c, a, d)) os_swap(result, d);
-        else os_swap(result, a);
-    } else if (os_less(c, a, d)) {
-        os_swap(result, a);
-    } else if (os_less(c, b, d)) {
-        os_swap(result, d);
-    } else {
-        os_swap(result, b);
-    }
-}
-
-static os_elem *unguarded_partition(const os_cmp *c, os_elem *first, os_elem *last, os_elem *pivot) {
-    for (;;) {
-        while (os_less(c, first, pivot)) first++;
-        last--;
-        while (os_less(c, pivot, last)) last--;
-        if (!(first < last)) return first;
-        os_swap(first, last);
-        first++;
-    }
-}
-
-static os_elem *partition_pivot(const os_cmp *c, os_elem *first, os_elem *last) {
-    os_elem *mid = first + (last - first) / 2;
-    move_median_to_first(c, first, first + 1, mid, last - 1);
-    return unguarded_partition(c, first + 1, last, first);
-}
-
-static void unguarded_linear_insert(const os_cmp *c, os_elem *last) {
-    os_elem val = *last;
-    os_elem *next = last - 1;
-    while (os_less(c, &val, next)) {
-        *last = *next;
-        last = next;
-        next--;
-    }
-    *last = val;
-}
-
-static void insertion_sort(const os_cmp *c, os_elem *first, os_elem *last) {
-    if (first == last) return;
-    for (os_elem *i = first + 1; i != last; i++) {
-        if (os_less(c, i, first)) {
-            os_elem val = *i;
-            memmove(first + 1, first, (size_t)(i - first) * sizeof *first);
-            *first = val;
-        } else {
-            unguarded_linear_insert(c, i);
-        }
-    }
-}
-
-static void push_heap(const os_cmp *c, os_elem *first, int64_t hole, int64_t top, os_elem value) {
-    int64_t parent = (hole - 1) / 2;
-    while (hole > top && os_less(c, first + parent, &value)) {
-        first[hole] = first[parent];
-        hole = parent;
-        parent = (hole - 1) / 2;
-    }
-    first[hole] = value;
-}
-
-static void adjust_heap(const os_cmp *c, os_elem *first, int64_t hole, int64_t len, os_elem value) {
-    const int64_t top = hole;
-    int64_t second = hole;
-    while (second < (len - 1) / 2) {
-        second = 2 * (second + 1);
-        if (os_less(c, first + second, first + (second - 1))) second--;
-        first[hole] = first[second];
-        hole = second;
-    }
-    if ((len & 1) == 0 && second == (len - 2) / 2) {
-        second = 2 * (second + 1);
-        first[hole] = first[second - 1];
-        hole = second - 1;
-    }
-    push_heap(c, first, hole, top, value);
-}
-
-static void pop_heap(const os_cmp *c, os_elem *first, os_elem *last, os_elem *result) {
-    os_elem value = *result;
-    *result = *first;
-    adjust_heap(c, first, 0, last - first, value);
-}
-
-static void make_heap(const os_cmp *c, os_elem *first, os_elem *last) {
-    int64_t len = last - first;
-    if (len < 2) return;
-    for (int64_t parent = (len - 2) / 2;; parent--) {
-        adjust_heap(c, first, parent, len, first[parent]);
-        if (parent == 0) return;
-    }
-}
-
-static void heap_select(const os_cmp *c, os_elem *first, os_elem *middle, os_elem *last) {
-    make_heap(c, first, middle);
-    for (os_elem *i = middle; i < last; i++)
-        if (os_less(c, i, first)) pop_heap(c, first, middle, i);
-}
-
-static void sort_heap(const os_cmp *c, os_elem *first, os_elem *last) {
-    while (last - first > 1) {
-        last--;
-        pop_heap(c, first, last, last);
-    }
-}
-
-static void introsort_loop(const os_cmp *c, os_elem *first, os_elem *last, int64_t depth) {
-    while (last - first > 16) {
-        if (depth == 0) {
-            heap_select(c, first, last, last);
-            sort_heap(c, first, last);
-            return;
-        }
-        depth--;
-        os_elem *cut = partition_pivot(c, first, last);
-        introsort_loop(c, cut, last, depth);
-        last = cut;
-    }
-}
-
-static void std_sort(const os_cmp *c, os_elem *first, os_elem *last) {
-    if (first == last) return;
-    introsort_loop(c, first, last, os_lg(last - first) * 2);
-    if (last - first > 16) {
-        insertion_sort(c, first, first + 16);
-        for (os_elem *i = first + 16; i != last; i++) unguarded_linear_insert(c, i);
-    } else {
-        insertion_sort(c, first, last);
-    }
-}
-
-static void nth_element(const os_cmp *c, os_elem *first, os_elem *nth, os_elem *last) {
-    if (first == last || nth == last) return;
-    int64_t depth = os_lg(last - first) * 2;
-    while (last - first > 3) {
-        if (depth == 0) {
-            heap_select(c, first, nth + 1, last);
-            os_swap(first, nth);
-            return;
-        }
-        depth--;
-        os_elem *cut = partition_pivot(c, first, last);
-        if (cut <= nth) first = cut;
-        else last = cut;
-    }
-    insertion_sort(c, first, last);
-}
+/* libstdc++'s sort and nth_element (introsort / introselect): os_sort,
+ * os_nth_element, os_swap, ... (kernels/cpu/stl_port.h) */
+EM_STL_PORT(os_, os_elem, os_cmp, os_less)
 
 /* ---- TH's quick_select (kthvalue) ---- */
 
@@ -270,7 +113,7 @@ static int64_t select_row(sel_kind kind, bool fl, os_elem *q, int64_t n, int64_t
             for (int64_t j = 0; j < n; j++)
                 if (isnan(q[j].f)) return j; /* the first NaN is the median */
         os_cmp c = { OS_MEDIAN, fl };
-        nth_element(&c, q, q + (n - 1) / 2, q + n);
+        os_nth_element(&c, q, q + (n - 1) / 2, q + n);
         return q[(n - 1) / 2].idx;
     }
     case SEL_NANMEDIAN: {
@@ -279,7 +122,7 @@ static int64_t select_row(sel_kind kind, bool fl, os_elem *q, int64_t n, int64_t
             for (int64_t j = 0; j < n; j++) nans += isnan(q[j].f);
         os_cmp c = { OS_NANMEDIAN, fl };
         int64_t m = (n - nans - 1) / 2; /* C++'s division: -1 / 2 == 0 */
-        nth_element(&c, q, q + m, q + n);
+        os_nth_element(&c, q, q + m, q + n);
         return q[m].idx;
     }
     case SEL_KTH:
@@ -287,7 +130,7 @@ static int64_t select_row(sel_kind kind, bool fl, os_elem *q, int64_t n, int64_t
         return q[k].idx;
     case SEL_MODE: {
         os_cmp c = { OS_LESS, fl };
-        std_sort(&c, q, q + n);
+        os_sort(&c, q, q + n);
         int64_t best = 0, run = 0, maxrun = 0;
         for (int64_t j = 0; j < n; j++) {
             run++;

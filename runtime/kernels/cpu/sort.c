@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kernels/cpu/em_cpu.h"
+#include "kernels/cpu/stl_port.h"
 #include "em_kernels_decl.h"
 
 /* ---- rows along one dim ---- */
@@ -244,116 +245,7 @@ static bool tk_less(const tk_cmp *c, const tk_elem *x, const tk_elem *y) {
     return c->largest ? x->i > y->i : x->i < y->i;
 }
 
-static void tk_swap(tk_elem *a, tk_elem *b) {
-    tk_elem t = *a;
-    *a = *b;
-    *b = t;
-}
-
-static int64_t tk_lg(int64_t n) { return 63 - __builtin_clzll((unsigned long long)n); }
-
-static void tk_move_median_to_first(const tk_cmp *c, tk_elem *result, tk_elem *a, tk_elem *b, tk_elem *d) {
-    if (tk_less(c, a, b)) {
-        if (tk_less(c, b, d)) tk_swap(result, b);
-        else if (tk_less(c, a, d)) tk_swap(result, d);
-        else tk_swap(result, a);
-    } else if (tk_less(c, a, d)) {
-        tk_swap(result, a);
-    } else if (tk_less(c, b, d)) {
-        tk_swap(result, d);
-    } else {
-        tk_swap(result, b);
-    }
-}
-
-static tk_elem *tk_unguarded_partition(const tk_cmp *c, tk_elem *first, tk_elem *last, tk_elem *pivot) {
-    for (;;) {
-        while (tk_less(c, first, pivot)) first++;
-        last--;
-        while (tk_less(c, pivot, last)) last--;
-        if (!(first < last)) return first;
-        tk_swap(first, last);
-        first++;
-    }
-}
-
-static tk_elem *tk_partition_pivot(const tk_cmp *c, tk_elem *first, tk_elem *last) {
-    tk_elem *mid = first + (last - first) / 2;
-    tk_move_median_to_first(c, first, first + 1, mid, last - 1);
-    return tk_unguarded_partition(c, first + 1, last, first);
-}
-
-static void tk_unguarded_linear_insert(const tk_cmp *c, tk_elem *last) {
-    tk_elem val = *last;
-    tk_elem *next = last - 1;
-    while (tk_less(c, &val, next)) {
-        *last = *next;
-        last = next;
-        next--;
-    }
-    *last = val;
-}
-
-static void tk_insertion_sort(const tk_cmp *c, tk_elem *first, tk_elem *last) {
-    if (first == last) return;
-    for (tk_elem *i = first + 1; i != last; i++) {
-        if (tk_less(c, i, first)) {
-            tk_elem val = *i;
-            memmove(first + 1, first, (size_t)(i - first) * sizeof *first);
-            *first = val;
-        } else {
-            tk_unguarded_linear_insert(c, i);
-        }
-    }
-}
-
-static void tk_push_heap(const tk_cmp *c, tk_elem *first, int64_t hole, int64_t top, tk_elem value) {
-    int64_t parent = (hole - 1) / 2;
-    while (hole > top && tk_less(c, first + parent, &value)) {
-        first[hole] = first[parent];
-        hole = parent;
-        parent = (hole - 1) / 2;
-    }
-    first[hole] = value;
-}
-
-static void tk_adjust_heap(const tk_cmp *c, tk_elem *first, int64_t hole, int64_t len, tk_elem value) {
-    const int64_t top = hole;
-    int64_t second = hole;
-    while (second < (len - 1) / 2) {
-        second = 2 * (second + 1);
-        if (tk_less(c, first + second, first + (second - 1))) second--;
-        first[hole] = first[second];
-        hole = second;
-    }
-    if ((len & 1) == 0 && second == (len - 2) / 2) {
-        second = 2 * (second + 1);
-        first[hole] = first[second - 1];
-        hole = second - 1;
-    }
-    tk_push_heap(c, first, hole, top, value);
-}
-
-static void tk_pop_heap(const tk_cmp *c, tk_elem *first, tk_elem *last, tk_elem *result) {
-    tk_elem value = *result;
-    *result = *first;
-    tk_adjust_heap(c, first, 0, last - first, value);
-}
-
-static void tk_make_heap(const tk_cmp *c, tk_elem *first, tk_elem *last) {
-    int64_t len = last - first;
-    if (len < 2) return;
-    for (int64_t parent = (len - 2) / 2;; parent--) {
-        tk_adjust_heap(c, first, parent, len, first[parent]);
-        if (parent == 0) return;
-    }
-}
-
-static void tk_heap_select(const tk_cmp *c, tk_elem *first, tk_elem *middle, tk_elem *last) {
-    tk_make_heap(c, first, middle);
-    for (tk_elem *i = middle; i < last; i++)
-        if (tk_less(c, i, first)) tk_pop_heap(c, first, middle, i);
-}
+EM_STL_PORT(tk_, tk_elem, tk_cmp, tk_less)
 
 /* tk_heap_select for a row read in place (q holds only the heap, k > 0):
  * element j enters when it beats the top, exactly as heap select's
@@ -377,59 +269,6 @@ static void tk_heap_select_row(const tk_cmp *c, tk_elem *q, int64_t k, const cha
         }
         if (tk_less(c, &e, q)) tk_adjust_heap(c, q, 0, k, e);
     }
-}
-
-static void tk_sort_heap(const tk_cmp *c, tk_elem *first, tk_elem *last) {
-    while (last - first > 1) {
-        last--;
-        tk_pop_heap(c, first, last, last);
-    }
-}
-
-static void tk_partial_sort(const tk_cmp *c, tk_elem *first, tk_elem *middle, tk_elem *last) {
-    tk_heap_select(c, first, middle, last);
-    tk_sort_heap(c, first, middle);
-}
-
-static void tk_introsort_loop(const tk_cmp *c, tk_elem *first, tk_elem *last, int64_t depth) {
-    while (last - first > 16) {
-        if (depth == 0) {
-            tk_partial_sort(c, first, last, last);
-            return;
-        }
-        depth--;
-        tk_elem *cut = tk_partition_pivot(c, first, last);
-        tk_introsort_loop(c, cut, last, depth);
-        last = cut;
-    }
-}
-
-static void tk_sort(const tk_cmp *c, tk_elem *first, tk_elem *last) {
-    if (first == last) return;
-    tk_introsort_loop(c, first, last, tk_lg(last - first) * 2);
-    if (last - first > 16) {
-        tk_insertion_sort(c, first, first + 16);
-        for (tk_elem *i = first + 16; i != last; i++) tk_unguarded_linear_insert(c, i);
-    } else {
-        tk_insertion_sort(c, first, last);
-    }
-}
-
-static void tk_nth_element(const tk_cmp *c, tk_elem *first, tk_elem *nth, tk_elem *last) {
-    if (first == last || nth == last) return;
-    int64_t depth = tk_lg(last - first) * 2;
-    while (last - first > 3) {
-        if (depth == 0) {
-            tk_heap_select(c, first, nth + 1, last);
-            tk_swap(first, nth);
-            return;
-        }
-        depth--;
-        tk_elem *cut = tk_partition_pivot(c, first, last);
-        if (cut <= nth) first = cut;
-        else last = cut;
-    }
-    tk_insertion_sort(c, first, last);
 }
 
 /* Orders q[0..n) so that its first k are topk's, as PyTorch does. */
