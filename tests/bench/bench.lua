@@ -105,6 +105,25 @@ do
     measure("ember_index_add_1e6_dim1_t1", mel(n), "Melem/s", 5,
       function() local y = ember.zeros(1000, 1000):index_add_(1, rows, src) end)
   end
+  -- the same at 1e7 elements (10000 x 1000)
+  do
+    local N = 10000000
+    local X, S = ember.randn(10000, 1000), ember.randn(10000, 1000)
+    local I = (ember.rand(10000, 1000) * 1000):to("int64") + 1
+    local R = (ember.rand(10000) * 10000):to("int64") + 1
+    measure("ember_gather_1e7_dim2_t1", mel(N), "Melem/s", 3, function() local y = X:gather(2, I) end)
+    if X.scatter_add_ then
+      measure("ember_scatter_add_1e7_dim2_t1", mel(N), "Melem/s", 3,
+        function() local y = ember.zeros(10000, 1000):scatter_add_(2, I, S) end)
+    end
+    if X.index_select then
+      measure("ember_index_select_1e7_dim1_t1", mel(N), "Melem/s", 3, function() local y = X:index_select(1, R) end)
+    end
+    if X.index_add_ then
+      measure("ember_index_add_1e7_dim1_t1", mel(N), "Melem/s", 3,
+        function() local y = ember.zeros(10000, 1000):index_add_(1, R, S) end)
+    end
+  end
   local v = ember.randn(10000000)
   if v.cumsum then
     measure("ember_cumsum_1e7_f32_t1", mel(10000000), "Melem/s", 3, function() local y = v:cumsum(1) end)

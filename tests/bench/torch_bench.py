@@ -115,6 +115,16 @@ def indexing():
     measure("index_select_1e6_dim1_t1", mel(n), "Melem/s", 5, lambda: x.index_select(0, rows))
     measure("index_add_1e6_dim1_t1", mel(n), "Melem/s", 5,
             lambda: torch.zeros(1000, 1000).index_add_(0, rows, src))
+    N = 10_000_000  # the same at 1e7 elements (10000 x 1000)
+    X, S = torch.randn(10000, 1000), torch.randn(10000, 1000)
+    I = torch.randint(0, 1000, (10000, 1000), generator=g)
+    R = torch.randint(0, 10000, (10000,), generator=g)
+    measure("gather_1e7_dim2_t1", mel(N), "Melem/s", 3, lambda: X.gather(1, I))
+    measure("scatter_add_1e7_dim2_t1", mel(N), "Melem/s", 3,
+            lambda: torch.zeros(10000, 1000).scatter_add_(1, I, S))
+    measure("index_select_1e7_dim1_t1", mel(N), "Melem/s", 3, lambda: X.index_select(0, R))
+    measure("index_add_1e7_dim1_t1", mel(N), "Melem/s", 3,
+            lambda: torch.zeros(10000, 1000).index_add_(0, R, S))
     v = torch.randn(10_000_000)
     measure("cumsum_1e7_f32_t1", mel(10_000_000), "Melem/s", 3, lambda: v.cumsum(0))
     measure("sort_1e6_f32_t1", mel(n), "Melem/s", 3, lambda: v[:n].sort())
