@@ -132,9 +132,13 @@ static em_tensor *corner(em_tensor *t, int n, const int64_t *shape) {
 }
 
 /* Note [scatter_reduce prod]
- * PyTorch 1.13 differentiates reduce="prod" with a special case for zeros
- * (the product of the other factors); ember refuses that gradient with an
- * error rather than give a wrong one where an input is zero. sum, mean,
+ * reduce="prod" follows PyTorch 1.13's special case for zeros: self's
+ * gradient is grad * (the product with self's zeros taken as 1) / self
+ * (zeros as 1), that is the product of the other factors; src's is
+ * grad * result / src where src is not 0, the product of the other factors
+ * where src holds the only 0 scattered to its element, and 0 where two or
+ * more zeros meet (PyTorch refuses the double backward of that case; ember
+ * computes it through the same ops). sum, mean,
  * amax and amin follow PyTorch's scatter_reduce_backward: mean divides by
  * the count of values reduced into each element (self included when
  * include_self), amax/amin share the gradient evenly among the values
@@ -142,12 +146,7 @@ static em_tensor *corner(em_tensor *t, int n, const int64_t *shape) {
  * points to get no gradient. */
 static em_tensor *scatter_reduce_grad(bool want_self, em_tensor *grad, em_tensor *self, int64_t dim, em_tensor *index,
                                       em_tensor *src, const char *reduce, bool include_self, em_tensor *result) {
-    if (strcmp(reduce, "prod") == 0) {
-        em_set_error(EM_EVALUE, "scatter_reduce: the gradient of reduce=\"prod\" is not implemented "
-                     "(Note [scatter_reduce prod])");
-        return NULL;
-    }
-    em_tensor *tmp[24];
+    em_tensor *tmp[40];
     int nt = 0;
 #define KEEP(x) (tmp[nt++] = (x))
     em_tensor *r = NULL;
@@ -171,6 +170,35 @@ static em_tensor *scatter_reduce_grad(bool want_self, em_tensor *grad, em_tensor
         if (gd)
             r = want_self ? (include_self ? em_tensor_retain(gd) : em_masked_fill(gd, mask, zero))
                           : em_gather(gd, dim, index);
+    } else if (strcmp(reduce, "prod") == 0) { /* Note [scatter_reduce prod] */
+        em_tensor *one = KEEP(em_tensor_wrapped_scalar(em_scalar_int(1)));
+        em_tensor *src_c = KEEP(corner(src, index->ndim, index->sizes));
+        if (!one || !src_c) goto done;
+        if (want_self) {
+            em_tensor *s0 = KEEP(em_eq(self, zero));
+            em_tensor *ms = s0 ? KEEP(em_masked_fill(self, s0, one)) : NULL;
+            em_tensor *msr = ms ? KEEP(em_scatter_reduce_two(ms, dim, index, src_c, "prod", include_self)) : NULL;
+            em_tensor *g = msr ? KEEP(em_mul(grad, msr)) : NULL;
+            em_tensor *gs = g ? KEEP(em_div(g, ms)) : NULL;
+            if (gs) r = include_self ? em_tensor_retain(gs) : em_masked_fill(gs, mask, zero);
+        } else {
+            em_tensor *z = KEEP(em_eq(src_c, zero));
+            em_tensor *zf = z ? KEEP(em_to(z, self->dtype)) : NULL;
+            em_tensor *z0 = KEEP(em_zeros((em_intlist){ self->sizes, self->ndim }, self->dtype, self->device));
+            em_tensor *cnt = zf && z0 ? KEEP(em_scatter_add(z0, dim, index, zf)) : NULL;
+            em_tensor *nz = cnt ? KEEP(em_gather(cnt, dim, index)) : NULL;
+            em_tensor *is1 = nz ? KEEP(em_eq(nz, one)) : NULL;
+            em_tensor *single = is1 ? KEEP(em_logical_and(z, is1)) : NULL;
+            em_tensor *msrc = single ? KEEP(em_masked_fill(src_c, single, one)) : NULL;
+            em_tensor *msr = msrc ? KEEP(em_scatter_reduce_two(self, dim, index, msrc, "prod", include_self)) : NULL;
+            em_tensor *a = msr ? KEEP(em_mul(grad, msr)) : NULL;
+            em_tensor *ga = a ? KEEP(em_gather(a, dim, index)) : NULL;
+            em_tensor *b = KEEP(em_mul(grad, result));
+            em_tensor *gb = b ? KEEP(em_gather(b, dim, index)) : NULL;
+            em_tensor *src1 = KEEP(em_masked_fill(src_c, z, one));
+            em_tensor *q = gb && src1 ? KEEP(em_div(gb, src1)) : NULL;
+            if (single && ga && q) r = em_where(single, ga, q);
+        }
     } else { /* amax, amin */
         em_tensor *value = KEEP(em_gather(result, dim, index));
         em_tensor *s_is0 = KEEP(em_eq(self, result));

@@ -15,8 +15,9 @@ ember gives src the whole gradient (the true derivative); the generator
 draws include_self=true for amax/amin. scatter_reduce with a src larger
 than index: PyTorch's backward raises (an invalid gradient shape), ember
 gives the larger src zeros where index does not reach; the generator draws
-src of index's shape. scatter_reduce with reduce="prod" refuses its
-gradient (Note [scatter_reduce prod]): no input requiring grad is drawn.
+src of index's shape. scatter_reduce with reduce="prod": PyTorch refuses
+the double backward where two or more zeros of src meet in one element,
+ember computes it (Note [scatter_reduce prod]).
 scatter with reduce (not differentiable, as in
 PyTorch) refuses an input that requires grad when called, where PyTorch
 raises at backward; the generator gives it no such input.
@@ -242,24 +243,11 @@ def gen_scatter(kind):
 
 def gen_scatter_reduce(g, op):
     """scatter_reduce.two: scatter_add's arguments plus the reduction and
-    include_self; prod's gradient is refused by ember (Note [scatter_reduce
-    prod]), so prod gets no input that requires grad."""
+    include_self."""
     red = g.r.choice(['sum', 'prod', 'mean', 'amax', 'amin'])
-    if red == 'prod':
-        s = g.pick(inplace=op.inplace, pred=lambda t: not t.requires_grad)
-        if s is None:
-            return None
     res = gen_scatter('add')(g, op)
     if res is None:
         return None
-    if red == 'prod':
-        src = res['args'][3][1]
-        if g.t(res['args'][0][1]).requires_grad or any(st.get('rg') for st in res['pre'] if st['out'] == src):
-            for st in res['pre']:
-                if st['out'] == src:
-                    st['rg'] = False
-            if g.t(res['args'][0][1]).requires_grad:
-                return None
     # src exactly index's shape: torch's backward fails on a larger src (ember pads)
     src = res['args'][3][1]
     for st in res['pre']:

@@ -335,9 +335,19 @@ function T.scatter_reduce_values_and_gradients()
       check_tensor(s.grad, g[2 * k], 1e-6, red .. " src grad")
     end
   end
-  local a = f64({ 1, 2 }, true)
-  check_error(function() a:scatter_reduce(1, i64({ 1 }), f64({ 3 }), "prod"):sum():backward() end,
-    "scatter_reduce", "prod", "not implemented")
+  -- prod with zeros: the product of the other factors (values from PyTorch 1.13)
+  local w = (ember.arange(8, { dtype = "float64" }) + 1):view(2, 4)
+  for k, want in ipairs({
+    { { { 2, 0, 3, 4 }, { 5, 6, 0, 40 } }, { { 1, 0, 0 }, { 0, 0, 8 } } },
+    { { { 0, 0, 3, 4 }, { 5, 6, 0, 0 } }, { { 1, 6, 0 }, { 0, 0, 8 } } },
+  }) do
+    local a = f64({ { 1, 0, 2, 3 }, { 2, 3, 0, 1 } }, true)
+    local s = f64({ { 2, 0, 3 }, { 0, 0, 5 } }, true)
+    local r = a:scatter_reduce(2, i64({ { 1, 2, 2 }, { 3, 3, 4 } }), s, "prod", { include_self = k == 1 })
+    ;(r * w):sum():backward()
+    check_tensor(a.grad, want[1], 1e-12, "prod self grad")
+    check_tensor(s.grad, want[2], 1e-12, "prod src grad")
+  end
   check_error(function() return x:scatter_reduce(2, idx, src, "max") end, "scatter_reduce", "reduce", "max")
   check_error(function() return x:scatter_reduce(2, idx, si, "sum") end, "scatter_reduce", "src", "int64")
 end

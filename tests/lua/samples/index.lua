@@ -107,7 +107,7 @@ return function(H)
     local src = function() return t({ { 0.1, 2.2, 0.3 }, { -0.4, 1.7, 0.6 } }) end
     local ix = function() return i64({ { 1, 1, 3 }, { 2, 2, 2 } }) end
     local r = {}
-    for _, red in ipairs({ "sum", "mean", "amax", "amin" }) do
+    for _, red in ipairs({ "sum", "mean", "amax", "amin", "prod" }) do
       for _, inc in ipairs({ true, false }) do
         r[#r + 1] = { { m23(), src() }, function(a, s) return a:scatter_reduce(2, ix(), s, red, { include_self = inc }) end }
       end
@@ -120,6 +120,8 @@ return function(H)
         function(a, s) return a:clone():scatter_reduce_(1, i64({ { 2, 1, 2 } }), s * 2, "mean") end },
       { { m23(), t({ { 0.1, 2.2, 0.3 } }) },
         function(a, s) return a:clone():scatter_reduce_(1, i64({ { 2, 1, 2 } }), s, "amax", { include_self = false }) end },
+      { { m23(), t({ { 0.1, 2.2, 0.3 } }) },
+        function(a, s) return a:clone():scatter_reduce_(1, i64({ { 2, 1, 2 } }), s, "prod") end },
     })
   end
   return S
