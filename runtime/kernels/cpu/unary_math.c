@@ -587,3 +587,19 @@ em_status em_cpu_logical_not_impl(em_keyset ks, const em_meta *m, em_tensor *sel
     (void)ks;
     return em_cpu_unary_run(m, pr_tables[PR_LOGICAL_NOT][m->compute], self, out, NULL, EM_CPU_GRAIN);
 }
+
+/* polygamma_(self, order): PyTorch's Tensor.polygamma_(n), polygamma in
+ * place. Its own op (its arguments come in another order than the
+ * polygamma family's), running the family's meta and impl as the
+ * generated in-place kernels do. */
+em_tensor *em_cpu_polygamma__(em_keyset ks, em_tensor *self, int64_t order) {
+    em_meta m;
+    em_tensor *in[] = { NULL };
+    m.op = "polygamma_";
+    m.out_dtype = EM_META_OUT_CAST;
+    if (em_meta_polygamma(&m, order, self) != EM_OK) return NULL;
+    if (em_structured_check_inplace(&m, self, in, 0) != EM_OK) return NULL;
+    if (em_cpu_polygamma_impl(ks, &m, order, self, self) != EM_OK) return NULL;
+    em_tensor_bump_version(self);
+    return em_tensor_retain(self);
+}

@@ -76,6 +76,7 @@ return function(H)
       { { p23() }, function(a) return a:polygamma(2) end },
     })
   end
+  S.polygamma_ = function() return H.one({ H.p23() }, function(a) return a:clone():polygamma_(1) end) end
   -- the aliases (composites: their gradient is clamp's and trunc's)
   S.clip = function() return H.one({ m23() }, function(a) return a:clip(-0.5, 0.9) end) end
   S.clip_ = function() return H.one({ m23() }, function(a) return a:clone():clip_(nil, 0.9) end) end
