@@ -6,7 +6,7 @@
 #   make test       build and run every test (Check suites + Lua scripts)
 #   make debug      -O0 -g build in build/debug
 #   make SAN=address,undefined test    sanitizer build in build/san-address-undefined
-#   make tsan       the engine tests under ThreadSanitizer
+#   make tsan       the engine, embedding and random tests under ThreadSanitizer
 #   make difftest   random programs in ember and PyTorch 1.13, compared (CI runs it)
 #   make bench      figures beside PyTorch measured in the same run (not a test)
 #   make install    PREFIX=/usr/local (DESTDIR=...); make uninstall
@@ -202,9 +202,12 @@ run: all
 	$(BUILD)/ember
 
 # The backward engine's threads under ThreadSanitizer (the autograd suite).
+# the engine (autograd), states in threads (embed) and the parallel random
+# fills (random) under ThreadSanitizer
 tsan:
-	$(MAKE) SAN=thread build/san-thread/check_runner
-	CK_FORK=no CK_RUN_SUITE=autograd build/san-thread/check_runner
+	$(MAKE) SAN=thread build/san-thread/check_runner build/san-thread/ember
+	for s in autograd embed random; do \
+	  CK_FORK=no CK_RUN_SUITE=$$s EM_EMBER=build/san-thread/ember build/san-thread/check_runner || exit 1; done
 
 debug:
 	$(MAKE) MODE=debug
