@@ -104,16 +104,20 @@ EM_VM_INLINE float em_vm_expm1f(float x) {
     return x != x ? x : res;
 }
 
-/* tanh(x) = -sign(x) m / (m + 2) with m = e^(-2|x|) - 1 (no cancellation);
- * for |x| < 0.125 an odd series. */
+/* tanh(x) = sign(x) (1 - 2 / (e^(2|x|) + 1)) for |x| >= 0.625 (the
+ * subtraction loses under an ulp there); below, x + x^3 P(x^2) with a
+ * degree-5 fit in x^2 (relative error under 0.003 ulp before rounding). */
 EM_VM_INLINE float em_vm_tanhf(float x) {
     float ax = __builtin_fabsf(x);
-    float m = em_vm_expm1f(-2.0f * ax);
-    float t = -m / (m + 2.0f);
-    float x2 = x * x;
-    float s = ax * (1.0f + x2 * (-0.333333333f + x2 * (0.133333333f + x2 * (-0.0539682540f + x2 * 0.0218694885f))));
-    t = ax < 0.125f ? s : t;
-    return __builtin_copysignf(t, x);
+    float e = em_vm_expf(2.0f * ax); /* inf past 44: t = 1 */
+    float t = 1.0f - 2.0f / (e + 1.0f);
+    float z = x * x;
+    float p = -3.333333101e-01f + z * (1.333321249e-01f + z * (-5.394745229e-02f +
+              z * (2.170398953e-02f + z * (-8.184633580e-03f + z * 2.148957376e-03f))));
+    float s = ax + ax * z * p;
+    t = ax < 0.625f ? s : t;
+    t = __builtin_copysignf(t, x);
+    return x != x ? x : t;
 }
 
 /* 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below: one exp of -|x|,
