@@ -247,6 +247,20 @@ em_tensor *em_comp_tile(em_keyset ks, em_tensor *self, em_intlist dims) {
     return em_repeat(self, il(reps, self->ndim));
 }
 
+/* repeat_interleave's input: self flattened (dim absent; *d = 0) or self
+ * itself with dim wrapped into *d (a 0-dim self refused, as PyTorch). A new
+ * reference, or NULL. */
+static em_tensor *repeat_interleave_source(em_tensor *self, const int64_t *dim, int *d) {
+    if (!dim) {
+        int64_t all = -1;
+        *d = 0;
+        return em_reshape(self, il(&all, 1));
+    }
+    if (!need_dims(self, 1, "repeat_interleave", "self (given a dim)")) return NULL;
+    *d = em_wrap_dim(*dim, self->ndim, "repeat_interleave");
+    return *d < 0 ? NULL : em_tensor_retain(self);
+}
+
 /* repeat_interleave(repeats int, dim): each slice along dim repeated: an
  * unsqueezed, expanded view reshaped (a copy), over the flattened tensor
  * without dim. */
@@ -256,18 +270,8 @@ em_tensor *em_comp_repeat_interleave_self_int(em_keyset ks, em_tensor *self, int
         em_set_error(EM_EVALUE, "repeat_interleave: repeats must be non-negative, got %lld", (long long)repeats);
         return NULL;
     }
-    em_tensor *src;
     int d;
-    if (!dim) {
-        int64_t all = -1;
-        src = em_reshape(self, il(&all, 1));
-        d = 0;
-    } else {
-        if (!need_dims(self, 1, "repeat_interleave", "self (given a dim)")) return NULL; /* as PyTorch */
-        d = em_wrap_dim(*dim, self->ndim, "repeat_interleave");
-        if (d < 0) return NULL;
-        src = em_tensor_retain(self);
-    }
+    em_tensor *src = repeat_interleave_source(self, dim, &d);
     if (!src) return NULL;
     int64_t total;
     if (__builtin_mul_overflow(src->sizes[d], repeats, &total)) {
@@ -313,18 +317,8 @@ em_tensor *em_comp_repeat_interleave_self_Tensor(em_keyset ks, em_tensor *self, 
         em_set_error(EM_ESHAPE, "repeat_interleave: repeats must be 0-d or 1-d, got a %d-dim tensor", repeats->ndim);
         return NULL;
     }
-    em_tensor *src;
     int d;
-    if (!dim) {
-        int64_t all = -1;
-        src = em_reshape(self, il(&all, 1));
-        d = 0;
-    } else {
-        if (!need_dims(self, 1, "repeat_interleave", "self (given a dim)")) return NULL; /* as PyTorch */
-        d = em_wrap_dim(*dim, self->ndim, "repeat_interleave");
-        if (d < 0) return NULL;
-        src = em_tensor_retain(self);
-    }
+    em_tensor *src = repeat_interleave_source(self, dim, &d);
     if (!src) return NULL;
     int64_t n = src->sizes[d];
     em_tensor *reps = NULL;
@@ -389,7 +383,7 @@ em_tensor *em_comp_trace(em_keyset ks, em_tensor *self) {
         return NULL;
     }
     if (self->dtype == EM_BOOL) { /* as PyTorch: no bool trace */
-        em_set_error(EM_ETYPE, "trace: not implemented for bool tensors");
+        em_set_error(EM_ETYPE, "trace: bool tensors are refused (as PyTorch refuses them)");
         return NULL;
     }
     em_tensor *v = em_diagonal(self, 0, 0, 1);

@@ -89,39 +89,26 @@ end
 do
   ember.set_num_threads(1)
   local n = 1000000
-  local x, src = ember.randn(1000, 1000), ember.randn(1000, 1000)
-  local idx = (ember.rand(1000, 1000) * 1000):to("int64") + 1
-  local rows = (ember.rand(1000) * 1000):to("int64") + 1
   local mel = function(k) return function(t) return k / t / 1e6 end end
-  measure("ember_gather_1e6_dim2_t1", mel(n), "Melem/s", 5, function() local y = x:gather(2, idx) end)
-  if x.scatter_add_ then
-    measure("ember_scatter_add_1e6_dim2_t1", mel(n), "Melem/s", 5,
-      function() local y = ember.zeros(1000, 1000):scatter_add_(2, idx, src) end)
-  end
-  if x.index_select then
-    measure("ember_index_select_1e6_dim1_t1", mel(n), "Melem/s", 5, function() local y = x:index_select(1, rows) end)
-  end
-  if x.index_add_ then
-    measure("ember_index_add_1e6_dim1_t1", mel(n), "Melem/s", 5,
-      function() local y = ember.zeros(1000, 1000):index_add_(1, rows, src) end)
-  end
-  -- the same at 1e7 elements (10000 x 1000)
-  do
-    local N = 10000000
-    local X, S = ember.randn(10000, 1000), ember.randn(10000, 1000)
-    local I = (ember.rand(10000, 1000) * 1000):to("int64") + 1
-    local R = (ember.rand(10000) * 10000):to("int64") + 1
-    measure("ember_gather_1e7_dim2_t1", mel(N), "Melem/s", 3, function() local y = X:gather(2, I) end)
-    if X.scatter_add_ then
-      measure("ember_scatter_add_1e7_dim2_t1", mel(N), "Melem/s", 3,
-        function() local y = ember.zeros(10000, 1000):scatter_add_(2, I, S) end)
+  -- rows x 1000 float32: 1e6 and 1e7 elements
+  for _, c in ipairs({ { "1e6", 1000, 5 }, { "1e7", 10000, 3 } }) do
+    local tag, rows_n, inner = c[1], c[2], c[3]
+    local N = rows_n * 1000
+    local x, src = ember.randn(rows_n, 1000), ember.randn(rows_n, 1000)
+    local idx = (ember.rand(rows_n, 1000) * 1000):to("int64") + 1
+    local rows = (ember.rand(rows_n) * rows_n):to("int64") + 1
+    measure("ember_gather_" .. tag .. "_dim2_t1", mel(N), "Melem/s", inner, function() local y = x:gather(2, idx) end)
+    if x.scatter_add_ then
+      measure("ember_scatter_add_" .. tag .. "_dim2_t1", mel(N), "Melem/s", inner,
+        function() local y = ember.zeros(rows_n, 1000):scatter_add_(2, idx, src) end)
     end
-    if X.index_select then
-      measure("ember_index_select_1e7_dim1_t1", mel(N), "Melem/s", 3, function() local y = X:index_select(1, R) end)
+    if x.index_select then
+      measure("ember_index_select_" .. tag .. "_dim1_t1", mel(N), "Melem/s", inner,
+        function() local y = x:index_select(1, rows) end)
     end
-    if X.index_add_ then
-      measure("ember_index_add_1e7_dim1_t1", mel(N), "Melem/s", 3,
-        function() local y = ember.zeros(10000, 1000):index_add_(1, R, S) end)
+    if x.index_add_ then
+      measure("ember_index_add_" .. tag .. "_dim1_t1", mel(N), "Melem/s", inner,
+        function() local y = ember.zeros(rows_n, 1000):index_add_(1, rows, src) end)
     end
   end
   local v = ember.randn(10000000)

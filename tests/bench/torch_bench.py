@@ -104,27 +104,18 @@ def indexing():
     threads(1)
     g = torch.Generator().manual_seed(0)
     n = 1_000_000
-    x = torch.randn(1000, 1000)
-    idx = torch.randint(0, 1000, (1000, 1000), generator=g)
-    src = torch.randn(1000, 1000)
-    rows = torch.randint(0, 1000, (1000,), generator=g)
     mel = lambda k: (lambda t: k / t / 1e6)  # noqa: E731
-    measure("gather_1e6_dim2_t1", mel(n), "Melem/s", 5, lambda: x.gather(1, idx))
-    measure("scatter_add_1e6_dim2_t1", mel(n), "Melem/s", 5,
-            lambda: torch.zeros(1000, 1000).scatter_add_(1, idx, src))
-    measure("index_select_1e6_dim1_t1", mel(n), "Melem/s", 5, lambda: x.index_select(0, rows))
-    measure("index_add_1e6_dim1_t1", mel(n), "Melem/s", 5,
-            lambda: torch.zeros(1000, 1000).index_add_(0, rows, src))
-    N = 10_000_000  # the same at 1e7 elements (10000 x 1000)
-    X, S = torch.randn(10000, 1000), torch.randn(10000, 1000)
-    I = torch.randint(0, 1000, (10000, 1000), generator=g)
-    R = torch.randint(0, 10000, (10000,), generator=g)
-    measure("gather_1e7_dim2_t1", mel(N), "Melem/s", 3, lambda: X.gather(1, I))
-    measure("scatter_add_1e7_dim2_t1", mel(N), "Melem/s", 3,
-            lambda: torch.zeros(10000, 1000).scatter_add_(1, I, S))
-    measure("index_select_1e7_dim1_t1", mel(N), "Melem/s", 3, lambda: X.index_select(0, R))
-    measure("index_add_1e7_dim1_t1", mel(N), "Melem/s", 3,
-            lambda: torch.zeros(10000, 1000).index_add_(0, R, S))
+    for tag, rows_n, inner in (("1e6", 1000, 5), ("1e7", 10000, 3)):  # rows x 1000 float32
+        N = rows_n * 1000
+        x, src = torch.randn(rows_n, 1000), torch.randn(rows_n, 1000)
+        idx = torch.randint(0, 1000, (rows_n, 1000), generator=g)
+        rows = torch.randint(0, rows_n, (rows_n,), generator=g)
+        measure("gather_%s_dim2_t1" % tag, mel(N), "Melem/s", inner, lambda: x.gather(1, idx))
+        measure("scatter_add_%s_dim2_t1" % tag, mel(N), "Melem/s", inner,
+                lambda: torch.zeros(rows_n, 1000).scatter_add_(1, idx, src))
+        measure("index_select_%s_dim1_t1" % tag, mel(N), "Melem/s", inner, lambda: x.index_select(0, rows))
+        measure("index_add_%s_dim1_t1" % tag, mel(N), "Melem/s", inner,
+                lambda: torch.zeros(rows_n, 1000).index_add_(0, rows, src))
     v = torch.randn(10_000_000)
     measure("cumsum_1e7_f32_t1", mel(10_000_000), "Melem/s", 3, lambda: v.cumsum(0))
     measure("sort_1e6_f32_t1", mel(n), "Melem/s", 3, lambda: v[:n].sort())

@@ -544,16 +544,19 @@ em_tensor *em_cpu_masked_fill_(em_keyset ks, em_tensor *self, em_tensor *mask, e
     return masked_fill_into(self, mask, value, "masked_fill_");
 }
 
-em_tensor *em_cpu_masked_fill(em_keyset ks, em_tensor *self, em_tensor *mask, em_tensor *value) {
-    (void)ks;
-    const char *op = "masked_fill";
+/* A contiguous copy of self broadcast with mask (checked): what the
+ * out-of-place masked ops write into. NULL on error. */
+static em_tensor *copy_broadcast_with_mask(em_tensor *self, em_tensor *mask, const char *op) {
     if (check_mask(mask, op) != EM_OK) return NULL;
     int64_t shape[EM_MAX_DIMS];
     int n = em_broadcast_shapes(self->ndim, self->sizes, mask->ndim, mask->sizes, shape, op);
-    if (n < 0) return NULL;
-    em_tensor *out = copy_of(self, n, shape, op);
-    if (!out) return NULL;
-    em_tensor *r = masked_fill_into(out, mask, value, op);
+    return n < 0 ? NULL : copy_of(self, n, shape, op);
+}
+
+em_tensor *em_cpu_masked_fill(em_keyset ks, em_tensor *self, em_tensor *mask, em_tensor *value) {
+    (void)ks;
+    em_tensor *out = copy_broadcast_with_mask(self, mask, "masked_fill");
+    em_tensor *r = out ? masked_fill_into(out, mask, value, "masked_fill") : NULL;
     em_tensor_release(out);
     return r;
 }
@@ -561,13 +564,9 @@ em_tensor *em_cpu_masked_fill(em_keyset ks, em_tensor *self, em_tensor *mask, em
 /* self and mask broadcast together, as contiguous copies (*s, *m); the
  * number of true elements. -1 on error. */
 static int64_t broadcast_pair(em_tensor *self, em_tensor *mask, em_tensor **s, em_tensor **m, const char *op) {
-    *s = *m = NULL;
-    if (check_mask(mask, op) != EM_OK) return -1;
-    int64_t shape[EM_MAX_DIMS];
-    int n = em_broadcast_shapes(self->ndim, self->sizes, mask->ndim, mask->sizes, shape, op);
-    if (n < 0) return -1;
-    *s = copy_of(self, n, shape, op);
-    *m = *s ? copy_of(mask, n, shape, op) : NULL;
+    *m = NULL;
+    *s = copy_broadcast_with_mask(self, mask, op);
+    *m = *s ? copy_of(mask, (*s)->ndim, (*s)->sizes, op) : NULL;
     if (!*m) {
         em_tensor_release(*s);
         *s = NULL;
@@ -649,14 +648,8 @@ em_tensor *em_cpu_masked_scatter_(em_keyset ks, em_tensor *self, em_tensor *mask
 
 em_tensor *em_cpu_masked_scatter(em_keyset ks, em_tensor *self, em_tensor *mask, em_tensor *source) {
     (void)ks;
-    const char *op = "masked_scatter";
-    if (check_mask(mask, op) != EM_OK) return NULL;
-    int64_t shape[EM_MAX_DIMS];
-    int n = em_broadcast_shapes(self->ndim, self->sizes, mask->ndim, mask->sizes, shape, op);
-    if (n < 0) return NULL;
-    em_tensor *out = copy_of(self, n, shape, op);
-    if (!out) return NULL;
-    em_tensor *r = masked_scatter_into(out, mask, source, op);
+    em_tensor *out = copy_broadcast_with_mask(self, mask, "masked_scatter");
+    em_tensor *r = out ? masked_scatter_into(out, mask, source, "masked_scatter") : NULL;
     em_tensor_release(out);
     return r;
 }

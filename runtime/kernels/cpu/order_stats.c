@@ -151,7 +151,7 @@ static int64_t select_row(sel_kind kind, bool fl, os_elem *q, int64_t n, int64_t
 
 static bool bool_refused(const em_tensor *self, const char *op) {
     if (self->dtype != EM_BOOL) return false;
-    em_set_error(EM_ETYPE, "%s: not implemented for bool tensors", op);
+    em_set_error(EM_ETYPE, "%s: bool tensors are refused (as PyTorch refuses them)", op);
     return true;
 }
 
