@@ -8,7 +8,8 @@
 #   make SAN=address,undefined test    sanitizer build in build/san-address-undefined
 #   make tsan       the engine, embedding and random tests under ThreadSanitizer
 #   make difftest   random programs in ember and PyTorch 1.13, compared (CI runs it)
-#   make bench      figures beside PyTorch measured in the same run (not a test)
+#   make bench      figures beside PyTorch measured in the same run (not a test;
+#                   BENCH_ONLY=FAMILY runs tests/bench/nn/FAMILY.{lua,py} only)
 #   make install    PREFIX=/usr/local (DESTDIR=...); make uninstall
 
 CC      ?= gcc

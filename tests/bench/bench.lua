@@ -18,6 +18,27 @@ local function measure(name, work, unit, inner, fn, lower_is_better)
 end
 
 local results = {}
+-- Note [Bench families]: each op family's workloads are a file
+-- tests/bench/nn/FAMILY.lua returning function(B), B = {ember, measure, now,
+-- REPS, results}, paired by name with tests/bench/nn/FAMILY.py (run by
+-- torch_bench.py). Files run in name order; `BENCH_ONLY=FAMILY` runs one.
+local function run_families()
+  local only = os.getenv("BENCH_ONLY")
+  local ls = io.popen("ls tests/bench/nn/*.lua 2>/dev/null")
+  local files = {}
+  for f in ls:lines() do files[#files + 1] = f end
+  ls:close()
+  table.sort(files)
+  local B = {ember = ember, measure = measure, now = now, REPS = REPS, results = results}
+  for _, f in ipairs(files) do
+    local fam = f:match("([^/]+)%.lua$")
+    if not only or only == fam then
+      local ok, err = pcall(function() dofile(f)(B) end)
+      if not ok then print("bench family " .. fam .. " failed: " .. tostring(err)) end
+    end
+  end
+end
+if os.getenv("BENCH_ONLY") then run_families(); return results end
 -- the floor: `c = a + b` on bare userdata with __gc (no tensor work)
 do
   local a, b = floor_new(), floor_new()
@@ -169,4 +190,5 @@ if ember.ones(1, {requires_grad = true}).backward then
 else
   print("ember_autograd_benchmarks skipped: no backward() in this build")
 end
+run_families()
 return results

@@ -158,10 +158,38 @@ def chain():
               statistics.median(ts) / N * 1e6, "us/node", ts[0] / N * 1e6, REPS), flush=True)
 
 
+def families():
+    """Note [Bench families] (bench.lua): tests/bench/nn/FAMILY.py defines
+    run(B) with B.torch, B.measure, B.threads, B.now, B.REPS, B.ns_per, B.gbs;
+    BENCH_ONLY=FAMILY runs one."""
+    import glob
+    import importlib.util
+    import os
+    import types
+    only = os.environ.get("BENCH_ONLY")
+    B = types.SimpleNamespace(torch=torch, measure=measure, threads=threads, now=now,
+                              REPS=REPS, ns_per=ns_per, gbs=gbs)
+    here = os.path.dirname(os.path.abspath(__file__))
+    for f in sorted(glob.glob(os.path.join(here, "nn", "*.py"))):
+        fam = os.path.basename(f)[:-3]
+        if only and only != fam:
+            continue
+        spec = importlib.util.spec_from_file_location("bench_nn_" + fam, f)
+        mod = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(mod)
+            mod.run(B)
+        except Exception as e:  # one family's failure leaves the others' figures
+            print("bench family %s failed: %s" % (fam, e), flush=True)
+
+
 if __name__ == "__main__":
-    one_element()
-    elementwise()
-    pointwise()
-    indexing()
-    matmul()
-    chain()
+    import os
+    if not os.environ.get("BENCH_ONLY"):
+        one_element()
+        elementwise()
+        pointwise()
+        indexing()
+        matmul()
+        chain()
+    families()
