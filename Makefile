@@ -29,8 +29,8 @@ comma := ,
 # Debian packages ember needs (see `deps` below). libopenblas-dev is the
 # pthread variant on Debian 12 (libopenblas-pthread-dev).
 DEB_PKGS := liblua5.4-dev lua5.4 libreadline-dev libopenblas-dev libopenblas-pthread-dev \
-            libyaml-dev check pkg-config
-PC_PKGS  := lua5.4 yaml-0.1 check openblas readline
+            libyaml-dev check pkg-config libjansson-dev zlib1g-dev
+PC_PKGS  := lua5.4 yaml-0.1 check openblas readline jansson zlib
 
 # $(BUILD)/config.mk holds the pkg-config flags. Make builds it first (after
 # installing missing packages) and restarts, so a fresh machine needs nothing
@@ -56,7 +56,7 @@ WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
 # selects, which a per-file pragma does not reach.
 CFLAGS  := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fno-math-errno -fno-trapping-math -fPIC -fvisibility=hidden -pthread -MMD -MP \
            -I runtime -I $(BUILD)/gen $(LUA_CFLAGS) $(BLAS_CFLAGS) $(EXTRA_CFLAGS)
-LDLIBS  := $(BLAS_LIBS) -lm -pthread
+LDLIBS  := $(BLAS_LIBS) $(FILE_LIBS) -lm -pthread
 HOSTCFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -MMD -MP
 
 GEN      := $(BUILD)/gen
@@ -97,6 +97,7 @@ $(BUILD)/config.mk: Makefile
 	   echo "LUA_LIBS := $$(pkg-config --libs lua5.4)"; \
 	   echo "BLAS_CFLAGS := $$(pkg-config --cflags openblas)"; \
 	   echo "BLAS_LIBS := $$(pkg-config --libs openblas)"; \
+	   echo "FILE_LIBS := $$(pkg-config --libs jansson zlib)"; \
 	   echo "CHECK_LIBS := $$(pkg-config --libs check)"; \
 	   echo "YAML_LIBS := $$(pkg-config --libs yaml-0.1)"; \
 	   echo "RL_LIBS := $$(pkg-config --libs readline)"; } > $@.tmp && mv $@.tmp $@

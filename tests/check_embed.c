@@ -154,6 +154,7 @@ START_TEST(test_embed_sandbox_and_budgets) {
                                          "assert(require('ember.autograd') == ember.autograd)\n"
                                          "assert(not pcall(require, 'socket'))\n"
                                          "assert(load('return 1')() == 1)\n"
+                                         "assert(ember.save == nil and ember.load == nil and ember.load_npz == nil)\n"
                                          "x = (ember.ones(3) * 2):sum()",
                                       NULL), 0);
     /* a binary chunk is refused by load and by ember_run_string */

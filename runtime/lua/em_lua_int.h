@@ -84,6 +84,12 @@ EM_HIDDEN em_tensor *em_lua_host_tensor(em_tensor *t);
 /* Registers the autograd methods into methods_idx, ember.autograd and the
  * grad-mode queries into module_idx (absolute indices). */
 EM_HIDDEN void em_lua_register_autograd(lua_State *L, int module_idx, int methods_idx);
+/* lua_serialize.c: ember.save/load (safetensors), save_npy/load_npy,
+ * savez/savez_compressed/load_npz (Note [Serialized files]). */
+EM_HIDDEN void em_lua_register_serialize(lua_State *L, int module_idx);
+/* The module's functions that touch files, NULL-terminated: a sandboxed
+ * state (ember.h) removes them. */
+EM_HIDDEN extern const char *const em_lua_file_functions[];
 /* Pushes the autograd property k of t (requires_grad, is_leaf, grad,
  * grad_fn, retains_grad) and returns 1, or returns 0 when k is none. */
 EM_HIDDEN int em_lua_tensor_property(lua_State *L, em_tensor *t, const char *k);

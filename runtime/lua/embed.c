@@ -168,6 +168,16 @@ static int open_ember(lua_State *L) {
     return 0;
 }
 
+/* open_ember, then without the functions that read or write files. */
+static int open_ember_sandboxed(lua_State *L) {
+    open_ember(L);
+    for (int i = 0; em_lua_file_functions[i]; i++) {
+        lua_pushnil(L);
+        lua_setfield(L, -2, em_lua_file_functions[i]);
+    }
+    return 0;
+}
+
 /* Message handler: the message with a traceback. */
 static int traceback(lua_State *L) {
     const char *msg = lua_tostring(L, 1);
@@ -217,7 +227,7 @@ ember_state *ember_open(const ember_options *opts) {
     lua_pushcfunction(L, S->opts.sandbox ? open_sandbox : open_all);
     int st = lua_pcall(L, 0, 0, 0);
     if (st == LUA_OK) {
-        lua_pushcfunction(L, open_ember);
+        lua_pushcfunction(L, S->opts.sandbox ? open_ember_sandboxed : open_ember);
         st = lua_pcall(L, 0, 0, 0);
     }
     if (st != LUA_OK) {

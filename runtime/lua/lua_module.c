@@ -268,6 +268,19 @@ static const char *const extra_docs[][3] = {
       "A table with allocated, cached and peak bytes of the CPU allocator." },
     { "empty_cache", "ember.empty_cache()", "Returns cached memory blocks to the system." },
     { "is_tensor", "ember.is_tensor(v)", "true when v is an ember tensor." },
+    /* files (lua_serialize.c) */
+    { "save", "ember.save(path, tensor | table of tensors, [{metadata={k=\"v\"}}])",
+      "Writes a safetensors file (atomically: a temporary file renamed over path). Nested tables are "
+      "stored under dotted names (\"fc.weight\") and rebuilt by ember.load." },
+    { "load", "ember.load(path) -> tensor | table, metadata",
+      "Reads a safetensors file (any tool's); checks every offset and size; returns what ember.save "
+      "was given (a tensor, or a table, nested as saved) and the file's metadata table." },
+    { "save_npy", "ember.save_npy(path, x)", "Writes x as a NumPy .npy file (format 1.0, little-endian, C order)." },
+    { "load_npy", "ember.load_npy(path) -> tensor",
+      "Reads a NumPy .npy file: format 1.0/2.0/3.0, C or Fortran order, either byte order." },
+    { "savez", "ember.savez(path, {name = x, ...})", "Writes a NumPy .npz archive (stored members NAME.npy)." },
+    { "savez_compressed", "ember.savez_compressed(path, {name = x, ...})", "Writes a NumPy .npz archive with deflated members." },
+    { "load_npz", "ember.load_npz(path) -> {name = tensor}", "Reads a NumPy .npz archive (stored or deflated members, CRC-checked)." },
     { "help", "ember.help([name])", "Lists the ops, or prints one op's signature and doc." },
     { "item", "x:item()", "The value of a one-element tensor as a Lua number or boolean." },
     { "tolist", "x:tolist()", "The values as nested Lua tables." },
@@ -588,6 +601,7 @@ int luaopen_ember(lua_State *L) {
     em_lua_register_index(L, mod, methods);
     em_lua_register_autograd(L, mod, methods);
     em_lua_register_devices(L, mod, methods);
+    em_lua_register_serialize(L, mod);
     em_lua_open_tensor(L, methods);
     lua_pushvalue(L, mod);
     luaL_setfuncs(L, funcs, 0);
