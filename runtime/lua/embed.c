@@ -172,8 +172,18 @@ static int open_ember(lua_State *L) {
 static int open_ember_sandboxed(lua_State *L) {
     open_ember(L);
     for (int i = 0; em_lua_file_functions[i]; i++) {
-        lua_pushnil(L);
-        lua_setfield(L, -2, em_lua_file_functions[i]);
+        const char *name = em_lua_file_functions[i], *dot = strchr(name, '.');
+        if (!dot) {
+            lua_pushnil(L);
+            lua_setfield(L, -2, name);
+        } else { /* "data.read_csv": a field of a table of the module */
+            lua_pushlstring(L, name, (size_t)(dot - name));
+            if (lua_rawget(L, -2) == LUA_TTABLE) {
+                lua_pushnil(L);
+                lua_setfield(L, -2, dot + 1);
+            }
+            lua_pop(L, 1);
+        }
     }
     return 0;
 }

@@ -2,6 +2,7 @@
  *   ember.save(path, obj, [{metadata=}]) / ember.load(path)      safetensors
  *   ember.save_npy(path, t) / ember.load_npy(path)               NumPy .npy
  *   ember.savez(path, tbl) / ember.savez_compressed / ember.load_npz   .npz
+ *   ember.data.read_csv(path, opts) / ember.data.read_lines(path)  text, .gz too
  *
  * Note [Serialized files]
  * - Every write goes to a temporary file beside the target, is fsync'd and
@@ -30,6 +31,7 @@
 #include "lua/em_lua_int.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -43,14 +45,15 @@
 
 #define SAFETENSORS_MAX_HEADER 100000000u /* the spec's limit: 100 MB */
 
-/* luaL_error with the C library's formats (%llu, %zu). */
-static int raisef(lua_State *L, const char *fmt, ...) {
+/* luaL_error with the C library's formats (%llu, %zu); never returns. */
+__attribute__((noreturn, format(printf, 2, 3))) static void raisef(lua_State *L, const char *fmt, ...) {
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return luaL_error(L, "%s", msg);
+    luaL_error(L, "%s", msg);
+    __builtin_unreachable(); /* luaL_error longjmps */
 }
 
 /* ---- dtypes ---- */
@@ -1103,10 +1106,263 @@ static int l_load_npz(lua_State *L) {
     return 1;
 }
 
+/* ---- text: CSV and lines (ember.data.read_csv, read_lines) ---- */
+
+static void gz_free(void *p) { gzclose((gzFile)p); }
+
+/* Pushes the whole (gzip-transparent) file as a Lua string. */
+static void push_text(lua_State *L, const char *op, const char *path) {
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) raisef(L, "%s: '%s': not a regular file", op, path);
+    cbox *box = push_cbox(L, gz_free);
+    errno = 0;
+    gzFile f = gzopen(path, "rb");
+    if (!f) raisef(L, "%s: '%s': cannot open: %s", op, path, errno ? strerror(errno) : "out of memory");
+    box->p = f;
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (;;) {
+        char *dst = luaL_prepbuffsize(&b, 65536);
+        int r = gzread(f, dst, 65536);
+        if (r < 0) {
+            int zerr;
+            const char *m = gzerror(f, &zerr);
+            raisef(L, "%s: '%s': read failed: %s", op, path, zerr == Z_ERRNO ? strerror(errno) : m);
+        }
+        if (r == 0) break;
+        luaL_addsize(&b, (size_t)r);
+    }
+    luaL_pushresult(&b);
+    cbox_release(box);
+    lua_remove(L, -2); /* the box */
+}
+
+/* ember.data.read_lines(path) -> {line, ...} without their line ends
+ * (\n or \r\n); a .gz file is inflated. */
+static int l_read_lines(lua_State *L) {
+    const char *op = "read_lines";
+    const char *path = luaL_checkstring(L, 1);
+    push_text(L, op, path);
+    size_t n;
+    const char *s = lua_tolstring(L, -1, &n), *end = s + n;
+    lua_newtable(L);
+    lua_Integer k = 0;
+    while (s < end) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        const char *e = nl ? nl : end;
+        size_t len = (size_t)(e - s);
+        if (len && s[len - 1] == '\r') len--;
+        lua_pushlstring(L, s, len);
+        lua_rawseti(L, -2, ++k);
+        s = nl ? nl + 1 : end;
+    }
+    return 1;
+}
+
+/* ember.data.read_csv(path, [{header=false, delimiter=",", dtype="float32",
+ * columns={...}}]) -> tensor {rows, columns}[, names]: numeric CSV (gzip
+ * transparent); an empty field is NaN; blank lines are skipped; columns
+ * picks 1-based columns in the given order. */
+static int l_read_csv(lua_State *L) {
+    const char *op = "read_csv";
+    const char *path = luaL_checkstring(L, 1);
+    bool header = false;
+    char delim = ',';
+    em_dtype dt = EM_FLOAT32;
+    int ncols_sel = 0;
+    int64_t *sel = NULL;
+    if (!lua_isnoneornil(L, 2)) {
+        luaL_checktype(L, 2, LUA_TTABLE);
+        lua_getfield(L, 2, "header");
+        header = lua_toboolean(L, -1);
+        lua_getfield(L, 2, "delimiter");
+        if (!lua_isnil(L, -1)) {
+            size_t dl;
+            const char *d = lua_tolstring(L, -1, &dl);
+            if (!d || dl != 1) raisef(L, "%s: option 'delimiter' must be one character", op);
+            delim = d[0];
+        }
+        lua_getfield(L, 2, "dtype");
+        if (!lua_isnil(L, -1)) {
+            const char *d = lua_tostring(L, -1);
+            dt = d ? em_dtype_from_name(d) : EM_DTYPE_NONE;
+            if (dt != EM_FLOAT32 && dt != EM_FLOAT64 && dt != EM_INT64 && dt != EM_INT32)
+                raisef(L, "%s: option 'dtype' must be float32, float64, int32 or int64 (got %s)", op,
+                       d ? d : luaL_typename(L, -1));
+        }
+        lua_getfield(L, 2, "columns");
+        if (!lua_isnil(L, -1)) {
+            if (!lua_istable(L, -1)) raisef(L, "%s: option 'columns' must be a list of 1-based column numbers", op);
+            ncols_sel = (int)lua_rawlen(L, -1);
+            sel = lua_newuserdatauv(L, (size_t)(ncols_sel ? ncols_sel : 1) * sizeof *sel, 0);
+            for (int i = 0; i < ncols_sel; i++) {
+                lua_rawgeti(L, -2, i + 1);
+                if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1)
+                    raisef(L, "%s: option 'columns' element %d is not a column number >= 1", op, i + 1);
+                sel[i] = lua_tointeger(L, -1) - 1;
+                lua_pop(L, 1);
+            }
+            lua_replace(L, 3); /* sel's userdata stays at 3 */
+        }
+        lua_settop(L, sel ? 3 : 2);
+    }
+    push_text(L, op, path);
+    int text = lua_gettop(L);
+    size_t n;
+    const char *s = lua_tolstring(L, text, &n), *end = s + n;
+    lua_newtable(L); /* header names */
+    int names = lua_gettop(L);
+    /* two passes: count rows and columns, then parse into the tensor */
+    int64_t rows = 0, cols = -1;
+    int64_t line_no = 0;
+    const char *body = s;
+    for (const char *p = s; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *e = nl ? nl : end;
+        line_no++;
+        const char *le = e;
+        if (le > p && le[-1] == '\r') le--;
+        bool blank = true;
+        for (const char *c = p; c < le && blank; c++) blank = *c == ' ' || *c == '\t';
+        if (!blank) {
+            int64_t k = 1;
+            for (const char *c = p; c < le; c++) k += *c == delim;
+            if (header && line_no == 1) {
+                const char *f = p;
+                lua_Integer idx = 0;
+                for (const char *c = p; c <= le; c++)
+                    if (c == le || *c == delim) {
+                        const char *a = f, *z = c;
+                        while (a < z && (*a == ' ' || *a == '"')) a++;
+                        while (z > a && (z[-1] == ' ' || z[-1] == '"')) z--;
+                        lua_pushlstring(L, a, (size_t)(z - a));
+                        lua_rawseti(L, names, ++idx);
+                        f = c + 1;
+                    }
+                cols = k;
+                body = nl ? nl + 1 : end;
+            } else {
+                if (cols < 0) cols = k;
+                else if (k != cols)
+                    raisef(L, "%s: '%s': line %lld has %lld fields, expected %lld", op, path, (long long)line_no,
+                           (long long)k, (long long)cols);
+                rows++;
+            }
+        } else if (header && line_no == 1) {
+            raisef(L, "%s: '%s': the header line is blank", op, path);
+        }
+        p = nl ? nl + 1 : end;
+    }
+    if (cols < 0) cols = 0;
+    for (int i = 0; i < ncols_sel; i++)
+        if (sel[i] >= cols)
+            raisef(L, "%s: option 'columns' names column %lld, the file has %lld", op, (long long)sel[i] + 1,
+                   (long long)cols);
+    int64_t outc = ncols_sel ? ncols_sel : cols;
+    int64_t *pos = lua_newuserdatauv(L, (size_t)(cols ? cols : 1) * sizeof *pos, 0); /* column -> output slot or -1 */
+    for (int64_t c = 0; c < cols; c++) pos[c] = ncols_sel ? -1 : c;
+    for (int i = 0; i < ncols_sel; i++) pos[sel[i]] = i; /* a column named twice: the last slot wins below */
+    int64_t sizes[2] = { rows, outc };
+    em_tensor *t = em_tensor_new(2, sizes, dt, em_cpu_device());
+    if (!t) em_lua_error(L, op);
+    em_lua_push_tensor(L, t, op);
+    int tidx = lua_gettop(L);
+    char *out = em_tensor_data(t);
+    size_t es = em_dtype_size(dt);
+    int64_t r = 0;
+    line_no = header ? 1 : 0;
+    for (const char *p = body; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *e = nl ? nl : end;
+        line_no++;
+        const char *le = e;
+        if (le > p && le[-1] == '\r') le--;
+        bool blank = true;
+        for (const char *c = p; c < le && blank; c++) blank = *c == ' ' || *c == '\t';
+        if (!blank) {
+            const char *f = p;
+            int64_t c = 0;
+            for (const char *q = p; q <= le; q++) {
+                if (q != le && *q != delim) continue;
+                const char *a = f, *z = q;
+                while (a < z && (*a == ' ' || *a == '"')) a++;
+                while (z > a && (z[-1] == ' ' || z[-1] == '"' || z[-1] == '\t')) z--;
+                int64_t slot = pos[c];
+                if (slot >= 0) {
+                    char tmp[64];
+                    size_t len = (size_t)(z - a);
+                    if (len >= sizeof tmp)
+                        raisef(L, "%s: '%s': line %lld, column %lld: field too long", op, path, (long long)line_no,
+                               (long long)c + 1);
+                    memcpy(tmp, a, len);
+                    tmp[len] = 0;
+                    char *stop;
+                    void *dst = out + ((size_t)r * (size_t)outc + (size_t)slot) * es;
+                    if (dt == EM_FLOAT32 || dt == EM_FLOAT64) {
+                        double v = len ? strtod(tmp, &stop) : NAN;
+                        if (len && *stop)
+                            raisef(L, "%s: '%s': line %lld, column %lld: '%s' is not a number", op, path,
+                                   (long long)line_no, (long long)c + 1, tmp);
+                        em_store_from_double(dst, dt, v);
+                    } else {
+                        errno = 0;
+                        long long v = strtoll(tmp, &stop, 10);
+                        if (!len || *stop || errno)
+                            raisef(L, "%s: '%s': line %lld, column %lld: '%s' is not an integer", op, path,
+                                   (long long)line_no, (long long)c + 1, tmp);
+                        em_store_from_int64(dst, dt, v);
+                    }
+                    if (ncols_sel)
+                        for (int i = 0; i < ncols_sel; i++) /* the same column picked twice */
+                            if (sel[i] == c && i != slot)
+                                memcpy(out + ((size_t)r * (size_t)outc + (size_t)i) * es, dst, es);
+                }
+                c++;
+                f = q + 1;
+            }
+            r++;
+        }
+        p = nl ? nl + 1 : end;
+    }
+    lua_pushvalue(L, tidx);
+    if (!header) return 1;
+    if (ncols_sel) {
+        lua_createtable(L, ncols_sel, 0);
+        for (int i = 0; i < ncols_sel; i++) {
+            lua_rawgeti(L, names, sel[i] + 1);
+            lua_rawseti(L, -2, i + 1);
+        }
+    } else {
+        lua_pushvalue(L, names);
+    }
+    return 2;
+}
+
+/* ember.utils.isatty(f): whether f (a Lua file such as io.stderr, or a
+ * descriptor number) is a terminal; the progress bar and plots ask. */
+static int l_isatty(lua_State *L) {
+    int fd;
+    luaL_Stream *s = luaL_testudata(L, 1, LUA_FILEHANDLE);
+    if (s) fd = s->f ? fileno(s->f) : -1;
+    else fd = (int)luaL_checkinteger(L, 1);
+    lua_pushboolean(L, fd >= 0 && isatty(fd));
+    return 1;
+}
+
+/* Pushes module[name], a table made when missing. */
+static void module_table(lua_State *L, int module_idx, const char *name) {
+    if (lua_getfield(L, module_idx, name) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, module_idx, name);
+    }
+}
+
 /* ---- registration ---- */
 
 const char *const em_lua_file_functions[] = { "save", "load", "save_npy", "load_npy", "savez", "savez_compressed",
-                                               "load_npz", NULL };
+                                               "load_npz", "data.read_csv", "data.read_lines", NULL };
 
 void em_lua_register_serialize(lua_State *L, int module_idx) {
     static const luaL_Reg funcs[] = {
@@ -1116,5 +1372,15 @@ void em_lua_register_serialize(lua_State *L, int module_idx) {
     };
     lua_pushvalue(L, module_idx);
     luaL_setfuncs(L, funcs, 0);
+    lua_pop(L, 1);
+    /* ember.data: its readers here, the rest in lua/stdlib/data.lua */
+    static const luaL_Reg data_funcs[] = { { "read_csv", l_read_csv }, { "read_lines", l_read_lines }, { NULL, NULL } };
+    module_table(L, module_idx, "data");
+    luaL_setfuncs(L, data_funcs, 0);
+    lua_pop(L, 1);
+    /* ember.utils: isatty here, the rest in lua/stdlib/utils.lua */
+    module_table(L, module_idx, "utils");
+    lua_pushcfunction(L, l_isatty);
+    lua_setfield(L, -2, "isatty");
     lua_pop(L, 1);
 }
