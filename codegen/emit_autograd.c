@@ -783,11 +783,17 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
                 first = false;
             }
             cg_printf(b, ") {\n%s        goto fail;\n    }\n", rel.data);
-            /* saved results: differentiable ones as outputs (Note [Saved variables]) */
+            /* saved results: differentiable ones as outputs (Note [Saved variables]);
+             * saving an output makes a header, which can fail */
+            bool any = false;
             for (int r = 0; r < op->nrets; r++)
-                if (formulas_use_results(op, r))
-                    cg_printf(b, "    em_saved_save(&n->result%d_, %s%s, %s);\n", r, r ? "*" : "",
-                              r ? op->rets[r].name : "result", op->deriv->ret_nondiff[r] ? "false" : "true");
+                if (formulas_use_results(op, r)) {
+                    cg_printf(b, "%sem_saved_save(&n->result%d_, %s%s, %s) != EM_OK", any ? " ||\n        " : "    if (",
+                              r, r ? "*" : "", r ? op->rets[r].name : "result",
+                              op->deriv->ret_nondiff[r] ? "false" : "true");
+                    any = true;
+                }
+            if (any) cg_printf(b, ") {\n%s        goto fail;\n    }\n", rel.data);
             free(rel.data);
             cg_puts(b, "    em_node_release(node);\n    return result;\n\nfail:\n"
                        "    em_node_release(node);\n    return NULL;\n}\n\n");
@@ -817,7 +823,8 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
                 cg_printf(b, "%s!%s->wrapped_number", first ? "" : " || ", x);
             first = false;
         }
-        cg_puts(b, ")\n        em_saved_save(&n->result_, result, true);\n");
+        cg_puts(b, ") {\n        if (em_saved_save(&n->result_, result, true) != EM_OK) {\n"
+                   "            em_tensor_release(result);\n            goto fail;\n        }\n    }\n");
     }
     cg_puts(b, "    em_node_release(node);\n    return result;\n\nfail:\n"
                "    em_node_release(node);\n    return NULL;\n}\n\n");

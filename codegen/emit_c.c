@@ -209,7 +209,8 @@ static void emit_entry(cg_buf *b, const cg_op *op) {
                          "        return NULL;\n    }\n"
                          "    for (int i = 0; i < %s.n; i++) {\n"
                          "        if (!%s.data[i]) {\n"
-                         "            em_set_error(EM_EVALUE, \"%s: argument '%s' element %%d is NULL\", i + 1);\n"
+                         "            if (em_error_kind() != EM_ENOMEM) /* Note [Failed arguments] */\n"
+                         "                em_set_error(EM_EVALUE, \"%s: argument '%s' element %%d is NULL\", i + 1);\n"
                          "            return NULL;\n        }\n"
                          "        ks |= %s.data[i]->keyset;\n    }\n",
                       a->name, a->name, a->name, op->name, a->name, a->name, a->name, op->name,
@@ -236,8 +237,12 @@ static void emit_entry(cg_buf *b, const cg_op *op) {
             continue;
         }
         if (a->type != CG_TENSOR) continue;
+        /* Note [Failed arguments]: a NULL argument is usually the result of
+         * a call that failed (em_foo(x, em_bar(y)) in formulas): keep its
+         * out-of-memory error instead of hiding it behind this one */
         cg_printf(b, "    if (!%s) {\n"
-                     "        em_set_error(EM_EVALUE, \"%s: argument '%s' is NULL\");\n"
+                     "        if (em_error_kind() != EM_ENOMEM)\n"
+                     "            em_set_error(EM_EVALUE, \"%s: argument '%s' is NULL\");\n"
                      "        return NULL;\n    }\n", a->name, op->name, a->name);
     }
     for (int r = 1; r < op->nrets; r++)

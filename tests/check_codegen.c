@@ -369,7 +369,7 @@ START_TEST(test_codegen_multi_fixture) {
     char *a = slurp(&r, "gen/em_autograd_gen.c");
     /* two results: two gradient slots; indices not differentiable but saved */
     ck_assert_ptr_nonnull(strstr(a, "em_node_new(sizeof *n, &vt_mx_dim, 2, 1)"));
-    ck_assert_ptr_nonnull(strstr(a, "em_saved_save(&n->result1_, *indices, false);"));
+    ck_assert_ptr_nonnull(strstr(a, "em_saved_save(&n->result1_, *indices, false) != EM_OK"));
     ck_assert_ptr_null(strstr(a, "em_set_history(*indices"));
     /* an undefined gradient the formula needs becomes zeros */
     ck_assert_ptr_nonnull(strstr(a, "if (!gk1 && !(gk1 = em_ag_tmp(em_ag_zeros_from_meta(&node->input_meta[1]))))"));

@@ -13,6 +13,7 @@ Suite *make_vmath_suite(void);
 Suite *make_shell_suite(void);
 Suite *make_embed_suite(void);
 Suite *make_random_suite(void);
+Suite *make_faults_suite(void);
 
 int main(void) {
     SRunner *sr = srunner_create(make_core_suite());
@@ -25,6 +26,7 @@ int main(void) {
     srunner_add_suite(sr, make_shell_suite());
     srunner_add_suite(sr, make_embed_suite());
     srunner_add_suite(sr, make_random_suite());
+    srunner_add_suite(sr, make_faults_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -231,7 +231,10 @@ typedef struct {
     bool is_output;
     bool was_saved;         /* false: nothing saved (optional tensor absent) */
 } em_saved_var;
-EM_API void em_saved_save(em_saved_var *sv, em_tensor *t, bool is_output);
+/* Saves t for backward: an input as a reference, an output as an alias
+ * without its history (Note [Saved variables]). Fails only for an output,
+ * when its alias cannot be made: EM_ENOMEM with the slot set, nothing saved. */
+EM_API em_status em_saved_save(em_saved_var *sv, em_tensor *t, bool is_output);
 /* Returns a new reference, or NULL with the error set (stale or released). */
 EM_API em_tensor *em_saved_unpack(em_saved_var *sv, em_node *owner);
 EM_API void em_saved_release(em_saved_var *sv);

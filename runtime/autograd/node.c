@@ -180,25 +180,28 @@ void em_node_release(em_node *n) {
 
 /* ---- saved variables ---- */
 
-void em_saved_save(em_saved_var *sv, em_tensor *t, bool is_output) {
+em_status em_saved_save(em_saved_var *sv, em_tensor *t, bool is_output) {
     memset(sv, 0, sizeof *sv);
-    if (!t) return;
+    if (!t) return EM_OK;
     sv->was_saved = true;
     sv->version = em_tensor_version(t);
     sv->is_output = is_output;
     if (is_output) {
         /* See Note [Saved variables]: keep the data, not the history. */
         em_tensor *alias = em_core_alias(t);
-        if (alias) {
-            if (alias->autograd_meta) alias->autograd_meta = NULL; /* core never copies meta */
-            alias->keyset = EM_KS(em_backend_key(alias->device));
+        if (!alias) { /* nothing saved: the op fails rather than its backward later */
+            sv->was_saved = false;
+            return em_error_kind() != EM_OK ? em_error_kind() : em_set_error(EM_ENOMEM, "out of memory saving a result for backward");
         }
+        if (alias->autograd_meta) alias->autograd_meta = NULL; /* core never copies meta */
+        alias->keyset = EM_KS(em_backend_key(alias->device));
         sv->data = alias;
         em_ag_meta *m = t->autograd_meta;
         sv->output_nr = m ? m->output_nr : 0;
     } else {
         sv->data = em_tensor_retain(t);
     }
+    return EM_OK;
 }
 
 em_tensor *em_saved_unpack(em_saved_var *sv, em_node *owner) {

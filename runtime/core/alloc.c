@@ -47,6 +47,7 @@ typedef struct block { struct block *next; } block;
 static atomic_size_t st_allocated, st_cached, st_peak;
 static atomic_uint_least64_t st_allocs, st_hits;
 static atomic_long fail_countdown;
+static atomic_size_t mem_limit; /* 0: none (em_memory_set_limit) */
 static _Thread_local size_t thread_allocated;
 
 bool em_core_should_fail(void)
@@ -60,6 +61,12 @@ void em_memory_fail_after(long n)
 {
     atomic_store(&fail_countdown, n > 0 ? n : 0);
 }
+
+long em_memory_fail_remaining(void) { return atomic_load(&fail_countdown); }
+
+void em_memory_set_limit(size_t bytes) { atomic_store(&mem_limit, bytes); }
+
+size_t em_memory_get_limit(void) { return atomic_load(&mem_limit); }
 
 size_t em_memory_take_thread_allocated(void)
 {
@@ -232,6 +239,8 @@ static void *cpu_alloc(const em_allocator *self, size_t nbytes)
     (void)self;
     if (nbytes == 0) nbytes = 1;
     if (em_core_should_fail()) return NULL;
+    size_t lim = atomic_load_explicit(&mem_limit, memory_order_relaxed);
+    if (lim && (nbytes > lim || atomic_load_explicit(&st_allocated, memory_order_relaxed) > lim - nbytes)) return NULL;
     int c = size_class(nbytes);
     if (c < 0) return NULL;
     size_t cb = class_bytes(c);

@@ -215,8 +215,18 @@ typedef struct {
 } em_memory_stats;
 EM_API void em_memory_get_stats(em_memory_stats *out);
 EM_API void em_memory_empty_cache(void); /* return cached blocks to the OS */
-/* Test hook: make the n-th allocation from now fail (0 disables). */
+/* Test hook: make the n-th allocation from now fail (0 disables). Counts
+ * the cpu allocator's data blocks and the tensor, storage and version
+ * headers (every site that can report EM_ENOMEM). */
 EM_API void em_memory_fail_after(long n);
+/* Allocations still to go before the hook fires (0: it fired or is off). */
+EM_API long em_memory_fail_remaining(void);
+/* A cap on the bytes of live cpu storages (0: none, the default): an
+ * allocation that would pass it fails with EM_ENOMEM, naming the request,
+ * the bytes in use and the cap. Checked per allocation, so threads
+ * allocating at once may pass it by at most their requests. */
+EM_API void em_memory_set_limit(size_t bytes);
+EM_API size_t em_memory_get_limit(void);
 /* Bytes allocated by this thread since the last call (data and tensor,
  * storage and version headers); the Lua layer feeds them to the collector
  * (see Note [GC pressure] in runtime/lua/lua_tensor.c). */

@@ -26,8 +26,18 @@ em_storage *em_storage_new(size_t nbytes, em_device device)
         if (!s->data) {
             em_core_hdr_free(EM_HDR_STORAGE, s);
             char b[EM_DEVICE_STR_MAX];
-            em_set_error(EM_ENOMEM, "out of memory allocating %zu bytes on %s", nbytes,
-                         em_device_str(device, b, sizeof b));
+            em_memory_stats st;
+            em_memory_get_stats(&st);
+            size_t lim = em_memory_get_limit();
+            if (device.type == EM_CPU && lim)
+                em_set_error(EM_ENOMEM, "out of memory allocating %zu bytes on %s (%zu bytes in use; memory limit %zu)",
+                             nbytes, em_device_str(device, b, sizeof b), st.allocated, lim);
+            else if (device.type == EM_CPU)
+                em_set_error(EM_ENOMEM, "out of memory allocating %zu bytes on %s (%zu bytes in use)", nbytes,
+                             em_device_str(device, b, sizeof b), st.allocated);
+            else
+                em_set_error(EM_ENOMEM, "out of memory allocating %zu bytes on %s", nbytes,
+                             em_device_str(device, b, sizeof b));
             return NULL;
         }
     }

@@ -153,7 +153,8 @@ static void ctx_finalize(lua_State *L, int idx, em_tensor **outs, int n_outs) {
             em_tensor *t = em_lua_totensor(L, -1);
             bool is_out = false;
             for (int j = 0; t && j < n_outs; j++) is_out = is_out || outs[j] == t;
-            if (t) em_saved_save(&b->saved[i], t, is_out && b->node);
+            if (t && em_saved_save(&b->saved[i], t, is_out && b->node) != EM_OK)
+                em_lua_error(L, "save_for_backward"); /* b owns what was saved so far */
             lua_pop(L, 1);
         }
     }

@@ -227,6 +227,28 @@ static int l_memory_stats(lua_State *L) {
     return 1;
 }
 
+/* ember.set_memory_limit(bytes | nil): caps live cpu tensor memory
+ * (em_memory_set_limit); nil or 0 removes the cap. Returns the old cap. */
+static int l_set_memory_limit(lua_State *L) {
+    size_t old = em_memory_get_limit();
+    lua_Integer n = 0;
+    if (!lua_isnoneornil(L, 1)) {
+        n = em_lua_check_int(L, 1, "set_memory_limit", "bytes");
+        if (n < 0) return em_lua_argerror(L, 1, "set_memory_limit", "bytes: expected >= 0, got %I", (LUAI_UACINT)n);
+    }
+    em_memory_set_limit((size_t)n);
+    if (old) lua_pushinteger(L, (lua_Integer)old);
+    else lua_pushnil(L);
+    return 1;
+}
+
+static int l_get_memory_limit(lua_State *L) {
+    size_t lim = em_memory_get_limit();
+    if (lim) lua_pushinteger(L, (lua_Integer)lim);
+    else lua_pushnil(L);
+    return 1;
+}
+
 static int l_empty_cache(lua_State *L) {
     (void)L;
     em_memory_empty_cache();
@@ -268,6 +290,11 @@ static const char *const extra_docs[][3] = {
       "A table with allocated, cached and peak bytes of the CPU allocator." },
     { "empty_cache", "ember.empty_cache()", "Returns cached memory blocks to the system." },
     { "is_tensor", "ember.is_tensor(v)", "true when v is an ember tensor." },
+    { "set_memory_limit", "ember.set_memory_limit(bytes | nil) -> old",
+      "Caps the bytes of live cpu tensors (the whole process): an op that would pass it raises "
+      "\"out of memory allocating N bytes on cpu (M bytes in use; memory limit L)\" and the state "
+      "stays usable. nil or 0 removes the cap." },
+    { "get_memory_limit", "ember.get_memory_limit()", "The cap of set_memory_limit, or nil." },
     /* files (lua_serialize.c) */
     { "save", "ember.save(path, tensor | table of tensors, [{metadata={k=\"v\"}}])",
       "Writes a safetensors file (atomically: a temporary file renamed over path). Nested tables are "
@@ -583,6 +610,8 @@ int luaopen_ember(lua_State *L) {
         { "get_num_threads", l_get_num_threads },
         { "memory_stats", l_memory_stats },
         { "empty_cache", l_empty_cache },
+        { "set_memory_limit", l_set_memory_limit },
+        { "get_memory_limit", l_get_memory_limit },
         { "is_tensor", l_is_tensor },
         { "help", l_help },
         { "set_printoptions", em_lua_set_printoptions },

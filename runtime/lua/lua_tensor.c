@@ -353,12 +353,11 @@ static int t_newindex(lua_State *L) {
         }
     } else if (lua_type(L, 3) == LUA_TNUMBER || lua_type(L, 3) == LUA_TBOOLEAN) {
         op = "fill_";
-        em_lua_argtmp tmp;
-        tmp.n = 0;
-        tmp.nlists = 0;
-        em_tensor *value = em_lua_check_tensor(L, 3, "fill_", "value", &tmp); /* a number: never raises */
-        r = em_fill_(view, value);
-        em_lua_argtmp_release(&tmp);
+        /* not em_lua_check_tensor: it raises when the number's tensor cannot
+         * be made, and view must be released first */
+        em_tensor *value = em_lua_wrap_number(L, 3);
+        r = value ? em_fill_(view, value) : NULL;
+        em_tensor_release(value);
     } else {
         em_ag_set_setitem(prev_setitem);
         em_tensor_release(view);
