@@ -207,7 +207,21 @@ end
 Module.register_module = Module.add_module
 
 function Module:__newindex(k, v)
-  if type(k) == "number" then k = tostring(k) end
+  if type(k) == "number" then
+    -- seq[i] = m in a list container replaces child i (1-based, negative
+    -- from the end); other modules file the number as its string
+    if getmetatable(self)._getitem then
+      local n = #rawget(self, "_order")._modules
+      if not is_module(v) then
+        error(string.format("cannot assign %s as child %s (Module expected)", type(v), tostring(k)), 2)
+      end
+      if math.type(k) ~= "integer" or k == 0 or k > n or k < -n then
+        error(string.format("index %s is out of range (1..%d); append adds a module", tostring(k), n), 2)
+      end
+      if k < 0 then k = n + 1 + k end
+    end
+    k = tostring(k)
+  end
   local kind = rawget(self, "_kind")[k]
   if nn.is_parameter(v) then
     if kind ~= "_parameters" then check_name(self, k, "assignment") end
@@ -709,6 +723,10 @@ end
 --- calls its modules in order, each on the previous one's results.
 local Sequential = Module:extend("Sequential")
 nn.Sequential = Sequential
+Sequential.__doc = [[
+nn.Sequential(m1, m2, ...) or nn.Sequential{ {"name", m}, ... }: calls its modules in
+order, each on the previous one's results. seq[i] (1-based, negative from the end), #seq,
+ipairs(seq), seq:append(m); positional children are named "1", "2", ...]]
 Sequential._getitem = list_getitem
 Sequential.__len = list_len
 
@@ -756,6 +774,9 @@ end
 --- (negative from the end), with #, ipairs, append, extend, insert.
 local ModuleList = Module:extend("ModuleList")
 nn.ModuleList = ModuleList
+ModuleList.__doc = [[
+nn.ModuleList([modules]): a list of child modules (registered, no forward): ml[i]
+(1-based, negative from the end), #ml, ipairs(ml), ml:append(m), ml:extend(list), ml:insert(i, m).]]
 ModuleList._getitem = list_getitem
 ModuleList.__len = list_len
 
@@ -802,6 +823,9 @@ end
 --- order); md[name], #md, md:keys(), md:values(), md:items() (iterator).
 local ModuleDict = Module:extend("ModuleDict")
 nn.ModuleDict = ModuleDict
+ModuleDict.__doc = [[
+nn.ModuleDict([{ {"name", m}, ... } | {name = m}]): child modules by name (no forward):
+md[name], #md, md:keys(), md:values(), md:items(), md:update(t), md:pop(name).]]
 ModuleDict.__len = list_len
 
 function ModuleDict:__init(mods)
@@ -867,12 +891,14 @@ end
 --- nn.Identity(...): returns its input (any constructor arguments ignored).
 local Identity = Module:extend("Identity")
 nn.Identity = Identity
+Identity.__doc = "nn.Identity(...): returns its inputs unchanged (constructor arguments are ignored)."
 function Identity:forward(...) return ... end
 
 --- nn.Flatten([start_dim=2, end_dim=-1]): input:flatten(start_dim, end_dim)
 --- (1-based dims; 2 keeps the batch dim).
 local Flatten = Module:extend("Flatten")
 nn.Flatten = Flatten
+Flatten.__doc = "nn.Flatten([start_dim=2, end_dim=-1]): input:flatten(start_dim, end_dim); 1-based dims, 2 keeps the batch."
 function Flatten:__init(start_dim, end_dim)
   self.start_dim = start_dim or 2
   self.end_dim = end_dim or -1
@@ -885,6 +911,7 @@ end
 --- nn.Unflatten(dim, unflattened_size): input:unflatten(dim, sizes).
 local Unflatten = Module:extend("Unflatten")
 nn.Unflatten = Unflatten
+Unflatten.__doc = "nn.Unflatten(dim, unflattened_size): input:unflatten(dim, sizes), dim 1-based."
 function Unflatten:__init(dim, sizes)
   if math.type(dim) ~= "integer" then error("Unflatten: dim: integer expected, got " .. type(dim), 3) end
   if type(sizes) ~= "table" then error("Unflatten: unflattened_size: list expected, got " .. type(sizes), 3) end
@@ -906,6 +933,10 @@ end
 --- +-1/sqrt(in_features), as PyTorch initialises them.
 local Linear = Module:extend("Linear")
 nn.Linear = Linear
+Linear.__doc = [[
+nn.Linear(in_features, out_features [, bias=true] [, {dtype=, device=}]): y = x W^T + b.
+weight {out, in} from kaiming_uniform_(a=sqrt(5)) and bias uniform in +-1/sqrt(in_features),
+as PyTorch initialises them; reset_parameters() draws them again.]]
 function Linear:__init(in_features, out_features, bias, opts)
   if type(bias) == "table" then bias, opts = nil, bias end
   for i, v in ipairs({ in_features, out_features }) do
@@ -943,6 +974,7 @@ if F.bilinear then
   --- y = x1^T A x2 + b, A and b uniform in +-1/sqrt(in1_features).
   local Bilinear = Module:extend("Bilinear")
   nn.Bilinear = Bilinear
+  Bilinear.__doc = "nn.Bilinear(in1, in2, out [, bias=true]): y = x1^T A x2 + b (F.bilinear), uniform init in +-1/sqrt(in1)."
   function Bilinear:__init(in1, in2, out, bias, opts)
     if type(bias) == "table" then bias, opts = nil, bias end
     self.in1_features, self.in2_features, self.out_features = in1, in2, out
@@ -996,6 +1028,12 @@ local function wrap(name, fname, args, ninputs)
   nn[name] = cls
   ninputs = ninputs or 1
   cls._spec = args
+  local sig = {}
+  for i, a in ipairs(args) do
+    sig[i] = a[1] .. (a[2] ~= nil and "=" .. (type(a[2]) == "string" and string.format("%q", a[2]) or tostring(a[2])) or "")
+  end
+  cls.__doc = string.format("nn.%s(%s): forward(%s) calls F.%s with these options by name; help(\"nn.functional.%s\").",
+    name, table.concat(sig, ", "), ninputs == 1 and "input" or ninputs .. " inputs", fname, fname)
   function cls:__init(...)
     local n = select("#", ...)
     local opts = n > 0 and type(select(n, ...)) == "table" and not is_tensor(select(n, ...)) and select(n, ...) or nil
@@ -1045,6 +1083,8 @@ nn._wrap = wrap
 local function simple(name, op, has_inplace)
   local cls = Module:extend(name)
   nn[name] = cls
+  cls.__doc = string.format("nn.%s(%s): forward(x) = %s(x) elementwise%s.", name, has_inplace and "[inplace=false]" or "",
+    name:lower(), has_inplace and "; inplace writes the result into x" or "")
   function cls:__init(inplace)
     if has_inplace then self.inplace = inplace == true end
   end
@@ -1073,6 +1113,8 @@ for _, s in ipairs({ { "Softmax", "softmax" }, { "LogSoftmax", "log_softmax" }, 
   if fn then
     local cls = Module:extend(s[1])
     nn[s[1]] = cls
+    cls.__doc = string.format("nn.%s(dim): F.%s(input, dim) (1-based dim; nil picks PyTorch's legacy implicit dim).",
+      s[1], s[2])
     function cls:__init(dim) self.dim = dim end
     function cls:forward(x) return fn(x, softmax_dim(x, self.dim)) end
     function cls:extra_repr() return "dim=" .. tostring(self.dim) end
@@ -1104,6 +1146,7 @@ if F.prelu then
   --- nn.PReLU([num_parameters=1, init=0.25]): prelu with a learnt slope.
   local PReLU = Module:extend("PReLU")
   nn.PReLU = PReLU
+  PReLU.__doc = "nn.PReLU([num_parameters=1, init=0.25]): F.prelu with a learnt slope per channel (or one)."
   function PReLU:__init(num_parameters, init, opts)
     self.num_parameters = num_parameters or 1
     self.init = init or 0.25

@@ -84,6 +84,38 @@ local function deep_copy(v)
   return r
 end
 
+local function fmt(v)
+  if v == REQUIRED then return nil end
+  if type(v) == "string" then return string.format("%q", v) end
+  if type(v) == "table" then
+    local parts = {}
+    for i, x in ipairs(v) do parts[i] = fmt(x) end
+    return "{" .. table.concat(parts, ", ") .. "}"
+  end
+  if v == false then return "false" end
+  return tostring(v)
+end
+
+-- "Name(first, a, b=1, {c=2})": the call signature of a spec (positional
+-- names with their defaults, then the options that are not positional), for
+-- the class's __doc. Options whose default false stands for "not given"
+-- (spec.unset) show as nil.
+local function signature(name, first, spec)
+  local parts, pos = { first }, {}
+  for _, k in ipairs(spec.positional) do
+    pos[k] = true
+    local d = (spec.unset or {})[k] and "nil" or fmt(spec.defaults[k])
+    parts[#parts + 1] = d and (k .. "=" .. d) or k
+  end
+  local kw = {}
+  for k, v in pairs(spec.defaults) do
+    if not pos[k] then kw[#kw + 1] = k .. "=" .. (fmt(v) or "required") end
+  end
+  table.sort(kw)
+  if #kw > 0 then parts[#parts + 1] = "{" .. table.concat(kw, ", ") .. "}" end
+  return name .. "(" .. table.concat(parts, ", ") .. ")"
+end
+
 -- ---- Optimizer ----
 
 local Optimizer = { __name = "Optimizer" }
@@ -96,8 +128,10 @@ optim.Optimizer = Optimizer
 -- group) makes a parameter's state at its first step and
 -- spec.update(group, p, grad, state) does one step of p (under no_grad).
 local function define(name, spec)
-  local cls = setmetatable({ __name = name, _spec = spec }, { __index = Optimizer })
+  local cls = { __name = name, _spec = spec }
   cls.__index = cls
+  cls.__doc = "optim." .. signature(name, "params", spec) .. "\n  " .. spec.doc ..
+    "\n  Options may also be given by name in the trailing table; help(optim) for the API."
   cls.__tostring = Optimizer.__tostring
   setmetatable(cls, {
     __index = Optimizer,
@@ -351,6 +385,7 @@ end
 --- nesterov=false, {maximize=false}): stochastic gradient descent with
 --- optional (Nesterov) momentum.
 define("SGD", {
+  doc = "Stochastic gradient descent with optional momentum (dampened, Nesterov) and L2 weight decay.",
   positional = { "lr", "momentum", "dampening", "weight_decay", "nesterov" },
   defaults = { lr = REQUIRED, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false, maximize = false },
   check = function(g, err)
@@ -413,6 +448,7 @@ end
 --- optim.Adam(params, lr=1e-3, betas={0.9, 0.999}, eps=1e-8,
 --- weight_decay=0, amsgrad=false, {maximize=false}).
 define("Adam", {
+  doc = "Adam (Kingma & Ba) with L2 weight decay and optional AMSGrad.",
   positional = { "lr", "betas", "eps", "weight_decay", "amsgrad" },
   defaults = { lr = 1e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0, amsgrad = false, maximize = false },
   check = check_common,
@@ -424,6 +460,7 @@ define("Adam", {
 --- weight_decay=1e-2, amsgrad=false, {maximize=false}): Adam with
 --- decoupled weight decay (p *= 1 - lr*weight_decay each step).
 define("AdamW", {
+  doc = "Adam with decoupled weight decay (p *= 1 - lr*weight_decay each step).",
   positional = { "lr", "betas", "eps", "weight_decay", "amsgrad" },
   defaults = { lr = 1e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 1e-2, amsgrad = false, maximize = false },
   check = check_common,
@@ -434,6 +471,7 @@ define("AdamW", {
 --- optim.RMSprop(params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0,
 --- momentum=0, centered=false, {maximize=false}).
 define("RMSprop", {
+  doc = "RMSprop, optionally centered and with momentum.",
   positional = { "lr", "alpha", "eps", "weight_decay", "momentum", "centered" },
   defaults = { lr = 1e-2, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0, centered = false, maximize = false },
   check = function(g, err)
@@ -472,6 +510,7 @@ define("RMSprop", {
 --- optim.Adagrad(params, lr=1e-2, lr_decay=0, weight_decay=0,
 --- initial_accumulator_value=0, eps=1e-10, {maximize=false}).
 define("Adagrad", {
+  doc = "Adagrad with learning-rate decay.",
   positional = { "lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps" },
   defaults = { lr = 1e-2, lr_decay = 0, weight_decay = 0, initial_accumulator_value = 0, eps = 1e-10,
     maximize = false },
@@ -497,6 +536,7 @@ define("Adagrad", {
 
 --- optim.Adadelta(params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, {maximize=false}).
 define("Adadelta", {
+  doc = "Adadelta.",
   positional = { "lr", "rho", "eps", "weight_decay" },
   defaults = { lr = 1.0, rho = 0.9, eps = 1e-6, weight_decay = 0, maximize = false },
   check = function(g, err)
@@ -523,6 +563,7 @@ define("Adadelta", {
 --- optim.Adamax(params, lr=2e-3, betas={0.9, 0.999}, eps=1e-8,
 --- weight_decay=0, {maximize=false}): Adam over the infinity norm.
 define("Adamax", {
+  doc = "Adamax: Adam over the infinity norm.",
   positional = { "lr", "betas", "eps", "weight_decay" },
   defaults = { lr = 2e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0, maximize = false },
   check = check_common,
@@ -547,6 +588,7 @@ define("Adamax", {
 --- weight_decay=0, momentum_decay=4e-3, {maximize=false}): Adam with
 --- Nesterov momentum (mu_product kept as a number, in double).
 define("NAdam", {
+  doc = "NAdam: Adam with Nesterov momentum (PyTorch 1.13 numerics).",
   positional = { "lr", "betas", "eps", "weight_decay", "momentum_decay" },
   defaults = { lr = 2e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0, momentum_decay = 4e-3,
     maximize = false },
@@ -583,6 +625,7 @@ define("NAdam", {
 --- optim.RAdam(params, lr=1e-3, betas={0.9, 0.999}, eps=1e-8,
 --- weight_decay=0, {maximize=false}): rectified Adam.
 define("RAdam", {
+  doc = "RAdam: rectified Adam.",
   positional = { "lr", "betas", "eps", "weight_decay" },
   defaults = { lr = 1e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0, maximize = false },
   check = check_common,
@@ -728,8 +771,10 @@ end
 --- line_search_fn=nil | "strong_wolfe"): step(closure) is required; one
 --- parameter group only. Scalars of the algorithm are Lua numbers (double).
 local LBFGS = define("LBFGS", {
+  doc = "L-BFGS; step(closure) re-evaluates the model; one parameter group; line_search_fn nil or \"strong_wolfe\".",
   positional = { "lr", "max_iter", "max_eval", "tolerance_grad", "tolerance_change", "history_size",
     "line_search_fn" },
+  unset = { max_eval = true, line_search_fn = true },
   defaults = { lr = 1, max_iter = 20, max_eval = false, tolerance_grad = 1e-7, tolerance_change = 1e-9,
     history_size = 100, line_search_fn = false },
   check = function(g, err)
@@ -916,6 +961,8 @@ S.LRScheduler = LRScheduler
 local function scheduler(name, spec, parent)
   local cls = { __name = name, _spec = spec }
   cls.__index = cls
+  cls.__doc = "optim.lr_scheduler." .. signature(name, "optimizer", spec) .. "\n  " .. spec.doc ..
+    "\n  help(optim.lr_scheduler) for the API."
   setmetatable(cls, {
     __index = parent or LRScheduler,
     __call = function(c, optimizer, ...)
@@ -1024,7 +1071,9 @@ end
 
 --- LambdaLR(opt, lr_lambda [, last_epoch=-1]): lr = initial_lr * lr_lambda(epoch)
 --- (one function, or a list of one per group).
-local LambdaLR = scheduler("LambdaLR", { positional = with_epoch({ "lr_lambda" }),
+local LambdaLR = scheduler("LambdaLR", {
+  doc = "lr = initial_lr * lr_lambda(epoch) (one function or one per group).",
+  positional = with_epoch({ "lr_lambda" }),
   defaults = { lr_lambda = REQUIRED, last_epoch = -1 } })
 function LambdaLR:_init(opt, a)
   local fns = a.lr_lambda
@@ -1050,7 +1099,9 @@ function LambdaLR:state_dict()
 end
 
 --- StepLR(opt, step_size, gamma=0.1): lr *= gamma every step_size epochs.
-local StepLR = scheduler("StepLR", { positional = with_epoch({ "step_size", "gamma" }),
+local StepLR = scheduler("StepLR", {
+  doc = "lr *= gamma every step_size epochs.",
+  positional = with_epoch({ "step_size", "gamma" }),
   defaults = { step_size = REQUIRED, gamma = 0.1, last_epoch = -1 } })
 function StepLR:_init(opt, a)
   if math.type(a.step_size) ~= "integer" or a.step_size < 1 then
@@ -1072,7 +1123,9 @@ function StepLR:_get_closed_form_lr()
 end
 
 --- MultiStepLR(opt, milestones, gamma=0.1): lr *= gamma at each milestone epoch.
-local MultiStepLR = scheduler("MultiStepLR", { positional = with_epoch({ "milestones", "gamma" }),
+local MultiStepLR = scheduler("MultiStepLR", {
+  doc = "lr *= gamma at each milestone epoch.",
+  positional = with_epoch({ "milestones", "gamma" }),
   defaults = { milestones = REQUIRED, gamma = 0.1, last_epoch = -1 } })
 function MultiStepLR:_init(opt, a)
   if type(a.milestones) ~= "table" then
@@ -1100,7 +1153,9 @@ function MultiStepLR:_get_closed_form_lr()
 end
 
 --- ConstantLR(opt, factor=1/3, total_iters=5): lr * factor until total_iters.
-local ConstantLR = scheduler("ConstantLR", { positional = with_epoch({ "factor", "total_iters" }),
+local ConstantLR = scheduler("ConstantLR", {
+  doc = "lr * factor until epoch total_iters.",
+  positional = with_epoch({ "factor", "total_iters" }),
   defaults = { factor = 1 / 3, total_iters = 5, last_epoch = -1 } })
 function ConstantLR:_init(opt, a)
   if a.factor > 1 or a.factor < 0 then
@@ -1127,7 +1182,9 @@ end
 
 --- LinearLR(opt, start_factor=1/3, end_factor=1, total_iters=5): the
 --- factor of initial_lr goes linearly from start_factor to end_factor.
-local LinearLR = scheduler("LinearLR", { positional = with_epoch({ "start_factor", "end_factor", "total_iters" }),
+local LinearLR = scheduler("LinearLR", {
+  doc = "The factor of initial_lr goes linearly from start_factor to end_factor over total_iters epochs.",
+  positional = with_epoch({ "start_factor", "end_factor", "total_iters" }),
   defaults = { start_factor = 1 / 3, end_factor = 1.0, total_iters = 5, last_epoch = -1 } })
 function LinearLR:_init(opt, a)
   if a.start_factor > 1 or a.start_factor <= 0 then
@@ -1159,7 +1216,9 @@ function LinearLR:_get_closed_form_lr()
 end
 
 --- ExponentialLR(opt, gamma): lr *= gamma every epoch.
-local ExponentialLR = scheduler("ExponentialLR", { positional = with_epoch({ "gamma" }),
+local ExponentialLR = scheduler("ExponentialLR", {
+  doc = "lr *= gamma every epoch.",
+  positional = with_epoch({ "gamma" }),
   defaults = { gamma = REQUIRED, last_epoch = -1 } })
 function ExponentialLR:_init(opt, a)
   self.gamma = a.gamma
@@ -1180,7 +1239,9 @@ end
 --- CosineAnnealingLR(opt, T_max, eta_min=0): lr follows
 --- eta_min + (initial_lr - eta_min)(1 + cos(pi epoch / T_max))/2 (recursively,
 --- as PyTorch, so outside changes to lr carry on).
-local CosineAnnealingLR = scheduler("CosineAnnealingLR", { positional = with_epoch({ "T_max", "eta_min" }),
+local CosineAnnealingLR = scheduler("CosineAnnealingLR", {
+  doc = "Cosine annealing from initial_lr to eta_min over T_max epochs (and back).",
+  positional = with_epoch({ "T_max", "eta_min" }),
   defaults = { T_max = REQUIRED, eta_min = 0, last_epoch = -1 } })
 function CosineAnnealingLR:_init(opt, a)
   self.T_max, self.eta_min = a.T_max, a.eta_min
@@ -1213,7 +1274,9 @@ end
 --- CosineAnnealingWarmRestarts(opt, T_0, T_mult=1, eta_min=0): cosine
 --- annealing restarted after T_0 epochs, the period growing by T_mult;
 --- step(epoch) takes fractional epochs.
-local CAWR = scheduler("CosineAnnealingWarmRestarts", { positional = with_epoch({ "T_0", "T_mult", "eta_min" }),
+local CAWR = scheduler("CosineAnnealingWarmRestarts", {
+  doc = "Cosine annealing restarted every T_i epochs, T_i growing by T_mult; step(epoch) takes fractions.",
+  positional = with_epoch({ "T_0", "T_mult", "eta_min" }),
   defaults = { T_0 = REQUIRED, T_mult = 1, eta_min = 0, last_epoch = -1 } })
 function CAWR:_init(opt, a)
   if math.type(a.T_0) ~= "integer" or a.T_0 <= 0 then
@@ -1269,9 +1332,10 @@ end
 --- base_momentum=0.85, max_momentum=0.95, div_factor=25,
 --- final_div_factor=1e4, three_phase=false): the 1cycle policy (lr up to
 --- max_lr then down, momentum or beta1 the other way); step once per batch.
-local OneCycleLR = scheduler("OneCycleLR", {
+local OneCycleLR = scheduler("OneCycleLR", { doc = "The 1cycle policy: lr up to max_lr then down, momentum (or beta1) the other way; step once per batch.",
   positional = with_epoch({ "max_lr", "total_steps", "epochs", "steps_per_epoch", "pct_start", "anneal_strategy",
     "cycle_momentum", "base_momentum", "max_momentum", "div_factor", "final_div_factor", "three_phase" }),
+  unset = { total_steps = true, epochs = true, steps_per_epoch = true },
   defaults = { max_lr = REQUIRED, total_steps = false, epochs = false, steps_per_epoch = false, pct_start = 0.3,
     anneal_strategy = "cos", cycle_momentum = true, base_momentum = 0.85, max_momentum = 0.95, div_factor = 25.0,
     final_div_factor = 1e4, three_phase = false, last_epoch = -1 } })
@@ -1372,7 +1436,9 @@ end
 
 --- SequentialLR(opt, schedulers, milestones): runs schedulers[1] until
 --- milestones[1], then schedulers[2] (restarted at epoch 0), and so on.
-local SequentialLR = scheduler("SequentialLR", { positional = with_epoch({ "schedulers", "milestones" }),
+local SequentialLR = scheduler("SequentialLR", {
+  doc = "Runs schedulers[1] until milestones[1], then schedulers[2] from epoch 0, ...",
+  positional = with_epoch({ "schedulers", "milestones" }),
   defaults = { schedulers = REQUIRED, milestones = REQUIRED, last_epoch = -1 } })
 function SequentialLR:_init(opt, a)
   local scheds, ms = a.schedulers, a.milestones
@@ -1423,7 +1489,7 @@ end
 --- threshold=1e-4, threshold_mode="rel", cooldown=0, min_lr=0, eps=1e-8):
 --- step(metric) multiplies lr by factor after patience epochs without
 --- improvement of metric (a number or 0-dim tensor).
-local Plateau = scheduler("ReduceLROnPlateau", {
+local Plateau = scheduler("ReduceLROnPlateau", { doc = "step(metric): lr *= factor after patience epochs without improvement.",
   positional = { "mode", "factor", "patience", "threshold", "threshold_mode", "cooldown", "min_lr", "eps" },
   defaults = { mode = "min", factor = 0.1, patience = 10, threshold = 1e-4, threshold_mode = "rel", cooldown = 0,
     min_lr = 0, eps = 1e-8 } })

@@ -289,6 +289,12 @@ function T.sequential()
   local n = 0
   for i, m in ipairs(seq) do n = n + 1 check(rawequal(m, seq[i])) end
   check_eq(n, 4)
+  local t = nn.Tanh()
+  seq[-1] = t -- replaces the last child in place
+  check(rawequal(seq[4], t))
+  check_eq(#seq, 4)
+  check_error(function() seq[6] = nn.ReLU() end, "index 6 is out of range (1..4)")
+  check_error(function() seq[1] = 5 end, "cannot assign number as child 1")
   local empty = nn.Sequential()
   check(rawequal(empty(x), x), "an empty Sequential is the identity")
   check_error(function() nn.Sequential(nn.ReLU(), 3) end, "Sequential", "argument 2", "Module expected")
@@ -585,6 +591,25 @@ function T.docs()
   for _, t in ipairs({ nn, nn.Module, nn.init, nn.utils }) do
     check(type(rawget(t, "__doc")) == "string", "__doc")
   end
+  for _, cls in ipairs({ nn.Sequential, nn.ModuleList, nn.ModuleDict, nn.Identity, nn.Flatten, nn.Unflatten,
+    nn.Linear, nn.ReLU, nn.Sigmoid, nn.Tanh, nn.Softmax, nn.LogSoftmax }) do
+    check(type(rawget(cls, "__doc")) == "string" and rawget(cls, "__doc"):find("nn." .. cls.__name, 1, true), cls.__name)
+  end
+  check(nn._wrap("DocProbe", "softmax", { { "dim", 1 } }).__doc:find('nn.DocProbe(dim=1)', 1, true))
+  nn.DocProbe = nil
+  -- help() of a class and of an instance prints the class's doc
+  local out = {}
+  local write = io.write
+  io.write = function(...) for _, s in ipairs({ ... }) do out[#out + 1] = s end end
+  local ok, err = pcall(function()
+    ember.shell.help(nn.Linear)
+    ember.shell.help(nn.Linear(2, 2))
+  end)
+  io.write = write
+  check(ok, tostring(err))
+  local text = table.concat(out)
+  local _, count = text:gsub("nn%.Linear%(in_features, out_features", "")
+  check_eq(count, 2)
   -- nn still holds the generated functional namespace
   check(nn.functional.linear ~= nil)
 end

@@ -374,6 +374,51 @@ end
 function T.help_docs()
   check(type(optim.__doc) == "string" and optim.__doc:find("SGD", 1, true))
   check(type(S.__doc) == "string" and S.__doc:find("OneCycleLR", 1, true))
+  -- each class documents its signature, built from its argument spec
+  check_eq(optim.SGD.__doc:match("^[^\n]*"),
+    "optim.SGD(params, lr, momentum=0, dampening=0, weight_decay=0, nesterov=false, {maximize=false})")
+  check(optim.LBFGS.__doc:find("max_eval=nil", 1, true))
+  check(S.StepLR.__doc:find("lr_scheduler.StepLR(optimizer, step_size, gamma=0.1, last_epoch=-1)", 1, true))
+  for _, name in ipairs({ "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam" }) do
+    check(optim[name].__doc:find("optim." .. name .. "(params, lr=", 1, true), name)
+  end
+end
+
+function T.training_loop_matches_torch()
+  -- torch 1.13, float64: Sequential(Linear(3, 4), Tanh(), Linear(4, 2)) with the weights below,
+  -- x = (arange(15)/7 - 1):reshape(5, 3), y = sin(arange(10)):reshape(5, 2), Adam(lr=0.05),
+  -- StepLR(2, 0.5); 4 rounds of zero_grad, mse, backward, clip_grad_norm_(1.0), step, sched step.
+  local m = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2)):double()
+  m:load_state_dict({
+    ["1.weight"] = (ember.arange(12.0, { dtype = "float64" }) / 10 - 0.5):reshape(4, 3),
+    ["1.bias"] = ember.tensor({ 0.1, -0.1, 0.2, 0.0 }, { dtype = "float64" }),
+    ["3.weight"] = (ember.arange(8.0, { dtype = "float64" }) / 8 - 0.4):reshape(2, 4),
+    ["3.bias"] = ember.tensor({ 0.05, -0.05 }, { dtype = "float64" }),
+  })
+  local x = (ember.arange(15.0, { dtype = "float64" }) / 7 - 1):reshape(5, 3)
+  local y = ember.arange(10.0, { dtype = "float64" }):sin():reshape(5, 2)
+  local opt = optim.Adam(m:parameters(), { lr = 0.05 })
+  local sched = S.StepLR(opt, 2, 0.5)
+  local losses = { 0.53450360246138939, 0.47156703493805752, 0.43662487724612042, 0.42784997835712613 }
+  local norms = { 0.45658437008353703, 0.29563010983951094, 0.17024848357350172, 0.11889281355567521 }
+  for i = 1, 4 do
+    opt:zero_grad()
+    local loss = ((m(x) - y) ^ 2):mean()
+    loss:backward()
+    check_near(nn.utils.clip_grad_norm_(m:parameters(), 1.0):item(), norms[i], 1e-12, "norm " .. i)
+    opt:step()
+    sched:step()
+    check_near(loss:item(), losses[i], 1e-12, "loss " .. i)
+  end
+  local sd = m:state_dict()
+  check_tensor(sd["1.weight"]:reshape(-1), { -0.36487752227107889, -0.26255225992749132, -0.16038677825752576,
+    -0.34477928840020222, -0.24373533147618587, -0.14226841093456619, -0.039424977422592822, 0.060984753615195619,
+    0.16149964710583584, 0.28461011018016302, 0.38172572543076744, 0.47923589356167551 }, 1e-12)
+  check_tensor(sd["1.bias"], { 0.071579525324367038, -0.072543054630324899, 0.34296808886128644, -0.14493910959105274 },
+    1e-12)
+  check_tensor(sd["3.weight"]:reshape(-1), { -0.26911815766908115, -0.17495539199789134, -0.14916666919386948,
+    -0.15956787816848211, 0.23703808952077141, 0.37026224608031888, 0.23980486864290668, 0.33846811818831102 }, 1e-12)
+  check_tensor(sd["3.bias"], { 0.19408389765628337, 0.097004243195013495 }, 1e-12)
 end
 
 return T
