@@ -138,7 +138,10 @@ function Module:forward()
   error(string.format('Module [%s] is missing the required "forward" function', class_name(self)), 2)
 end
 
-local function check_name(self, name, what)
+-- Checks a new member's name: a non-empty string without "."; not a field
+-- of the class (a method would be hidden); for register_*/add_module (not
+-- assignment, which replaces a plain field as in PyTorch) not a plain field.
+local function check_name(self, name, what, assignment)
   if type(name) ~= "string" then
     error(string.format("%s: name: string expected, got %s", what, type(name)), 3)
   end
@@ -146,7 +149,7 @@ local function check_name(self, name, what)
     error(string.format("%s: name: %q must be non-empty and contain no \".\"", what, name), 3)
   end
   local kind = rawget(self, "_kind")[name]
-  if kind == nil and (rawget(self, "_attrs")[name] ~= nil or getmetatable(self)[name] ~= nil) then
+  if kind == nil and ((not assignment and rawget(self, "_attrs")[name] ~= nil) or getmetatable(self)[name] ~= nil) then
     error(string.format("%s: attribute '%s' already exists", what, name), 3)
   end
 end
@@ -224,10 +227,10 @@ function Module:__newindex(k, v)
   end
   local kind = rawget(self, "_kind")[k]
   if nn.is_parameter(v) then
-    if kind ~= "_parameters" then check_name(self, k, "assignment") end
+    if kind ~= "_parameters" then check_name(self, k, "assignment", true) end
     set_kind(self, "_parameters", k, v)
   elseif is_module(v) then
-    if kind ~= "_modules" then check_name(self, k, "assignment") end
+    if kind ~= "_modules" then check_name(self, k, "assignment", true) end
     set_kind(self, "_modules", k, v)
   elseif kind == "_parameters" then
     if v ~= nil then
@@ -445,6 +448,7 @@ end
 --- default is false).
 function Module:zero_grad(opts)
   local none = type(opts) == "table" and opts.set_to_none or opts == true
+  local g <close> = ember.no_grad()
   for _, p in ipairs(self:parameters()) do
     if none then
       p.grad = nil

@@ -216,13 +216,16 @@ function Optimizer:add_param_group(group)
       g[k] = type(v) == "table" and copy_table(v) or v
     end
   end
-  local seen = {}
+  local seen, mine = {}, {}
   for _, other in ipairs(self.param_groups) do
     for _, p in ipairs(other.params) do seen[p] = true end
   end
   for _, p in ipairs(g.params) do
     if seen[p] then error(name .. ": some parameters appear in more than one parameter group", 2) end
-    seen[p] = true
+    if mine[p] then
+      error(name .. ": a parameter group contains a parameter twice (it would be updated twice per step)", 2)
+    end
+    mine[p] = true
   end
   local check = self._spec.check
   if check then

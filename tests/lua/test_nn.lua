@@ -89,6 +89,13 @@ function T.assignment_errors()
   check_error(function() net.fc1 = 3 end, "cannot assign number as child module 'fc1'")
   check_error(function() net.scale = ember.ones(1) end, "cannot assign a plain tensor as parameter 'scale'")
   check_error(function() net.steps = "x" end, "cannot assign string as buffer 'steps'")
+  -- assignment replaces a plain field (as PyTorch's setattr); register_* refuses it
+  net.tag = 1
+  net.tag = nn.Parameter(ember.ones(1))
+  check(nn.is_parameter(net.tag))
+  net.tag2 = 1
+  check_error(function() net:register_buffer("tag2", ember.ones(1)) end, "attribute 'tag2' already exists")
+  check_error(function() net.eval = nn.ReLU() end, "attribute 'eval' already exists")
   check_error(function() net:register_buffer("train", ember.ones(1)) end, "register_buffer", "attribute 'train' already exists")
   check_error(function() net:register_parameter("a.b", nil) end, "register_parameter", "\"a.b\"")
   check_error(function() net:register_parameter("w", ember.ones(1)) end, "register_parameter", "nn.Parameter or nil required")

@@ -129,6 +129,7 @@ function T.param_groups()
   check_eq(opt.param_groups[3].lr, 0.1)
   check_eq(opt.param_groups[3].momentum, 0.5)
   check_error(function() opt:add_param_group({ params = { a } }) end, "more than one parameter group")
+  check_error(function() optim.SGD({ c, c }, 0.1) end, "SGD", "contains a parameter twice")
   -- a module's parameters
   local lin = nn.Linear(3, 2)
   local o2 = optim.Adam(lin:parameters())
