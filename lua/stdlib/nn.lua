@@ -120,15 +120,21 @@ setmetatable(Module, class_meta(nil))
 --- calling the parent's __init is needed only to reuse what it sets up)
 --- and cls:forward(...); cls(...) makes an instance, and calling an
 --- instance runs its forward hooks and forward. cls.super is the parent.
-function Module:extend(name)
+--- The methods may also come as a table: Module:extend("Net", {
+--- __init = function(self, n) ... end, forward = function(self, x) ... end }).
+function Module:extend(name, methods)
   if type(name) ~= "string" then
     error("Module:extend: name: string expected, got " .. type(name), 2)
+  end
+  if methods ~= nil and type(methods) ~= "table" then
+    error("Module:extend: methods: table expected, got " .. type(methods), 2)
   end
   local cls = {}
   for _, mm in ipairs(METAMETHODS) do cls[mm] = self[mm] end
   cls.__name = name
   cls.super = self
   cls.__index = make_index(cls)
+  for k, v in pairs(methods or {}) do cls[k] = v end
   return setmetatable(cls, class_meta(self))
 end
 
@@ -414,6 +420,39 @@ function Module:named_modules(opts)
   return list_iter(walk_modules(self, (opts or {}).prefix or "", {}, {}))
 end
 
+--- m:get_submodule("a.b") -> the descendant at that dotted path ("" is m);
+--- an error names the first missing part.
+function Module:get_submodule(target)
+  if type(target) ~= "string" then
+    error("get_submodule: target: string expected, got " .. type(target), 2)
+  end
+  local m, path = self, ""
+  for part in target:gmatch("[^.]+") do
+    local c = rawget(m, "_modules")[part]
+    if c == nil then
+      error(string.format("get_submodule: %s has no attribute '%s'", path == "" and class_name(m) or path, part), 2)
+    end
+    m, path = c, join(path, part)
+  end
+  return m
+end
+
+--- m:get_parameter("a.b.weight") -> the parameter at that dotted path.
+function Module:get_parameter(target)
+  if type(target) ~= "string" then
+    error("get_parameter: target: string expected, got " .. type(target), 2)
+  end
+  local prefix, name = target:match("^(.*)%.([^.]*)$")
+  if not prefix then prefix, name = "", target end
+  local ok, m = pcall(self.get_submodule, self, prefix)
+  if not ok then error((m:gsub("^get_submodule", "get_parameter")), 2) end
+  local p = rawget(m, "_parameters")[name]
+  if p == nil then
+    error(string.format("get_parameter: %s has no parameter '%s'", prefix == "" and class_name(m) or prefix, name), 2)
+  end
+  return p
+end
+
 --- m:modules() -> list of m and all its descendants.
 function Module:modules()
   return values(walk_modules(self, "", {}, {}))
@@ -667,11 +706,13 @@ nn.Module: the base class of layers and models (PyTorch's torch.nn.Module).
   function Net:__init(n) self.fc = nn.Linear(n, 1); self.scale = nn.Parameter(ember.ones(1)) end
   function Net:forward(x) return self.fc(x) * self.scale end
   local net = Net(4); local y = net(ember.randn(8, 4))
+  (or nn.Module:extend("Net", { __init = function(self, n) ... end, forward = ... }))
 Assigning an nn.Parameter, a Module or (to a registered buffer name) a tensor
 registers it in definition order; other values are plain fields.
   parameters() buffers() children() modules()           lists
   named_parameters() named_buffers() named_children() named_modules()
                                     iterators of (dotted name, value)
+  get_submodule("a.b") get_parameter("a.b.weight")
   register_parameter register_buffer(name, t, persistent) add_module
   train([mode]) eval() .training  requires_grad_(b)  zero_grad{set_to_none=}
   state_dict() load_state_dict(sd, {strict=true})  apply(fn)

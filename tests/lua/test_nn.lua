@@ -263,6 +263,22 @@ function T.printing()
   check(tostring(nn.Linear):find("Linear", 1, true))
 end
 
+function T.table_style_and_paths()
+  local Two = nn.Module:extend("Two", {
+    __init = function(self) self.inner = nn.Sequential(nn.Linear(2, 3), nn.ReLU()) end,
+    forward = function(self, x) return self.inner(x) end,
+  })
+  local m = Two()
+  check_shape(m(ember.ones(4, 2)), { 4, 3 })
+  check(rawequal(m:get_submodule("inner.1"), m.inner[1]))
+  check(rawequal(m:get_submodule(""), m))
+  check(rawequal(m:get_parameter("inner.1.bias"), m.inner[1].bias))
+  check_error(function() m:get_submodule("inner.7") end, "get_submodule", "inner has no attribute '7'")
+  check_error(function() m:get_parameter("inner.1.gain") end, "get_parameter", "inner.1 has no parameter 'gain'")
+  check_error(function() m:get_parameter("nope.w") end, "get_parameter", "Two has no attribute 'nope'")
+  check_error(function() nn.Module:extend("X", 5) end, "extend", "methods: table expected")
+end
+
 function T.subclass_of_a_layer()
   local Scaled = nn.Linear:extend("Scaled")
   function Scaled:__init(i, o)
