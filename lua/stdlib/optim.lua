@@ -931,7 +931,6 @@ function LBFGS:step(closure)
   return orig_loss
 end
 
-
 -- ---- lr_scheduler ----
 --
 -- As PyTorch 1.13's: a scheduler sets each group's lr at construction
@@ -1064,13 +1063,12 @@ local function per_group(name, what, opt, v)
   return r
 end
 
-
+-- A scheduler's positional names: list, then last_epoch (as PyTorch's).
 local function with_epoch(list)
   local r = { unpack(list) }
   r[#r + 1] = "last_epoch"
   return r
 end
-
 
 --- LambdaLR(opt, lr_lambda [, last_epoch=-1]): lr = initial_lr * lr_lambda(epoch)
 --- (one function, or a list of one per group).
