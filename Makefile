@@ -214,6 +214,38 @@ tsan:
 debug:
 	$(MAKE) MODE=debug
 
+# A 10,000-step training loop whose resident memory must stay flat (not in
+# CI; the suite runs 500 steps of it in tests/lua/test_soak.lua).
+SOAK_STEPS ?= 10000
+soak: all
+	$(BUILD)/ember tests/soak.lua $(SOAK_STEPS)
+
+# ---- fuzzing (tests/fuzz/README.md): libFuzzer from Debian's clang ----
+# make fuzz builds libember with clang, ASan+UBSan and coverage in
+# build/fuzz, links the targets and runs each for FUZZ_SECONDS from its
+# corpus (tests/fuzz/corpus/NAME, plus what earlier runs found in
+# build/fuzz/corpus/NAME). A crash leaves its input in build/fuzz/crashes
+# and fails the run; add it to tests/fuzz/corpus/NAME when fixed.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := lua files codegen capi
+FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g
+fuzz:
+	@command -v clang >/dev/null && [ -n "$$(find /usr/lib/llvm-* -name 'libclang_rt.fuzzer-x86_64.a' 2>/dev/null)" ] || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "ember: installing clang and libFuzzer (make fuzz)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang libclang-rt-14-dev >/dev/null \
+	      || { echo "ember: apt-get install clang failed" >&2; exit 1; }; \
+	  else echo "ember: make fuzz needs clang (run: sudo apt-get install clang libclang-rt-14-dev)" >&2; exit 1; fi; }
+	$(MAKE) CC=clang BUILD=build/fuzz SAN=address,undefined EXTRA_CFLAGS="-fsanitize=fuzzer-no-link -Wno-error" \
+	  build/fuzz/libember.a
+	for t in lua files capi; do \
+	  clang -std=c11 -D_GNU_SOURCE $(FUZZ_FLAGS) -I runtime -I build/fuzz/gen $$(pkg-config --cflags lua5.4) \
+	    -o build/fuzz/fuzz_$$t tests/fuzz/fuzz_$$t.c -Wl,-E build/fuzz/libember.a \
+	    $$(pkg-config --libs lua5.4 openblas jansson zlib) -lm -pthread || exit 1; done
+	clang -std=c11 -D_GNU_SOURCE $(FUZZ_FLAGS) -I codegen -o build/fuzz/fuzz_codegen tests/fuzz/fuzz_codegen.c \
+	  $(filter-out codegen/main.c,$(CG_SRC)) $$(pkg-config --libs yaml-0.1)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run_fuzz.sh $(FUZZ_TARGETS)
+
 # make install PREFIX=/usr/local [DESTDIR=/tmp/stage]; make uninstall removes
 # exactly these files. The Lua C module goes where Debian's lua5.4 looks
 # (PREFIX/lib/lua/5.4/ember.so), the pkg-config file in PREFIX/lib/pkgconfig.
@@ -247,6 +279,6 @@ uninstall:
 clean:
 	rm -rf build
 
-.PHONY: all deps gen test difftest tsan bench run debug install uninstall clean
+.PHONY: all deps gen test difftest tsan fuzz soak bench run debug install uninstall clean
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -27,6 +27,7 @@
 #ifndef CODEGEN_H
 #define CODEGEN_H
 
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -295,6 +296,9 @@ void cg_mkdirs(const char *path);
 void *cg_xmalloc(size_t n);
 char *cg_xstrdup(const char *s);
 char *cg_xstrndup(const char *s, size_t n);
+/* When set (the codegen fuzz target, tests/fuzz/fuzz_codegen.c), cg_die and
+ * cg_error_at longjmp here instead of printing and exiting. */
+extern jmp_buf *cg_error_jmp;
 void cg_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* "FILE:LINE: message" and exit(1). */
 void cg_error_at(const char *file, int line, const char *fmt, ...)

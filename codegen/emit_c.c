@@ -201,6 +201,8 @@ static void emit_entry(cg_buf *b, const cg_op *op) {
     cg_printf(b, "%sem_%s(", cg_ret_ctype(op), op->name);
     cg_emit_params(b, op, false);
     cg_puts(b, ")\n{\n    em_keyset ks = 0;\n\n");
+    /* Note [Interrupts] (em_core.h): an op boundary */
+    cg_printf(b, "    if (em_interrupt_pending() && em_take_interrupt(\"%s\") != EM_OK)\n        return NULL;\n", op->name);
     for (int i = 0; i < op->nargs; i++) {
         const cg_arg *a = &op->args[i];
         if (a->type == CG_TENSORLIST) {

@@ -28,7 +28,10 @@ char *cg_xstrdup(const char *s) { return cg_xstrndup(s, strlen(s)); }
 
 /* ---- errors ---- */
 
+jmp_buf *cg_error_jmp;
+
 void cg_die(const char *fmt, ...) {
+    if (cg_error_jmp) longjmp(*cg_error_jmp, 1);
     va_list ap;
     va_start(ap, fmt);
     fputs("codegen: ", stderr);
@@ -39,6 +42,7 @@ void cg_die(const char *fmt, ...) {
 }
 
 void cg_error_at(const char *file, int line, const char *fmt, ...) {
+    if (cg_error_jmp) longjmp(*cg_error_jmp, 1);
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "%s:%d: ", file, line);

@@ -37,10 +37,14 @@ static void lstop(lua_State *L, lua_Debug *ar) {
     luaL_error(L, "interrupted!");
 }
 
+static volatile sig_atomic_t got_sigint;
+
 static void laction(int sig) {
+    got_sigint = 1;
     int flag = LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT;
     signal(sig, SIG_DFL); /* a second Ctrl-C kills the process */
     lua_sethook(globalL, lstop, flag, 1);
+    em_interrupt(); /* and at the next op or backward node (Note [Interrupts]) */
 }
 
 /* The traceback on the stack top without the shell's own frames: the C
@@ -94,8 +98,13 @@ int em_repl_docall(lua_State *L, int narg, int nres) {
     lua_insert(L, base);
     globalL = L;
     signal(SIGINT, laction);
+    got_sigint = 0;
     int status = lua_pcall(L, narg, nres, base);
     signal(SIGINT, SIG_DFL);
+    if (got_sigint) { /* whichever of the two stopped the call, the other must not fire later */
+        lua_sethook(L, NULL, 0, 0);
+        em_interrupt_clear();
+    }
     lua_remove(L, base);
     return status;
 }

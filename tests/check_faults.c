@@ -118,12 +118,48 @@ START_TEST(test_faults_memory_limit) {
 }
 END_TEST
 
+static int l_interrupt_now(lua_State *L) {
+    (void)L;
+    em_interrupt();
+    return 0;
+}
+
+/* Note [Interrupts]: the op after an interrupt fails, the one after that
+ * works; in backward the next node stops the pass, the graph's other
+ * tensors and a new backward are fine. */
+START_TEST(test_faults_interrupts) {
+    lua_State *L = new_state();
+    lua_register(L, "interrupt_now", l_interrupt_now);
+    ck_assert_int_eq(luaL_dostring(L,
+                                   "local x = ember.zeros(3)\n"
+                                   "local ok, err = pcall(function()\n"
+                                   "  for i = 1, 1e9 do x = x + 1; if i == 100 then interrupt_now() end end\n"
+                                   "end)\n"
+                                   "assert(not ok and err:find('add: interrupted', 1, true), err)\n"
+                                   "assert(x[1]:item() == 100)\n"
+                                   "assert((x + 1)[1]:item() == 101)\n"
+                                   /* in backward: a hook on an inner tensor interrupts */
+                                   "local w = ember.ones(3, {requires_grad = true})\n"
+                                   "local h = w * 2\n"
+                                   "h:register_hook(function() interrupt_now() end)\n"
+                                   "local y = (h:exp() * 3):sum()\n"
+                                   "local ok2, err2 = pcall(y.backward, y)\n"
+                                   "assert(not ok2 and err2:find('interrupted', 1, true), err2)\n"
+                                   "assert(w.grad == nil)\n"
+                                   "local z = (w * w):sum(); z:backward()\n"
+                                   "assert(w.grad:sum():item() == 6)"),
+                     LUA_OK);
+    lua_close(L);
+}
+END_TEST
+
 Suite *make_faults_suite(void) {
     Suite *s = suite_create("faults");
     TCase *tc = tcase_create("alloc");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_faults_every_allocation_site_fails_cleanly);
     tcase_add_test(tc, test_faults_memory_limit);
+    tcase_add_test(tc, test_faults_interrupts);
     suite_add_tcase(s, tc);
     return s;
 }

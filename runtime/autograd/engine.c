@@ -484,7 +484,9 @@ static void evaluate(ready_item it) {
         em_clear_error();
         capture_grads(t, n, buf);
         bool run = node_is_needed(t, n);
-        em_status st = run ? run_pre_hooks(n, buf) : EM_OK;
+        /* Note [Interrupts]: a node boundary */
+        em_status st = run && em_interrupt_pending() ? em_take_interrupt("backward") : EM_OK;
+        if (run && st == EM_OK) st = run_pre_hooks(n, buf);
         if (run && st == EM_OK && n->num_next > 0) {
             out = n->num_next <= 8 ? out_small : calloc((size_t)n->num_next, sizeof *out);
             if (out == out_small) memset(out_small, 0, sizeof(em_tensor *) * (size_t)n->num_next);

@@ -40,8 +40,28 @@ typedef enum {
     EM_EVALUE,    /* bad value (negative size, zero step, ...) */
     EM_ENOMEM,    /* allocation failed */
     EM_EINTERNAL, /* a broken invariant: a bug in ember */
+    EM_EINTERRUPT, /* stopped by em_interrupt (Ctrl-C in the shell) */
     EM_STATUS_COUNT
 } em_status;
+
+/* Note [Interrupts]
+ * em_interrupt() (async-signal-safe: the shell's SIGINT handler calls it)
+ * asks the process to stop at the next op boundary: every op's entry (the
+ * generated em_NAME) and the backward engine between nodes check the flag
+ * and fail with EM_EINTERRUPT ("NAME: interrupted"), consuming it, so the
+ * op after that runs normally. Tensors, graphs and the allocator are left
+ * as after any failed op. A kernel already running finishes first. The
+ * flag is per process: with several threads running ops, one of them
+ * stops. */
+EM_API void em_interrupt(void);
+EM_API void em_interrupt_clear(void);
+EM_API extern atomic_int em_interrupt_flag;
+static inline bool em_interrupt_pending(void) {
+    return __builtin_expect(atomic_load_explicit(&em_interrupt_flag, memory_order_relaxed) != 0, 0);
+}
+/* Consumes a pending interrupt: sets "op: interrupted" and returns
+ * EM_EINTERRUPT; EM_OK when none was pending. */
+EM_API em_status em_take_interrupt(const char *op);
 
 EM_API em_status em_set_error(em_status kind, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -23,7 +23,22 @@ static const char *const status_names[EM_STATUS_COUNT] = {
     [EM_EVALUE] = "value error",
     [EM_ENOMEM] = "out of memory",
     [EM_EINTERNAL] = "internal error",
+    [EM_EINTERRUPT] = "interrupted",
 };
+
+/* ---- interrupts (Note [Interrupts] in em_core.h) ---- */
+
+atomic_int em_interrupt_flag;
+
+void em_interrupt(void) { atomic_store(&em_interrupt_flag, 1); }
+
+void em_interrupt_clear(void) { atomic_store(&em_interrupt_flag, 0); }
+
+em_status em_take_interrupt(const char *op)
+{
+    if (!atomic_exchange(&em_interrupt_flag, 0)) return EM_OK;
+    return em_set_error(EM_EINTERRUPT, "%s: interrupted", op);
+}
 
 /* Formats into a scratch buffer first, so that arguments may point into
  * the slot itself (em_set_error(k, "add: %s", em_error_message())).

@@ -1,0 +1,37 @@
+#!/bin/sh
+# run_fuzz.sh TARGET... -- runs each built fuzz target (build/fuzz/fuzz_NAME)
+# for FUZZ_SECONDS from its corpus: the committed seeds in
+# tests/fuzz/corpus/NAME (every crash ever found, once fixed, goes there)
+# and the inputs earlier runs kept in build/fuzz/corpus/NAME. The codegen
+# target is also seeded with the project's own schema files. Prints one
+# summary line per target (runs, exec/s, corpus size) and fails on a crash,
+# leaving the input in build/fuzz/crashes/.
+S=${FUZZ_SECONDS:-60}
+mkdir -p build/fuzz/crashes
+status=0
+for t in "$@"; do
+  work=build/fuzz/corpus/$t
+  mkdir -p "$work" "tests/fuzz/corpus/$t"
+  if [ "$t" = codegen ]; then
+    for f in schema/ops/*.yaml; do
+      fam=$(basename "$f")
+      { cat "$f"; printf '\n#8<\n'; [ -f "schema/derivatives/$fam" ] && cat "schema/derivatives/$fam"; } > "$work/seed-$fam"
+    done
+  fi
+  opts="-max_total_time=$S -timeout=20 -rss_limit_mb=3072 -max_len=4096 -print_final_stats=1 -artifact_prefix=build/fuzz/crashes/$t-"
+  [ "$t" = codegen ] && opts="$opts -detect_leaks=0"
+  log=build/fuzz/$t.log
+  "build/fuzz/fuzz_$t" $opts "$work" "tests/fuzz/corpus/$t" > "$log" 2>&1
+  rc=$?
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  n=$(ls "$work" | wc -l)
+  if [ $rc -eq 0 ]; then
+    echo "fuzz $t: ok, ${runs:-?} runs in ${S}s (${speed:-?}/s), corpus $n inputs"
+  else
+    echo "fuzz $t: FAILED (exit $rc) after ${runs:-?} runs; the input is in build/fuzz/crashes/, the log in $log:"
+    grep -m 20 -E "ERROR|SUMMARY|runtime error|#[0-9]+ 0x" "$log" | head -30
+    status=1
+  fi
+done
+exit $status
