@@ -193,6 +193,25 @@ function T.npz_stored_and_deflated()
   os.remove(p)
 end
 
+-- a write past the file size limit (ulimit -f, as a full disk) fails with
+-- the system's error and leaves the previous file as it was
+function T.full_disk_keeps_the_previous_file()
+  local EMBER = os.getenv("EMBER") or (arg and arg[-1]) or "ember"
+  local p = tmp(".safetensors")
+  ember.save(p, ember.ones(10))
+  local before = slurp(p)
+  local code = string.format("local ok, e = pcall(ember.save, %q, ember.ones(100000)); print(ok, e)", p)
+  local f = io.popen("sh -c 'ulimit -f 4; trap \"\" XFSZ; exec \"$0\" -e \"$1\"' '" .. EMBER .. "' '" ..
+    code:gsub("'", "'\\''") .. "' 2>&1")
+  local out = f:read("a")
+  f:close()
+  check(out:find("false", 1, true) and out:find("the previous file is unchanged", 1, true), out)
+  check(slurp(p) == before, "the previous file is intact")
+  local leftovers = io.popen("ls " .. p .. ".tmp.* 2>/dev/null"):read("a")
+  check(leftovers == "", "no temporary file left: " .. leftovers)
+  os.remove(p)
+end
+
 -- NumPy reads what ember writes and the reverse (skipped without numpy)
 function T.numpy_interoperates()
   local py = "/usr/bin/python3"
