@@ -429,8 +429,11 @@ static inline size_t em_dtype_size_fast(em_dtype t) {
     static const uint8_t sizes[EM_DTYPE_COUNT] = { 1, 1, 1, 4, 8, 2, 2, 4, 8 };
     return sizes[t];
 }
+/* The address of t's first element; NULL for an empty storage (adding an
+ * offset, even 0, to NULL is undefined behaviour). */
 static inline void *em_tensor_data(const em_tensor *t) {
-    return (char *)t->storage->data + t->offset * (int64_t)em_dtype_size_fast(t->dtype);
+    char *d = (char *)t->storage->data;
+    return d ? d + t->offset * (int64_t)em_dtype_size_fast(t->dtype) : NULL;
 }
 static inline void em_tensor_bump_version(em_tensor *t) {
     atomic_fetch_add_explicit(&t->version->value, 1, memory_order_relaxed);

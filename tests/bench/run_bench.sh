@@ -37,7 +37,7 @@ awk '
     for (i = 1; i <= k; i++) {
       n = order[i]
       if (!(n in t) || t[n] <= 0 || e[n] <= 0) continue
-      s = (u[n] ~ /^(ns|us|ms|s)\//) ? t[n] / e[n] : e[n] / t[n]
+      s = (u[n] ~ /^(ns|us|ms|s)(\/|$)/) ? t[n] / e[n] : e[n] / t[n]
       printf "  %-28s ember %10.2f  torch %10.2f %-8s speed-up %6.2fx\n", n, e[n], t[n], u[n], s
     }
   }' "$out"
