@@ -46,11 +46,13 @@ static inline double sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }
 #define B_leaky_relu(T, g, x, p) ((x) > 0 ? (g) : (g) * p[0])
 /* elu: p = alpha, scale, input_scale (selu and celu are elu with fixed ones) */
 #define F_elu(T, x, p) ((x) <= 0 ? A_EXPM1((x) * p[2]) * (p[0] * p[1]) : (x) * p[1])
-/* p[3] != 0: x is the forward's result (the in-place forms) */
+/* p[3] != 0: x is the forward's result (the in-place forms); x > 0 picks
+ * the linear side, so a NaN x takes the exponential one (PyTorch's vector
+ * path: its gradient is NaN) */
 #define B_elu(T, g, x, p)                                                                   \
-    ((x) <= 0 ? (p[3] != 0 ? (g) * p[2] * ((x) + p[0] * p[1])                               \
-                           : (g) * p[2] * (p[0] * p[1]) * A_EXP((x) * p[2]))                \
-              : (g) * p[1])
+    ((x) > 0 ? (g) * p[1]                                                                   \
+             : (p[3] != 0 ? (g) * p[2] * ((x) + p[0] * p[1])                                \
+                          : (g) * p[2] * (p[0] * p[1]) * A_EXP((x) * p[2])))
 #define GELU_BETA 0.7978845608028654  /* sqrt(2 / pi) */
 #define GELU_KAPPA 0.044715
 #define GELU_PDF 0.3989422804014327   /* 1 / sqrt(2 pi) */
@@ -84,12 +86,13 @@ static inline double gelu_tanh_bwd(double g, double x) {
     ((x) * p[0] > p[1] ? (g) : (g) * A_EXP((x) * p[0]) / (A_EXP((x) * p[0]) + K(T, 1)))
 /* hardtanh: p = min_val, max_val; clamp's order (a NaN x stays NaN) */
 #define F_hardtanh(T, x, p) (((x) < p[0] ? p[0] : (x)) > p[1] ? p[1] : ((x) < p[0] ? p[0] : (x)))
-#define B_hardtanh(T, g, x, p) ((x) <= p[0] || (x) >= p[1] ? K(T, 0) : (g))
+#define B_hardtanh(T, g, x, p) ((x) > p[0] && (x) < p[1] ? (g) : K(T, 0))
 #define HS_CLAMP(T, u) (((u) < 0 ? K(T, 0) : (u)) > 6 ? K(T, 6) : ((u) < 0 ? K(T, 0) : (u)))
 #define F_hardsigmoid(T, x, p) (HS_CLAMP(T, (x) + K(T, 3)) / K(T, 6))
 #define B_hardsigmoid(T, g, x, p) ((x) > -3 && (x) < 3 ? (g) * K(T, 1.0 / 6.0) : K(T, 0))
 #define F_hardswish(T, x, p) ((x) * HS_CLAMP(T, (x) + K(T, 3)) / K(T, 6))
-#define B_hardswish(T, g, x, p) ((x) < -3 ? K(T, 0) : (x) <= 3 ? (g) * ((x) / K(T, 3) + K(T, 0.5)) : (g))
+/* PyTorch's vector path: x >= 3 gives g (its scalar path x > 3), NaN gives NaN */
+#define B_hardswish(T, g, x, p) ((x) < -3 ? K(T, 0) : (x) >= 3 ? (g) : (g) * ((x) / K(T, 3) + K(T, 0.5)))
 #define F_logsigmoid(T, x, p) (((x) < 0 ? (x) : K(T, 0)) - A_LOG1P(A_EXP(-A_ABS(x))))
 #define B_logsigmoid(T, g, x, p)                                                            \
     ((g) * (((x) < 0 ? K(T, 1) : K(T, 0)) -                                                 \
@@ -97,7 +100,8 @@ static inline double gelu_tanh_bwd(double g, double x) {
 /* shrinks: p = lambd */
 #define F_softshrink(T, x, p) ((x) > p[0] ? (x) - p[0] : (x) < -p[0] ? (x) + p[0] : K(T, 0))
 #define F_hardshrink(T, x, p) ((x) >= -p[0] && (x) <= p[0] ? K(T, 0) : (x))
-#define B_softshrink(T, g, x, p) ((x) >= -p[0] && (x) <= p[0] ? K(T, 0) : (g))
+/* PyTorch's vector path: a NaN x gets 0 (its scalar tail loop gives g) */
+#define B_softshrink(T, g, x, p) ((x) < -p[0] || (x) > p[0] ? (g) : K(T, 0))
 #define B_hardshrink(T, g, x, p) B_softshrink(T, g, x, p)
 /* threshold: p = threshold, value */
 #define F_threshold(T, x, p) ((x) <= p[0] ? p[1] : (x))
@@ -414,14 +418,23 @@ em_tensor *em_cpu_softplus_backward(em_keyset ks, em_tensor *grad_output, em_ten
 }
 
 static const char *const hardtanh_names[] = { "min_val", "max_val" };
+/* PyTorch refuses negative limits for uint8 (they would wrap) */
+static em_status check_hardtanh(const em_tensor *self, em_scalar min_val, em_scalar max_val, const char *name) {
+    if (self->dtype == EM_UINT8 && (D(min_val) < 0 || D(max_val) < 0))
+        return em_set_error(EM_EVALUE, "%s: cannot do hardtanh on an unsigned type (uint8) with negative limits "
+                                       "(min_val %g, max_val %g)", name, D(min_val), D(max_val));
+    return EM_OK;
+}
 em_tensor *em_cpu_hardtanh(em_keyset ks, em_tensor *self, em_scalar min_val, em_scalar max_val) {
     (void)ks;
+    if (check_hardtanh(self, min_val, max_val, "hardtanh") != EM_OK) return NULL;
     em_scalar s[2] = { min_val, max_val };
     act_ctx c = ctx_of(D(min_val), D(max_val), 0, 0);
     return act_forward(A_HARDTANH, self, false, s, 2, hardtanh_names, &c, "hardtanh");
 }
 em_tensor *em_cpu_hardtanh_(em_keyset ks, em_tensor *self, em_scalar min_val, em_scalar max_val) {
     (void)ks;
+    if (check_hardtanh(self, min_val, max_val, "hardtanh_") != EM_OK) return NULL;
     em_scalar s[2] = { min_val, max_val };
     act_ctx c = ctx_of(D(min_val), D(max_val), 0, 0);
     return act_forward(A_HARDTANH, self, true, s, 2, hardtanh_names, &c, "hardtanh_");
