@@ -36,7 +36,6 @@ static em_tensor *finish(tmps *k, em_tensor *r) {
 #define ADD(a, b) (OK_ ? keep(&T, em_add(a, b, em_scalar_int(1))) : NULL)
 #define SUB(a, b) (OK_ ? keep(&T, em_sub(a, b, em_scalar_int(1))) : NULL)
 #define WHERE(c, a, b) (OK_ ? keep(&T, em_where(c, a, b)) : NULL)
-#define LE(a, b) (OK_ ? keep(&T, em_le(a, b)) : NULL)
 #define LT(a, b) (OK_ ? keep(&T, em_lt(a, b)) : NULL)
 #define GT(a, b) (OK_ ? keep(&T, em_gt(a, b)) : NULL)
 #define AND(a, b) (OK_ ? keep(&T, em_logical_and(a, b)) : NULL)
@@ -77,7 +76,9 @@ em_tensor *em_ag_fn_elu_double_backward(em_tensor *grad, em_tensor *grad_output,
         em_tensor *b = OK_ ? keep(&T, em_elu_backward(grad_output, alpha, scale, input_scale, false, x)) : NULL;
         d = MUL(MUL(grad, b), is);
     }
-    return finish(&T, WHERE(LE(x, zero), d, zero));
+    /* PyTorch's elu_double_backward multiplies by the mask x < 0 (0 itself
+     * gets nothing; a NaN factor stays NaN) */
+    return finish(&T, MUL(d, LT(x, zero)));
 }
 
 em_tensor *em_ag_fn_gelu_double_backward(em_tensor *grad, em_tensor *grad_output, em_tensor *x,

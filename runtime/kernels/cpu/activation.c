@@ -9,7 +9,11 @@
  * float32 functions use em_vmath.h (Note [Vector math]) so the contiguous
  * loops vectorise (one clone per ISA); float64 calls libm. Formulas follow
  * PyTorch 1.13's CPU kernels element by element (same comparisons, so NaN
- * and the points where a branch switches behave as in PyTorch).
+ * and the points where a branch switches behave as in PyTorch). Where
+ * PyTorch's vectorised body and its scalar loop disagree (NaN in the
+ * backward of hardtanh, elu, hardswish and the shrinks; hardswish_backward
+ * at 3), ember follows the scalar loop: it is the one that does not depend
+ * on the tensor's length and the machine's vector width.
  */
 /* See unary.c: O3 vectorises; no-trapping-math and no-math-errno change no
  * computed value (only errno and FP exception flags). */
@@ -46,13 +50,11 @@ static inline double sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }
 #define B_leaky_relu(T, g, x, p) ((x) > 0 ? (g) : (g) * p[0])
 /* elu: p = alpha, scale, input_scale (selu and celu are elu with fixed ones) */
 #define F_elu(T, x, p) ((x) <= 0 ? A_EXPM1((x) * p[2]) * (p[0] * p[1]) : (x) * p[1])
-/* p[3] != 0: x is the forward's result (the in-place forms); x > 0 picks
- * the linear side, so a NaN x takes the exponential one (PyTorch's vector
- * path: its gradient is NaN) */
+/* p[3] != 0: x is the forward's result (the in-place forms) */
 #define B_elu(T, g, x, p)                                                                   \
-    ((x) > 0 ? (g) * p[1]                                                                   \
-             : (p[3] != 0 ? (g) * p[2] * ((x) + p[0] * p[1])                                \
-                          : (g) * p[2] * (p[0] * p[1]) * A_EXP((x) * p[2])))
+    ((x) <= 0 ? (p[3] != 0 ? (g) * p[2] * ((x) + p[0] * p[1])                               \
+                           : (g) * p[2] * (p[0] * p[1]) * A_EXP((x) * p[2]))                \
+              : (g) * p[1])
 #define GELU_BETA 0.7978845608028654  /* sqrt(2 / pi) */
 #define GELU_KAPPA 0.044715
 #define GELU_PDF 0.3989422804014327   /* 1 / sqrt(2 pi) */
@@ -84,15 +86,18 @@ static inline double gelu_tanh_bwd(double g, double x) {
 #define F_softplus(T, x, p) ((x) * p[0] > p[1] ? (x) : A_LOG1P(A_EXP((x) * p[0])) / p[0])
 #define B_softplus(T, g, x, p)                                                              \
     ((x) * p[0] > p[1] ? (g) : (g) * A_EXP((x) * p[0]) / (A_EXP((x) * p[0]) + K(T, 1)))
-/* hardtanh: p = min_val, max_val; clamp's order (a NaN x stays NaN) */
-#define F_hardtanh(T, x, p) (((x) < p[0] ? p[0] : (x)) > p[1] ? p[1] : ((x) < p[0] ? p[0] : (x)))
-#define B_hardtanh(T, g, x, p) ((x) > p[0] && (x) < p[1] ? (g) : K(T, 0))
+/* hardtanh: p = min_val, max_val; PyTorch's clamp: a NaN x stays NaN, a
+ * NaN bound makes every element NaN (p[0] + p[1]) */
+#define HT_ISNAN(v) _Generic((v), float: (v) != (v), double: (v) != (v), default: 0)
+#define F_hardtanh(T, x, p)                                                                 \
+    (HT_ISNAN(p[0]) || HT_ISNAN(p[1]) ? p[0] + p[1]                                         \
+                                      : (((x) < p[0] ? p[0] : (x)) > p[1] ? p[1] : ((x) < p[0] ? p[0] : (x))))
+#define B_hardtanh(T, g, x, p) ((x) <= p[0] || (x) >= p[1] ? K(T, 0) : (g))
 #define HS_CLAMP(T, u) (((u) < 0 ? K(T, 0) : (u)) > 6 ? K(T, 6) : ((u) < 0 ? K(T, 0) : (u)))
 #define F_hardsigmoid(T, x, p) (HS_CLAMP(T, (x) + K(T, 3)) / K(T, 6))
 #define B_hardsigmoid(T, g, x, p) ((x) > -3 && (x) < 3 ? (g) * K(T, 1.0 / 6.0) : K(T, 0))
 #define F_hardswish(T, x, p) ((x) * HS_CLAMP(T, (x) + K(T, 3)) / K(T, 6))
-/* PyTorch's vector path: x >= 3 gives g (its scalar path x > 3), NaN gives NaN */
-#define B_hardswish(T, g, x, p) ((x) < -3 ? K(T, 0) : (x) >= 3 ? (g) : (g) * ((x) / K(T, 3) + K(T, 0.5)))
+#define B_hardswish(T, g, x, p) ((x) < -3 ? K(T, 0) : (x) <= 3 ? (g) * ((x) / K(T, 3) + K(T, 0.5)) : (g))
 #define F_logsigmoid(T, x, p) (((x) < 0 ? (x) : K(T, 0)) - A_LOG1P(A_EXP(-A_ABS(x))))
 #define B_logsigmoid(T, g, x, p)                                                            \
     ((g) * (((x) < 0 ? K(T, 1) : K(T, 0)) -                                                 \
@@ -100,8 +105,7 @@ static inline double gelu_tanh_bwd(double g, double x) {
 /* shrinks: p = lambd */
 #define F_softshrink(T, x, p) ((x) > p[0] ? (x) - p[0] : (x) < -p[0] ? (x) + p[0] : K(T, 0))
 #define F_hardshrink(T, x, p) ((x) >= -p[0] && (x) <= p[0] ? K(T, 0) : (x))
-/* PyTorch's vector path: a NaN x gets 0 (its scalar tail loop gives g) */
-#define B_softshrink(T, g, x, p) ((x) < -p[0] || (x) > p[0] ? (g) : K(T, 0))
+#define B_softshrink(T, g, x, p) ((x) >= -p[0] && (x) <= p[0] ? K(T, 0) : (g))
 #define B_hardshrink(T, g, x, p) B_softshrink(T, g, x, p)
 /* threshold: p = threshold, value */
 #define F_threshold(T, x, p) ((x) <= p[0] ? p[1] : (x))
@@ -237,18 +241,29 @@ static em_status int_params(act_ctx *c, const em_scalar *s, int n, const char *c
         if (em_cpu_scalar_overflows(s[k], dt))
             return em_set_error(EM_EVALUE, "%s: %s %g cannot be converted to type %s without overflow", op,
                                 names[k], em_scalar_to_double(s[k]), em_dtype_name(dt));
-        c->ip[k] = em_scalar_to_int(s[k]);
+        /* kept in the dtype: -1 is 255 for uint8, as PyTorch converts it */
+        _Alignas(8) char buf[8];
+        em_store_from_double(buf, dt, (double)em_scalar_to_int(s[k]));
+        c->ip[k] = em_load_as_int64(buf, dt);
     }
     return EM_OK;
 }
 
-/* The forward of op on self: into a new tensor, or into self itself when
- * inplace (self's version bumped; an internally overlapping self refused).
+typedef enum {
+    ACT_NEW,            /* into a new tensor */
+    ACT_INPLACE,        /* into self; an internally overlapping self refused */
+    ACT_INPLACE_ANY,    /* into self, overlapping or not (threshold_ as in
+                         * PyTorch: f(f(x)) = f(x), so the result is defined) */
+} act_mode;
+
+/* The forward of op on self: into a new tensor, or into self itself (self's
+ * version bumped), by mode.
  * s[0..n): the op's numbers as the user gave them (checked against an
  * integer dtype), c: the same as doubles. Returns a new reference or NULL
  * with the error set. */
-static em_tensor *act_forward(act_op op, em_tensor *self, bool inplace, const em_scalar *s, int n,
+static em_tensor *act_forward(act_op op, em_tensor *self, act_mode mode, const em_scalar *s, int n,
                               const char *const *names, act_ctx *c, const char *name) {
+    bool inplace = mode != ACT_NEW;
     em_dtype dt = self->dtype;
     em_cpu_loop fn = fw_tables[op][dt];
     if (!fn) {
@@ -257,7 +272,7 @@ static em_tensor *act_forward(act_op op, em_tensor *self, bool inplace, const em
         return NULL;
     }
     if (em_dtype_is_integral(dt) && int_params(c, s, n, names, dt, name) != EM_OK) return NULL;
-    if (inplace && em_core_check_no_internal_overlap(self, name) != EM_OK) return NULL;
+    if (mode == ACT_INPLACE && em_core_check_no_internal_overlap(self, name) != EM_OK) return NULL;
     em_cpu_iter it;
     em_tensor *out = em_cpu_iter_build(&it, inplace ? self : NULL, dt, 1, &self, dt, name);
     if (out) em_cpu_iter_run(&it, fn, c, ACT_GRAIN);
@@ -267,9 +282,10 @@ static em_tensor *act_forward(act_op op, em_tensor *self, bool inplace, const em
 }
 
 /* The backward of op: grad_output and x (broadcast together, computing in
- * their promoted floating dtype) into a new tensor. */
+ * their promoted floating dtype) into a new tensor. mish_backward computes
+ * in x's dtype (PyTorch's kernel allocates its result like x). */
 static em_tensor *act_backward(act_op op, em_tensor *grad_output, em_tensor *x, act_ctx *c, const char *name) {
-    em_dtype dt = em_result_type2(grad_output, x);
+    em_dtype dt = op == A_MISH ? x->dtype : em_result_type2(grad_output, x);
     em_cpu_loop fn = bw_tables[op][dt];
     if (!fn) {
         em_set_error(EM_ETYPE, "%s: not supported for dtype %s (a floating dtype is needed)", name,
@@ -304,12 +320,12 @@ static act_ctx ctx_of(double a, double b, double c, double d) {
 em_tensor *em_cpu_leaky_relu(em_keyset ks, em_tensor *self, em_scalar negative_slope) {
     (void)ks;
     act_ctx c = ctx_of(D(negative_slope), 0, 0, 0);
-    return act_forward(A_LEAKY, self, false, NULL, 0, NULL, &c, "leaky_relu");
+    return act_forward(A_LEAKY, self, ACT_NEW, NULL, 0, NULL, &c, "leaky_relu");
 }
 em_tensor *em_cpu_leaky_relu_(em_keyset ks, em_tensor *self, em_scalar negative_slope) {
     (void)ks;
     act_ctx c = ctx_of(D(negative_slope), 0, 0, 0);
-    return act_forward(A_LEAKY, self, true, NULL, 0, NULL, &c, "leaky_relu_");
+    return act_forward(A_LEAKY, self, ACT_INPLACE, NULL, 0, NULL, &c, "leaky_relu_");
 }
 em_tensor *em_cpu_leaky_relu_backward(em_keyset ks, em_tensor *grad_output, em_tensor *self,
                                       em_scalar negative_slope, bool self_is_result) {
@@ -328,22 +344,22 @@ em_tensor *em_cpu_leaky_relu_backward(em_keyset ks, em_tensor *grad_output, em_t
 em_tensor *em_cpu_elu(em_keyset ks, em_tensor *self, em_scalar alpha) {
     (void)ks;
     act_ctx c = ctx_of(D(alpha), 1, 1, 0);
-    return act_forward(A_ELU, self, false, NULL, 0, NULL, &c, "elu");
+    return act_forward(A_ELU, self, ACT_NEW, NULL, 0, NULL, &c, "elu");
 }
 em_tensor *em_cpu_elu_(em_keyset ks, em_tensor *self, em_scalar alpha) {
     (void)ks;
     act_ctx c = ctx_of(D(alpha), 1, 1, 0);
-    return act_forward(A_ELU, self, true, NULL, 0, NULL, &c, "elu_");
+    return act_forward(A_ELU, self, ACT_INPLACE, NULL, 0, NULL, &c, "elu_");
 }
 em_tensor *em_cpu_selu(em_keyset ks, em_tensor *self) {
     (void)ks;
     act_ctx c = ctx_of(SELU_ALPHA, SELU_SCALE, 1, 0);
-    return act_forward(A_ELU, self, false, NULL, 0, NULL, &c, "selu");
+    return act_forward(A_ELU, self, ACT_NEW, NULL, 0, NULL, &c, "selu");
 }
 em_tensor *em_cpu_selu_(em_keyset ks, em_tensor *self) {
     (void)ks;
     act_ctx c = ctx_of(SELU_ALPHA, SELU_SCALE, 1, 0);
-    return act_forward(A_ELU, self, true, NULL, 0, NULL, &c, "selu_");
+    return act_forward(A_ELU, self, ACT_INPLACE, NULL, 0, NULL, &c, "selu_");
 }
 /* celu: elu with input_scale 1 / alpha (alpha 0 refused, as PyTorch) */
 static em_tensor *celu(em_tensor *self, em_scalar alpha, bool inplace, const char *name) {
@@ -352,7 +368,7 @@ static em_tensor *celu(em_tensor *self, em_scalar alpha, bool inplace, const cha
         return NULL;
     }
     act_ctx c = ctx_of(D(alpha), 1, 1.0 / D(alpha), 0);
-    return act_forward(A_ELU, self, inplace, NULL, 0, NULL, &c, name);
+    return act_forward(A_ELU, self, inplace ? ACT_INPLACE : ACT_NEW, NULL, 0, NULL, &c, name);
 }
 em_tensor *em_cpu_celu(em_keyset ks, em_tensor *self, em_scalar alpha) {
     (void)ks;
@@ -378,7 +394,7 @@ em_tensor *em_cpu_gelu(em_keyset ks, em_tensor *self, const char *approximate) {
     (void)ks;
     act_ctx c = ctx_of(0, 0, 0, 0);
     bool tanh_ = strcmp(approximate, "tanh") == 0;
-    return act_forward(tanh_ ? A_GELU_TANH : A_GELU, self, false, NULL, 0, NULL, &c, "gelu");
+    return act_forward(tanh_ ? A_GELU_TANH : A_GELU, self, ACT_NEW, NULL, 0, NULL, &c, "gelu");
 }
 em_tensor *em_cpu_gelu_backward(em_keyset ks, em_tensor *grad_output, em_tensor *self, const char *approximate) {
     (void)ks;
@@ -392,7 +408,7 @@ em_tensor *em_cpu_gelu_backward(em_keyset ks, em_tensor *grad_output, em_tensor 
     em_tensor *em_cpu_##name(em_keyset ks, em_tensor *self) {                                \
         (void)ks;                                                                            \
         act_ctx c = ctx_of(0, 0, 0, 0);                                                      \
-        return act_forward(A_##E, self, false, NULL, 0, NULL, &c, #name);                    \
+        return act_forward(A_##E, self, ACT_NEW, NULL, 0, NULL, &c, #name);                    \
     }                                                                                        \
     em_tensor *em_cpu_##bwname(em_keyset ks, em_tensor *grad_output, em_tensor *self) {      \
         (void)ks;                                                                            \
@@ -408,7 +424,7 @@ ACT_PLAIN(LOGSIGMOID, logsigmoid, log_sigmoid_backward)
 em_tensor *em_cpu_softplus(em_keyset ks, em_tensor *self, em_scalar beta, em_scalar threshold) {
     (void)ks;
     act_ctx c = ctx_of(D(beta), D(threshold), 0, 0);
-    return act_forward(A_SOFTPLUS, self, false, NULL, 0, NULL, &c, "softplus");
+    return act_forward(A_SOFTPLUS, self, ACT_NEW, NULL, 0, NULL, &c, "softplus");
 }
 em_tensor *em_cpu_softplus_backward(em_keyset ks, em_tensor *grad_output, em_tensor *self, em_scalar beta,
                                     em_scalar threshold) {
@@ -430,14 +446,14 @@ em_tensor *em_cpu_hardtanh(em_keyset ks, em_tensor *self, em_scalar min_val, em_
     if (check_hardtanh(self, min_val, max_val, "hardtanh") != EM_OK) return NULL;
     em_scalar s[2] = { min_val, max_val };
     act_ctx c = ctx_of(D(min_val), D(max_val), 0, 0);
-    return act_forward(A_HARDTANH, self, false, s, 2, hardtanh_names, &c, "hardtanh");
+    return act_forward(A_HARDTANH, self, ACT_NEW, s, 2, hardtanh_names, &c, "hardtanh");
 }
 em_tensor *em_cpu_hardtanh_(em_keyset ks, em_tensor *self, em_scalar min_val, em_scalar max_val) {
     (void)ks;
     if (check_hardtanh(self, min_val, max_val, "hardtanh_") != EM_OK) return NULL;
     em_scalar s[2] = { min_val, max_val };
     act_ctx c = ctx_of(D(min_val), D(max_val), 0, 0);
-    return act_forward(A_HARDTANH, self, true, s, 2, hardtanh_names, &c, "hardtanh_");
+    return act_forward(A_HARDTANH, self, ACT_INPLACE, s, 2, hardtanh_names, &c, "hardtanh_");
 }
 em_tensor *em_cpu_hardtanh_backward(em_keyset ks, em_tensor *grad_output, em_tensor *self, em_scalar min_val,
                                     em_scalar max_val) {
@@ -446,19 +462,19 @@ em_tensor *em_cpu_hardtanh_backward(em_keyset ks, em_tensor *grad_output, em_ten
     return act_backward(A_HARDTANH, grad_output, self, &c, "hardtanh_backward");
 }
 
-/* softshrink and hardshrink: lambd >= 0 (PyTorch's check) */
+/* softshrink: lambd >= 0 (PyTorch's check; hardshrink has none) */
 static em_status check_lambd(em_scalar lambd, const char *name) {
     if (!(D(lambd) >= 0))
         return em_set_error(EM_EVALUE, "%s: lambd must be greater or equal to 0, but found to be %g", name,
                             D(lambd));
     return EM_OK;
 }
-#define ACT_SHRINK(E, name)                                                                  \
+#define ACT_SHRINK(E, name, CHECK)                                                           \
     em_tensor *em_cpu_##name(em_keyset ks, em_tensor *self, em_scalar lambd) {               \
         (void)ks;                                                                            \
-        if (check_lambd(lambd, #name) != EM_OK) return NULL;                                 \
+        if (CHECK && check_lambd(lambd, #name) != EM_OK) return NULL;                        \
         act_ctx c = ctx_of(D(lambd), 0, 0, 0);                                               \
-        return act_forward(A_##E, self, false, NULL, 0, NULL, &c, #name);                    \
+        return act_forward(A_##E, self, ACT_NEW, NULL, 0, NULL, &c, #name);                    \
     }                                                                                        \
     em_tensor *em_cpu_##name##_backward(em_keyset ks, em_tensor *grad_output, em_tensor *self, \
                                         em_scalar lambd) {                                   \
@@ -466,25 +482,25 @@ static em_status check_lambd(em_scalar lambd, const char *name) {
         act_ctx c = ctx_of(D(lambd), 0, 0, 0);                                               \
         return act_backward(A_##E, grad_output, self, &c, #name "_backward");                \
     }
-ACT_SHRINK(SOFTSHRINK, softshrink)
-ACT_SHRINK(HARDSHRINK, hardshrink)
+ACT_SHRINK(SOFTSHRINK, softshrink, true)
+ACT_SHRINK(HARDSHRINK, hardshrink, false)
 
 static const char *const threshold_names[] = { "threshold", "value" };
 em_tensor *em_cpu_threshold(em_keyset ks, em_tensor *self, em_scalar threshold, em_scalar value) {
     (void)ks;
     em_scalar s[2] = { threshold, value };
     act_ctx c = ctx_of(D(threshold), D(value), 0, 0);
-    return act_forward(A_THRESHOLD, self, false, s, 2, threshold_names, &c, "threshold");
+    return act_forward(A_THRESHOLD, self, ACT_NEW, s, 2, threshold_names, &c, "threshold");
 }
 em_tensor *em_cpu_threshold_(em_keyset ks, em_tensor *self, em_scalar threshold, em_scalar value) {
     (void)ks;
     em_scalar s[2] = { threshold, value };
     act_ctx c = ctx_of(D(threshold), D(value), 0, 0);
-    return act_forward(A_THRESHOLD, self, true, s, 2, threshold_names, &c, "threshold_");
+    return act_forward(A_THRESHOLD, self, ACT_INPLACE_ANY, s, 2, threshold_names, &c, "threshold_");
 }
 em_tensor *em_cpu_relu_(em_keyset ks, em_tensor *self) {
     (void)ks;
     em_scalar s[2] = { em_scalar_int(0), em_scalar_int(0) };
     act_ctx c = ctx_of(0, 0, 0, 0);
-    return act_forward(A_THRESHOLD, self, true, s, 2, threshold_names, &c, "relu_");
+    return act_forward(A_THRESHOLD, self, ACT_INPLACE, s, 2, threshold_names, &c, "relu_");
 }
