@@ -83,7 +83,7 @@ const cg_helper cg_helpers[] = {
     { "elu_double_backward", "ttvvvvt" }, { "gelu_double_backward", "tttv" },
     { "silu_double_backward", "ttt" }, { "mish_double_backward", "ttt" },
     { "softplus_double_backward", "tttvv" }, { "hardswish_double_backward", "ttt" },
-    { "log_sigmoid_double_backward", "ttt" },
+    { "log_sigmoid_double_backward", "ttt" }, { "native_dropout_grad", "ttvv" },
 
     { NULL, NULL }
 };

@@ -199,5 +199,8 @@ EM_HIDDEN em_tensor *em_ag_fn_softplus_double_backward(em_tensor *grad, em_tenso
 EM_HIDDEN em_tensor *em_ag_fn_hardswish_double_backward(em_tensor *grad, em_tensor *grad_output, em_tensor *x);
 EM_HIDDEN em_tensor *em_ag_fn_log_sigmoid_double_backward(em_tensor *grad, em_tensor *grad_output,
                                                           em_tensor *x);
+/* native_dropout: native_dropout_backward(grad, mask, scale), scale 1 / (1 - p)
+ * when training (0 for p = 1), 1 when not. */
+EM_HIDDEN em_tensor *em_ag_fn_native_dropout_grad(em_tensor *grad, em_tensor *mask, double p, bool train);
 
 #endif

@@ -150,3 +150,8 @@ em_tensor *em_ag_fn_log_sigmoid_double_backward(em_tensor *grad, em_tensor *grad
     em_tensor *d = MUL(s, SUB(s, NUM(1)));
     return finish(&T, MUL(MUL(grad, grad_output), d));
 }
+
+em_tensor *em_ag_fn_native_dropout_grad(em_tensor *grad, em_tensor *mask, double p, bool train) {
+    double scale = !train ? 1.0 : p == 1 ? 0.0 : 1.0 / (1.0 - p);
+    return em_native_dropout_backward(grad, mask, scale);
+}

@@ -5,6 +5,8 @@
 #include "em_ops.h"
 #include "em_kernels_decl.h"
 
+#include <math.h>
+
 em_tensor *em_comp_relu6(em_keyset ks, em_tensor *self) {
     (void)ks;
     return em_hardtanh(self, em_scalar_int(0), em_scalar_int(6));
@@ -30,4 +32,213 @@ em_tensor *em_comp_tanhshrink(em_keyset ks, em_tensor *self) {
     em_tensor *r = t ? em_sub(self, t, em_scalar_int(1)) : NULL;
     em_tensor_release(t);
     return r;
+}
+
+/* prelu and glu refuse what PyTorch's CPU kernels refuse: non-floating
+ * input (the composites would otherwise compute in integers or promote). */
+static em_status need_floating(const em_tensor *t, const char *op, const char *arg) {
+    if (!em_dtype_is_floating(t->dtype))
+        return em_set_error(EM_ETYPE, "%s: argument '%s' must be a floating tensor (got %s)", op, arg,
+                            em_dtype_name(t->dtype));
+    return EM_OK;
+}
+
+/* prelu: self where self > 0, else weight * self; weight has 1 element or
+ * one per channel (dim 2 of self, which needs 2+ dims), broadcast over the
+ * other dims as [C, 1, ...]. */
+em_tensor *em_comp_prelu(em_keyset ks, em_tensor *self, em_tensor *weight) {
+    (void)ks;
+    if (need_floating(self, "prelu", "self") != EM_OK) return NULL;
+    if (weight->ndim > 1) {
+        em_set_error(EM_ESHAPE, "prelu: argument 'weight' must be a number-like or 1-d tensor, got %d dims",
+                     weight->ndim);
+        return NULL;
+    }
+    int64_t channels = self->ndim > 1 ? self->sizes[1] : 1;
+    if (weight->numel != 1 && weight->numel != channels) {
+        em_set_error(EM_ESHAPE, "prelu: argument 'weight' has %lld elements, expected 1 or the channel size "
+                                "%lld (dim 2 of self)", (long long)weight->numel, (long long)channels);
+        return NULL;
+    }
+    em_tensor *w;
+    if (weight->numel == 1 || self->ndim <= 2) {
+        w = em_tensor_retain(weight);
+    } else {
+        int64_t shape[EM_MAX_DIMS];
+        shape[0] = channels;
+        for (int i = 1; i < self->ndim - 1; i++) shape[i] = 1;
+        w = em_reshape(weight, (em_intlist){ shape, self->ndim - 1 });
+    }
+    if (!w) return NULL;
+    em_tensor *zero = em_tensor_wrapped_scalar(em_scalar_int(0));
+    em_tensor *pos = zero ? em_gt(self, zero) : NULL;
+    em_tensor *neg = pos ? em_mul(w, self) : NULL;
+    em_tensor *r = neg ? em_where(pos, self, neg) : NULL;
+    em_tensor_release(w);
+    em_tensor_release(zero);
+    em_tensor_release(pos);
+    em_tensor_release(neg);
+    return r;
+}
+
+/* glu: the first half of self along dim times the sigmoid of the second. */
+em_tensor *em_comp_glu(em_keyset ks, em_tensor *self, int64_t dim) {
+    (void)ks;
+    if (need_floating(self, "glu", "self") != EM_OK) return NULL;
+    if (self->ndim == 0) {
+        em_set_error(EM_ESHAPE, "glu: does not support 0-dim tensors (the halved dim must have an even size)");
+        return NULL;
+    }
+    int d = em_wrap_dim(dim, self->ndim, "glu");
+    if (d < 0) return NULL;
+    int64_t n = self->sizes[d];
+    if (n % 2 != 0) {
+        em_set_error(EM_ESHAPE, "glu: the halved dim %d must have an even size, got %lld", d + 1, (long long)n);
+        return NULL;
+    }
+    em_tensor *a = em_narrow(self, d, 0, n / 2);
+    em_tensor *b = a ? em_narrow(self, d, n / 2, n / 2) : NULL;
+    em_tensor *sb = b ? em_sigmoid(b) : NULL;
+    em_tensor *r = sb ? em_mul(a, sb) : NULL;
+    em_tensor_release(a);
+    em_tensor_release(b);
+    em_tensor_release(sb);
+    return r;
+}
+
+/* ---- dropout ---- */
+
+static em_status check_p(double p, const char *op) {
+    if (!(p >= 0 && p <= 1))
+        return em_set_error(EM_EVALUE, "%s: argument 'p': dropout probability has to be between 0 and 1, but got %g",
+                            op, p);
+    return EM_OK;
+}
+
+/* The end of an F dropout: r (owned) is the result; inplace writes it into
+ * input (copy_, so autograd sees an in-place op on input) and returns input. */
+static em_tensor *finish_dropout(em_tensor *input, em_tensor *r, bool inplace) {
+    if (!r || !inplace) return r;
+    em_tensor *w = em_copy_(input, r);
+    em_tensor_release(r);
+    return w;
+}
+
+em_tensor *em_comp_dropout(em_keyset ks, em_tensor *input, double p, bool training, bool inplace) {
+    (void)ks;
+    if (check_p(p, "dropout") != EM_OK) return NULL;
+    if (!training) return em_tensor_retain(input);
+    em_tensor *mask = NULL;
+    em_tensor *r = em_native_dropout(input, p, true, &mask);
+    em_tensor_release(mask);
+    return finish_dropout(input, r, inplace);
+}
+
+/* PyTorch's _dropout_impl for the feature and alpha forms: one noise tensor
+ * (input's shape, or (N, C, 1, ...) when feature) of Bernoulli(1 - p)
+ * draws, then input * noise / (1 - p), or for alpha the affine map of
+ * Klambauer et al. that keeps SELU's mean and variance. */
+static em_tensor *noise_dropout(em_tensor *input, double p, bool training, bool inplace, bool feature, bool alpha,
+                                const char *op) {
+    if (check_p(p, op) != EM_OK) return NULL;
+    if (p == 0 || !training || input->numel == 0) return em_tensor_retain(input);
+    if (!em_dtype_is_floating(input->dtype)) {
+        em_set_error(EM_ETYPE, "%s: argument 'input' must be a floating tensor (got %s)", op,
+                     em_dtype_name(input->dtype));
+        return NULL;
+    }
+    if (feature && input->ndim < 2) {
+        em_set_error(EM_ESHAPE, "%s: feature dropout needs at least 2 dims in the input (N, C, ...), got %d", op,
+                     input->ndim);
+        return NULL;
+    }
+    if (p == 1) { /* everything dropped: input * 0 (keeps the graph, as PyTorch) */
+        em_tensor *z = em_tensor_wrapped_scalar(em_scalar_int(0));
+        em_tensor *r = z ? em_mul(input, z) : NULL;
+        em_tensor_release(z);
+        return finish_dropout(input, r, inplace);
+    }
+    int64_t shape[EM_MAX_DIMS];
+    for (int i = 0; i < input->ndim; i++) shape[i] = feature && i >= 2 ? 1 : input->sizes[i];
+    em_tensor *noise = em_empty((em_intlist){ shape, input->ndim }, input->dtype, input->device);
+    if (!noise) return NULL;
+    em_tensor *drawn = em_bernoulli__float(noise, 1 - p, NULL);
+    em_tensor_release(drawn);
+    em_tensor *r = NULL;
+    if (!drawn) {
+        /* error set by bernoulli_ */
+    } else if (!alpha) {
+        em_tensor *s = em_tensor_wrapped_scalar(em_scalar_float(1 / (1 - p)));
+        em_tensor *ns = s ? em_mul(noise, s) : NULL;
+        r = ns ? em_mul(input, ns) : NULL;
+        em_tensor_release(s);
+        em_tensor_release(ns);
+    } else {
+        /* PyTorch's arithmetic, al = SELU's alpha * scale:
+         * b = (noise - 1) * (al * a) + al * a * p; input * (noise * a) + b */
+        const double al = 1.7580993408473766;
+        double a = 1.0 / sqrt((al * al * p + 1) * (1 - p));
+        em_tensor *one = em_tensor_wrapped_scalar(em_scalar_int(1));
+        em_tensor *k1 = em_tensor_wrapped_scalar(em_scalar_float(al * a));
+        em_tensor *k2 = em_tensor_wrapped_scalar(em_scalar_float(al * a * p));
+        em_tensor *ka = em_tensor_wrapped_scalar(em_scalar_float(a));
+        em_tensor *nm1 = one && k1 && k2 && ka ? em_sub(noise, one, em_scalar_int(1)) : NULL;
+        em_tensor *b1 = nm1 ? em_mul(nm1, k1) : NULL;
+        em_tensor *b = b1 ? em_add(b1, k2, em_scalar_int(1)) : NULL;
+        em_tensor *na = b ? em_mul(noise, ka) : NULL;
+        em_tensor *xn = na ? em_mul(input, na) : NULL;
+        r = xn ? em_add(xn, b, em_scalar_int(1)) : NULL;
+        em_tensor *tmp[] = { one, k1, k2, ka, nm1, b1, b, na, xn };
+        for (size_t i = 0; i < sizeof tmp / sizeof tmp[0]; i++) em_tensor_release(tmp[i]);
+    }
+    em_tensor_release(noise);
+    return finish_dropout(input, r, inplace);
+}
+
+em_tensor *em_comp_alpha_dropout(em_keyset ks, em_tensor *input, double p, bool training, bool inplace) {
+    (void)ks;
+    return noise_dropout(input, p, training, inplace, false, true, "alpha_dropout");
+}
+em_tensor *em_comp_feature_alpha_dropout(em_keyset ks, em_tensor *input, double p, bool training, bool inplace) {
+    (void)ks;
+    return noise_dropout(input, p, training, inplace, true, true, "feature_alpha_dropout");
+}
+
+/* dropout1d/2d/3d: channel-wise dropout; an unbatched input (one dim short
+ * of batched) gets a batch dim of 1 for the noise's shape. dropout1d refuses
+ * other ranks (PyTorch raises); dropout2d/3d take any rank >= 2 (PyTorch
+ * warns), dropout2d of 3-d input being channel-wise over (N, C, L). */
+static em_tensor *channel_dropout(em_tensor *input, double p, bool training, bool inplace, int batched_ndim,
+                                  bool strict, const char *op) {
+    if (check_p(p, op) != EM_OK) return NULL;
+    int nd = input->ndim;
+    if (strict && nd != batched_ndim && nd != batched_ndim - 1) {
+        em_set_error(EM_ESHAPE, "%s: expected %dD or %dD input, but received a %dD input", op, batched_ndim - 1,
+                     batched_ndim, nd);
+        return NULL;
+    }
+    if (!training) return em_tensor_retain(input);
+    /* dropout2d of 3-d input stays batched: (N, C, L), as PyTorch 1.13 */
+    bool unbatched = nd == batched_ndim - 1 && batched_ndim != 4;
+    if (!unbatched) return noise_dropout(input, p, training, inplace, true, false, op);
+    em_tensor *u = em_unsqueeze(input, 0);
+    em_tensor *r = u ? noise_dropout(u, p, training, false, true, false, op) : NULL;
+    int64_t zero = 0;
+    em_tensor *s = r ? em_squeeze(r, &zero) : NULL;
+    em_tensor_release(u);
+    em_tensor_release(r);
+    return finish_dropout(input, s, inplace);
+}
+
+em_tensor *em_comp_dropout1d(em_keyset ks, em_tensor *input, double p, bool training, bool inplace) {
+    (void)ks;
+    return channel_dropout(input, p, training, inplace, 3, true, "dropout1d");
+}
+em_tensor *em_comp_dropout2d(em_keyset ks, em_tensor *input, double p, bool training, bool inplace) {
+    (void)ks;
+    return channel_dropout(input, p, training, inplace, 4, false, "dropout2d");
+}
+em_tensor *em_comp_dropout3d(em_keyset ks, em_tensor *input, double p, bool training, bool inplace) {
+    (void)ks;
+    return channel_dropout(input, p, training, inplace, 5, false, "dropout3d");
 }

@@ -312,4 +312,176 @@ function T.errors_name_the_op_and_the_problem()
   check_error(function() F.elu_(ember.zeros(1):expand(3)) end, "elu_", "single memory location")
 end
 
+-- ---- prelu and glu ----
+
+function T.prelu_and_glu_match_pytorch()
+  local x = f64({ { { 0.5, -1.2 }, { -0.8, 1.5 }, { 0.3, -0.7 } } })
+  local w = f64({ 0.2, -0.4, 0.6 })
+  x.requires_grad, w.requires_grad = true, true
+  local y = F.prelu(x, w)
+  check_tensor(y, { { { 0.5, -0.24 }, { 0.32, 1.5 }, { 0.3, -0.42 } } }, 1e-12)
+  y:backward(f64({ { { 1, 2 }, { 1, 2 }, { 1, 2 } } }))
+  check_tensor(x.grad, { { { 1.0, 0.4 }, { -0.4, 2.0 }, { 1.0, 1.2 } } }, 1e-12)
+  check_tensor(w.grad, { -2.4, -0.8, -1.4 }, 1e-12)
+  -- a single weight for any shape, 1-d input (one channel), method form
+  check_tensor(f64({ -2, 3 }):prelu(f64({ 0.5 })), { -1, 3 }, 0)
+  check_tensor(ember.prelu(f64(-2), f64({ 0.5 })), -1, 0)
+  local a = f64({ { 0.5, -1.2, 0.8, 1.5 }, { 0.3, -0.7, 2.1, -0.4 } })
+  a.requires_grad = true
+  local g = F.glu(a)
+  check_tensor(g, { { 0.34498724056380625, -0.9810893714323723 }, { 0.2672709536413161, -0.2809186379212836 } }, 1e-12)
+  g:sum():backward()
+  check_tensor(a.grad, { { 0.6899744811276125, 0.8175744761936437, 0.1069548482601472, -0.17897574248439943 },
+    { 0.8909031788043871, 0.401312339887548, 0.029158411440187618, -0.16818252201907039 } }, 1e-12)
+  check_tensor(F.glu(a:detach(), 1), { { 0.2872212584058295, -0.3981746733982007, 0.7127225430435097,
+    0.601968509831322 } }, 1e-12)
+end
+
+function T.prelu_and_glu_errors()
+  check_error(function() F.prelu(ember.ones(2, 3), ember.ones(2)) end, "prelu", "weight", "2 elements", "3")
+  check_error(function() F.prelu(ember.ones(2, 3), ember.ones(1, 3)) end, "prelu", "weight", "2 dims")
+  check_error(function() F.prelu(ember.tensor({ 1, 2 }), ember.tensor({ 1 })) end, "prelu", "floating", "int64")
+  check_error(function() F.glu(ember.ones(3, 3)) end, "glu", "even", "3")
+  check_error(function() F.glu(ember.ones(3, 4), 3) end, "glu")
+  check_error(function() F.glu(ember.tensor(1.0)) end, "glu", "0-dim")
+  check_error(function() F.glu(ember.tensor({ 1, 2 })) end, "glu", "floating")
+end
+
+-- ---- dropout ----
+
+function T.dropout_mask_statistics()
+  ember.manual_seed(123)
+  local x = ember.ones(100000)
+  for _, p in ipairs({ 0.1, 0.5, 0.8 }) do
+    local y = F.dropout(x, p)
+    local zeros = y:eq(0):sum():item() / 1e5
+    check(math.abs(zeros - p) < 0.01, "p " .. p .. ": zero fraction " .. zeros)
+    check_near(y:mean():item(), 1, 0.02, "p " .. p .. ": mean scale")
+    -- kept elements are scaled by exactly 1 / (1 - p)
+    check_near(y:max():item(), 1 / (1 - p), 1e-6)
+  end
+  -- every dtype; p = 0 keeps, p = 1 drops everything
+  for _, dt in ipairs({ "float16", "bfloat16", "float32", "float64" }) do
+    local y = F.dropout(ember.ones(1000, { dtype = dt }), 0.5)
+    check_eq(y.dtype, dt)
+    check(y:eq(0):sum():item() > 400 and y:eq(2):sum():item() > 400, dt)
+  end
+  check_tensor(F.dropout(ember.ones(3), 0), { 1, 1, 1 }, 0)
+  check_tensor(F.dropout(ember.ones(3), 1), { 0, 0, 0 }, 0)
+  check_shape(F.dropout(ember.ones(0, 2), 0.5), { 0, 2 })
+  -- non-contiguous input
+  local t = ember.ones(40, 30):t()
+  check_shape(F.dropout(t, 0.5), { 30, 40 })
+end
+
+function T.dropout_reproduces_with_the_seed()
+  local x = ember.randn(1000)
+  ember.manual_seed(9)
+  local a = F.dropout(x, 0.3)
+  ember.manual_seed(9)
+  local b = F.dropout(x, 0.3)
+  check(a:equal(b), "same seed, same mask")
+  local c = F.dropout(x, 0.3)
+  check(not a:equal(c), "the stream moves on")
+  -- the mask does not depend on the thread count
+  local n = ember.get_num_threads()
+  ember.set_num_threads(1)
+  ember.manual_seed(4)
+  local one = F.dropout(ember.ones(300000), 0.5)
+  ember.set_num_threads(2)
+  ember.manual_seed(4)
+  local two = F.dropout(ember.ones(300000), 0.5)
+  ember.set_num_threads(n)
+  check(one:equal(two), "mask independent of the thread count")
+end
+
+function T.dropout_gradient_is_mask_times_scale()
+  ember.manual_seed(2)
+  local x = ember.randn(50, 40, { dtype = "float64" })
+  x.requires_grad = true
+  local y = F.dropout(x, 0.25)
+  local g = ember.randn(50, 40, { dtype = "float64" })
+  y:backward(g)
+  local mask = y:ne(0)
+  check_tensor(x.grad, (g * mask:double() / 0.75):tolist(), 1e-12)
+  -- native_dropout returns the mask it used
+  ember.manual_seed(3)
+  local o, m = ember.native_dropout(x:detach(), 0.5, true)
+  check_eq(m.dtype, "bool")
+  check_tensor(o, (x:detach() * m:double() * 2):tolist(), 1e-12)
+  check_tensor(ember.native_dropout_backward(f64({ 1, 2 }), ember.tensor({ true, false }), 4), { 4, 0 }, 0)
+  -- not training: a copy and an all-true mask
+  local o2, m2 = ember.native_dropout(f64({ 1, 2 }), 0.5, false)
+  check_tensor(o2, { 1, 2 }, 0)
+  check_tensor(m2, { true, true })
+end
+
+function T.dropout_training_false_and_inplace()
+  local x = ember.randn(10)
+  check(rawequal(F.dropout(x, 0.5, false), x), "training = false returns input itself")
+  check(rawequal(F.alpha_dropout(x, 0.5), x), "alpha_dropout defaults to training = false")
+  check(rawequal(F.feature_alpha_dropout(x, 0.5), x))
+  check(rawequal(F.dropout2d(x, 0.5, false), x))
+  local z = ember.ones(1000)
+  local r = F.dropout(z, 0.5, true, true)
+  check(rawequal(r, z), "inplace returns input")
+  check(z:eq(0):sum():item() > 400 and z:eq(2):sum():item() > 400, "inplace wrote input")
+  -- through autograd: in place on a non-leaf
+  local a = ember.ones(100, { requires_grad = true })
+  ember.manual_seed(6)
+  local b = F.dropout(a * 1, 0.5, true, true)
+  b:sum():backward()
+  check_tensor(a.grad, (b:detach()):tolist(), 0)
+end
+
+function T.channel_dropout_zeroes_whole_channels()
+  ember.manual_seed(8)
+  local x = ember.ones(8, 16, 5, 5)
+  local y = F.dropout2d(x, 0.5)
+  local per = y:sum({ 3, 4 })  -- (8, 16): 0 or 2 * 25 per channel
+  check(per:eq(0):logical_or(per:eq(50)):all():item(), "whole planes kept or dropped")
+  local dropped = per:eq(0):sum():item()
+  check(dropped > 20 and dropped < 108, "about half the channels: " .. dropped)
+  -- unbatched inputs and the other ranks
+  check_shape(F.dropout1d(ember.ones(4, 7), 0.5), { 4, 7 })
+  local y1 = F.dropout1d(ember.ones(6, 9), 0.5)
+  local rows = y1:sum(2)
+  check(rows:eq(0):logical_or(rows:eq(18)):all():item(), "dropout1d of (C, L) drops whole rows")
+  local y3 = F.dropout3d(ember.ones(2, 4, 3, 2, 2), 0.5)
+  local v = y3:sum({ 3, 4, 5 })
+  check(v:eq(0):logical_or(v:eq(24)):all():item(), "dropout3d drops whole volumes")
+  check_shape(F.dropout3d(ember.ones(4, 3, 2, 2), 0.5), { 4, 3, 2, 2 })
+  -- dropout2d of 3-d input is channel-wise over (N, C, L), as PyTorch 1.13
+  local y23 = F.dropout2d(ember.ones(5, 6, 7), 0.5)
+  local r = y23:sum(3)
+  check(r:eq(0):logical_or(r:eq(14)):all():item())
+end
+
+function T.alpha_dropout_keeps_mean_and_variance()
+  ember.manual_seed(10)
+  local x = ember.randn(200000)
+  local y = F.alpha_dropout(x, 0.3, true)
+  check_near(y:mean():item(), 0, 0.02)
+  check_near(y:var():item(), 1, 0.03)
+  -- dropped elements all take one value: a * (-alpha') + b
+  local z = F.alpha_dropout(ember.zeros(1000), 0.5, true)
+  check(z:unique():numel() == 2)
+  local fz = F.feature_alpha_dropout(ember.ones(4, 6, 3), 0.5, true)
+  local spread = fz:amax(3) - fz:amin(3)
+  check(spread:abs():max():item() < 1e-6, "one value per channel")
+end
+
+function T.dropout_errors()
+  local x = ember.ones(4)
+  for _, f in ipairs({ "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout" }) do
+    check_error(function() F[f](ember.ones(2, 3), 1.5, true) end, f, "p", "between 0 and 1", "1.5")
+    check_error(function() F[f](ember.ones(2, 3), -0.1, true) end, f, "p", "-0.1")
+  end
+  check_error(function() F.dropout1d(ember.ones(2, 2, 2, 2), 0.5) end, "dropout1d", "2D or 3D", "4D")
+  check_error(function() F.dropout(ember.tensor({ 1, 2 }), 0.5) end, "native_dropout", "floating", "int64")
+  check_error(function() F.feature_alpha_dropout(x, 0.5, true) end, "feature_alpha_dropout", "2 dims")
+  check_error(function() ember.native_dropout_backward(f64({ 1 }), f64({ 1 }), 2) end,
+    "native_dropout_backward", "mask", "bool")
+end
+
 return T

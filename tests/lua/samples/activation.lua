@@ -134,6 +134,48 @@ return function(H)
   S.relu6 = function()
     return H.one({ t({ { 0.5, -1.2, 6.8 }, { 1.5, 5.3, -0.7 } }) }, function(a) return F.relu6(a) end)
   end
+  S.prelu = function()
+    local x4 = t({ { { { 0.5, -1.2 } }, { { -0.8, 1.5 } }, { { 0.3, -0.7 } } } }) -- (1, 3, 1, 2)
+    return H.many({
+      { { m23(), t({ 0.25 }) }, function(a, w) return F.prelu(a, w) end },
+      { { m23(), t({ 0.2, -0.4, 0.6 }) }, function(a, w) return a:prelu(w) end },
+      { { x4, t({ 0.2, -0.4, 0.6 }) }, function(a, w) return ember.prelu(a, w) end },
+    })
+  end
+  S.glu = function()
+    return H.many({
+      { { w23() }, function(a) return F.glu(a, 1) end },
+      { { t({ { 0.5, -1.2, 0.8, 1.5 }, { 0.3, -0.7, 2.1, -0.4 } }) }, function(a) return F.glu(a) end },
+    })
+  end
+  -- dropout: reseeded inside fn, so every evaluation draws the same mask
+  local function seeded(f) return function(...) ember.manual_seed(5); return f(...) end end
+  S.native_dropout = function()
+    return H.one({ w23() }, seeded(function(a) local o = ember.native_dropout(a, 0.4, true); return o end))
+  end
+  S.native_dropout_backward = function()
+    local mask = ember.tensor({ { true, false, true }, { false, true, true } })
+    return H.one({ g23() }, function(g) return ember.native_dropout_backward(g, mask, 2.5) end)
+  end
+  S.dropout = function()
+    return H.many({
+      { { w23() }, seeded(function(a) return F.dropout(a, 0.4) end) },
+      { { w23() }, seeded(function(a) return F.dropout(a * 1, 0.3, true, true) end) },
+      { { w23() }, function(a) return F.dropout(a, 0.4, false) end },
+    })
+  end
+  local function x4() return t({ { { 0.5, -1.2 }, { -0.8, 1.5 }, { 0.3, -0.7 }, { 1.1, 0.2 } } }) end
+  S.dropout1d = function() return H.one({ x4() }, seeded(function(a) return F.dropout1d(a, 0.5) end)) end
+  S.dropout2d = function() return H.one({ x4() }, seeded(function(a) return F.dropout2d(a, 0.5) end)) end
+  S.dropout3d = function()
+    return H.one({ x4() }, seeded(function(a) return F.dropout3d(a:reshape(1, 4, 1, 2), 0.5) end))
+  end
+  S.alpha_dropout = function()
+    return H.one({ w23() }, seeded(function(a) return F.alpha_dropout(a, 0.3, true) end))
+  end
+  S.feature_alpha_dropout = function()
+    return H.one({ x4() }, seeded(function(a) return F.feature_alpha_dropout(a, 0.3, true) end))
+  end
   S.softsign = unary("softsign", w23)
   S.tanhshrink = unary("tanhshrink", w23)
   return S
