@@ -60,15 +60,21 @@ em_tensor *em_comp_prelu(em_keyset ks, em_tensor *self, em_tensor *weight) {
                                 "%lld (dim 2 of self)", (long long)weight->numel, (long long)channels);
         return NULL;
     }
-    em_tensor *w;
-    if (weight->numel == 1 || self->ndim <= 2) {
-        w = em_tensor_retain(weight);
+    /* weight in self's dtype (PyTorch's kernel reads it so); one element
+     * as a 0-dim tensor (no broadcasting of a 0-dim self), C as [C, 1, ...] */
+    em_tensor *wt = em_to(weight, self->dtype), *w;
+    if (!wt) return NULL;
+    if (weight->numel == 1) {
+        w = em_reshape(wt, (em_intlist){ NULL, 0 });
+    } else if (self->ndim <= 2) {
+        w = em_tensor_retain(wt);
     } else {
         int64_t shape[EM_MAX_DIMS];
         shape[0] = channels;
         for (int i = 1; i < self->ndim - 1; i++) shape[i] = 1;
-        w = em_reshape(weight, (em_intlist){ shape, self->ndim - 1 });
+        w = em_reshape(wt, (em_intlist){ shape, self->ndim - 1 });
     }
+    em_tensor_release(wt);
     if (!w) return NULL;
     em_tensor *zero = em_tensor_wrapped_scalar(em_scalar_int(0));
     em_tensor *pos = zero ? em_gt(self, zero) : NULL;
@@ -115,6 +121,15 @@ static em_status check_p(double p, const char *op) {
     return EM_OK;
 }
 
+/* input * 0, the 0 a 0-dim tensor of input's dtype (keeps the dtype, bool
+ * included, and the graph, as PyTorch's input.mul(at::zeros({}, ...))) */
+static em_tensor *times_zero(em_tensor *input) {
+    em_tensor *z = em_zeros((em_intlist){ NULL, 0 }, input->dtype, input->device);
+    em_tensor *r = z ? em_mul(input, z) : NULL;
+    em_tensor_release(z);
+    return r;
+}
+
 /* The end of an F dropout: r (owned) is the result; inplace writes it into
  * input (copy_, so autograd sees an in-place op on input) and returns input. */
 static em_tensor *finish_dropout(em_tensor *input, em_tensor *r, bool inplace) {
@@ -124,10 +139,19 @@ static em_tensor *finish_dropout(em_tensor *input, em_tensor *r, bool inplace) {
     return w;
 }
 
+/* F.dropout: PyTorch's _dropout_impl shortcuts (input itself for p = 0,
+ * not training or no elements; input * 0 for p = 1, any dtype), else the
+ * fused native_dropout. */
 em_tensor *em_comp_dropout(em_keyset ks, em_tensor *input, double p, bool training, bool inplace) {
     (void)ks;
     if (check_p(p, "dropout") != EM_OK) return NULL;
-    if (!training) return em_tensor_retain(input);
+    if (p == 0 || !training || input->numel == 0) return em_tensor_retain(input);
+    if (p == 1) return finish_dropout(input, times_zero(input), inplace);
+    if (!em_dtype_is_floating(input->dtype)) {
+        em_set_error(EM_ETYPE, "dropout: argument 'input' must be a floating tensor (got %s)",
+                     em_dtype_name(input->dtype));
+        return NULL;
+    }
     em_tensor *mask = NULL;
     em_tensor *r = em_native_dropout(input, p, true, &mask);
     em_tensor_release(mask);
@@ -142,6 +166,7 @@ static em_tensor *noise_dropout(em_tensor *input, double p, bool training, bool 
                                 const char *op) {
     if (check_p(p, op) != EM_OK) return NULL;
     if (p == 0 || !training || input->numel == 0) return em_tensor_retain(input);
+    if (p == 1) return finish_dropout(input, times_zero(input), inplace);
     if (!em_dtype_is_floating(input->dtype)) {
         em_set_error(EM_ETYPE, "%s: argument 'input' must be a floating tensor (got %s)", op,
                      em_dtype_name(input->dtype));
@@ -151,12 +176,6 @@ static em_tensor *noise_dropout(em_tensor *input, double p, bool training, bool 
         em_set_error(EM_ESHAPE, "%s: feature dropout needs at least 2 dims in the input (N, C, ...), got %d", op,
                      input->ndim);
         return NULL;
-    }
-    if (p == 1) { /* everything dropped: input * 0 (keeps the graph, as PyTorch) */
-        em_tensor *z = em_tensor_wrapped_scalar(em_scalar_int(0));
-        em_tensor *r = z ? em_mul(input, z) : NULL;
-        em_tensor_release(z);
-        return finish_dropout(input, r, inplace);
     }
     int64_t shape[EM_MAX_DIMS];
     for (int i = 0; i < input->ndim; i++) shape[i] = feature && i >= 2 ? 1 : input->sizes[i];
@@ -204,22 +223,20 @@ em_tensor *em_comp_feature_alpha_dropout(em_keyset ks, em_tensor *input, double 
     return noise_dropout(input, p, training, inplace, true, true, "feature_alpha_dropout");
 }
 
-/* dropout1d/2d/3d: channel-wise dropout; an unbatched input (one dim short
- * of batched) gets a batch dim of 1 for the noise's shape. dropout1d refuses
- * other ranks (PyTorch raises); dropout2d/3d take any rank >= 2 (PyTorch
- * warns), dropout2d of 3-d input being channel-wise over (N, C, L). */
+/* dropout1d/2d/3d, as torch.nn.functional 1.13 writes them: dropout1d takes
+ * (C, L) or (N, C, L) (others refused); dropout3d gets a batch dim of 1 for
+ * any rank but 5; dropout2d never does (3-d input is (N, C, L)). Then
+ * channel-wise dropout: noise of shape (N, C, 1, ...). */
 static em_tensor *channel_dropout(em_tensor *input, double p, bool training, bool inplace, int batched_ndim,
-                                  bool strict, const char *op) {
+                                  const char *op) {
     if (check_p(p, op) != EM_OK) return NULL;
     int nd = input->ndim;
-    if (strict && nd != batched_ndim && nd != batched_ndim - 1) {
+    if (batched_ndim == 3 && nd != 3 && nd != 2) {
         em_set_error(EM_ESHAPE, "%s: expected %dD or %dD input, but received a %dD input", op, batched_ndim - 1,
                      batched_ndim, nd);
         return NULL;
     }
-    if (!training) return em_tensor_retain(input);
-    /* dropout2d of 3-d input stays batched: (N, C, L), as PyTorch 1.13 */
-    bool unbatched = nd == batched_ndim - 1 && batched_ndim != 4;
+    bool unbatched = batched_ndim == 3 ? nd == 2 : batched_ndim == 5 ? nd != 5 : false;
     if (!unbatched) return noise_dropout(input, p, training, inplace, true, false, op);
     em_tensor *u = em_unsqueeze(input, 0);
     em_tensor *r = u ? noise_dropout(u, p, training, false, true, false, op) : NULL;
@@ -232,13 +249,13 @@ static em_tensor *channel_dropout(em_tensor *input, double p, bool training, boo
 
 em_tensor *em_comp_dropout1d(em_keyset ks, em_tensor *input, double p, bool training, bool inplace) {
     (void)ks;
-    return channel_dropout(input, p, training, inplace, 3, true, "dropout1d");
+    return channel_dropout(input, p, training, inplace, 3, "dropout1d");
 }
 em_tensor *em_comp_dropout2d(em_keyset ks, em_tensor *input, double p, bool training, bool inplace) {
     (void)ks;
-    return channel_dropout(input, p, training, inplace, 4, false, "dropout2d");
+    return channel_dropout(input, p, training, inplace, 4, "dropout2d");
 }
 em_tensor *em_comp_dropout3d(em_keyset ks, em_tensor *input, double p, bool training, bool inplace) {
     (void)ks;
-    return channel_dropout(input, p, training, inplace, 5, false, "dropout3d");
+    return channel_dropout(input, p, training, inplace, 5, "dropout3d");
 }

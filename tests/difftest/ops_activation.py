@@ -25,6 +25,11 @@ Differences accepted (also in the report to the lead):
     generator drops such statements); ember computes in float32 and rounds.
   - relu_ of -0.0 gives +0.0 (ember's relu_ is threshold_(0, 0)); torch
     keeps -0.0. Values compare equal.
+  - Dropout draws from ember's Philox stream, not torch's generator, so
+    only deterministic calls are drawn: p = 0 or 1, or training = false
+    (values compared, incl. the returned mask of native_dropout), with or
+    without inplace. Random masks are tested in tests/lua/test_activation.lua
+    (statistics, reproducibility, gradient = mask * scale).
   - log_sigmoid_backward: torch's takes a third argument, the buffer of
     log_sigmoid_forward; ember's computes it (rendered for torch with
     log_sigmoid_forward's buffer).
@@ -53,6 +58,22 @@ def _gen_gelu(with_grad):
     return gen
 
 
+def _gen_dropout(native):
+    def gen(g, op):
+        """A deterministic dropout call: p 0 or 1 while training, or any p
+        with training false (see the docstring)."""
+        self_name = g.pick(inplace=False)
+        if self_name is None:
+            return None
+        training = g.r.random() < 0.6
+        p = g.r.choice([0.0, 1.0]) if training else g.r.choice([0.0, 0.3, 0.5, 1.0])
+        args = [['var', self_name], ['num', p], ['bool', training]]
+        if not native and training and g.r.random() < 0.2:
+            args.append(['bool', True])  # inplace
+        return dict(args=args, kw={}, pre=[])
+    return gen
+
+
 _W = 0.4
 MAP = {name: dict(weight=_W) for name in (
     'relu_ relu6 leaky_relu leaky_relu_ elu elu_ selu selu_ celu celu_ silu mish softplus softsign '
@@ -63,6 +84,12 @@ MAP.update({name: dict(weight=0.2) for name in (
     'hardsigmoid_backward hardswish_backward log_sigmoid_backward softshrink_backward '
     'hardshrink_backward').split()})
 MAP['gelu'] = dict(gen=_gen_gelu(False), weight=_W)
+for _name in ('dropout', 'dropout1d', 'dropout2d', 'dropout3d', 'alpha_dropout', 'feature_alpha_dropout'):
+    MAP[_name] = dict(gen=_gen_dropout(False), weight=0.3)
+MAP['native_dropout'] = dict(gen=_gen_dropout(True), weight=0.3)
+MAP['native_dropout_backward'] = dict(weight=0.2)
+MAP['prelu'] = dict(weight=_W)
+MAP['glu'] = dict(weight=_W)
 MAP['log_sigmoid_backward']['py'] = lambda st, pa, pk: (
     'torch.ops.aten.log_sigmoid_backward(%s, %s, torch.ops.aten.log_sigmoid_forward(%s)[1])' % (pa[0], pa[1], pa[1]))
 MAP['gelu_backward'] = dict(gen=_gen_gelu(True), weight=0.2)

@@ -404,11 +404,15 @@ function T.dropout_gradient_is_mask_times_scale()
   y:backward(g)
   local mask = y:ne(0)
   check_tensor(x.grad, (g * mask:double() / 0.75):tolist(), 1e-12)
-  -- native_dropout returns the mask it used
+  -- native_dropout returns the mask it used (input's dtype when training,
+  -- as PyTorch 1.13's CPU kernel)
   ember.manual_seed(3)
   local o, m = ember.native_dropout(x:detach(), 0.5, true)
-  check_eq(m.dtype, "bool")
-  check_tensor(o, (x:detach() * m:double() * 2):tolist(), 1e-12)
+  check_eq(m.dtype, "float64")
+  check_tensor(o, (x:detach() * m * 2):tolist(), 1e-12)
+  -- the output is input * mask * scale literally: NaN stays NaN, p = 1 gives 0 * NaN
+  local on = ember.native_dropout(f64({ 0 / 0, -1 }), 1, true)
+  check_tensor(on, { nan, 0 }, 0)
   check_tensor(ember.native_dropout_backward(f64({ 1, 2 }), ember.tensor({ true, false }), 4), { 4, 0 }, 0)
   -- not training: a copy and an all-true mask
   local o2, m2 = ember.native_dropout(f64({ 1, 2 }), 0.5, false)
@@ -478,10 +482,17 @@ function T.dropout_errors()
     check_error(function() F[f](ember.ones(2, 3), -0.1, true) end, f, "p", "-0.1")
   end
   check_error(function() F.dropout1d(ember.ones(2, 2, 2, 2), 0.5) end, "dropout1d", "2D or 3D", "4D")
-  check_error(function() F.dropout(ember.tensor({ 1, 2 }), 0.5) end, "native_dropout", "floating", "int64")
+  check_error(function() F.dropout(ember.tensor({ 1, 2 }), 0.5) end, "dropout", "floating", "int64")
+  check_error(function() ember.native_dropout(ember.tensor({ 1, 2 }), 0.5, true) end, "native_dropout", "int64")
+  -- PyTorch's shortcuts come first: p = 0 and p = 1 take any dtype and rank
+  check_tensor(F.dropout(ember.tensor({ 1, 2 }), 1), { 0, 0 })
+  check_tensor(F.alpha_dropout(ember.tensor({ 1, 2 }), 0, true), { 1, 2 })
+  check_tensor(F.feature_alpha_dropout(ember.ones(3), 1, true), { 0, 0, 0 }, 0)
+  check_tensor(ember.native_dropout(ember.tensor({ 3 }), 0.5, false), { 3 })
   check_error(function() F.feature_alpha_dropout(x, 0.5, true) end, "feature_alpha_dropout", "2 dims")
-  check_error(function() ember.native_dropout_backward(f64({ 1 }), f64({ 1 }), 2) end,
-    "native_dropout_backward", "mask", "bool")
+  -- any mask dtype multiplies, promoting (as PyTorch)
+  check_tensor(ember.native_dropout_backward(f64({ 1, 2 }), ember.tensor({ 1, 0 }), 2), { 2, 0 }, 0)
+  check_eq(ember.native_dropout_backward(ember.tensor({ true }), ember.tensor({ true }), 2).dtype, "float32")
 end
 
 return T

@@ -3,6 +3,9 @@
  * kept elements in one pass; native_dropout_backward multiplies by the
  * saved mask and the scale (the mask is never drawn twice).
  *
+ * As PyTorch 1.13's CPU kernel: the mask has input's dtype (1 kept, 0
+ * dropped; bool and all true when not training) and the output is
+ * literally input * mask * scale (NaN * 0 stays NaN, scale 0 for p = 1).
  * Element i keeps its value when word i of the call's reservation (Note
  * [Random numbers] in core/em_core.h), read as u = word / 2^32, is below
  * 1 - p: one word an element whatever the dtype, so the mask depends only
@@ -18,34 +21,31 @@
 typedef struct {
     const char *x;     /* input, contiguous, dtype dt */
     char *out;         /* output, contiguous, dtype dt */
-    bool *mask;        /* keep mask, contiguous */
+    char *mask;        /* keep mask, contiguous, dtype dt */
     em_dtype dt;
     double keep_below; /* (1 - p) * 2^32 */
     double scale;      /* 1 / (1 - p), 0 when p == 1 */
     uint64_t seed, block0;
 } nd_ctx;
 
-/* the mask of elements [b, e): 4 words (one Philox block) at a time */
-static void draw_mask(const nd_ctx *c, int64_t b, int64_t e) {
-    uint32_t w[4];
-    int64_t i = b;
-    while (i < e) {
-        int64_t blk = i >> 2;
-        em_philox_word_block(c->seed, c->block0 + (uint64_t)blk, w);
-        for (int64_t j = i & 3; j < 4 && i < e; j++, i++) c->mask[i] = (double)w[j] < c->keep_below;
-    }
-}
-
+/* elements [b, e): the mask drawn 4 words (one Philox block) at a time,
+ * then out = x * mask * scale */
 #define ND_APPLY(T, LD, ST)                                                                   \
     do {                                                                                      \
         const T *x = (const T *)c->x;                                                         \
-        T *o = (T *)c->out;                                                                   \
-        for (int64_t i = b; i < e; i++) o[i] = ST(c->mask[i] ? LD(x[i]) * sc : 0);            \
+        T *o = (T *)c->out, *m = (T *)c->mask;                                                \
+        const T one = ST(1), zero = ST(0);                                                    \
+        uint32_t w[4];                                                                        \
+        for (int64_t i = b; i < e;) {                                                         \
+            em_philox_word_block(c->seed, c->block0 + (uint64_t)(i >> 2), w);                 \
+            for (int64_t j = i & 3; j < 4 && i < e; j++, i++)                                 \
+                m[i] = (double)w[j] < c->keep_below ? one : zero;                             \
+        }                                                                                     \
+        for (int64_t i = b; i < e; i++) o[i] = ST(LD(x[i]) * LD(m[i]) * sc);                  \
     } while (0)
 
 static void nd_range(int64_t b, int64_t e, void *arg) {
     const nd_ctx *c = arg;
-    draw_mask(c, b, e);
     switch (c->dt) {
     case EM_FLOAT32: { const float sc = (float)c->scale; ND_APPLY(float, , ); break; }
     case EM_FLOAT64: { const double sc = c->scale; ND_APPLY(double, , ); break; }
@@ -55,27 +55,29 @@ static void nd_range(int64_t b, int64_t e, void *arg) {
     }
 }
 
-/* Contract: input floating, p in [0, 1] (both checked). Not training: the
- * output is a copy of input and the mask all true (as PyTorch). Returns the
+/* Contract: p in [0, 1], input floating when training (both checked). Not
+ * training: the output is a copy of input (any dtype) and the mask all true
+ * (as PyTorch). Returns the
  * output and sets *mask (bool, input's shape); NULL with the error set. */
 em_tensor *em_cpu_native_dropout(em_keyset ks, em_tensor *input, double p, bool train, em_tensor **mask) {
     (void)ks;
     *mask = NULL;
-    if (!em_dtype_is_floating(input->dtype)) {
-        em_set_error(EM_ETYPE, "native_dropout: argument 'input' must be a floating tensor (got %s)",
-                     em_dtype_name(input->dtype));
-        return NULL;
-    }
     if (!(p >= 0 && p <= 1)) {
         em_set_error(EM_EVALUE, "native_dropout: argument 'p': dropout probability has to be between 0 and 1, "
                                 "but got %g", p);
         return NULL;
     }
     bool training = train;
-    em_tensor *x = input->is_contiguous ? em_tensor_retain(input) : em_cpu_to_dtype(input, input->dtype, "native_dropout");
+    if (training && !em_dtype_is_floating(input->dtype)) {
+        em_set_error(EM_ETYPE, "native_dropout: argument 'input' must be a floating tensor when training (got %s)",
+                     em_dtype_name(input->dtype));
+        return NULL;
+    }
+    em_tensor *x = input->is_contiguous ? em_tensor_retain(input)
+                                        : em_cpu_to_dtype(input, input->dtype, "native_dropout");
     if (!x) return NULL;
     em_tensor *out = em_tensor_new(x->ndim, x->sizes, x->dtype, em_cpu_dev());
-    em_tensor *m = out ? em_tensor_new(x->ndim, x->sizes, EM_BOOL, em_cpu_dev()) : NULL;
+    em_tensor *m = out ? em_tensor_new(x->ndim, x->sizes, training ? x->dtype : EM_BOOL, em_cpu_dev()) : NULL;
     if (!m) {
         em_tensor_release(out);
         em_tensor_release(x);
@@ -108,12 +110,12 @@ typedef struct {
             T *restrict o = (T *)d[0];                                                      \
             const T *restrict g = (const T *)d[1];                                          \
             const bool *restrict m = (const bool *)d[2];                                    \
-            for (int64_t i = 0; i < n; i++) o[i] = ST(m[i] ? LD(g[i]) * sc : 0);             \
+            for (int64_t i = 0; i < n; i++) o[i] = ST(LD(g[i]) * (CT)m[i] * sc);              \
         } else {                                                                            \
             for (int64_t i = 0; i < n; i++) {                                               \
                 bool m = *(const bool *)(d[2] + i * s[2]);                                  \
                 CT g = LD(*(const T *)(d[1] + i * s[1]));                                   \
-                *(T *)(d[0] + i * s[0]) = ST(m ? g * sc : 0);                               \
+                *(T *)(d[0] + i * s[0]) = ST(g * (CT)m * sc);                               \
             }                                                                               \
         }                                                                                   \
     }
@@ -122,22 +124,40 @@ NDB_FN(ndb_bf16, em_bfloat16, float, LA_bf16, EM_ST_bf16, sf, )
 NDB_FN(ndb_f32, float, float, LA_f32, EM_ST_f32, sf, EM_CPU_CLONES)
 NDB_FN(ndb_f64, double, double, LA_f64, EM_ST_f64, sd, EM_CPU_CLONES)
 
-/* grad_output * mask * scale (mask bool, or any dtype read as != 0 after
- * the iterator's cast to bool), in grad_output's floating dtype. */
+/* a mask of another dtype, both operands cast to the promoted dtype */
+#define NDBM_FN(FN, T, CT, LD, ST, SC)                                                       \
+    static void FN(char **d, const int64_t *s, int64_t n, void *ctx) {                      \
+        const CT sc = (CT)((const ndb_ctx *)ctx)->SC;                                       \
+        for (int64_t i = 0; i < n; i++) {                                                   \
+            CT g = LD(*(const T *)(d[1] + i * s[1])), m = LD(*(const T *)(d[2] + i * s[2])); \
+            *(T *)(d[0] + i * s[0]) = ST(g * m * sc);                                       \
+        }                                                                                   \
+    }
+NDBM_FN(ndbm_f16, em_half, float, LA_f16, EM_ST_f16, sf)
+NDBM_FN(ndbm_bf16, em_bfloat16, float, LA_bf16, EM_ST_bf16, sf)
+NDBM_FN(ndbm_f32, float, float, LA_f32, EM_ST_f32, sf)
+NDBM_FN(ndbm_f64, double, double, LA_f64, EM_ST_f64, sd)
+
+/* grad_output * mask * scale: fused for a bool mask (native_dropout's), in
+ * grad_output's floating dtype; a mask of another dtype multiplies as a
+ * number (promoting, as PyTorch). */
 em_tensor *em_cpu_native_dropout_backward(em_keyset ks, em_tensor *grad_output, em_tensor *mask, double scale) {
     (void)ks;
     em_dtype dt = grad_output->dtype;
     em_cpu_loop fn = dt == EM_FLOAT32 ? ndb_f32 : dt == EM_FLOAT64 ? ndb_f64 : dt == EM_FLOAT16 ? ndb_f16
                    : dt == EM_BFLOAT16 ? ndb_bf16 : NULL;
-    if (!fn) {
-        em_set_error(EM_ETYPE, "native_dropout_backward: argument 'grad_output' must be a floating tensor (got %s)",
-                     em_dtype_name(dt));
-        return NULL;
-    }
-    if (mask->dtype != EM_BOOL) {
-        em_set_error(EM_ETYPE, "native_dropout_backward: argument 'mask' must be a bool tensor (got %s)",
-                     em_dtype_name(mask->dtype));
-        return NULL;
+    if (!fn || mask->dtype != EM_BOOL) { /* PyTorch: grad_output * mask * scale, promoting */
+        em_dtype ct = em_result_type2(grad_output, mask);
+        if (!em_dtype_is_floating(ct)) ct = EM_FLOAT32; /* times a float number */
+        em_cpu_loop mfn = ct == EM_FLOAT32 ? ndbm_f32 : ct == EM_FLOAT64 ? ndbm_f64 : ct == EM_FLOAT16 ? ndbm_f16
+                        : ndbm_bf16;
+        em_tensor *in[2] = { grad_output, mask };
+        ndb_ctx c = { (float)scale, scale };
+        em_cpu_iter it;
+        em_tensor *out = em_cpu_iter_build(&it, NULL, ct, 2, in, ct, "native_dropout_backward");
+        if (out) em_cpu_iter_run(&it, mfn, &c, EM_CPU_GRAIN);
+        em_cpu_iter_done(&it);
+        return out;
     }
     em_tensor *go = grad_output;
     em_tensor *in[2] = { go, mask };
