@@ -67,8 +67,9 @@ em_tensor *em_cpu_native_dropout(em_keyset ks, em_tensor *input, double p, bool 
                                 "but got %g", p);
         return NULL;
     }
-    bool training = train;
-    if (training && !em_dtype_is_floating(input->dtype)) {
+    /* PyTorch returns at once for no elements: any dtype, a mask like input */
+    bool training = train || input->numel == 0;
+    if (training && input->numel && !em_dtype_is_floating(input->dtype)) {
         em_set_error(EM_ETYPE, "native_dropout: argument 'input' must be a floating tensor when training (got %s)",
                      em_dtype_name(input->dtype));
         return NULL;
