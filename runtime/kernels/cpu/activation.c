@@ -279,8 +279,8 @@ static em_tensor *act_forward(act_op op, em_tensor *self, act_mode mode, const e
     em_dtype dt = self->dtype;
     em_cpu_loop fn = fw_tables[op][dt];
     if (!fn) {
-        em_set_error(EM_ETYPE, "%s: not supported for dtype %s (a floating dtype is needed)", name,
-                     em_dtype_name(dt));
+        em_set_error(EM_ETYPE, "%s: not supported for dtype %s%s", name, em_dtype_name(dt),
+                     fw_tables[op][EM_INT64] ? "" : " (a floating dtype is needed)");
         return NULL;
     }
     if (em_dtype_is_integral(dt) && int_params(c, s, n, names, dt, name) != EM_OK) return NULL;

@@ -3,9 +3,10 @@
  * kept elements in one pass; native_dropout_backward multiplies by the
  * saved mask and the scale (the mask is never drawn twice).
  *
- * As PyTorch 1.13's CPU kernel: the mask has input's dtype (1 kept, 0
- * dropped; bool and all true when not training) and the output is
- * literally input * mask * scale (NaN * 0 stays NaN, scale 0 for p = 1).
+ * As PyTorch 1.13's CPU kernel: the mask is bool (all true when not
+ * training; an empty input gets an empty mask of its own dtype) and the
+ * output is literally input * mask * scale (NaN * 0 stays NaN, scale 0 for
+ * p = 1).
  * Element i keeps its value when word i of the call's reservation (Note
  * [Random numbers] in core/em_core.h), read as u = word / 2^32, is below
  * 1 - p: one word an element whatever the dtype, so the mask depends only
@@ -21,7 +22,7 @@
 typedef struct {
     const char *x;     /* input, contiguous, dtype dt */
     char *out;         /* output, contiguous, dtype dt */
-    char *mask;        /* keep mask, contiguous, dtype dt */
+    bool *mask;        /* keep mask, contiguous */
     em_dtype dt;
     double keep_below; /* (1 - p) * 2^32 */
     double scale;      /* 1 / (1 - p), 0 when p == 1 */
@@ -33,15 +34,15 @@ typedef struct {
 #define ND_APPLY(T, LD, ST)                                                                   \
     do {                                                                                      \
         const T *x = (const T *)c->x;                                                         \
-        T *o = (T *)c->out, *m = (T *)c->mask;                                                \
-        const T one = ST(1), zero = ST(0);                                                    \
+        T *o = (T *)c->out;                                                                   \
+        bool *m = c->mask;                                                                    \
         uint32_t w[4];                                                                        \
         for (int64_t i = b; i < e;) {                                                         \
             em_philox_word_block(c->seed, c->block0 + (uint64_t)(i >> 2), w);                 \
             for (int64_t j = i & 3; j < 4 && i < e; j++, i++)                                 \
-                m[i] = (double)w[j] < c->keep_below ? one : zero;                             \
+                m[i] = (double)w[j] < c->keep_below;                                          \
         }                                                                                     \
-        for (int64_t i = b; i < e; i++) o[i] = ST(LD(x[i]) * LD(m[i]) * sc);                  \
+        for (int64_t i = b; i < e; i++) o[i] = ST(LD(x[i]) * (float)m[i] * sc);               \
     } while (0)
 
 static void nd_range(int64_t b, int64_t e, void *arg) {
@@ -78,7 +79,7 @@ em_tensor *em_cpu_native_dropout(em_keyset ks, em_tensor *input, double p, bool 
                                         : em_cpu_to_dtype(input, input->dtype, "native_dropout");
     if (!x) return NULL;
     em_tensor *out = em_tensor_new(x->ndim, x->sizes, x->dtype, em_cpu_dev());
-    em_tensor *m = out ? em_tensor_new(x->ndim, x->sizes, training ? x->dtype : EM_BOOL, em_cpu_dev()) : NULL;
+    em_tensor *m = out ? em_tensor_new(x->ndim, x->sizes, x->numel ? EM_BOOL : x->dtype, em_cpu_dev()) : NULL;
     if (!m) {
         em_tensor_release(out);
         em_tensor_release(x);
