@@ -9,8 +9,9 @@ family is drawn (about 40 overloads; at full weight they would crowd out
 the rest).
 
 Differences accepted (also in the report to the lead):
-  - NaN in the backward ops of hardtanh, elu, hardswish, softshrink and
-    hardshrink, and hardswish_backward at x = 3: PyTorch 1.13's vectorised
+  - NaN (in x or in a bound such as hardtanh's min_val) in the backward
+    ops of hardtanh, elu, hardswish, softshrink and hardshrink, and
+    hardswish_backward at x = 3: PyTorch 1.13's vectorised
     loop and its scalar loop disagree there (softshrink_backward gives 0
     for a NaN x in the vector body, grad in the scalar loop). ember follows
     the scalar loop everywhere, so a tensor longer than torch's vector
@@ -30,6 +31,13 @@ Differences accepted (also in the report to the lead):
     (values compared, incl. the returned mask of native_dropout), with or
     without inplace. Random masks are tested in tests/lua/test_activation.lua
     (statistics, reproducibility, gradient = mask * scale).
+  - native_dropout_backward called directly with a mask that requires
+    grad: torch's result requires grad (its derivative for mask is "not
+    implemented" and raises in backward); ember's mask has no formula, so
+    the result does not require grad through it.
+  - gelu_backward with mixed float dtypes: torch 1.13 raises
+    ("itensor_view_from_dense expects float/bfloat16 tensor input", its
+    oneDNN path); ember promotes.
   - log_sigmoid_backward: torch's takes a third argument, the buffer of
     log_sigmoid_forward; ember's computes it (rendered for torch with
     log_sigmoid_forward's buffer).
