@@ -78,6 +78,13 @@ const cg_helper cg_helpers[] = {
     { "svd_backward", "ttttttv" }, { "pinv_backward", "ttt" },
     { "lstsq_backward_self", "ttt" }, { "lstsq_backward_b", "ttt" }, { "matrix_exp_backward", "tt" },
 
+    /* ---- family: activation ---- */
+    { "leaky_relu_grad", "ttvv" }, { "elu_grad", "ttvv" }, { "selu_grad", "ttv" },
+    { "elu_double_backward", "ttvvvvt" }, { "gelu_double_backward", "tttv" },
+    { "silu_double_backward", "ttt" }, { "mish_double_backward", "ttt" },
+    { "softplus_double_backward", "tttvv" }, { "hardswish_double_backward", "ttt" },
+    { "log_sigmoid_double_backward", "ttt" }, { "native_dropout_grad", "ttvv" },
+
     { NULL, NULL }
 };
 

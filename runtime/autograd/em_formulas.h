@@ -175,4 +175,32 @@ EM_HIDDEN em_tensor *em_ag_fn_lstsq_backward_self(em_tensor *grad, em_tensor *A,
 EM_HIDDEN em_tensor *em_ag_fn_lstsq_backward_b(em_tensor *grad, em_tensor *A, em_tensor *B);
 EM_HIDDEN em_tensor *em_ag_fn_matrix_exp_backward(em_tensor *A, em_tensor *grad);
 
+/* ---- family: activation (formulas_activation.c) ----
+ * x is the forward's input, or its result where the in-place forms pass
+ * one (is_result; the numbers given as literals in the formulas). */
+/* leaky_relu_backward(grad, x, negative_slope, is_result) */
+EM_HIDDEN em_tensor *em_ag_fn_leaky_relu_grad(em_tensor *grad, em_tensor *x, em_scalar negative_slope,
+                                              bool is_result);
+/* elu (kind 0), elu_ (1), celu (2), celu_ (3): elu_backward with their
+ * scale and input_scale; selu and selu_ likewise with SELU's constants. */
+EM_HIDDEN em_tensor *em_ag_fn_elu_grad(em_tensor *grad, em_tensor *x, em_scalar alpha, int64_t kind);
+EM_HIDDEN em_tensor *em_ag_fn_selu_grad(em_tensor *grad, em_tensor *x, bool is_result);
+/* The gradients for the input (x) of the backward ops: grad * grad_output
+ * times the activation's second derivative at x (where it has one). */
+EM_HIDDEN em_tensor *em_ag_fn_elu_double_backward(em_tensor *grad, em_tensor *grad_output, em_scalar alpha,
+                                                  em_scalar scale, em_scalar input_scale, bool is_result,
+                                                  em_tensor *x);
+EM_HIDDEN em_tensor *em_ag_fn_gelu_double_backward(em_tensor *grad, em_tensor *grad_output, em_tensor *x,
+                                                   const char *approximate);
+EM_HIDDEN em_tensor *em_ag_fn_silu_double_backward(em_tensor *grad, em_tensor *grad_output, em_tensor *x);
+EM_HIDDEN em_tensor *em_ag_fn_mish_double_backward(em_tensor *grad, em_tensor *grad_output, em_tensor *x);
+EM_HIDDEN em_tensor *em_ag_fn_softplus_double_backward(em_tensor *grad, em_tensor *grad_output, em_tensor *x,
+                                                       em_scalar beta, em_scalar threshold);
+EM_HIDDEN em_tensor *em_ag_fn_hardswish_double_backward(em_tensor *grad, em_tensor *grad_output, em_tensor *x);
+EM_HIDDEN em_tensor *em_ag_fn_log_sigmoid_double_backward(em_tensor *grad, em_tensor *grad_output,
+                                                          em_tensor *x);
+/* native_dropout: native_dropout_backward(grad, mask, scale), scale 1 / (1 - p)
+ * when training (0 for p = 1), 1 when not. */
+EM_HIDDEN em_tensor *em_ag_fn_native_dropout_grad(em_tensor *grad, em_tensor *mask, double p, bool train);
+
 #endif
