@@ -72,7 +72,7 @@ const cg_helper cg_helpers[] = {
     /* ---- family: vmath ---- */
 
     /* ---- family: conv ---- */
-    { "conv_grad_input", "tttvvvvvv" }, { "conv_grad_weight", "tttvvvvvv" }, { "conv_grad_bias", "t" },
+    { "conv_grad_input", "tttvvvvvv" }, { "conv_grad_weight", "tttvvvvvv" }, { "conv_grad_bias", "tttvvvvvv" },
     { "conv_dd_grad_output", "ttttttvvvvvv" }, { "conv_dd_input", "tttvvvvvv" },
     { "conv_dd_weight", "tttvvvvvv" }, { "unfold_backward_fold", "tmvvvv" },
 

@@ -149,14 +149,16 @@ EM_HIDDEN em_tensor *em_ag_fn_mT(em_tensor *t);
 
 /* ---- family: conv (formulas_conv.c) ---- */
 /* convolution's gradients: convolution_backward's grad_input / grad_weight
- * (only that result computed); the bias's: grad summed over all dims but 1. */
+ * / grad_bias (only that result computed). */
 EM_HIDDEN em_tensor *em_ag_fn_conv_grad_input(em_tensor *grad, em_tensor *input, em_tensor *weight, em_intlist stride,
                                               em_intlist padding, em_intlist dilation, bool transposed,
                                               em_intlist output_padding, int64_t groups);
 EM_HIDDEN em_tensor *em_ag_fn_conv_grad_weight(em_tensor *grad, em_tensor *input, em_tensor *weight,
                                                em_intlist stride, em_intlist padding, em_intlist dilation,
                                                bool transposed, em_intlist output_padding, int64_t groups);
-EM_HIDDEN em_tensor *em_ag_fn_conv_grad_bias(em_tensor *grad);
+EM_HIDDEN em_tensor *em_ag_fn_conv_grad_bias(em_tensor *grad, em_tensor *input, em_tensor *weight, em_intlist stride,
+                                             em_intlist padding, em_intlist dilation, bool transposed,
+                                             em_intlist output_padding, int64_t groups);
 /* convolution_backward's gradients (double backward of convolution), given
  * the gradients ggI, ggW, ggb of its three results; a {0} one (a result
  * its output_mask left out) counts as absent. grad_output's: convolution

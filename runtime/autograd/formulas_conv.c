@@ -8,7 +8,9 @@
  *   grad_output: convolution(ggI, weight, ggb) + convolution(input, ggW)
  *   input:       the grad_input of convolution_backward(grad_output, input, ggW)
  *   weight:      the grad_weight of convolution_backward(grad_output, ggI, weight)
- * all written with the ops, so every further order works too. A result
+ * all written with the ops, so every further order works too. The bias's
+ * gradient also comes from convolution_backward (not a sum of grad): as in
+ * PyTorch it then has history whenever input or weight requires grad. A result
  * convolution_backward did not compute (its output_mask flag 0) is an empty
  * {0} tensor, and the zeros autograd makes for its gradient are {0} too:
  * such a gradient is recognised by its shape and left out.
@@ -16,6 +18,7 @@
 #include <string.h>
 
 #include "autograd/em_formulas.h"
+#include "autograd/em_autograd.h"
 #include "em_ops.h"
 
 static bool same_shape(const em_tensor *a, const em_tensor *b) {
@@ -26,9 +29,9 @@ static bool same_shape(const em_tensor *a, const em_tensor *b) {
 static em_tensor *conv_bw_one(int k, em_tensor *grad, em_tensor *input, em_tensor *weight, em_intlist stride,
                               em_intlist padding, em_intlist dilation, bool transposed, em_intlist output_padding,
                               int64_t groups) {
-    int64_t mask[3] = { k == 0, k == 1, k == 2 };
+    int64_t mask[3] = { k == 0, k == 1, k == 2 }, bias_size = grad->ndim > 1 ? grad->sizes[1] : 0;
     em_tensor *r[3] = { NULL, NULL, NULL };
-    r[0] = em_convolution_backward(grad, input, weight, (em_intlist){ NULL, -1 }, stride, padding, dilation, transposed,
+    r[0] = em_convolution_backward(grad, input, weight, (em_intlist){ &bias_size, k == 2 ? 1 : -1 }, stride, padding, dilation, transposed,
                                    output_padding, groups, (em_intlist){ mask, 3 }, &r[1], &r[2]);
     for (int i = 0; i < 3; i++)
         if (i != k) em_tensor_release(r[i]);
@@ -47,12 +50,10 @@ em_tensor *em_ag_fn_conv_grad_weight(em_tensor *grad, em_tensor *input, em_tenso
     return conv_bw_one(1, grad, input, weight, stride, padding, dilation, transposed, output_padding, groups);
 }
 
-em_tensor *em_ag_fn_conv_grad_bias(em_tensor *grad) {
-    int64_t dims[EM_MAX_DIMS];
-    int n = 0;
-    for (int d = 0; d < grad->ndim; d++)
-        if (d != 1) dims[n++] = d;
-    return em_sum(grad, (em_intlist){ dims, n }, false, EM_DTYPE_NONE);
+em_tensor *em_ag_fn_conv_grad_bias(em_tensor *grad, em_tensor *input, em_tensor *weight, em_intlist stride,
+                                   em_intlist padding, em_intlist dilation, bool transposed, em_intlist output_padding,
+                                   int64_t groups) {
+    return conv_bw_one(2, grad, input, weight, stride, padding, dilation, transposed, output_padding, groups);
 }
 
 em_tensor *em_ag_fn_conv_dd_grad_output(em_tensor *ggI, em_tensor *ggW, em_tensor *ggb, em_tensor *grad_output,
@@ -97,14 +98,22 @@ em_tensor *em_ag_fn_conv_dd_input(em_tensor *ggW, em_tensor *grad_output, em_ten
                                   em_intlist padding, em_intlist dilation, bool transposed, em_intlist output_padding,
                                   int64_t groups) {
     if (ggW->ndim != input->ndim) return em_zeros_like(input, EM_DTYPE_NONE);
-    return conv_bw_one(0, grad_output, input, ggW, stride, padding, dilation, transposed, output_padding, groups);
+    em_tensor *x = em_detach(input); /* only its shape counts: no history through it */
+    em_tensor *r = x ? conv_bw_one(0, grad_output, x, ggW, stride, padding, dilation, transposed, output_padding, groups)
+                     : NULL;
+    em_tensor_release(x);
+    return r;
 }
 
 em_tensor *em_ag_fn_conv_dd_weight(em_tensor *ggI, em_tensor *grad_output, em_tensor *weight, em_intlist stride,
                                    em_intlist padding, em_intlist dilation, bool transposed, em_intlist output_padding,
                                    int64_t groups) {
     if (ggI->ndim != weight->ndim) return em_zeros_like(weight, EM_DTYPE_NONE);
-    return conv_bw_one(1, grad_output, ggI, weight, stride, padding, dilation, transposed, output_padding, groups);
+    em_tensor *w = em_detach(weight); /* only its shape counts: no history through it */
+    em_tensor *r = w ? conv_bw_one(1, grad_output, ggI, w, stride, padding, dilation, transposed, output_padding, groups)
+                     : NULL;
+    em_tensor_release(w);
+    return r;
 }
 
 em_tensor *em_ag_fn_unfold_backward_fold(em_tensor *grad, const em_input_meta *input_meta, em_intlist kernel_size,

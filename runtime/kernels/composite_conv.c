@@ -113,7 +113,7 @@ em_status em_conv_check(const char *op, const em_tensor *input, const em_tensor 
         int64_t D = dilation.data[d], ext = D * (K - 1) + 1;
         if (transposed) {
             int64_t OP = output_padding.data[d];
-            if (OP >= S && OP >= D) {
+            if (OP >= S && OP >= D && input->sizes[0] != 0) { /* PyTorch skips it for an empty batch */
                 em_set_error(EM_EVALUE, "%s: output_padding %s must be smaller than stride %s or dilation %s", op,
                              lst(output_padding, b1), lst(stride, b2), lst(dilation, b3));
                 return EM_EVALUE;
@@ -141,7 +141,7 @@ em_status em_conv_check(const char *op, const em_tensor *input, const em_tensor 
     }
     if (transposed) {
         for (int d = 0; d < nsp; d++) {
-            if (out_sp[d] < 1) {
+            if (out_sp[d] < (input->sizes[0] == 0 ? 0 : 1)) { /* an empty batch may give size 0, as in PyTorch */
                 em_set_error(EM_ESHAPE, "%s: the output size %s of input %s is too small (padding %s)", op,
                              em_shape_str(nsp, out_sp, b1, sizeof b1), shp(input, b2), lst(padding, b3));
                 return EM_ESHAPE;
