@@ -119,7 +119,10 @@ static inline void valid_range(int64_t n_out, int64_t n_in, int64_t s, int64_t o
                             if (i1 < 0 || i1 >= I1) continue;                                                    \
                             const T *src = row + (o0 * O1 + o1) * O2;                                            \
                             T *dst = img + (i0 * I1 + i1) * I2 + off2;                                           \
-                            for (int64_t o2 = lo; o2 < hi; o2++) dst[o2 * s2] += src[o2];                        \
+                            if (s2 == 1)                                                                         \
+                                for (int64_t o2 = lo; o2 < hi; o2++) dst[o2] += src[o2];                         \
+                            else                                                                                 \
+                                for (int64_t o2 = lo; o2 < hi; o2++) dst[o2 * s2] += src[o2];                    \
                         }                                                                                        \
                     }                                                                                            \
                 }                                                                                                \
@@ -202,10 +205,13 @@ static bool is_pointwise(const em_conv_geom *g) {
 
 /* Samples per chunk: the column matrix stays under about 16 MB (4M
  * elements), at least one sample; 1 for a pointwise geometry. */
+#ifndef CHUNK_ELEMS
+#define CHUNK_ELEMS ((int64_t)1 << 16)
+#endif
 static int64_t chunk_samples(const em_conv_geom *g) {
     if (is_pointwise(g) || g->N <= 1) return 1;
     int64_t per = (g->C_img / g->G) * kk_of(g) * col_plane(g);
-    int64_t nb = per > 0 ? ((int64_t)1 << 22) / per : g->N;
+    int64_t nb = per > 0 ? CHUNK_ELEMS / per : g->N;
     if (nb < 1) nb = 1;
     return nb > g->N ? g->N : nb;
 }
