@@ -13,8 +13,10 @@
  * into the gemm's layout and scattering it back) run over the intra-op
  * pool; BLAS is only called outside it (DESIGN decision 9). A 1x1 kernel
  * with stride 1 and no padding needs no im2col (one sample at a time, the
- * gemms read and write the tensors themselves); a depthwise convolution
- * (one image channel per group) runs a direct loop over the pool.
+ * gemms read and write the tensors themselves); the image -> column side
+ * product of a depthwise convolution (one image channel per group: conv's
+ * forward, conv_transpose's input gradient) runs a direct loop over the
+ * pool; its other two products use the per-group gemms.
  */
 #include "kernels/cpu/em_cpu.h"
 #include "kernels/em_conv.h"
