@@ -71,6 +71,11 @@ const cg_helper cg_helpers[] = {
 
     /* ---- family: vmath ---- */
 
+    /* ---- family: conv ---- */
+    { "conv_grad_input", "tttvvvvvv" }, { "conv_grad_weight", "tttvvvvvv" }, { "conv_grad_bias", "tttvvvvvv" },
+    { "conv_dd_grad_output", "ttttttvvvvvv" }, { "conv_dd_input", "tttvvvvvv" },
+    { "conv_dd_weight", "tttvvvvvv" }, { "unfold_backward_fold", "tmvvvv" },
+
     /* ---- family: lapack ---- */
     { "det_backward", "ttt" }, { "slogdet_backward", "tt" }, { "inv_backward", "tt" },
     { "solve_backward_A", "ttmtv" }, { "solve_backward_B", "ttv" }, { "cholesky_backward", "ttv" },

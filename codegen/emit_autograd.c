@@ -477,7 +477,8 @@ static void emit_apply(cg_buf *b, const cg_schema *s, const cg_op *op, const cha
             cg_puts(b, " && (");
             for (int k = 0; k < op->nrets; k++)
                 if (formula_uses_grads(fm, k)) {
-                    cg_printf(b, "%sgk%d", first ? "" : " || ", k);
+                    /* grads[k], not gk%d: an earlier formula may have made gk%d zeros */
+                    cg_printf(b, "%sgrads[%d]", first ? "" : " || ", k);
                     first = false;
                 }
             cg_puts(b, ")");

@@ -450,6 +450,18 @@ static void emit_matcher(cg_buf *b, const cg_schema *s, const cg_op *op, bool se
                      "        if (opt)\n            lua_pop(L, 1);\n        return false;\n    }\n"
                      "    lua_pop(L, 1);\n", a->name);
     }
+    /* an option that only a string or only a list can be picks the overload
+     * by its Lua type (conv2d(x, w, {padding = "same"}) is conv2d.padding) */
+    bool overloaded = false;
+    for (int j = 0; j < s->nops; j++)
+        overloaded |= &s->ops[j] != op && !s->ops[j].meta && strcmp(s->ops[j].base, op->base) == 0;
+    for (int i = 0; i < op->nargs && overloaded; i++) {
+        const cg_arg *a = &op->args[i];
+        if (a->type != CG_STR && a->type != CG_INTLIST && a->type != CG_INTLIST_OPT) continue;
+        cg_printf(b, "    if (opt) {\n        int lt = lua_getfield(L, opt, \"%s\");\n\n        lua_pop(L, 1);\n"
+                     "        if (lt != LUA_TNIL && !%s)\n            return false;\n    }\n",
+                  a->name, lua_type_test(a->type));
+    }
     cg_puts(b, "    for (int j = 1; j <= top; j++) {\n        int lt = lua_type(L, j);\n\n"
                "        switch (j) {\n");
     int pos = 0;

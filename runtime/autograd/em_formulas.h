@@ -147,6 +147,39 @@ EM_HIDDEN em_tensor *em_ag_fn_mT(em_tensor *t);
 
 /* ---- family: vmath (formulas_vmath.c) ---- */
 
+/* ---- family: conv (formulas_conv.c) ---- */
+/* convolution's gradients: convolution_backward's grad_input / grad_weight
+ * / grad_bias (only that result computed). */
+EM_HIDDEN em_tensor *em_ag_fn_conv_grad_input(em_tensor *grad, em_tensor *input, em_tensor *weight, em_intlist stride,
+                                              em_intlist padding, em_intlist dilation, bool transposed,
+                                              em_intlist output_padding, int64_t groups);
+EM_HIDDEN em_tensor *em_ag_fn_conv_grad_weight(em_tensor *grad, em_tensor *input, em_tensor *weight,
+                                               em_intlist stride, em_intlist padding, em_intlist dilation,
+                                               bool transposed, em_intlist output_padding, int64_t groups);
+EM_HIDDEN em_tensor *em_ag_fn_conv_grad_bias(em_tensor *grad, em_tensor *input, em_tensor *weight, em_intlist stride,
+                                             em_intlist padding, em_intlist dilation, bool transposed,
+                                             em_intlist output_padding, int64_t groups);
+/* convolution_backward's gradients (double backward of convolution), given
+ * the gradients ggI, ggW, ggb of its three results; a {0} one (a result
+ * its output_mask left out) counts as absent. grad_output's: convolution
+ * (ggI, weight, ggb) + convolution(input, ggW); input's: the grad_input of
+ * convolution_backward(grad_output, input, ggW); weight's: the grad_weight
+ * of convolution_backward(grad_output, ggI, weight). Zeros when absent. */
+EM_HIDDEN em_tensor *em_ag_fn_conv_dd_grad_output(em_tensor *ggI, em_tensor *ggW, em_tensor *ggb,
+                                                  em_tensor *grad_output, em_tensor *input, em_tensor *weight,
+                                                  em_intlist stride, em_intlist padding, em_intlist dilation,
+                                                  bool transposed, em_intlist output_padding, int64_t groups);
+EM_HIDDEN em_tensor *em_ag_fn_conv_dd_input(em_tensor *ggW, em_tensor *grad_output, em_tensor *input,
+                                            em_intlist stride, em_intlist padding, em_intlist dilation,
+                                            bool transposed, em_intlist output_padding, int64_t groups);
+EM_HIDDEN em_tensor *em_ag_fn_conv_dd_weight(em_tensor *ggI, em_tensor *grad_output, em_tensor *weight,
+                                             em_intlist stride, em_intlist padding, em_intlist dilation,
+                                             bool transposed, em_intlist output_padding, int64_t groups);
+/* unfold's gradient: fold(grad) onto input's last two sizes. */
+EM_HIDDEN em_tensor *em_ag_fn_unfold_backward_fold(em_tensor *grad, const em_input_meta *input_meta,
+                                                   em_intlist kernel_size, em_intlist dilation, em_intlist padding,
+                                                   em_intlist stride);
+
 /* Whether an element of a Tensor[] argument requires grad (the generated
  * Autograd kernel of an op with a Tensor[] argument asks). */
 static inline __attribute__((unused)) bool em_ag_list_requires_grad(em_tensorlist l) {
