@@ -175,4 +175,18 @@ EM_HIDDEN em_tensor *em_ag_fn_lstsq_backward_self(em_tensor *grad, em_tensor *A,
 EM_HIDDEN em_tensor *em_ag_fn_lstsq_backward_b(em_tensor *grad, em_tensor *A, em_tensor *B);
 EM_HIDDEN em_tensor *em_ag_fn_matrix_exp_backward(em_tensor *A, em_tensor *grad);
 
+/* ---- family: norm (formulas_norm.c) ----
+ * layer_norm's gradients: which = 0, 1, 2 picks grad_input, grad_weight,
+ * grad_bias of native_layer_norm_backward (run with only that flag set);
+ * the double-backward helper gives the gradient of native_layer_norm_backward
+ * for grad_out (0), input (1) or weight (2) from the cotangents ggI, ggW,
+ * ggB of its three results (an empty one counts as absent). */
+EM_HIDDEN em_tensor *em_ag_fn_layer_norm_grad(em_tensor *grad, em_tensor *input, em_intlist normalized_shape,
+                                              em_tensor *mean, em_tensor *rstd, em_tensor *weight, em_tensor *bias,
+                                              int64_t which);
+EM_HIDDEN em_tensor *em_ag_fn_layer_norm_double_backward(em_tensor *ggI, em_tensor *ggW, em_tensor *ggB,
+                                                         em_tensor *grad_out, em_tensor *input,
+                                                         em_intlist normalized_shape, em_tensor *mean,
+                                                         em_tensor *rstd, em_tensor *weight, int64_t which);
+
 #endif

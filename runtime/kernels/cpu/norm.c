@@ -1,0 +1,297 @@
+/* norm.c -- the normalisation family's fused CPU kernels (schema/ops/norm.yaml):
+ * layer_norm's forward and backward (native_layer_norm, _backward).
+ *
+ * Every kernel computes in float64 for float64 tensors and in float32 for
+ * float32 and bfloat16 ones (PyTorch 1.13's CPU dtypes; float16 and
+ * integers are refused as there). Inputs are first made contiguous in the
+ * compute dtype (a no-op for a contiguous float32/float64 tensor); bfloat16
+ * results are computed in float32 and rounded once at the end. Rows are
+ * spread over the intra-op pool; each row's sums use 8 independent lanes so
+ * that the float32 loops vectorise without -ffast-math.
+ *
+ * Note [Norm statistics]: the forward kernels return, besides the output,
+ * the mean and rstd = 1/sqrt(var + eps) of every normalised group, with the
+ * biased variance (divide by the group's element count), in the input's
+ * dtype; the backward kernels take them back instead of recomputing them,
+ * and the double-backward formulas (formulas_norm.c) use them likewise.
+ */
+#pragma GCC optimize("O3", "no-trapping-math", "no-math-errno")
+
+#include "kernels/cpu/em_cpu.h"
+#include "kernels/norm_check.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- shared ---- */
+
+static em_dtype compute_of(em_dtype dt) { return dt == EM_FLOAT64 ? EM_FLOAT64 : EM_FLOAT32; }
+
+/* t as a contiguous tensor of dtype ct (t itself, retained, when it is
+ * one already); NULL when t is NULL or on error (then *failed). */
+static em_tensor *as_compute(em_tensor *t, em_dtype ct, const char *op, bool *failed) {
+    if (!t) return NULL;
+    em_tensor *r = t->dtype == ct && t->is_contiguous ? em_tensor_retain(t) : em_cpu_to_dtype(t, ct, op);
+    if (!r) *failed = true;
+    return r;
+}
+
+/* A contiguous tensor of shape (ndim, sizes) and dtype ct. */
+static em_tensor *new_compute(int ndim, const int64_t *sizes, em_dtype ct) {
+    return em_tensor_new(ndim, sizes, ct, em_cpu_dev());
+}
+
+/* r (compute dtype, owned) converted to dt: r itself when dt is its dtype. */
+static em_tensor *to_result(em_tensor *r, em_dtype dt, const char *op) {
+    if (!r || r->dtype == dt) return r;
+    em_tensor *c = em_cpu_to_dtype(r, dt, op);
+    em_tensor_release(r);
+    return c;
+}
+
+/* An empty (0-element, 1-d) tensor: a masked-out result. */
+static em_tensor *empty_result(em_dtype dt) {
+    int64_t z = 0;
+    return em_tensor_new(1, &z, dt, em_cpu_dev());
+}
+
+static void release_all(em_tensor **t, int n) {
+    for (int i = 0; i < n; i++) {
+        em_tensor_release(t[i]);
+        t[i] = NULL;
+    }
+}
+
+/* Rows per parallel chunk for rows of n elements: about EM_CPU_GRAIN. */
+static int64_t row_grain(int64_t n) { return n >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / (n > 0 ? n : 1); }
+
+/* Sums over a row with 8 lanes (vectorisable); SFX f32 / f64. */
+#define NORM_SUMS(SFX, T)                                                          \
+    static inline T sum_##SFX(const T *x, int64_t n) {                             \
+        T a[8] = { 0 };                                                            \
+        int64_t i = 0;                                                             \
+        for (; i + 8 <= n; i += 8)                                                 \
+            for (int k = 0; k < 8; k++) a[k] += x[i + k];                          \
+        T s = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));  \
+        for (; i < n; i++) s += x[i];                                              \
+        return s;                                                                  \
+    }                                                                              \
+    /* sum of (x - m)^2 */                                                         \
+    static inline T sqdev_##SFX(const T *x, int64_t n, T m) {                      \
+        T a[8] = { 0 };                                                            \
+        int64_t i = 0;                                                             \
+        for (; i + 8 <= n; i += 8)                                                 \
+            for (int k = 0; k < 8; k++) a[k] += (x[i + k] - m) * (x[i + k] - m);   \
+        T s = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));  \
+        for (; i < n; i++) s += (x[i] - m) * (x[i] - m);                           \
+        return s;                                                                  \
+    }
+NORM_SUMS(f32, float)
+NORM_SUMS(f64, double)
+
+/* ---- layer_norm ---- */
+
+/* The shape of mean/rstd: input's leading dims, then ns.n ones. */
+static void stat_shape(const em_tensor *input, int nn, int64_t *sizes) {
+    for (int d = 0; d < input->ndim; d++) sizes[d] = d < input->ndim - nn ? input->sizes[d] : 1;
+}
+
+typedef struct {
+    const void *x, *w, *b, *go, *mean, *rstd;
+    void *y, *m, *r, *dx, *dw, *db;
+    int64_t M, N;
+    double eps;
+} ln_ctx;
+
+#define LN_KERNELS(SFX, T, SQRT)                                                               \
+    EM_CPU_CLONES static void ln_fwd_##SFX(int64_t begin, int64_t end, void *vc) {            \
+        const ln_ctx *c = vc;                                                                  \
+        const int64_t N = c->N;                                                                \
+        const T *w = c->w, *b = c->b;                                                          \
+        for (int64_t r = begin; r < end; r++) {                                                \
+            const T *x = (const T *)c->x + r * N;                                              \
+            T *y = (T *)c->y + r * N;                                                          \
+            /* an empty group has mean 0 (and rstd NaN), as in torch */                     \
+            T mean = N ? sum_##SFX(x, N) / (T)N : (T)0;                                        \
+            T rstd = (T)1 / SQRT(sqdev_##SFX(x, N, mean) / (T)N + (T)c->eps);                  \
+            ((T *)c->m)[r] = mean;                                                             \
+            ((T *)c->r)[r] = rstd;                                                             \
+            /* torch's arrangement: (x rstd - mean rstd) w + b */                              \
+            T shift = -mean * rstd;                                                            \
+            if (w && b)                                                                        \
+                for (int64_t j = 0; j < N; j++) y[j] = (x[j] * rstd + shift) * w[j] + b[j];    \
+            else if (w)                                                                        \
+                for (int64_t j = 0; j < N; j++) y[j] = (x[j] * rstd + shift) * w[j];           \
+            else if (b)                                                                        \
+                for (int64_t j = 0; j < N; j++) y[j] = x[j] * rstd + shift + b[j];             \
+            else                                                                               \
+                for (int64_t j = 0; j < N; j++) y[j] = x[j] * rstd + shift;                    \
+        }                                                                                      \
+    }                                                                                          \
+    /* grad_input, row by row, in torch's arrangement: with g = go w,                        \
+     * ds = sum(g x), db = sum(g): dx = rstd g + bb x + cc where                                \
+     * bb = (db mean - ds) rstd^3 / N and cc = -bb mean - db rstd / N */                        \
+    EM_CPU_CLONES static void ln_bwd_dx_##SFX(int64_t begin, int64_t end, void *vc) {         \
+        const ln_ctx *c = vc;                                                                  \
+        const int64_t N = c->N;                                                                \
+        const T *w = c->w;                                                                     \
+        for (int64_t r = begin; r < end; r++) {                                                \
+            const T *x = (const T *)c->x + r * N, *go = (const T *)c->go + r * N;              \
+            T *dx = (T *)c->dx + r * N;                                                        \
+            T mean = ((const T *)c->mean)[r], rstd = ((const T *)c->rstd)[r];                  \
+            T a[8] = { 0 }, s[8] = { 0 };                                                      \
+            int64_t j = 0;                                                                     \
+            for (; j + 8 <= N; j += 8)                                                         \
+                for (int k = 0; k < 8; k++) {                                                  \
+                    T g = w ? go[j + k] * w[j + k] : go[j + k];                                \
+                    a[k] += g;                                                                 \
+                    s[k] += g * x[j + k];                                                      \
+                }                                                                              \
+            T db = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));         \
+            T ds = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));         \
+            for (; j < N; j++) {                                                               \
+                T g = w ? go[j] * w[j] : go[j];                                                \
+                db += g;                                                                       \
+                ds += g * x[j];                                                                \
+            }                                                                                  \
+            T scale = (T)1 / (T)N;                                                             \
+            T bb = (db * mean - ds) * rstd * rstd * rstd * scale;                              \
+            T cc = -bb * mean - db * rstd * scale;                                             \
+            if (w)                                                                             \
+                for (j = 0; j < N; j++) dx[j] = rstd * go[j] * w[j] + bb * x[j] + cc;          \
+            else                                                                               \
+                for (j = 0; j < N; j++) dx[j] = rstd * go[j] + bb * x[j] + cc;                 \
+        }                                                                                      \
+    }                                                                                          \
+    /* grad_weight / grad_bias over a block of columns [64 begin, 64 end): sums over rows */  \
+    EM_CPU_CLONES static void ln_bwd_dwb_##SFX(int64_t begin, int64_t end, void *vc) {        \
+        const ln_ctx *c = vc;                                                                  \
+        const int64_t N = c->N, j0 = begin * 64, j1 = end * 64 < N ? end * 64 : N;            \
+        T *dw = c->dw, *db = c->db;                                                            \
+        for (int64_t j = j0; j < j1; j++) {                                                    \
+            if (dw) dw[j] = 0;                                                                 \
+            if (db) db[j] = 0;                                                                 \
+        }                                                                                      \
+        for (int64_t r = 0; r < c->M; r++) {                                                   \
+            const T *x = (const T *)c->x + r * N, *go = (const T *)c->go + r * N;              \
+            T mean = ((const T *)c->mean)[r], rstd = ((const T *)c->rstd)[r];                  \
+            if (dw)                                                                            \
+                for (int64_t j = j0; j < j1; j++) dw[j] += go[j] * (x[j] - mean) * rstd;       \
+            if (db)                                                                            \
+                for (int64_t j = j0; j < j1; j++) db[j] += go[j];                              \
+        }                                                                                      \
+    }
+LN_KERNELS(f32, float, sqrtf)
+LN_KERNELS(f64, double, sqrt)
+
+em_tensor *em_cpu_native_layer_norm(em_keyset ks, em_tensor *input, em_intlist normalized_shape, em_tensor *weight,
+                                    em_tensor *bias, double eps, em_tensor **mean, em_tensor **rstd) {
+    (void)ks;
+    const char *op = "native_layer_norm";
+    int64_t M, N;
+    if (!em_norm_check_layer_norm(input, normalized_shape, weight, bias, op, &M, &N)) return NULL;
+    em_dtype ct = compute_of(input->dtype);
+    bool failed = false;
+    em_tensor *tmp[6] = { 0 }; /* x, w, b, y, mean, rstd */
+    tmp[0] = as_compute(input, ct, op, &failed);
+    tmp[1] = as_compute(weight, ct, op, &failed);
+    tmp[2] = as_compute(bias, ct, op, &failed);
+    int64_t ss[EM_MAX_DIMS];
+    stat_shape(input, normalized_shape.n, ss);
+    tmp[3] = new_compute(input->ndim, input->sizes, ct);
+    tmp[4] = new_compute(input->ndim, ss, ct);
+    tmp[5] = new_compute(input->ndim, ss, ct);
+    if (failed || !tmp[3] || !tmp[4] || !tmp[5]) {
+        release_all(tmp, 6);
+        return NULL;
+    }
+    ln_ctx c = { .x = em_tensor_data(tmp[0]), .w = tmp[1] ? em_tensor_data(tmp[1]) : NULL,
+                 .b = tmp[2] ? em_tensor_data(tmp[2]) : NULL, .y = em_tensor_data(tmp[3]),
+                 .m = em_tensor_data(tmp[4]), .r = em_tensor_data(tmp[5]), .M = M, .N = N, .eps = eps };
+    em_cpu_parallel_for(M, row_grain(N), ct == EM_FLOAT64 ? ln_fwd_f64 : ln_fwd_f32, &c);
+    em_tensor *y = to_result(tmp[3], input->dtype, op);
+    em_tensor *m = to_result(tmp[4], input->dtype, op);
+    em_tensor *r = to_result(tmp[5], input->dtype, op);
+    tmp[3] = tmp[4] = tmp[5] = NULL;
+    release_all(tmp, 3);
+    if (!y || !m || !r) {
+        em_tensor_release(y);
+        em_tensor_release(m);
+        em_tensor_release(r);
+        return NULL;
+    }
+    *mean = m;
+    *rstd = r;
+    return y;
+}
+
+/* The statistics' element count must be M (Note [Norm statistics]). */
+static bool stat_ok(const em_tensor *t, int64_t M, const char *op, const char *name) {
+    if (t->numel == M) return true;
+    char b[EM_SHAPE_STR_MAX];
+    em_set_error(EM_ESHAPE, "%s: %s of shape %s must have one value per normalised group (%lld)", op, name,
+                 em_shape_str(t->ndim, t->sizes, b, sizeof b), (long long)M);
+    return false;
+}
+
+static bool same_shape_as(const em_tensor *t, const em_tensor *like, const char *op, const char *name,
+                          const char *like_name) {
+    if (t->ndim == like->ndim && memcmp(t->sizes, like->sizes, sizeof(int64_t) * (size_t)t->ndim) == 0) return true;
+    char b1[EM_SHAPE_STR_MAX], b2[EM_SHAPE_STR_MAX];
+    em_set_error(EM_ESHAPE, "%s: %s of shape %s must have %s's shape %s", op, name,
+                 em_shape_str(t->ndim, t->sizes, b1, sizeof b1), like_name,
+                 em_shape_str(like->ndim, like->sizes, b2, sizeof b2));
+    return false;
+}
+
+em_tensor *em_cpu_native_layer_norm_backward(em_keyset ks, em_tensor *grad_out, em_tensor *input,
+                                             em_intlist normalized_shape, em_tensor *mean, em_tensor *rstd,
+                                             em_tensor *weight, em_tensor *bias, bool input_mask, bool weight_mask,
+                                             bool bias_mask, em_tensor **grad_weight, em_tensor **grad_bias) {
+    (void)ks;
+    const char *op = "native_layer_norm_backward";
+    int64_t M, N;
+    if (!em_norm_check_layer_norm(input, normalized_shape, weight, bias, op, &M, &N)) return NULL;
+    if (!same_shape_as(grad_out, input, op, "grad_out", "input") || !stat_ok(mean, M, op, "mean") ||
+        !stat_ok(rstd, M, op, "rstd"))
+        return NULL;
+    em_dtype ct = compute_of(input->dtype), dt = input->dtype;
+    bool want_dw = weight_mask && weight, want_db = bias_mask && bias;
+    bool failed = false;
+    em_tensor *tmp[9] = { 0 }; /* x, go, mean, rstd, w, dx, dw, db */
+    tmp[0] = as_compute(input, ct, op, &failed);
+    tmp[1] = as_compute(grad_out, ct, op, &failed);
+    tmp[2] = as_compute(mean, ct, op, &failed);
+    tmp[3] = as_compute(rstd, ct, op, &failed);
+    tmp[4] = as_compute(weight, ct, op, &failed);
+    tmp[5] = input_mask ? new_compute(input->ndim, input->sizes, ct) : empty_result(ct);
+    tmp[6] = want_dw ? new_compute(weight->ndim, weight->sizes, ct) : empty_result(ct);
+    tmp[7] = want_db ? new_compute(bias->ndim, bias->sizes, ct) : empty_result(ct);
+    if (failed || !tmp[5] || !tmp[6] || !tmp[7]) {
+        release_all(tmp, 9);
+        return NULL;
+    }
+    ln_ctx c = { .x = em_tensor_data(tmp[0]), .go = em_tensor_data(tmp[1]), .mean = em_tensor_data(tmp[2]),
+                 .rstd = em_tensor_data(tmp[3]), .w = tmp[4] ? em_tensor_data(tmp[4]) : NULL,
+                 .dx = em_tensor_data(tmp[5]), .dw = want_dw ? em_tensor_data(tmp[6]) : NULL,
+                 .db = want_db ? em_tensor_data(tmp[7]) : NULL, .M = M, .N = N };
+    bool f64 = ct == EM_FLOAT64;
+    if (input_mask) em_cpu_parallel_for(M, row_grain(N), f64 ? ln_bwd_dx_f64 : ln_bwd_dx_f32, &c);
+    if (want_dw || want_db) {
+        int64_t blocks = (N + 63) / 64, per = 64 * (M > 0 ? M : 1);
+        em_cpu_parallel_for(blocks, per >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / per, f64 ? ln_bwd_dwb_f64 : ln_bwd_dwb_f32,
+                            &c);
+    }
+    em_tensor *dx = to_result(tmp[5], dt, op), *dw = to_result(tmp[6], dt, op), *db = to_result(tmp[7], dt, op);
+    tmp[5] = tmp[6] = tmp[7] = NULL;
+    release_all(tmp, 9);
+    if (!dx || !dw || !db) {
+        em_tensor_release(dx);
+        em_tensor_release(dw);
+        em_tensor_release(db);
+        return NULL;
+    }
+    *grad_weight = dw;
+    *grad_bias = db;
+    return dx;
+}

@@ -1,0 +1,151 @@
+"""ops_norm.py -- difftest entries of the normalisation family
+(layer_norm, batch_norm, group_norm, instance_norm, rms_norm,
+local_response_norm and their native_* kernels).
+
+The generators pick (or make) float tensors of the shapes each op takes --
+normalized_shape a suffix of the input's shape, weight/bias of the right
+shapes, running statistics of the channel count -- and sometimes a wrong
+one, so that both systems' refusals are compared too.
+
+Accepted differences (the lead copies them into README.md):
+  - native_layer_norm_backward takes PyTorch's output_mask as three bool
+    flags (input_mask, weight_mask, bias_mask); a result masked out, or the
+    gradient of an absent weight/bias, is an empty tensor in ember and None
+    in torch (the Python side maps None to an empty tensor).
+"""
+import torch
+
+from ops import *  # noqa: F401,F403
+
+FLOATS_ = ['float32', 'float64', 'float32', 'float64', 'bfloat16']
+
+
+def _float_input(g, min_dim=1):
+    """An existing float tensor with at least min_dim dims, or a new leaf."""
+    if g.r.random() < 0.5:
+        s = g.pick(pred=lambda t: t.dtype in (torch.float32, torch.float64) and t.dim() >= min_dim)
+        if s is not None:
+            return s, []
+    nd = g.r.choice([d for d in (1, 2, 3, 4) if d >= min_dim])
+    shape = [g.r.choice([0, 1, 2, 3, 4, 5]) if g.r.random() < 0.1 else g.r.choice([1, 2, 3, 4, 5])
+             for _ in range(nd)]
+    name, st = g.leaf(shape=shape, dtype=g.r.choice(FLOATS_))
+    return name, [st]
+
+
+def _shape_of(g, name, pre):
+    if pre and pre[-1]['out'] == name:
+        return list(pre[-1]['shape']), pre[-1]['dtype']
+    t = g.t(name)
+    return list(t.shape), g.dtype_name(t)
+
+
+def _param(g, shape, dtype, rg=False):
+    """A new leaf of shape and dtype (a weight, bias or statistic) with
+    finite values; it does not require grad (see the docstring)."""
+    name, st = g.leaf(shape=shape, dtype=dtype, rg=rg)
+    st['values'] = [1.0 if v in ('nan', 'inf', '-inf') else v for v in st['values']]
+    return name, st
+
+
+def _values_of(g, name, pre):
+    if pre and pre[-1]['out'] == name:
+        st = pre[-1]
+        vals = [float(v) for v in st['values']]
+        return torch.tensor(vals, dtype=torch.float64).reshape(st['shape'])
+    return g.t(name).detach().double()
+
+
+def _flat_groups(x, n, rel=1e-3):
+    """Whether some group of n trailing elements of x has (near-)zero
+    variance (below rel times its squared scale), where float32/bfloat16
+    rounding of the mean is amplified."""
+    if x.numel() == 0 or n == 0:
+        return False
+    v = x.reshape(-1, n)
+    v = v[v.isfinite().all(1)]
+    if v.numel() == 0:
+        return False
+    return bool((v.var(1, unbiased=False) < rel * (1 + v.abs().amax(1) ** 2)).any())
+
+
+def gen_layer_norm(g, op):
+    x, pre = _float_input(g)
+    shape, dt = _shape_of(g, x, pre)
+    k = g.r.randint(1, min(len(shape), 3))
+    ns = shape[len(shape) - k:]
+    if g.r.random() < 0.05:  # a wrong normalized_shape: both refuse it
+        ns = ns[:-1] + [ns[-1] + 1]
+    n = 1
+    for d in ns:
+        n *= d
+    native = op.name == 'native_layer_norm'
+    vals = _values_of(g, x, pre)
+    if ns != shape[len(shape) - k:]:
+        pass
+    elif dt != 'float64' and _flat_groups(vals, n, 5e-2 if dt == 'bfloat16' else 1e-2):
+        return None
+    if native and not bool(vals.isfinite().all()):
+        return None  # torch's Welford mean of inf is NaN or inf by position
+    args = [['var', x], ['ints', ns]]
+    kw = {}
+    for what in ('weight', 'bias'):
+        if native or g.r.random() < 0.6:
+            if native and g.r.random() < 0.3:
+                args.append(['none'])
+                continue
+            n, st = _param(g, ns, dt)
+            pre.append(st)
+            if native or what == 'weight' and 'bias' not in kw and len(args) == 2:
+                args.append(['var', n])
+            else:
+                kw[what] = ['var', n]
+    if native:
+        args.append(['num', g.r.choice([1e-5, 1e-3, 0.5])])
+    elif g.r.random() < 0.3:
+        kw['eps'] = ['num', g.r.choice([1e-5, 1e-3, 0.5])]
+    return dict(args=args, kw=kw, pre=pre, style='function')
+
+
+def gen_layer_norm_backward(g, op):
+    """grad_out may require grad; input, weight and bias do not (see the
+    docstring: torch's undefined second derivatives)."""
+    nd = g.r.choice([1, 2, 3])
+    x, st = g.leaf(shape=[g.r.choice([1, 2, 3, 4]) for _ in range(nd)], dtype=g.r.choice(FLOATS_), rg=False)
+    pre = [st]
+    shape, dt = _shape_of(g, x, pre)
+    k = g.r.randint(1, min(len(shape), 2))
+    ns = shape[len(shape) - k:]
+    stat = shape[:len(shape) - k] + [1] * k
+    go, st = g.leaf(shape=shape, dtype=dt)
+    pre.append(st)
+    mean, st = _param(g, stat, dt, rg=False)
+    pre.append(st)
+    rstd, st = _param(g, stat, dt)
+    st['values'] = [abs(v) if isinstance(v, float) else v for v in st['values']]
+    pre.append(st)
+    for st in pre:  # non-finite inputs: torch's and ember's NaN/inf propagation differ by arrangement
+        st['values'] = [1.0 if v in ('nan', 'inf', '-inf') else v for v in st['values']]
+    args = [['var', go], ['var', x], ['ints', ns], ['var', mean], ['var', rstd]]
+    for _ in range(2):
+        n, st = _param(g, ns, dt)
+        st['values'] = [1.0 if v in ('nan', 'inf', '-inf') else v for v in st['values']]
+        pre.append(st)
+        args.append(['var', n])
+    if g.r.random() < 0.5:
+        args += [['bool', True] for _ in range(3)]
+    return dict(args=args, pre=pre, style='function')
+
+
+def _py_layer_norm_backward(st, pa, pk):
+    mask = pa[7:10] if len(pa) > 7 else ['True', 'True', 'True']
+    call = 'torch.ops.aten.native_layer_norm_backward(%s, [%s])' % (', '.join(pa[:7]), ', '.join(mask))
+    return ('(lambda r: tuple(torch.empty(0, dtype=%s.dtype) if t is None else t for t in r))(%s)'
+            % (pa[1], call))
+
+
+MAP = {
+    'layer_norm': dict(gen=gen_layer_norm),
+    'native_layer_norm': dict(gen=gen_layer_norm, weight=0.5),
+    'native_layer_norm_backward': dict(gen=gen_layer_norm_backward, py=_py_layer_norm_backward, weight=0.4),
+}

@@ -1,0 +1,60 @@
+-- samples/norm.lua -- gradcheck samples of the normalisation family.
+-- Groups have well-spread values (a group of equal values has rstd =
+-- 1/sqrt(eps) and derivatives of order eps^-1.5, too steep for finite
+-- differences).
+return function(H)
+  local S = {}
+  local F = ember.nn.functional
+  local t = H.t
+  local function x234()
+    return t({ { { 0.5, -1.2, 0.8, 2.0 }, { 1.5, 0.3, -0.7, 0.1 }, { 3.0, 1.0, 4.0, 1.5 } },
+      { { -0.4, 0.9, 1.7, -2.2 }, { 0.2, -0.6, 1.1, 0.75 }, { -1.3, 2.4, 0.35, -0.8 } } })
+  end
+  local function w4() return t({ 1.5, 0.5, -1.0, 2.0 }) end
+  local function b4() return t({ 0.1, 0.2, -0.3, 0.4 }) end
+  local function w34() return t({ { 1.2, -0.5, 0.7, 1.1 }, { 0.9, 1.3, -0.8, 0.6 }, { 0.4, 1.0, 1.6, -1.4 } }) end
+
+  S.layer_norm = function()
+    return H.many({
+      { { x234(), w4(), b4() }, function(x, w, b) return F.layer_norm(x, { 4 }, w, b) end },
+      { { x234() }, function(x) return F.layer_norm(x, 4, nil, nil, 1e-3) end },
+      { { x234(), w34() }, function(x, w) return F.layer_norm(x, { 3, 4 }, w) end },
+      { { x234(), b4() }, function(x, b) return F.layer_norm(x:transpose(1, 2), { 4 }, nil, b) end },
+    })
+  end
+  S.native_layer_norm = function()
+    return H.many({
+      { { x234(), w4(), b4() }, function(x, w, b) return (ember.native_layer_norm(x, { 4 }, w, b, 1e-5)) end },
+      { { x234(), w34() }, function(x, w) return (ember.native_layer_norm(x, { 3, 4 }, w, nil, 0.1)) end },
+    })
+  end
+  -- the backward op itself (its double-backward formulas): the statistics
+  -- come from the forward kernel, without history. Its formulas, like
+  -- torch's layer_norm_double_backward, use the saved mean and rstd as they
+  -- are, so they are not differentiated again through them: the third
+  -- derivative (gradgrad of this op) is not checked; layer_norm's own
+  -- gradgradcheck covers the second.
+  S.native_layer_norm_backward = function()
+    local function run(go, x, w, ns, which)
+      local _, m, r = ember.native_layer_norm(x:detach(), ns, nil, nil, 1e-5)
+      local gi, gw, gb = ember.native_layer_norm_backward(go, x, ns, m, r, w, w and w:detach() or nil)
+      if which == 1 then return gi elseif which == 2 then return gw else return gb end
+    end
+    local go = function() return x234() * 0.7 - 0.2 end
+    local r = H.many({
+      { { go(), x234(), w4() }, function(g, x, w) return run(g, x, w, { 4 }, 1) end },
+      { { go(), x234(), w4() }, function(g, x, w) return run(g, x, w, { 4 }, 2) end },
+      { { go(), x234(), w4() }, function(g, x, w) return run(g, x, w, { 4 }, 3) end },
+      { { go(), x234() }, function(g, x) return run(g, x, nil, { 3, 4 }, 1) end },
+      { { go(), x234(), w34() }, function(g, x, w)
+        local gi, gw, gb = ember.native_layer_norm_backward(g, x, { 3, 4 },
+          select(2, ember.native_layer_norm(x:detach(), { 3, 4 }, nil, nil, 1e-5)),
+          select(3, ember.native_layer_norm(x:detach(), { 3, 4 }, nil, nil, 1e-5)), w, w:detach())
+        return ember.cat({ gi:reshape(-1), gw:reshape(-1) * 0.5, gb:reshape(-1) })
+      end },
+    })
+    for _, smp in ipairs(r) do smp.gradgrad = false end
+    return r
+  end
+  return S
+end
