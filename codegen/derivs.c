@@ -80,6 +80,7 @@ const cg_helper cg_helpers[] = {
 
     /* ---- family: norm ---- */
     { "layer_norm_grad", "ttvttttv" }, { "layer_norm_double_backward", "tttttvtttv" },
+    { "batch_norm_grad", "tttttttvvv" }, { "batch_norm_double_backward", "ttttttttttvvv" },
 
     { NULL, NULL }
 };

@@ -88,43 +88,41 @@ static em_intlist norm_dims(const em_tensor *input, int n, int64_t *buf) {
     return (em_intlist){ buf, n };
 }
 
-/* With xh = (x - mean) rstd, g = gO w (gO without weight), N the group size
- * and P(v) = v - mean(v) - xh mean(xh v) over each group (P is symmetric),
- * the first-order gradients are gI = rstd P(g), gW = sum_rows(gO xh),
- * gB = sum_rows(gO). For cotangents ggI, ggW, ggB of those:
+/* The double backward of a normalisation over the dims `dims` of x (N
+ * elements per group), in training form: with xh = (x - mean) rstd, g = gO w
+ * (gO without weight) and P(v) = v - mean(v) - xh mean(xh v) over each group
+ * (P is symmetric), the first-order gradients are gI = rstd P(g),
+ * gW = sum(gO xh), gB = sum(gO) (sums over everything but the weight's
+ * dims). For cotangents ggI, ggW, ggB of those (NULL: absent):
  *   d/dgO = w rstd P(ggI) + ggW xh + ggB
- *   d/dw  = gO rstd P(ggI)                 (summed to w's shape by the node)
+ *   d/dw  = gO rstd P(ggI)                 (unsummed: the caller sums)
  *   d/dx  = rstd P(v) - rstd^2/N c1 xh,  v = -rstd B ggI - rstd c2/N g + ggW gO
  * with B = mean(g xh), c1 = sum(ggI (g - mean(g) - xh B)), c2 = sum(ggI xh)
- * per group -- the terms of PyTorch's layer_norm_double_backward, mean and
- * rstd's dependence on x included (they get no gradient of their own). */
-em_tensor *em_ag_fn_layer_norm_double_backward(em_tensor *ggI, em_tensor *ggW, em_tensor *ggB, em_tensor *grad_out,
-                                               em_tensor *input, em_intlist normalized_shape, em_tensor *mean,
-                                               em_tensor *rstd, em_tensor *weight, int64_t which) {
-    int64_t buf[EM_MAX_DIMS];
-    em_intlist dims = norm_dims(input, normalized_shape.n, buf);
-    double N = 1;
-    for (int i = 0; i < normalized_shape.n; i++) N *= (double)normalized_shape.data[i];
-    nf_scope sc = begin();
-    bool has_w = weight != NULL, has_gw = has_w && !absent(ggW), has_gb = !absent(ggB), has_gi = !absent(ggI);
-    em_tensor *xh = mul(sub(input, mean), rstd);
-    em_tensor *r = NULL;
-    em_tensor *pgi = NULL; /* rstd P(ggI) */
-    if (has_gi && which != 1) {
+ * per group -- the terms of PyTorch's layer_norm_double_backward and
+ * batchnorm_double_backward, mean and rstd's dependence on x included
+ * (they get no gradient of their own). mean, rstd, w, ggW and ggB are given
+ * broadcastable to x; which: 0 grad_out, 1 input, 2 weight. Runs inside the
+ * caller's scope (the result is a temporary of it). */
+static em_tensor *norm_double_backward(em_tensor *ggI, em_tensor *ggW, em_tensor *ggB, em_tensor *gO, em_tensor *x,
+                                       em_tensor *mean, em_tensor *rstd, em_tensor *w, em_intlist dims, double N,
+                                       int64_t which) {
+    em_tensor *xh = mul(sub(x, mean), rstd);
+    em_tensor *r = NULL, *pgi = NULL; /* rstd P(ggI) */
+    if (ggI && which != 1) {
         em_tensor *p = sub(sub(ggI, mean_over(ggI, dims)), mul(xh, mean_over(mul(xh, ggI), dims)));
         pgi = mul(p, rstd);
     }
     if (which == 0) { /* grad_out */
-        r = has_gi ? (has_w ? mul(pgi, weight) : pgi) : OP(em_ag_fn_zeros_like(grad_out));
-        if (has_gw) r = add(r, mul(ggW, xh));
-        if (has_gb) r = add(r, ggB);
-    } else if (which == 2) { /* weight */
-        r = has_gi ? mul(grad_out, pgi) : OP(em_ag_fn_zeros_like(weight));
+        r = ggI ? (w ? mul(pgi, w) : pgi) : OP(em_ag_fn_zeros_like(gO));
+        if (ggW) r = add(r, mul(ggW, xh));
+        if (ggB) r = add(r, ggB);
+    } else if (which == 2) { /* weight, unsummed */
+        r = ggI ? mul(gO, pgi) : OP(em_ag_fn_zeros_like(gO));
     } else { /* input */
-        em_tensor *g = has_w ? mul(grad_out, weight) : grad_out;
-        em_tensor *v = has_gw ? mul(ggW, grad_out) : NULL;
+        em_tensor *g = w ? mul(gO, w) : gO;
+        em_tensor *v = ggW ? mul(ggW, gO) : NULL;
         em_tensor *t2 = NULL;
-        if (has_gi) {
+        if (ggI) {
             em_tensor *B = mean_over(mul(g, xh), dims);
             em_tensor *c1 = sum_over(mul(ggI, sub(sub(g, mean_over(g, dims)), mul(xh, B))), dims);
             em_tensor *c2 = sum_over(mul(ggI, xh), dims);
@@ -137,8 +135,98 @@ em_tensor *em_ag_fn_layer_norm_double_backward(em_tensor *ggI, em_tensor *ggW, e
             r = mul(rstd, pv);
             if (t2) r = add(r, t2);
         } else {
-            r = OP(em_ag_fn_zeros_like(input));
+            r = OP(em_ag_fn_zeros_like(x));
         }
     }
+    return r;
+}
+
+em_tensor *em_ag_fn_layer_norm_double_backward(em_tensor *ggI, em_tensor *ggW, em_tensor *ggB, em_tensor *grad_out,
+                                               em_tensor *input, em_intlist normalized_shape, em_tensor *mean,
+                                               em_tensor *rstd, em_tensor *weight, int64_t which) {
+    int64_t buf[EM_MAX_DIMS];
+    em_intlist dims = norm_dims(input, normalized_shape.n, buf);
+    double N = 1;
+    for (int i = 0; i < normalized_shape.n; i++) N *= (double)normalized_shape.data[i];
+    nf_scope sc = begin();
+    /* weight and its cotangent broadcast over the leading dims as they are */
+    em_tensor *gi = absent(ggI) ? NULL : ggI, *gw = weight && !absent(ggW) ? ggW : NULL;
+    em_tensor *gb = absent(ggB) ? NULL : ggB;
+    em_tensor *r = norm_double_backward(gi, gw, gb, grad_out, input, mean, rstd, weight, dims, N, which);
+    return finish(sc, r); /* weight: summed to its shape by the node */
+}
+
+/* ---- batch_norm ---- */
+
+/* t (C) as (1, C, 1, ..., 1) of ndim dims; NULL passes through. */
+static em_tensor *chan_view(em_tensor *t, int ndim) {
+    if (!t) return NULL;
+    int64_t sz[EM_MAX_DIMS];
+    for (int d = 0; d < ndim; d++) sz[d] = d == 1 ? t->sizes[0] : 1;
+    return OP(em_reshape(t, (em_intlist){ sz, ndim }));
+}
+
+/* Every dim of an ndim tensor but the channel dim 1. */
+static em_intlist non_channel_dims(int ndim, int64_t *buf) {
+    int n = 0;
+    for (int d = 0; d < ndim; d++)
+        if (d != 1) buf[n++] = d;
+    return (em_intlist){ buf, n };
+}
+
+em_tensor *em_ag_fn_batch_norm_grad(em_tensor *grad, em_tensor *input, em_tensor *weight, em_tensor *running_mean,
+                                    em_tensor *running_var, em_tensor *save_mean, em_tensor *save_invstd,
+                                    bool training, double eps, int64_t which) {
+    em_tensor *gw = NULL, *gb = NULL;
+    em_tensor *gi = em_native_batch_norm_backward(grad, input, weight, running_mean, running_var, save_mean,
+                                                  save_invstd, training, eps, which == 0, which == 1, which == 2, &gw,
+                                                  &gb);
+    if (!gi) return NULL;
+    em_tensor *keep = which == 0 ? gi : which == 1 ? gw : gb;
+    em_tensor_retain(keep);
+    em_tensor_release(gi);
+    em_tensor_release(gw);
+    em_tensor_release(gb);
+    return keep;
+}
+
+/* Training: norm_double_backward over every dim but the channels'. Eval
+ * (the running statistics, constants): gI = gO w invstd, gW = sum(gO xh),
+ * so d/dgO = ggI w invstd + ggW xh + ggB, d/dw = sum(gO ggI) invstd,
+ * d/dx = ggW gO invstd. */
+em_tensor *em_ag_fn_batch_norm_double_backward(em_tensor *ggI, em_tensor *ggW, em_tensor *ggB, em_tensor *grad_out,
+                                               em_tensor *input, em_tensor *weight, em_tensor *running_mean,
+                                               em_tensor *running_var, em_tensor *save_mean, em_tensor *save_invstd,
+                                               bool train, double eps, int64_t which) {
+    int nd = input->ndim;
+    int64_t buf[EM_MAX_DIMS];
+    em_intlist dims = non_channel_dims(nd, buf);
+    double N = 1;
+    for (int d = 0; d < nd; d++)
+        if (d != 1) N *= (double)input->sizes[d];
+    nf_scope sc = begin();
+    em_tensor *gi = absent(ggI) ? NULL : ggI;
+    em_tensor *gw = weight && !absent(ggW) ? chan_view(ggW, nd) : NULL;
+    em_tensor *gb = absent(ggB) ? NULL : chan_view(ggB, nd);
+    em_tensor *w = chan_view(weight, nd), *r;
+    if (train) {
+        r = norm_double_backward(gi, gw, gb, grad_out, input, chan_view(save_mean, nd), chan_view(save_invstd, nd), w,
+                                 dims, N, which);
+    } else {
+        em_tensor *m = chan_view(running_mean, nd);
+        em_tensor *var = chan_view(running_var, nd);
+        em_tensor *is = var ? OP(em_rsqrt(em_ag_tmp(em_add(var, em_ag_tmp(em_ag_scalar(eps)), em_scalar_int(1)))))
+                            : NULL;
+        if (which == 0) {
+            r = gi ? mul(w ? mul(gi, w) : gi, is) : OP(em_ag_fn_zeros_like(grad_out));
+            if (gw) r = add(r, mul(gw, mul(sub(input, m), is)));
+            if (gb) r = add(r, gb);
+        } else if (which == 2) {
+            r = gi ? mul(mul(grad_out, gi), is) : OP(em_ag_fn_zeros_like(grad_out));
+        } else {
+            r = gw ? mul(mul(gw, grad_out), is) : OP(em_ag_fn_zeros_like(input));
+        }
+    }
+    if (which == 2 && r) r = OP(em_reshape(sum_over(r, dims), (em_intlist){ &weight->sizes[0], 1 }));
     return finish(sc, r);
 }

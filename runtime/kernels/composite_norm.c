@@ -19,3 +19,31 @@ em_tensor *em_comp_layer_norm(em_keyset ks, em_tensor *input, em_intlist normali
     em_tensor_release(rstd);
     return y;
 }
+
+/* F.batch_norm: the training check of torch's functional batch_norm, then
+ * native_batch_norm (which updates the running statistics in place). */
+em_tensor *em_comp_batch_norm(em_keyset ks, em_tensor *input, em_tensor *running_mean, em_tensor *running_var,
+                              em_tensor *weight, em_tensor *bias, bool training, double momentum, double eps) {
+    (void)ks;
+    const char *op = "batch_norm";
+    if (!em_norm_check_batch_norm(input, weight, bias, op)) return NULL;
+    if (training) {
+        int64_t n = input->sizes[0];
+        for (int d = 2; d < input->ndim; d++) n *= input->sizes[d];
+        if (n == 1) {
+            char b[EM_SHAPE_STR_MAX];
+            em_set_error(EM_EVALUE, "%s: expected more than 1 value per channel when training, got input of shape %s",
+                         op, em_shape_str(input->ndim, input->sizes, b, sizeof b));
+            return NULL;
+        }
+    } else if (!running_mean || !running_var) {
+        em_set_error(EM_EVALUE, "%s: running_mean and running_var must be given in evaluation mode (training=false)",
+                     op);
+        return NULL;
+    }
+    em_tensor *sm = NULL, *si = NULL;
+    em_tensor *y = em_native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, &sm, &si);
+    em_tensor_release(sm);
+    em_tensor_release(si);
+    return y;
+}

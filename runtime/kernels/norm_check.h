@@ -65,4 +65,30 @@ static inline bool em_norm_check_layer_norm(const em_tensor *input, em_intlist n
     return true;
 }
 
+/* batch_norm's input (N, C, ...) with at least 2 dims, floating; weight
+ * and bias (may be NULL) of shape {C} and input's dtype. */
+static inline bool em_norm_check_batch_norm(const em_tensor *input, const em_tensor *weight, const em_tensor *bias,
+                                            const char *op) {
+    char b1[EM_SHAPE_STR_MAX];
+    if (input->ndim < 2) {
+        em_set_error(EM_ESHAPE, "%s: input must have at least 2 dims (N, C, ...), got shape %s", op,
+                     em_shape_str(input->ndim, input->sizes, b1, sizeof b1));
+        return false;
+    }
+    if (!em_norm_dtype_ok(input, op, "input")) return false;
+    const em_tensor *wb[2] = { weight, bias };
+    const char *names[2] = { "weight", "bias" };
+    for (int k = 0; k < 2; k++) {
+        const em_tensor *t = wb[k];
+        if (!t) continue;
+        if (t->ndim != 1 || t->sizes[0] != input->sizes[1]) {
+            em_set_error(EM_ESHAPE, "%s: %s must be of shape {%lld} (one value per channel), got %s", op, names[k],
+                         (long long)input->sizes[1], em_shape_str(t->ndim, t->sizes, b1, sizeof b1));
+            return false;
+        }
+        if (!em_norm_same_dtype(t, input, op, names[k])) return false;
+    }
+    return true;
+}
+
 #endif

@@ -20,22 +20,25 @@ from ops import *  # noqa: F401,F403
 FLOATS_ = ['float32', 'float64', 'float32', 'float64', 'bfloat16']
 
 
-def _float_input(g, min_dim=1):
-    """An existing float tensor with at least min_dim dims, or a new leaf."""
+def _float_input(g, min_dim=1, rg=None):
+    """An existing float tensor with at least min_dim dims, or a new leaf;
+    rg False: one that does not require grad."""
     if g.r.random() < 0.5:
-        s = g.pick(pred=lambda t: t.dtype in (torch.float32, torch.float64) and t.dim() >= min_dim)
+        s = g.pick(pred=lambda t: t.dtype in (torch.float32, torch.float64) and t.dim() >= min_dim
+                   and (rg is not False or not t.requires_grad) and (min_dim < 2 or t.shape[1] > 0))
         if s is not None:
             return s, []
     nd = g.r.choice([d for d in (1, 2, 3, 4) if d >= min_dim])
     shape = [g.r.choice([0, 1, 2, 3, 4, 5]) if g.r.random() < 0.1 else g.r.choice([1, 2, 3, 4, 5])
              for _ in range(nd)]
-    name, st = g.leaf(shape=shape, dtype=g.r.choice(FLOATS_))
+    name, st = g.leaf(shape=shape, dtype=g.r.choice(FLOATS_), rg=rg)
     return name, [st]
 
 
 def _shape_of(g, name, pre):
-    if pre and pre[-1]['out'] == name:
-        return list(pre[-1]['shape']), pre[-1]['dtype']
+    for st in pre:
+        if st['out'] == name:
+            return list(st['shape']), st['dtype']
     t = g.t(name)
     return list(t.shape), g.dtype_name(t)
 
@@ -49,10 +52,10 @@ def _param(g, shape, dtype, rg=False):
 
 
 def _values_of(g, name, pre):
-    if pre and pre[-1]['out'] == name:
-        st = pre[-1]
-        vals = [float(v) for v in st['values']]
-        return torch.tensor(vals, dtype=torch.float64).reshape(st['shape'])
+    for st in pre:
+        if st['out'] == name:
+            vals = [float(v) for v in st['values']]
+            return torch.tensor(vals, dtype=torch.float64).reshape(st['shape'])
     return g.t(name).detach().double()
 
 
@@ -144,7 +147,106 @@ def _py_layer_norm_backward(st, pa, pk):
             % (pa[1], call))
 
 
+def gen_batch_norm(g, op):
+    """input (N, C, ...) with 2..5 dims; running statistics (sometimes
+    None in training) of C finite values, the variance positive; weight and
+    bias of C; training, momentum and eps as keywords or positions."""
+    training = g.r.random() < 0.6
+    x, pre = _float_input(g, min_dim=2, rg=None if training else False)
+    shape, dt = _shape_of(g, x, pre)
+    C = shape[1]
+    if C == 0:
+        return None
+    native = op.name == 'native_batch_norm'
+    sdt = dt  # torch 1.13 refuses float32 statistics of a bfloat16 input in some paths
+    stats = []
+    for what in ('mean', 'var'):
+        if training and g.r.random() < 0.3:
+            stats.append(['none'])
+            continue
+        n, st = _param(g, [C], sdt)
+        if what == 'var':
+            st['values'] = [abs(v) + 0.5 for v in st['values']]
+        pre.append(st)
+        stats.append(['var', n])
+    n = 1
+    for i, d in enumerate(shape):
+        if i != 1:
+            n *= d
+    if training and n == 0:
+        return None  # torch's running-statistics update of an empty batch is not a reference
+    if training and n <= 1:
+        return None if g.r.random() < 0.9 else dict(args=[['var', x]] + stats, kw={'training': ['bool', True]},
+                                                    pre=pre, style='function') if not native else None
+    if training and dt != 'float64' and n > 0:
+        v = _values_of(g, x, pre).transpose(0, 1).reshape(C, -1)
+        if _flat_groups(v, v.shape[1], 5e-2 if dt == 'bfloat16' else 1e-2):
+            return None
+        if not bool(v.isfinite().all()):
+            return None
+    params = []
+    for _ in range(2):
+        if native or g.r.random() < 0.6:
+            p, st = _param(g, [C], dt)
+            pre.append(st)
+            params.append(['var', p])
+        else:
+            params.append(['none'])
+    mom = ['num', g.r.choice([0.1, 0.3, 1.0, 0.0])]
+    eps = ['num', g.r.choice([1e-5, 1e-3, 0.5])]
+    if native:
+        args = [['var', x]] + params + stats + [['bool', training], mom, eps]
+        return dict(args=args, pre=pre, style='function')
+    args = [['var', x]] + stats
+    kw = {}
+    if g.r.random() < 0.5:
+        args += params + [['bool', training]]
+    else:
+        if params[0][0] == 'var':
+            kw['weight'] = params[0]
+        if params[1][0] == 'var':
+            kw['bias'] = params[1]
+        kw['training'] = ['bool', training]
+    if g.r.random() < 0.5:
+        kw['momentum'] = mom
+    if g.r.random() < 0.5:
+        kw['eps'] = eps
+    return dict(args=args, kw=kw, pre=pre, style='function')
+
+
+def gen_batch_norm_backward(g, op):
+    nd = g.r.choice([2, 3, 4])
+    shape = [g.r.choice([2, 3, 4]) for _ in range(nd)]
+    dt = g.r.choice(FLOATS_)
+    x, st = g.leaf(shape=shape, dtype=dt, rg=False)
+    pre = [st]
+    go, st = g.leaf(shape=shape, dtype=dt)
+    pre.append(st)
+    C = shape[1]
+    train = g.r.random() < 0.6
+    names = []
+    for what in ('w', 'rm', 'rv', 'sm', 'si'):
+        n, st = _param(g, [C], dt)
+        if what in ('rv', 'si'):
+            st['values'] = [abs(v) + 0.5 for v in st['values']]
+        pre.append(st)
+        names.append(n)
+    for st in pre:
+        st['values'] = [1.0 if v in ('nan', 'inf', '-inf') else v for v in st['values']]
+    args = [['var', go], ['var', x], ['var', names[0]], ['var', names[1]], ['var', names[2]],
+            ['var', names[3]], ['var', names[4]], ['bool', train], ['num', g.r.choice([1e-5, 0.5])]]
+    return dict(args=args, pre=pre, style='function')
+
+
+def _py_batch_norm_backward(st, pa, pk):
+    call = 'torch.ops.aten.native_batch_norm_backward(%s, [True, True, True])' % ', '.join(pa[:9])
+    return call
+
+
 MAP = {
+    'batch_norm': dict(gen=gen_batch_norm),
+    'native_batch_norm': dict(gen=gen_batch_norm, weight=0.5),
+    'native_batch_norm_backward': dict(gen=gen_batch_norm_backward, py=_py_batch_norm_backward, weight=0.4),
     'layer_norm': dict(gen=gen_layer_norm),
     'native_layer_norm': dict(gen=gen_layer_norm, weight=0.5),
     'native_layer_norm_backward': dict(gen=gen_layer_norm_backward, py=_py_layer_norm_backward, weight=0.4),

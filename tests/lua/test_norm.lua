@@ -143,4 +143,103 @@ function T.layer_norm_errors()
     "native_layer_norm_backward: mean of shape {3} must have one value per normalised group (2)")
 end
 
+-- ---- batch_norm ----
+
+local function XB()
+  return f64({ { { 0.5, -1.2, 0.8 }, { 2.0, 1.5, 0.3 } }, { { -0.7, 0.1, 3.0 }, { 1.0, 4.0, 1.5 } },
+    { { 0.2, 0.9, -1.1 }, { 0.4, -0.3, 2.2 } } })
+end
+
+function T.batch_norm_training_values_running_stats_and_gradients()
+  local x, w, b = XB():requires_grad_(), f64({ 1.5, -0.5 }):requires_grad_(), f64({ 0.1, 0.2 }):requires_grad_()
+  local rm, rv = f64({ 0.3, -0.2 }), f64({ 1.2, 0.7 })
+  local y = F.batch_norm(x, rm, rv, w, b, true, 0.3, 1e-3)
+  check_tensor(y, { { { 0.3751934582913855, -1.7300364976377138, 0.746704626984756 },
+    { -0.04914598556729888, 0.15847566907211688, 0.6567676402067147 } },
+    { { -1.1108512164820963, -0.12015476663310844, 3.4711198640694727 },
+      { 0.36609732371153264, -0.8796326041249619, 0.15847566907211688 } },
+    { { 0.0036822895980150564, 0.8705416832158794, -1.6061994414065903 },
+      { 0.6152433092788315, 0.9059136257740136, -0.13219464742306525 } } }, 1e-12)
+  -- updated in place, the variance unbiased
+  check_tensor(rm, { 0.29333333333333333, 0.28 }, 1e-12)
+  check_tensor(rv, { 1.3348333333333333, 0.9789999999999999 }, 1e-12);
+  (y * ember.arange(0, 18, { dtype = "float64" }):reshape(3, 2, 3)):sum():backward()
+  check_tensor(x.grad, { { { -8.712359609319288, -7.139181647482131, -6.294702143436686 },
+    { 2.7463210453437807, 2.4647295024049827, 2.370250432342231 } },
+    { { -1.0458016004924044, 0.03501253851251464, 0.7022410663383545 },
+      { 0.5221647223508582, -0.694989184968173, -0.4419736625468382 } },
+    { { 6.207170797155399, 7.3076794890736085, 8.939941109650633 },
+      { -1.8089130137140912, -2.0370438501168757, -3.120545991095874 } } }, 1e-10)
+  check_tensor(w.grad, { 1.73371878723573, -6.976087595884377 }, 1e-10)
+  check_tensor(b.grad, { 63.0, 90.0 }, 1e-12)
+end
+
+function T.batch_norm_eval_uses_running_stats()
+  local x, w = XB():requires_grad_(), f64({ 1.5, -0.5 }):requires_grad_()
+  local rm, rv = f64({ 0.29333333333333333, 0.28 }), f64({ 1.3348333333333333, 0.9789999999999999 })
+  local y = F.batch_norm(x, rm, rv, w, f64({ 0.1, 0.2 }), false, 0.3, 1e-3)
+  check_tensor(y[1], { { 0.36821653992522024, -1.8380808046209463, 0.7575631301392497 },
+    { -0.6687311883149013, -0.4161930521768486, 0.1898984745544779 } }, 1e-12)
+  check_tensor(rm, { 0.29333333333333333, 0.28 }); -- untouched
+  (y * ember.arange(0, 18, { dtype = "float64" }):reshape(3, 2, 3)):sum():backward()
+  check_tensor(x.grad[2], { { 7.786931804280588, 9.084753771660685, 10.382575739040783 },
+    { -4.545686450484949, -5.050762722761054, -5.55583899503716 } }, 1e-10)
+  check_tensor(w.grad, { 0.969040402310471, 93.33809511662427 }, 1e-10)
+  -- native_batch_norm in eval returns empty statistics
+  local _, sm, si = ember.native_batch_norm(XB(), nil, nil, rm, rv, false, 0.1, 1e-5)
+  check_shape(sm, { 0 })
+  check_shape(si, { 0 })
+end
+
+function T.batch_norm_shapes_dtypes_and_layouts()
+  local x4 = ember.arange(0, 24):reshape(2, 3, 2, 2):sin()
+  local y = F.batch_norm(x4, nil, nil, nil, nil, true)
+  check_eq(y.dtype, "float32")
+  check_tensor(y:reshape(-1):narrow(1, 1, 6), { -0.8617630004882812, 0.8362894058227539, 0.9731602668762207,
+    -0.5769888758659363, -0.6645297408103943, -1.0394712686538696 }, 1e-6)
+  -- (N, C), (N, C, L), (N, C, D, H, W) agree with one formula per channel
+  for _, shape in ipairs({ { 5, 3 }, { 4, 3, 2 }, { 2, 3, 2, 2, 2 } }) do
+    local x = ember.randn(shape, { dtype = "float64" })
+    local dims = {}
+    for d = 1, #shape do if d ~= 2 then dims[#dims + 1] = d end end
+    local mean = x:mean(dims, { keepdim = true })
+    local var = (x - mean):pow(2):mean(dims, { keepdim = true })
+    check(maxdiff(F.batch_norm(x, nil, nil, nil, nil, true), (x - mean) / (var + 1e-5):sqrt()) < 1e-12)
+  end
+  -- non-contiguous input, float32 running stats of a bfloat16 input
+  local x = XB():transpose(1, 3):contiguous():transpose(1, 3)
+  check(maxdiff(F.batch_norm(x, nil, nil, nil, nil, true), F.batch_norm(XB(), nil, nil, nil, nil, true)) < 1e-15)
+  local rm, rv = ember.zeros(2), ember.ones(2)
+  local yb = F.batch_norm(XB():bfloat16(), rm, rv, nil, nil, true)
+  check_eq(yb.dtype, "bfloat16")
+  check(maxdiff(yb, F.batch_norm(XB(), nil, nil, nil, nil, true)) < 3e-2)
+  check(math.abs(rm[1]:item() - 0.1 * XB()[{ {}, 1 }]:mean():item()) < 1e-3)
+  -- a large batch (parallel over channels) against the composite formula
+  local big = ember.randn(16, 8, 33, { dtype = "float64" })
+  local m = big:mean({ 1, 3 }, { keepdim = true })
+  local v = (big - m):pow(2):mean({ 1, 3 }, { keepdim = true })
+  check(maxdiff(F.batch_norm(big:float(), nil, nil, nil, nil, true), (big - m) / (v + 1e-5):sqrt()) < 1e-5)
+  -- empty batch in eval mode
+  check_shape(F.batch_norm(ember.zeros(0, 2, 3), ember.zeros(2), ember.ones(2)), { 0, 2, 3 })
+end
+
+function T.batch_norm_errors()
+  check_error(function() F.batch_norm(ember.ones(1, 3), nil, nil, nil, nil, true) end,
+    "batch_norm: expected more than 1 value per channel when training, got input of shape {1,3}")
+  check_error(function() F.batch_norm(ember.ones(2, 3), ember.zeros(4), ember.ones(3)) end,
+    "batch_norm: running_mean must be of shape {3} (one value per channel), got {4}")
+  check_error(function() F.batch_norm(ember.ones(2, 3), nil, nil) end,
+    "batch_norm: running_mean and running_var must be given in evaluation mode")
+  check_error(function() F.batch_norm(ember.ones(3), nil, nil, nil, nil, true) end,
+    "batch_norm: input must have at least 2 dims")
+  check_error(function() F.batch_norm(ember.ones(2, 3), nil, nil, ember.ones(2), nil, true) end,
+    "batch_norm: weight must be of shape {3}")
+  check_error(function() F.batch_norm(ember.ones(2, 3, { dtype = "int32" }), nil, nil, nil, nil, true) end,
+    "batch_norm: argument 'input' must be float32, float64 or bfloat16, got int32")
+  check_error(function() ember.native_batch_norm_backward(ember.ones(2, 3), ember.ones(2, 3), nil, nil, nil, nil,
+    nil, true, 1e-5) end, "native_batch_norm_backward: save_mean and save_invstd must be given when train is true")
+  check_error(function() ember.native_batch_norm(ember.ones(2, 3), nil, nil, ember.zeros(3, { dtype = "int64" }),
+    nil, true, 0.1, 1e-5) end, "native_batch_norm: running_mean must be a floating tensor, got int64")
+end
+
 return T

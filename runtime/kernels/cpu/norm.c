@@ -21,6 +21,7 @@
 #include "kernels/norm_check.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- shared ---- */
@@ -285,6 +286,279 @@ em_tensor *em_cpu_native_layer_norm_backward(em_keyset ks, em_tensor *grad_out, 
     em_tensor *dx = to_result(tmp[5], dt, op), *dw = to_result(tmp[6], dt, op), *db = to_result(tmp[7], dt, op);
     tmp[5] = tmp[6] = tmp[7] = NULL;
     release_all(tmp, 9);
+    if (!dx || !dw || !db) {
+        em_tensor_release(dx);
+        em_tensor_release(dw);
+        em_tensor_release(db);
+        return NULL;
+    }
+    *grad_weight = dw;
+    *grad_bias = db;
+    return dx;
+}
+
+/* ---- batch_norm ----
+ * input (N, C, S...) is read as N x C x S (S the product of the dims after
+ * the channel dim); every channel is one task of the pool. The per-channel
+ * sums accumulate in double (PyTorch's CPU acc_type), each (n, c) run of S
+ * elements first in 8 lanes of the compute type. */
+
+typedef struct {
+    const void *x, *go, *w, *b;
+    void *y, *dx;
+    double *mean, *invstd; /* per channel: the statistics used */
+    double *dw, *db;       /* per channel: grad_weight / grad_bias (or NULL) */
+    int64_t N, C, S;
+    bool train;
+} bn_ctx;
+
+#define BN_KERNELS(SFX, T)                                                                      \
+    /* batch statistics of channels [begin, end): mean and biased variance (in invstd) */     \
+    EM_CPU_CLONES static void bn_stats_##SFX(int64_t begin, int64_t end, void *vc) {           \
+        const bn_ctx *c = vc;                                                                   \
+        for (int64_t ch = begin; ch < end; ch++) {                                              \
+            double s = 0, q = 0, n = (double)(c->N * c->S);                                     \
+            for (int64_t i = 0; i < c->N; i++)                                                  \
+                s += (double)sum_##SFX((const T *)c->x + (i * c->C + ch) * c->S, c->S);         \
+            double m = n > 0 ? s / n : 0;                                                       \
+            for (int64_t i = 0; i < c->N; i++)                                                  \
+                q += (double)sqdev_##SFX((const T *)c->x + (i * c->C + ch) * c->S, c->S, (T)m); \
+            c->mean[ch] = m;                                                                    \
+            c->invstd[ch] = n > 0 ? q / n : 0; /* the variance, turned into invstd later */     \
+        }                                                                                       \
+    }                                                                                           \
+    /* y = x alpha + beta, alpha = invstd w, beta = b - mean alpha (PyTorch's arrangement) */   \
+    EM_CPU_CLONES static void bn_apply_##SFX(int64_t begin, int64_t end, void *vc) {           \
+        const bn_ctx *c = vc;                                                                   \
+        const T *w = c->w, *b = c->b;                                                           \
+        for (int64_t ch = begin; ch < end; ch++) {                                              \
+            T alpha = (T)(c->invstd[ch] * (w ? (double)w[ch] : 1.0));                           \
+            T beta = (T)((b ? (double)b[ch] : 0.0) - c->mean[ch] * (double)alpha);              \
+            for (int64_t i = 0; i < c->N; i++) {                                                \
+                const T *x = (const T *)c->x + (i * c->C + ch) * c->S;                          \
+                T *y = (T *)c->y + (i * c->C + ch) * c->S;                                      \
+                for (int64_t j = 0; j < c->S; j++) y[j] = x[j] * alpha + beta;                  \
+            }                                                                                   \
+        }                                                                                       \
+    }                                                                                           \
+    /* backward of channels [begin, end): sums of go and go (x - mean); then grad_input */     \
+    EM_CPU_CLONES static void bn_bwd_##SFX(int64_t begin, int64_t end, void *vc) {             \
+        const bn_ctx *c = vc;                                                                   \
+        const T *w = c->w;                                                                      \
+        double n = (double)(c->N * c->S);                                                       \
+        for (int64_t ch = begin; ch < end; ch++) {                                              \
+            T m = (T)c->mean[ch];                                                               \
+            double sg = 0, dot = 0;                                                             \
+            for (int64_t i = 0; i < c->N; i++) {                                                \
+                const T *x = (const T *)c->x + (i * c->C + ch) * c->S;                          \
+                const T *go = (const T *)c->go + (i * c->C + ch) * c->S;                        \
+                T a[8] = { 0 }, d[8] = { 0 };                                                   \
+                int64_t j = 0;                                                                  \
+                for (; j + 8 <= c->S; j += 8)                                                   \
+                    for (int k = 0; k < 8; k++) {                                               \
+                        a[k] += go[j + k];                                                      \
+                        d[k] += go[j + k] * (x[j + k] - m);                                     \
+                    }                                                                           \
+                T sa = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));      \
+                T sd = ((d[0] + d[1]) + (d[2] + d[3])) + ((d[4] + d[5]) + (d[6] + d[7]));      \
+                for (; j < c->S; j++) {                                                         \
+                    sa += go[j];                                                                \
+                    sd += go[j] * (x[j] - m);                                                   \
+                }                                                                               \
+                sg += (double)sa;                                                               \
+                dot += (double)sd;                                                              \
+            }                                                                                   \
+            double invstd = c->invstd[ch], wv = w ? (double)w[ch] : 1.0;                        \
+            if (c->dw) c->dw[ch] = dot * invstd;                                                \
+            if (c->db) c->db[ch] = sg;                                                          \
+            if (!c->dx) continue;                                                               \
+            /* train: dx = (go - mean(go) - (x - mean) dot invstd^2 / n) invstd w;             \
+             * eval: dx = go invstd w */                                                        \
+            T k = (T)(c->train && n > 0 ? dot * invstd * invstd / n : 0.0);                     \
+            T gm = (T)(c->train && n > 0 ? sg / n : 0.0), sc = (T)(invstd * wv);                \
+            for (int64_t i = 0; i < c->N; i++) {                                                \
+                const T *x = (const T *)c->x + (i * c->C + ch) * c->S;                          \
+                const T *go = (const T *)c->go + (i * c->C + ch) * c->S;                        \
+                T *dx = (T *)c->dx + (i * c->C + ch) * c->S;                                    \
+                if (c->train)                                                                   \
+                    for (int64_t j = 0; j < c->S; j++) dx[j] = (go[j] - gm - (x[j] - m) * k) * sc; \
+                else                                                                            \
+                    for (int64_t j = 0; j < c->S; j++) dx[j] = go[j] * sc;                      \
+            }                                                                                   \
+        }                                                                                       \
+    }
+BN_KERNELS(f32, float)
+BN_KERNELS(f64, double)
+
+/* Channels per task for channels of n elements. */
+static int64_t chan_grain(int64_t n) { return n >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / (n > 0 ? n : 1); }
+
+/* A per-channel statistic (running_mean, ...): C elements, any float dtype
+ * and stride; t NULL is fine. */
+static bool bn_stat_ok(const em_tensor *t, int64_t C, const char *op, const char *name) {
+    if (!t) return true;
+    char b[EM_SHAPE_STR_MAX];
+    if (t->ndim != 1 || t->sizes[0] != C) {
+        em_set_error(EM_ESHAPE, "%s: %s must be of shape {%lld} (one value per channel), got %s", op, name,
+                     (long long)C, em_shape_str(t->ndim, t->sizes, b, sizeof b));
+        return false;
+    }
+    if (!em_cpu_is_float(t->dtype)) {
+        em_set_error(EM_ETYPE, "%s: %s must be a floating tensor, got %s", op, name, em_dtype_name(t->dtype));
+        return false;
+    }
+    return true;
+}
+
+static double load1(const em_tensor *t, int64_t i) {
+    return em_load_as_double((const char *)em_tensor_data(t) + i * t->strides[0] * (int64_t)em_dtype_size(t->dtype),
+                             t->dtype);
+}
+static void store1(em_tensor *t, int64_t i, double v) {
+    em_store_from_double((char *)em_tensor_data(t) + i * t->strides[0] * (int64_t)em_dtype_size(t->dtype), t->dtype,
+                         v);
+}
+
+/* The checks shared by native_batch_norm and its backward: sets N, C, S. */
+static bool bn_check(const em_tensor *input, const em_tensor *weight, const em_tensor *bias, const em_tensor *rm,
+                     const em_tensor *rv, const char *op, int64_t *N, int64_t *C, int64_t *S) {
+    if (!em_norm_check_batch_norm(input, weight, bias, op)) return false;
+    int64_t c = input->sizes[1], s = 1;
+    for (int d = 2; d < input->ndim; d++) s *= input->sizes[d];
+    if (!bn_stat_ok(rm, c, op, "running_mean") || !bn_stat_ok(rv, c, op, "running_var")) return false;
+    *N = input->sizes[0];
+    *C = c;
+    *S = s;
+    return true;
+}
+
+/* Tensor of shape {n} in dtype dt filled from v (double). */
+static em_tensor *from_doubles(const double *v, int64_t n, em_dtype dt) {
+    em_tensor *t = em_tensor_new(1, &n, dt, em_cpu_dev());
+    if (!t) return NULL;
+    for (int64_t i = 0; i < n; i++) em_store_from_double((char *)em_tensor_data(t) + i * (int64_t)em_dtype_size(dt), dt, v[i]);
+    return t;
+}
+
+em_tensor *em_cpu_native_batch_norm(em_keyset ks, em_tensor *input, em_tensor *weight, em_tensor *bias,
+                                    em_tensor *running_mean, em_tensor *running_var, bool training, double momentum,
+                                    double eps, em_tensor **save_mean, em_tensor **save_invstd) {
+    (void)ks;
+    const char *op = "native_batch_norm";
+    int64_t N, C, S;
+    if (!bn_check(input, weight, bias, running_mean, running_var, op, &N, &C, &S)) return NULL;
+    if (!training && (!running_mean || !running_var)) {
+        em_set_error(EM_EVALUE, "%s: running_mean and running_var must be given in evaluation mode (training=false)",
+                     op);
+        return NULL;
+    }
+    em_dtype ct = compute_of(input->dtype), dt = input->dtype;
+    bool failed = false;
+    em_tensor *tmp[4] = { 0 }; /* x, w, b, y */
+    tmp[0] = as_compute(input, ct, op, &failed);
+    tmp[1] = as_compute(weight, ct, op, &failed);
+    tmp[2] = as_compute(bias, ct, op, &failed);
+    tmp[3] = new_compute(input->ndim, input->sizes, ct);
+    double *stats = calloc((size_t)(2 * C + 1), sizeof(double));
+    if (failed || !tmp[3] || !stats) {
+        if (!stats) em_set_error(EM_ENOMEM, "%s: out of memory", op);
+        release_all(tmp, 4);
+        free(stats);
+        return NULL;
+    }
+    bn_ctx c = { .x = em_tensor_data(tmp[0]), .w = tmp[1] ? em_tensor_data(tmp[1]) : NULL,
+                 .b = tmp[2] ? em_tensor_data(tmp[2]) : NULL, .y = em_tensor_data(tmp[3]), .mean = stats,
+                 .invstd = stats + C, .N = N, .C = C, .S = S, .train = training };
+    bool f64 = ct == EM_FLOAT64;
+    int64_t n = N * S;
+    if (training) {
+        em_cpu_parallel_for(C, chan_grain(n), f64 ? bn_stats_f64 : bn_stats_f32, &c);
+        for (int64_t ch = 0; ch < C; ch++) {
+            double var = c.invstd[ch];
+            if (running_mean) store1(running_mean, ch, (1 - momentum) * load1(running_mean, ch) + momentum * c.mean[ch]);
+            if (running_var) /* unbiased: n / (n - 1); n == 1 gives inf/NaN as in torch */
+                store1(running_var, ch,
+                       (1 - momentum) * load1(running_var, ch) + momentum * var * (double)n / (double)(n - 1));
+            c.invstd[ch] = 1.0 / sqrt(var + eps);
+        }
+        /* Note [Running statistics]: as in torch 1.13, the update does not
+         * bump the running statistics' versions: autograd saves them (the
+         * eval-mode gradient reads them) and a training step's own update
+         * must not make its node stale; training-mode gradients use only
+         * save_mean/save_invstd. */
+    } else {
+        for (int64_t ch = 0; ch < C; ch++) {
+            c.mean[ch] = load1(running_mean, ch);
+            c.invstd[ch] = 1.0 / sqrt(load1(running_var, ch) + eps);
+        }
+    }
+    em_cpu_parallel_for(C, chan_grain(n), f64 ? bn_apply_f64 : bn_apply_f32, &c);
+    em_tensor *y = to_result(tmp[3], dt, op);
+    tmp[3] = NULL;
+    release_all(tmp, 4);
+    em_tensor *sm = training ? from_doubles(c.mean, C, dt) : empty_result(dt);
+    em_tensor *si = training ? from_doubles(c.invstd, C, dt) : empty_result(dt);
+    free(stats);
+    if (!y || !sm || !si) {
+        em_tensor_release(y);
+        em_tensor_release(sm);
+        em_tensor_release(si);
+        return NULL;
+    }
+    *save_mean = sm;
+    *save_invstd = si;
+    return y;
+}
+
+em_tensor *em_cpu_native_batch_norm_backward(em_keyset ks, em_tensor *grad_out, em_tensor *input, em_tensor *weight,
+                                             em_tensor *running_mean, em_tensor *running_var, em_tensor *save_mean,
+                                             em_tensor *save_invstd, bool train, double eps, bool input_mask,
+                                             bool weight_mask, bool bias_mask, em_tensor **grad_weight,
+                                             em_tensor **grad_bias) {
+    (void)ks;
+    const char *op = "native_batch_norm_backward";
+    int64_t N, C, S;
+    if (!bn_check(input, weight, NULL, running_mean, running_var, op, &N, &C, &S)) return NULL;
+    if (!same_shape_as(grad_out, input, op, "grad_out", "input")) return NULL;
+    em_tensor *mt = train ? save_mean : running_mean, *st = train ? save_invstd : running_var;
+    if (!mt || !st) {
+        em_set_error(EM_EVALUE, "%s: %s must be given when train is %s", op,
+                     train ? "save_mean and save_invstd" : "running_mean and running_var", train ? "true" : "false");
+        return NULL;
+    }
+    if (!bn_stat_ok(mt, C, op, train ? "save_mean" : "running_mean") ||
+        !bn_stat_ok(st, C, op, train ? "save_invstd" : "running_var"))
+        return NULL;
+    em_dtype ct = compute_of(input->dtype), dt = input->dtype;
+    bool want_dw = weight_mask && weight;
+    bool failed = false;
+    em_tensor *tmp[4] = { 0 }; /* x, go, w, dx */
+    tmp[0] = as_compute(input, ct, op, &failed);
+    tmp[1] = as_compute(grad_out, ct, op, &failed);
+    tmp[2] = as_compute(weight, ct, op, &failed);
+    tmp[3] = input_mask ? new_compute(input->ndim, input->sizes, ct) : NULL;
+    double *stats = calloc((size_t)(4 * C + 1), sizeof(double));
+    if (failed || (input_mask && !tmp[3]) || !stats) {
+        if (!stats) em_set_error(EM_ENOMEM, "%s: out of memory", op);
+        release_all(tmp, 4);
+        free(stats);
+        return NULL;
+    }
+    for (int64_t ch = 0; ch < C; ch++) {
+        stats[ch] = load1(mt, ch);
+        stats[C + ch] = train ? load1(st, ch) : 1.0 / sqrt(load1(st, ch) + eps);
+    }
+    bn_ctx c = { .x = em_tensor_data(tmp[0]), .go = em_tensor_data(tmp[1]), .w = tmp[2] ? em_tensor_data(tmp[2]) : NULL,
+                 .dx = tmp[3] ? em_tensor_data(tmp[3]) : NULL, .mean = stats, .invstd = stats + C,
+                 .dw = want_dw ? stats + 2 * C : NULL, .db = bias_mask ? stats + 3 * C : NULL, .N = N, .C = C,
+                 .S = S, .train = train };
+    em_cpu_parallel_for(C, chan_grain(N * S), ct == EM_FLOAT64 ? bn_bwd_f64 : bn_bwd_f32, &c);
+    em_tensor *dx = input_mask ? to_result(tmp[3], dt, op) : empty_result(dt);
+    tmp[3] = NULL;
+    release_all(tmp, 4);
+    em_tensor *dw = want_dw ? from_doubles(c.dw, C, dt) : empty_result(dt);
+    em_tensor *db = bias_mask ? from_doubles(c.db, C, dt) : empty_result(dt);
+    free(stats);
     if (!dx || !dw || !db) {
         em_tensor_release(dx);
         em_tensor_release(dw);

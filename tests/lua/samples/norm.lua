@@ -56,5 +56,50 @@ return function(H)
     for _, smp in ipairs(r) do smp.gradgrad = false end
     return r
   end
+  -- batch_norm: (N, C, L) = (3, 2, 3)
+  local function xb()
+    return t({ { { 0.5, -1.2, 0.8 }, { 2.0, 1.5, 0.3 } }, { { -0.7, 0.1, 3.0 }, { 1.0, 4.0, 1.5 } },
+      { { 0.2, 0.9, -1.1 }, { 0.4, -0.3, 2.2 } } })
+  end
+  local function w2() return t({ 1.5, -0.5 }) end
+  local function b2() return t({ 0.1, 0.2 }) end
+  local function rm() return t({ 0.3, -0.2 }) end
+  local function rv() return t({ 1.2, 0.7 }) end
+  S.batch_norm = function()
+    return H.many({
+      { { xb(), w2(), b2() }, function(x, w, b) return F.batch_norm(x, nil, nil, w, b, true) end },
+      { { xb() }, function(x) return F.batch_norm(x, rm(), rv(), nil, nil, true, 0.3, 1e-3) end },
+      { { xb(), w2(), b2() }, function(x, w, b) return F.batch_norm(x, rm(), rv(), w, b) end },
+      { { xb(), w2() }, function(x, w) return F.batch_norm(x:reshape(3, 6):t():reshape(6, 3):t(), nil, nil,
+        w:repeat_interleave(3), nil, true) end },
+      { { xb(), w2() }, function(x, w) return F.batch_norm(x:reshape(1, 3, 2, 3):transpose(2, 3), nil, nil, w, nil, true) end },
+    })
+  end
+  S.native_batch_norm = function()
+    return H.many({
+      { { xb(), w2(), b2() }, function(x, w, b) return (ember.native_batch_norm(x, w, b, nil, nil, true, 0.1, 1e-5)) end },
+      { { xb(), w2(), b2() }, function(x, w, b) return (ember.native_batch_norm(x, w, b, rm(), rv(), false, 0.1, 1e-5)) end },
+    })
+  end
+  -- as native_layer_norm_backward: the saved statistics are used as they
+  -- are (torch's batchnorm_double_backward too), so no third derivative
+  S.native_batch_norm_backward = function()
+    local function stats(x) local _, m, i = ember.native_batch_norm(x:detach(), nil, nil, nil, nil, true, 0.1, 1e-5); return m, i end
+    local go = function() return xb() * 0.6 + 0.3 end
+    local r = H.many({
+      { { go(), xb(), w2() }, function(g, x, w) local m, i = stats(x)
+        return (ember.native_batch_norm_backward(g, x, w, nil, nil, m, i, true, 1e-5)) end },
+      { { go(), xb(), w2() }, function(g, x, w) local m, i = stats(x)
+        local _, gw, gb = ember.native_batch_norm_backward(g, x, w, nil, nil, m, i, true, 1e-5)
+        return gw * gb end },
+      { { go(), xb() }, function(g, x) local m, i = stats(x)
+        return (ember.native_batch_norm_backward(g, x, nil, nil, nil, m, i, true, 1e-5)) end },
+      { { go(), xb(), w2() }, function(g, x, w)
+        local gi, gw = ember.native_batch_norm_backward(g, x, w, rm(), rv(), nil, nil, false, 1e-5)
+        return ember.cat({ gi:reshape(-1), gw }) end },
+    })
+    for _, smp in ipairs(r) do smp.gradgrad = false end
+    return r
+  end
   return S
 end
