@@ -81,6 +81,7 @@ const cg_helper cg_helpers[] = {
     /* ---- family: norm ---- */
     { "layer_norm_grad", "ttvttttv" }, { "layer_norm_double_backward", "tttttvtttv" },
     { "batch_norm_grad", "tttttttvvv" }, { "batch_norm_double_backward", "ttttttttttvvv" },
+    { "group_norm_grad", "tttttvv" }, { "group_norm_double_backward", "ttttttttvv" },
 
     { NULL, NULL }
 };

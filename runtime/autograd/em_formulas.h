@@ -198,5 +198,12 @@ EM_HIDDEN em_tensor *em_ag_fn_batch_norm_double_backward(em_tensor *ggI, em_tens
                                                          em_tensor *running_mean, em_tensor *running_var,
                                                          em_tensor *save_mean, em_tensor *save_invstd, bool train,
                                                          double eps, int64_t which);
+/* group_norm's likewise (native_group_norm_backward). */
+EM_HIDDEN em_tensor *em_ag_fn_group_norm_grad(em_tensor *grad, em_tensor *input, em_tensor *mean, em_tensor *rstd,
+                                              em_tensor *weight, int64_t group, int64_t which);
+EM_HIDDEN em_tensor *em_ag_fn_group_norm_double_backward(em_tensor *ggI, em_tensor *ggW, em_tensor *ggB,
+                                                         em_tensor *grad_out, em_tensor *input, em_tensor *mean,
+                                                         em_tensor *rstd, em_tensor *weight, int64_t group,
+                                                         int64_t which);
 
 #endif

@@ -230,3 +230,49 @@ em_tensor *em_ag_fn_batch_norm_double_backward(em_tensor *ggI, em_tensor *ggW, e
     if (which == 2 && r) r = OP(em_reshape(sum_over(r, dims), (em_intlist){ &weight->sizes[0], 1 }));
     return finish(sc, r);
 }
+
+/* ---- group_norm ---- */
+
+em_tensor *em_ag_fn_group_norm_grad(em_tensor *grad, em_tensor *input, em_tensor *mean, em_tensor *rstd,
+                                    em_tensor *weight, int64_t group, int64_t which) {
+    em_tensor *gw = NULL, *gb = NULL;
+    em_tensor *gi = em_native_group_norm_backward(grad, input, mean, rstd, weight, group, which == 0, which == 1,
+                                                  which == 2, &gw, &gb);
+    if (!gi) return NULL;
+    em_tensor *keep = which == 0 ? gi : which == 1 ? gw : gb;
+    em_tensor_retain(keep);
+    em_tensor_release(gi);
+    em_tensor_release(gw);
+    em_tensor_release(gb);
+    return keep;
+}
+
+/* norm_double_backward on the view (N, G, C/G, S) of input and grad_out:
+ * groups are dims 2 and 3, the statistics (N, G) are (N, G, 1, 1), weight
+ * and its cotangents (C) are (1, G, C/G, 1). */
+em_tensor *em_ag_fn_group_norm_double_backward(em_tensor *ggI, em_tensor *ggW, em_tensor *ggB, em_tensor *grad_out,
+                                               em_tensor *input, em_tensor *mean, em_tensor *rstd, em_tensor *weight,
+                                               int64_t group, int64_t which) {
+    int64_t N = input->sizes[0], C = input->sizes[1], S = 1;
+    for (int d = 2; d < input->ndim; d++) S *= input->sizes[d];
+    int64_t xs[4] = { N, group, C / group, S }, ss[4] = { N, group, 1, 1 }, ws[4] = { 1, group, C / group, 1 };
+    em_intlist X = { xs, 4 }, St = { ss, 4 }, W = { ws, 4 };
+    int64_t dbuf[2] = { 2, 3 };
+    em_intlist dims = { dbuf, 2 };
+    nf_scope sc = begin();
+#define RS(t, shape) ((t) ? OP(em_reshape((t), (shape))) : NULL)
+    em_tensor *gi = absent(ggI) ? NULL : RS(ggI, X);
+    em_tensor *gw = weight && !absent(ggW) ? RS(ggW, W) : NULL;
+    em_tensor *gb = absent(ggB) ? NULL : RS(ggB, W);
+    em_tensor *r = norm_double_backward(gi, gw, gb, RS(grad_out, X), RS(input, X), RS(mean, St), RS(rstd, St),
+                                        RS(weight, W), dims, (double)(C / group * S), which);
+#undef RS
+    if (which == 2) {
+        int64_t rb[2] = { 0, 3 }, cs = C;
+        r = r ? OP(em_reshape(em_ag_tmp(em_sum(r, (em_intlist){ rb, 2 }, false, EM_DTYPE_NONE)), (em_intlist){ &cs, 1 }))
+              : NULL;
+    } else if (r) {
+        r = OP(em_reshape(r, (em_intlist){ input->sizes, input->ndim }));
+    }
+    return finish(sc, r);
+}

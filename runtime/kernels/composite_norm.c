@@ -47,3 +47,14 @@ em_tensor *em_comp_batch_norm(em_keyset ks, em_tensor *input, em_tensor *running
     em_tensor_release(si);
     return y;
 }
+
+em_tensor *em_comp_group_norm(em_keyset ks, em_tensor *input, int64_t num_groups, em_tensor *weight, em_tensor *bias,
+                              double eps) {
+    (void)ks;
+    if (!em_norm_check_group_norm(input, num_groups, weight, bias, "group_norm")) return NULL;
+    em_tensor *mean = NULL, *rstd = NULL;
+    em_tensor *y = em_native_group_norm(input, weight, bias, num_groups, eps, &mean, &rstd);
+    em_tensor_release(mean);
+    em_tensor_release(rstd);
+    return y;
+}

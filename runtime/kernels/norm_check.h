@@ -91,4 +91,18 @@ static inline bool em_norm_check_batch_norm(const em_tensor *input, const em_ten
     return true;
 }
 
+/* group_norm's input (N, C, ...) with C divisible by group (>= 1), and
+ * weight/bias of {C} (batch_norm's checks). */
+static inline bool em_norm_check_group_norm(const em_tensor *input, int64_t group, const em_tensor *weight,
+                                            const em_tensor *bias, const char *op) {
+    if (!em_norm_check_batch_norm(input, weight, bias, op)) return false;
+    if (group < 1 || input->sizes[1] % group != 0) {
+        char b[EM_SHAPE_STR_MAX];
+        em_set_error(EM_EVALUE, "%s: the number of channels of input (shape %s) must be divisible by num_groups, "
+                     "got num_groups=%lld", op, em_shape_str(input->ndim, input->sizes, b, sizeof b), (long long)group);
+        return false;
+    }
+    return true;
+}
+
 #endif

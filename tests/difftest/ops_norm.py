@@ -243,7 +243,79 @@ def _py_batch_norm_backward(st, pa, pk):
     return call
 
 
+def gen_group_norm(g, op):
+    """input (N, C, ...) with C divisible by num_groups (sometimes not)."""
+    x, pre = _float_input(g, min_dim=2)
+    shape, dt = _shape_of(g, x, pre)
+    C = shape[1]
+    divs = [d for d in range(1, C + 1) if C % d == 0] or [1]
+    G = g.r.choice(divs) if g.r.random() < 0.95 else C + 1
+    if C % G == 0 and shape[0] > 0 and C > 0:
+        v = _values_of(g, x, pre).reshape(shape[0] * G, -1)
+        if not bool(v.isfinite().all()) and op.name == 'native_group_norm':
+            return None
+        if dt != 'float64' and _flat_groups(v, v.shape[1], 5e-2 if dt == 'bfloat16' else 1e-2):
+            return None
+    native = op.name == 'native_group_norm'
+    params = []
+    for _ in range(2):
+        if native or g.r.random() < 0.6:
+            p, st = _param(g, [C], dt)
+            pre.append(st)
+            params.append(['var', p])
+        else:
+            params.append(['none'])
+    eps = ['num', g.r.choice([1e-5, 1e-3, 0.5])]
+    if native:
+        return dict(args=[['var', x]] + params + [['int', G], eps], pre=pre, style='function')
+    args, kw = [['var', x], ['int', G]], {}
+    for name, p in zip(('weight', 'bias'), params):
+        if p[0] == 'var':
+            kw[name] = p
+    if g.r.random() < 0.3:
+        kw['eps'] = eps
+    return dict(args=args, kw=kw, pre=pre, style='function')
+
+
+def gen_group_norm_backward(g, op):
+    nd = g.r.choice([2, 3, 4])
+    shape = [g.r.choice([2, 3, 4]) for _ in range(nd)]
+    C = shape[1]
+    G = g.r.choice([d for d in range(1, C + 1) if C % d == 0])
+    dt = g.r.choice(FLOATS_)
+    x, st = g.leaf(shape=shape, dtype=dt, rg=False)
+    pre = [st]
+    go, st = g.leaf(shape=shape, dtype=dt)
+    pre.append(st)
+    names = []
+    for what, sh in (('m', [shape[0], G]), ('r', [shape[0], G]), ('w', [C])):
+        n, st = _param(g, sh, dt)
+        if what == 'r':
+            st['values'] = [abs(v) + 0.5 for v in st['values']]
+        pre.append(st)
+        names.append(n)
+    for st in pre:
+        st['values'] = [1.0 if v in ('nan', 'inf', '-inf') else v for v in st['values']]
+    args = [['var', go], ['var', x], ['var', names[0]], ['var', names[1]], ['var', names[2]], ['int', G]]
+    return dict(args=args, pre=pre, style='function')
+
+
+def _py_group_norm_backward(st, pa, pk):
+    x = pa[1]
+    return ('torch.ops.aten.native_group_norm_backward(%s, %s, %s, %s, %s, %s.shape[0], %s.shape[1], '
+            '%s[0, 0].numel(), %s, [True, True, True])' % (pa[0], x, pa[2], pa[3], pa[4], x, x, x, pa[5]))
+
+
+def _py_native_group_norm(st, pa, pk):
+    x = pa[0]
+    return ('torch.native_group_norm(%s, %s, %s, %s.shape[0], %s.shape[1], %s[0, 0].numel() if %s.shape[0] * %s.shape[1] '
+            'else 1, %s, %s)' % (x, pa[1], pa[2], x, x, x, x, x, pa[3], pa[4]))
+
+
 MAP = {
+    'group_norm': dict(gen=gen_group_norm),
+    'native_group_norm': dict(gen=gen_group_norm, py=_py_native_group_norm, weight=0.5),
+    'native_group_norm_backward': dict(gen=gen_group_norm_backward, py=_py_group_norm_backward, weight=0.4),
     'batch_norm': dict(gen=gen_batch_norm),
     'native_batch_norm': dict(gen=gen_batch_norm, weight=0.5),
     'native_batch_norm_backward': dict(gen=gen_batch_norm_backward, py=_py_batch_norm_backward, weight=0.4),

@@ -242,4 +242,59 @@ function T.batch_norm_errors()
     nil, true, 0.1, 1e-5) end, "native_batch_norm: running_mean must be a floating tensor, got int64")
 end
 
+-- ---- group_norm ----
+
+local function XG()
+  return f64({ { { 0.5, -1.2, 0.8 }, { 2.0, 1.5, 0.3 }, { -0.7, 0.1, 3.0 }, { 1.0, 4.0, 1.5 } },
+    { { 0.2, 0.9, -1.1 }, { 0.4, -0.3, 2.2 }, { 1.3, -0.6, 0.45 }, { 0.8, -2.1, 0.05 } } })
+end
+
+function T.group_norm_values_and_gradients()
+  local x = XG():requires_grad_()
+  local w, b = f64({ 1.5, -0.5, 0.8, 1.2 }):requires_grad_(), f64({ 0.1, 0.2, -0.3, 0.4 }):requires_grad_()
+  local y = F.group_norm(x, 2, w, b)
+  check_tensor(y[1], { { -0.12250959133156591, -2.6442849597559794, 0.322509591331566 },
+    { -0.46752877399469783, -0.22029589473740235, 0.3730630154801068 },
+    { -1.3850328781144348, -0.9874635792633442, 0.4537251290718593 },
+    { 0.03970282291619909, 2.2760301289535834, 0.4124240405890965 } }, 1e-12);
+  (y * ember.arange(0, 24, { dtype = "float64" }):reshape(2, 4, 3)):sum():backward()
+  check_tensor(x.grad[2], { { 10.998400323592133, 16.232484963925344, 6.938453427029981 },
+    { -12.873554953011098, -17.129282258815998, -4.166501502720358 },
+    { -3.3465336657158122, -6.163127578156525, -3.48076178009574 },
+    { 5.510410116033771, 1.192316540415053, 6.287696367519231 } }, 1e-10)
+  check_tensor(w.grad, { -17.431150537480338, 25.399727804538287, 13.279375255436463, -11.563142438254514 }, 1e-10)
+  check_tensor(b.grad, { 42.0, 60.0, 78.0, 96.0 }, 1e-12)
+  local _, m, r = ember.native_group_norm(XG(), nil, nil, 2, 1e-5)
+  check_shape(m, { 2, 2 })
+  check_shape(r, { 2, 2 })
+end
+
+function T.group_norm_matches_layer_norm_and_dtypes()
+  -- one group is layer_norm over (C, ...) followed by a per-channel affine
+  local x = ember.randn(3, 6, 5, { dtype = "float64" })
+  check(maxdiff(F.group_norm(x, 1), F.layer_norm(x, { 6, 5 })) < 1e-12)
+  -- C groups is instance normalisation
+  local m = x:mean(3, { keepdim = true })
+  local v = (x - m):pow(2):mean(3, { keepdim = true })
+  check(maxdiff(F.group_norm(x, 6), (x - m) / (v + 1e-5):sqrt()) < 1e-12)
+  check(maxdiff(F.group_norm(x:float(), 3), F.group_norm(x, 3)) < 1e-5)
+  check(maxdiff(F.group_norm(x:bfloat16(), 3), F.group_norm(x, 3)) < 5e-2)
+  check_eq(F.group_norm(x:bfloat16(), 3).dtype, "bfloat16")
+  -- non-contiguous, 2-d and empty inputs
+  local xt = x:transpose(1, 3):contiguous():transpose(1, 3)
+  check(maxdiff(F.group_norm(xt, 2), F.group_norm(x, 2)) == 0)
+  check(maxdiff(F.group_norm(x[1]:t(), 3), F.layer_norm(x[1]:t():reshape(5, 3, 2), { 2 }):reshape(5, 6)) < 1e-12)
+  check_shape(F.group_norm(ember.zeros(0, 4, 2), 2), { 0, 4, 2 })
+end
+
+function T.group_norm_errors()
+  check_error(function() F.group_norm(ember.ones(2, 3), 2) end,
+    "group_norm: the number of channels of input (shape {2,3}) must be divisible by num_groups, got num_groups=2")
+  check_error(function() F.group_norm(ember.ones(2, 4), 0) end, "group_norm", "num_groups=0")
+  check_error(function() F.group_norm(ember.ones(2, 4), 2, ember.ones(3)) end,
+    "group_norm: weight must be of shape {4} (one value per channel), got {3}")
+  check_error(function() F.group_norm(ember.ones(4), 2) end, "group_norm: input must have at least 2 dims")
+  check_error(function() F.group_norm(ember.ones(2, 4, { dtype = "int64" }), 2) end, "group_norm", "int64")
+end
+
 return T

@@ -97,10 +97,13 @@ static void stat_shape(const em_tensor *input, int nn, int64_t *sizes) {
     for (int d = 0; d < input->ndim; d++) sizes[d] = d < input->ndim - nn ? input->sizes[d] : 1;
 }
 
+/* The row kernels serve layer_norm (every row scaled by the same weight
+ * and bias: wrows = 1) and group_norm (per-element weight/bias expanded to
+ * wrows = G rows of N: row r uses row r % G). */
 typedef struct {
     const void *x, *w, *b, *go, *mean, *rstd;
     void *y, *m, *r, *dx, *dw, *db;
-    int64_t M, N;
+    int64_t M, N, wrows;
     double eps;
 } ln_ctx;
 
@@ -108,8 +111,9 @@ typedef struct {
     EM_CPU_CLONES static void ln_fwd_##SFX(int64_t begin, int64_t end, void *vc) {            \
         const ln_ctx *c = vc;                                                                  \
         const int64_t N = c->N;                                                                \
-        const T *w = c->w, *b = c->b;                                                          \
         for (int64_t r = begin; r < end; r++) {                                                \
+            const T *w = c->w ? (const T *)c->w + (r % c->wrows) * N : NULL;                   \
+            const T *b = c->b ? (const T *)c->b + (r % c->wrows) * N : NULL;                   \
             const T *x = (const T *)c->x + r * N;                                              \
             T *y = (T *)c->y + r * N;                                                          \
             /* an empty group has mean 0 (and rstd NaN), as in torch */                     \
@@ -135,8 +139,8 @@ typedef struct {
     EM_CPU_CLONES static void ln_bwd_dx_##SFX(int64_t begin, int64_t end, void *vc) {         \
         const ln_ctx *c = vc;                                                                  \
         const int64_t N = c->N;                                                                \
-        const T *w = c->w;                                                                     \
         for (int64_t r = begin; r < end; r++) {                                                \
+            const T *w = c->w ? (const T *)c->w + (r % c->wrows) * N : NULL;                   \
             const T *x = (const T *)c->x + r * N, *go = (const T *)c->go + r * N;              \
             T *dx = (T *)c->dx + r * N;                                                        \
             T mean = ((const T *)c->mean)[r], rstd = ((const T *)c->rstd)[r];                  \
@@ -208,7 +212,7 @@ em_tensor *em_cpu_native_layer_norm(em_keyset ks, em_tensor *input, em_intlist n
     }
     ln_ctx c = { .x = em_tensor_data(tmp[0]), .w = tmp[1] ? em_tensor_data(tmp[1]) : NULL,
                  .b = tmp[2] ? em_tensor_data(tmp[2]) : NULL, .y = em_tensor_data(tmp[3]),
-                 .m = em_tensor_data(tmp[4]), .r = em_tensor_data(tmp[5]), .M = M, .N = N, .eps = eps };
+                 .m = em_tensor_data(tmp[4]), .r = em_tensor_data(tmp[5]), .M = M, .N = N, .wrows = 1, .eps = eps };
     em_cpu_parallel_for(M, row_grain(N), ct == EM_FLOAT64 ? ln_fwd_f64 : ln_fwd_f32, &c);
     em_tensor *y = to_result(tmp[3], input->dtype, op);
     em_tensor *m = to_result(tmp[4], input->dtype, op);
@@ -275,7 +279,7 @@ em_tensor *em_cpu_native_layer_norm_backward(em_keyset ks, em_tensor *grad_out, 
     ln_ctx c = { .x = em_tensor_data(tmp[0]), .go = em_tensor_data(tmp[1]), .mean = em_tensor_data(tmp[2]),
                  .rstd = em_tensor_data(tmp[3]), .w = tmp[4] ? em_tensor_data(tmp[4]) : NULL,
                  .dx = em_tensor_data(tmp[5]), .dw = want_dw ? em_tensor_data(tmp[6]) : NULL,
-                 .db = want_db ? em_tensor_data(tmp[7]) : NULL, .M = M, .N = N };
+                 .db = want_db ? em_tensor_data(tmp[7]) : NULL, .M = M, .N = N, .wrows = 1 };
     bool f64 = ct == EM_FLOAT64;
     if (input_mask) em_cpu_parallel_for(M, row_grain(N), f64 ? ln_bwd_dx_f64 : ln_bwd_dx_f32, &c);
     if (want_dw || want_db) {
@@ -559,6 +563,185 @@ em_tensor *em_cpu_native_batch_norm_backward(em_keyset ks, em_tensor *grad_out, 
     em_tensor *dw = want_dw ? from_doubles(c.dw, C, dt) : empty_result(dt);
     em_tensor *db = bias_mask ? from_doubles(c.db, C, dt) : empty_result(dt);
     free(stats);
+    if (!dx || !dw || !db) {
+        em_tensor_release(dx);
+        em_tensor_release(dw);
+        em_tensor_release(db);
+        return NULL;
+    }
+    *grad_weight = dw;
+    *grad_bias = db;
+    return dx;
+}
+
+/* ---- group_norm ----
+ * input (N, C, S...) contiguous is N*G rows of L = (C/G)*S elements: the
+ * layer_norm row kernels run over them with weight and bias expanded to
+ * G rows of L (channel g*C/G + j/S for element j of group g). grad_weight
+ * and grad_bias are per-channel sums, one channel per task. */
+
+typedef struct {
+    const void *x, *go, *mean, *rstd;
+    double *dw, *db;
+    int64_t N, C, G, S;
+} gn_ctx;
+
+#define GN_KERNELS(SFX, T)                                                                     \
+    EM_CPU_CLONES static void gn_dwb_##SFX(int64_t begin, int64_t end, void *vc) {            \
+        const gn_ctx *c = vc;                                                                  \
+        const int64_t Cg = c->C / c->G;                                                        \
+        for (int64_t ch = begin; ch < end; ch++) {                                             \
+            double sw = 0, sb = 0;                                                             \
+            for (int64_t n = 0; n < c->N; n++) {                                               \
+                int64_t row = n * c->G + ch / Cg;                                              \
+                T m = ((const T *)c->mean)[row], rs = ((const T *)c->rstd)[row];               \
+                const T *x = (const T *)c->x + (n * c->C + ch) * c->S;                         \
+                const T *go = (const T *)c->go + (n * c->C + ch) * c->S;                       \
+                T a[8] = { 0 }, d[8] = { 0 };                                                  \
+                int64_t j = 0;                                                                 \
+                for (; j + 8 <= c->S; j += 8)                                                  \
+                    for (int k = 0; k < 8; k++) {                                              \
+                        a[k] += go[j + k];                                                     \
+                        d[k] += go[j + k] * (x[j + k] - m);                                    \
+                    }                                                                          \
+                T sa = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));     \
+                T sd = ((d[0] + d[1]) + (d[2] + d[3])) + ((d[4] + d[5]) + (d[6] + d[7]));     \
+                for (; j < c->S; j++) {                                                        \
+                    sa += go[j];                                                               \
+                    sd += go[j] * (x[j] - m);                                                  \
+                }                                                                              \
+                sb += (double)sa;                                                              \
+                sw += (double)sd * (double)rs;                                                 \
+            }                                                                                  \
+            if (c->dw) c->dw[ch] = sw;                                                         \
+            if (c->db) c->db[ch] = sb;                                                         \
+        }                                                                                      \
+    }
+GN_KERNELS(f32, float)
+GN_KERNELS(f64, double)
+
+/* weight or bias (C, compute dtype, contiguous) expanded to G rows of
+ * L = (C/G) S elements; NULL for NULL. */
+static em_tensor *gn_expand(em_tensor *t, int64_t C, int64_t S, em_dtype ct, bool *failed) {
+    if (!t) return NULL;
+    int64_t n = C * S;
+    em_tensor *e = em_tensor_new(1, &n, ct, em_cpu_dev());
+    if (!e) {
+        *failed = true;
+        return NULL;
+    }
+    size_t es = em_dtype_size(ct);
+    const char *src = em_tensor_data(t);
+    char *dst = em_tensor_data(e);
+    for (int64_t ch = 0; ch < C; ch++)
+        for (int64_t j = 0; j < S; j++) memcpy(dst + (ch * S + j) * (int64_t)es, src + ch * (int64_t)es, es);
+    return e;
+}
+
+static bool gn_check(const em_tensor *input, const em_tensor *weight, const em_tensor *bias, int64_t group,
+                     const char *op, int64_t *N, int64_t *C, int64_t *S) {
+    if (!em_norm_check_group_norm(input, group, weight, bias, op)) return false;
+    int64_t s = 1;
+    for (int d = 2; d < input->ndim; d++) s *= input->sizes[d];
+    *N = input->sizes[0];
+    *C = input->sizes[1];
+    *S = s;
+    return true;
+}
+
+em_tensor *em_cpu_native_group_norm(em_keyset ks, em_tensor *input, em_tensor *weight, em_tensor *bias, int64_t group,
+                                    double eps, em_tensor **mean, em_tensor **rstd) {
+    (void)ks;
+    const char *op = "native_group_norm";
+    int64_t N, C, S;
+    if (!gn_check(input, weight, bias, group, op, &N, &C, &S)) return NULL;
+    em_dtype ct = compute_of(input->dtype), dt = input->dtype;
+    bool failed = false;
+    em_tensor *tmp[8] = { 0 }; /* x, w, b, y, mean, rstd, wexp, bexp */
+    tmp[0] = as_compute(input, ct, op, &failed);
+    tmp[1] = as_compute(weight, ct, op, &failed);
+    tmp[2] = as_compute(bias, ct, op, &failed);
+    int64_t ss[2] = { N, group };
+    tmp[3] = new_compute(input->ndim, input->sizes, ct);
+    tmp[4] = new_compute(2, ss, ct);
+    tmp[5] = new_compute(2, ss, ct);
+    if (!failed) {
+        tmp[6] = gn_expand(tmp[1], C, S, ct, &failed);
+        tmp[7] = gn_expand(tmp[2], C, S, ct, &failed);
+    }
+    if (failed || !tmp[3] || !tmp[4] || !tmp[5]) {
+        release_all(tmp, 8);
+        return NULL;
+    }
+    int64_t L = C / group * S;
+    ln_ctx c = { .x = em_tensor_data(tmp[0]), .w = tmp[6] ? em_tensor_data(tmp[6]) : NULL,
+                 .b = tmp[7] ? em_tensor_data(tmp[7]) : NULL, .y = em_tensor_data(tmp[3]),
+                 .m = em_tensor_data(tmp[4]), .r = em_tensor_data(tmp[5]), .M = N * group, .N = L, .wrows = group,
+                 .eps = eps };
+    em_cpu_parallel_for(N * group, row_grain(L), ct == EM_FLOAT64 ? ln_fwd_f64 : ln_fwd_f32, &c);
+    em_tensor *y = to_result(tmp[3], dt, op), *m = to_result(tmp[4], dt, op), *r = to_result(tmp[5], dt, op);
+    tmp[3] = tmp[4] = tmp[5] = NULL;
+    release_all(tmp, 8);
+    if (!y || !m || !r) {
+        em_tensor_release(y);
+        em_tensor_release(m);
+        em_tensor_release(r);
+        return NULL;
+    }
+    *mean = m;
+    *rstd = r;
+    return y;
+}
+
+em_tensor *em_cpu_native_group_norm_backward(em_keyset ks, em_tensor *grad_out, em_tensor *input, em_tensor *mean,
+                                             em_tensor *rstd, em_tensor *weight, int64_t group, bool input_mask,
+                                             bool weight_mask, bool bias_mask, em_tensor **grad_weight,
+                                             em_tensor **grad_bias) {
+    (void)ks;
+    const char *op = "native_group_norm_backward";
+    int64_t N, C, S;
+    if (!gn_check(input, weight, NULL, group, op, &N, &C, &S)) return NULL;
+    if (!same_shape_as(grad_out, input, op, "grad_out", "input") || !stat_ok(mean, N * group, op, "mean") ||
+        !stat_ok(rstd, N * group, op, "rstd"))
+        return NULL;
+    em_dtype ct = compute_of(input->dtype), dt = input->dtype;
+    bool want_dw = weight_mask && weight;
+    bool failed = false;
+    em_tensor *tmp[7] = { 0 }; /* x, go, mean, rstd, w, wexp, dx */
+    tmp[0] = as_compute(input, ct, op, &failed);
+    tmp[1] = as_compute(grad_out, ct, op, &failed);
+    tmp[2] = as_compute(mean, ct, op, &failed);
+    tmp[3] = as_compute(rstd, ct, op, &failed);
+    tmp[4] = as_compute(weight, ct, op, &failed);
+    if (!failed && input_mask) tmp[5] = gn_expand(tmp[4], C, S, ct, &failed);
+    tmp[6] = input_mask ? new_compute(input->ndim, input->sizes, ct) : NULL;
+    double *sums = calloc((size_t)(2 * C + 1), sizeof(double));
+    if (failed || (input_mask && !tmp[6]) || !sums) {
+        if (!sums) em_set_error(EM_ENOMEM, "%s: out of memory", op);
+        release_all(tmp, 7);
+        free(sums);
+        return NULL;
+    }
+    bool f64 = ct == EM_FLOAT64;
+    int64_t L = C / group * S;
+    if (input_mask) {
+        ln_ctx c = { .x = em_tensor_data(tmp[0]), .go = em_tensor_data(tmp[1]), .mean = em_tensor_data(tmp[2]),
+                     .rstd = em_tensor_data(tmp[3]), .w = tmp[5] ? em_tensor_data(tmp[5]) : NULL,
+                     .dx = em_tensor_data(tmp[6]), .M = N * group, .N = L, .wrows = group };
+        em_cpu_parallel_for(N * group, row_grain(L), f64 ? ln_bwd_dx_f64 : ln_bwd_dx_f32, &c);
+    }
+    if (want_dw || bias_mask) {
+        gn_ctx g = { .x = em_tensor_data(tmp[0]), .go = em_tensor_data(tmp[1]), .mean = em_tensor_data(tmp[2]),
+                     .rstd = em_tensor_data(tmp[3]), .dw = want_dw ? sums : NULL, .db = bias_mask ? sums + C : NULL,
+                     .N = N, .C = C, .G = group, .S = S };
+        em_cpu_parallel_for(C, chan_grain(N * S), f64 ? gn_dwb_f64 : gn_dwb_f32, &g);
+    }
+    em_tensor *dx = input_mask ? to_result(tmp[6], dt, op) : empty_result(dt);
+    tmp[6] = NULL;
+    release_all(tmp, 7);
+    em_tensor *dw = want_dw ? from_doubles(sums, C, dt) : empty_result(dt);
+    em_tensor *db = bias_mask ? from_doubles(sums + C, C, dt) : empty_result(dt);
+    free(sums);
     if (!dx || !dw || !db) {
         em_tensor_release(dx);
         em_tensor_release(dw);

@@ -101,5 +101,36 @@ return function(H)
     for _, smp in ipairs(r) do smp.gradgrad = false end
     return r
   end
+  -- group_norm: (N, C, L) = (2, 4, 3)
+  local function xg()
+    return t({ { { 0.5, -1.2, 0.8 }, { 2.0, 1.5, 0.3 }, { -0.7, 0.1, 3.0 }, { 1.0, 4.0, 1.5 } },
+      { { 0.2, 0.9, -1.1 }, { 0.4, -0.3, 2.2 }, { 1.3, -0.6, 0.45 }, { 0.8, -2.1, 0.05 } } })
+  end
+  local function c4() return t({ 1.5, -0.5, 0.8, 1.2 }) end
+  S.group_norm = function()
+    return H.many({
+      { { xg(), c4(), b4() }, function(x, w, b) return F.group_norm(x, 2, w, b) end },
+      { { xg() }, function(x) return F.group_norm(x, 4, nil, nil, 1e-3) end },
+      { { xg(), c4() }, function(x, w) return F.group_norm(x:transpose(2, 3):reshape(2, 4, 3), 1, w) end },
+    })
+  end
+  S.native_group_norm = function()
+    return H.many({
+      { { xg(), c4(), b4() }, function(x, w, b) return (ember.native_group_norm(x, w, b, 2, 1e-5)) end },
+    })
+  end
+  S.native_group_norm_backward = function()
+    local function run(g, x, w, which)
+      local _, m, r = ember.native_group_norm(x:detach(), nil, nil, 2, 1e-5)
+      return select(which, ember.native_group_norm_backward(g, x, m, r, w, 2))
+    end
+    local r = H.many({
+      { { xg() * 0.6 + 0.2, xg(), c4() }, function(g, x, w) return run(g, x, w, 1) end },
+      { { xg() * 0.6 + 0.2, xg(), c4() }, function(g, x, w) return run(g, x, w, 2) end },
+      { { xg() * 0.6 + 0.2, xg() }, function(g, x) return run(g, x, nil, 1) end },
+    })
+    for _, smp in ipairs(r) do smp.gradgrad = false end
+    return r
+  end
   return S
 end
