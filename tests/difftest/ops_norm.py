@@ -312,7 +312,91 @@ def _py_native_group_norm(st, pa, pk):
             'else 1, %s, %s)' % (x, pa[1], pa[2], x, x, x, x, x, pa[3], pa[4]))
 
 
+def gen_instance_norm(g, op):
+    use = g.r.random() < 0.7
+    x, pre = _float_input(g, min_dim=3, rg=None if use else False)
+    shape, dt = _shape_of(g, x, pre)
+    C = shape[1]
+    S0 = 1
+    for d in shape[2:]:
+        S0 *= d
+    if C == 0 or S0 == 0 or shape[0] == 0:
+        return None  # empty groups: torch's statistics and running update of nothing are not a reference
+    if dt == 'bfloat16':
+        return None  # torch 1.13 refuses float32 statistics of bfloat16 in some paths; see batch_norm
+    S = 1
+    for d in shape[2:]:
+        S *= d
+    if use and S > 1 and dt != 'float64' and shape[0] > 0:
+        v = _values_of(g, x, pre).reshape(shape[0] * C, -1)
+        if not bool(v.isfinite().all()) or _flat_groups(v, S, 1e-2):
+            return None
+    kw = {}
+    for name in ('running_mean', 'running_var'):
+        if not use or g.r.random() < 0.5:
+            n, st = _param(g, [C], dt)
+            if name == 'running_var':
+                st['values'] = [abs(v) + 0.5 for v in st['values']]
+            pre.append(st)
+            kw[name] = ['var', n]
+    for name in ('weight', 'bias'):
+        if g.r.random() < 0.5:
+            n, st = _param(g, [C], dt)
+            pre.append(st)
+            kw[name] = ['var', n]
+    kw['use_input_stats'] = ['bool', use]
+    if g.r.random() < 0.5:
+        kw['momentum'] = ['num', g.r.choice([0.1, 0.5, 1.0])]
+    if g.r.random() < 0.5:
+        kw['eps'] = ['num', g.r.choice([1e-5, 1e-3, 0.5])]
+    return dict(args=[['var', x]], kw=kw, pre=pre, style='function')
+
+
+def gen_rms_norm(g, op):
+    x, pre = _float_input(g)
+    shape, dt = _shape_of(g, x, pre)
+    k = g.r.randint(1, min(len(shape), 2))
+    ns = shape[len(shape) - k:]
+    if not bool(_values_of(g, x, pre).isfinite().all()):
+        return None
+    args, kw = [['var', x], ['ints', ns]], {}
+    if g.r.random() < 0.5:
+        n, st = _param(g, ns, dt)
+        pre.append(st)
+        kw['weight'] = ['var', n]
+    if g.r.random() < 0.5:
+        kw['eps'] = ['num', g.r.choice([1e-5, 1e-3, 0.5])]
+    return dict(args=args, kw=kw, pre=pre, style='function')
+
+
+def _py_rms_norm(st, pa, pk):
+    """torch 2.4's F.rms_norm written in torch 1.13 (upcast of half types)."""
+    x, ns = pa[0], pa[1]
+    eps = pk.get('eps', 'torch.finfo(%s.dtype).eps' % x)
+    up = '(%s.float() if %s.dtype in (torch.float16, torch.bfloat16) else %s)' % (x, x, x)
+    y = ('(lambda u: (u * torch.rsqrt(u.pow(2).mean(tuple(range(-len(%s), 0)), keepdim=True) + %s)).to(%s.dtype))(%s)'
+         % (ns, eps, x, up))
+    return '(%s * %s)' % (y, pk['weight']) if 'weight' in pk else y
+
+
+def gen_lrn(g, op):
+    x, pre = _float_input(g, min_dim=3)
+    shape, dt = _shape_of(g, x, pre)
+    args = [['var', x], ['int', g.r.choice([1, 2, 3, 5])]]
+    kw = {}
+    if g.r.random() < 0.5:
+        kw['alpha'] = ['num', g.r.choice([1e-4, 0.5, 1.0])]
+    if g.r.random() < 0.5:
+        kw['beta'] = ['num', g.r.choice([0.75, 0.5, 2.0])]
+    if g.r.random() < 0.5:
+        kw['k'] = ['num', g.r.choice([1.0, 2.0, 0.5])]
+    return dict(args=args, kw=kw, pre=pre, style='function')
+
+
 MAP = {
+    'instance_norm': dict(gen=gen_instance_norm),
+    'rms_norm': dict(gen=gen_rms_norm, py=_py_rms_norm),
+    'local_response_norm': dict(gen=gen_lrn),
     'group_norm': dict(gen=gen_group_norm),
     'native_group_norm': dict(gen=gen_group_norm, py=_py_native_group_norm, weight=0.5),
     'native_group_norm_backward': dict(gen=gen_group_norm_backward, py=_py_group_norm_backward, weight=0.4),

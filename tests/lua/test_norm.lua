@@ -297,4 +297,57 @@ function T.group_norm_errors()
   check_error(function() F.group_norm(ember.ones(2, 4, { dtype = "int64" }), 2) end, "group_norm", "int64")
 end
 
+-- ---- instance_norm, rms_norm, local_response_norm (composites) ----
+
+function T.instance_norm_values_and_running_stats()
+  local rm, rv = ember.zeros(4, { dtype = "float64" }), ember.ones(4, { dtype = "float64" })
+  local y = F.instance_norm(XG(), rm, rv, f64({ 1, 2, 3, 4 }))
+  check_tensor(y[1], { { 0.5299, -1.4005, 0.8706 }, { 2.0560, 0.6542, -2.7101 }, { -2.8310, -1.3211, 4.1521 },
+    { -3.5560, 5.5880, -2.0320 } }, 1e-4)
+  check_tensor(rm, { 0.0017, 0.1017, 0.0592, 0.0875 }, 1e-4)
+  check_tensor(rv, { 1.0097, 1.0213, 1.1348, 1.1425 }, 1e-4)
+  check(not rm.requires_grad)
+  -- equals group_norm with C groups
+  check(maxdiff(F.instance_norm(XG()), F.group_norm(XG(), 4)) < 1e-12)
+  -- eval mode uses the running statistics
+  local e = F.instance_norm(XG(), f64({ 0, 0, 0, 0 }), f64({ 1, 1, 1, 1 }), nil, nil, false, 0.1, 0)
+  check(maxdiff(e, XG()) < 1e-12)
+  check_error(function() F.instance_norm(ember.ones(2, 3)) end, "instance_norm: input must have at least 3 dims")
+  check_error(function() F.instance_norm(ember.ones(2, 3, 1)) end,
+    "instance_norm: expected more than 1 spatial element when training, got input of shape {2,3,1}")
+  check_error(function() F.instance_norm(ember.ones(2, 3, 2), ember.zeros(2)) end,
+    "instance_norm: running_mean must be of shape {3}")
+  check_error(function() F.instance_norm(ember.ones(2, 3, 2), nil, nil, nil, nil, false) end,
+    "instance_norm: running_mean and running_var must be given when use_input_stats is false")
+end
+
+function T.rms_norm_values_dtypes_and_errors()
+  check_tensor(F.rms_norm(XG(), { 3 }, f64({ 1, 2, 3 }))[1], { { 0.5674, -2.7233, 2.7233 }, { 1.3758, 2.0637, 0.6191 },
+    { -0.3934, 0.1124, 5.0576 }, { 0.3948, 3.1582, 1.7765 } }, 1e-4)
+  -- eps None: float32's machine epsilon (torch.finfo(float32).eps)
+  check_tensor(F.rms_norm(XG():float(), { 4, 3 })[2], { { 0.1822, 0.8200, -1.0022 }, { 0.3645, -0.2733, 2.0045 },
+    { 1.1845, -0.5467, 0.4100 }, { 0.7289, -1.9134, 0.0456 } }, 1e-4)
+  check_tensor(F.rms_norm(ember.zeros(1, 2), { 2 }), { { 0, 0 } })
+  check_eq(F.rms_norm(XG():bfloat16(), { 3 }).dtype, "bfloat16")
+  check(maxdiff(F.rms_norm(XG():bfloat16(), { 3 }), F.rms_norm(XG(), { 3 })) < 3e-2)
+  check_error(function() F.rms_norm(ember.ones(2, 3), { 2 }) end,
+    "rms_norm: input of shape {2,3} does not end in normalized_shape {2}")
+  check_error(function() F.rms_norm(ember.ones(2, 3), { 3 }, ember.ones(2)) end,
+    "rms_norm: weight of shape {2} must have normalized_shape {3}")
+  check_error(function() F.rms_norm(ember.ones(2, 3, { dtype = "int64" }), { 3 }) end,
+    "rms_norm: argument 'input' must be a floating tensor, got int64")
+end
+
+function T.local_response_norm_values_and_errors()
+  check_tensor(F.local_response_norm(XG(), 3, 0.5, 0.75, 1.0)[1], { { 0.3346, -0.8376, 0.7340 },
+    { 1.2924, 1.0462, 0.1456 }, { -0.4300, 0.0351, 1.3535 }, { 0.8467, 1.5091, 0.6794 } }, 1e-4)
+  check_tensor(F.local_response_norm(XG():reshape(2, 4, 3, 1), 2)[1]:reshape(4, 3), { { 0.5000, -1.1999, 0.8000 },
+    { 1.9997, 1.4998, 0.3000 }, { -0.6999, 0.1000, 2.9990 }, { 0.9999, 3.9976, 1.4994 } }, 1e-4)
+  check_shape(F.local_response_norm(ember.zeros(0, 3, 2), 2), { 0, 3, 2 })
+  check_error(function() F.local_response_norm(ember.ones(2, 3), 2) end,
+    "local_response_norm: expected an input of 3 or more dims, got 2")
+  check_error(function() F.local_response_norm(ember.ones(2, 3, 2), 0) end,
+    "local_response_norm: size must be positive, got 0")
+end
+
 return T

@@ -132,5 +132,25 @@ return function(H)
     for _, smp in ipairs(r) do smp.gradgrad = false end
     return r
   end
+  S.instance_norm = function()
+    return H.many({
+      { { xg(), c4(), b4() }, function(x, w, b) return F.instance_norm(x, nil, nil, w, b) end },
+      { { xg() }, function(x) return F.instance_norm(x, t({ 0.1, 0.2, 0.3, 0.4 }), t({ 1, 2, 3, 4 })) end },
+      { { xg(), c4() }, function(x, w) return F.instance_norm(x, t({ 0.1, 0.2, 0.3, 0.4 }), t({ 1, 2, 3, 4 }), w, nil,
+        false) end },
+    })
+  end
+  S.rms_norm = function()
+    return H.many({
+      { { x234(), w4() }, function(x, w) return F.rms_norm(x, { 4 }, w) end },
+      { { x234() }, function(x) return F.rms_norm(x, { 3, 4 }, nil, 1e-3) end },
+    })
+  end
+  S.local_response_norm = function()
+    return H.many({
+      { { xg() }, function(x) return F.local_response_norm(x, 3, 0.5, 0.75, 1.0) end },
+      { { xg() }, function(x) return F.local_response_norm(x:reshape(2, 4, 3, 1), 2) end },
+    })
+  end
   return S
 end
