@@ -1,5 +1,7 @@
 /* norm.c -- the normalisation family's fused CPU kernels (schema/ops/norm.yaml):
- * layer_norm's forward and backward (native_layer_norm, _backward).
+ * forward and backward of layer_norm, batch_norm and group_norm
+ * (native_*_norm, native_*_norm_backward). Argument checks shared with the
+ * composites are in runtime/kernels/norm_check.h.
  *
  * Every kernel computes in float64 for float64 tensors and in float32 for
  * float32 and bfloat16 ones (PyTorch 1.13's CPU dtypes; float16 and
