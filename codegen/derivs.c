@@ -90,6 +90,11 @@ const cg_helper cg_helpers[] = {
     { "softplus_double_backward", "tttvv" }, { "hardswish_double_backward", "ttt" },
     { "log_sigmoid_double_backward", "ttt" }, { "native_dropout_grad", "ttvv" },
 
+    /* ---- family: norm ---- */
+    { "layer_norm_grad", "ttvttttv" }, { "layer_norm_double_backward", "tttttvtttv" },
+    { "batch_norm_grad", "tttttttvvv" }, { "batch_norm_double_backward", "ttttttttttvvv" },
+    { "group_norm_grad", "tttttvv" }, { "group_norm_double_backward", "ttttttttvv" },
+
     { NULL, NULL }
 };
 
