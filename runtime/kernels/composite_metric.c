@@ -298,3 +298,325 @@ em_tensor *em_comp_cdist(em_keyset ks, em_tensor *x1, em_tensor *x2, double p, c
     if (MS_OK(&s)) r = ms_keep(&s, mm ? em__euclidean_dist(a, b) : em__cdist_forward(a, b, p));
     return ms_finish(&s, r);
 }
+
+/* ---- losses ---- */
+
+/* loss reduced as PyTorch's apply_loss_reduction: mean or sum of every
+ * element, or loss itself (kept by s in every case). */
+static em_tensor *reduce_loss(ms_scope *s, em_tensor *loss, const char *reduction) {
+    if (!loss) return NULL;
+    em_intlist all = { NULL, -1 };
+    if (strcmp(reduction, "mean") == 0) return ms_keep(s, em_mean(loss, all, false, EM_DTYPE_NONE));
+    if (strcmp(reduction, "sum") == 0) return ms_keep(s, em_sum(loss, all, false, EM_DTYPE_NONE));
+    return loss;
+}
+
+static em_tensor *ms_int(ms_scope *s, int64_t v) { return ms_keep(s, em_tensor_wrapped_scalar(em_scalar_int(v))); }
+
+/* Ops on temporaries of s, as functions so that nested calls evaluate
+ * their arguments first: a failed argument (NULL, scope failed, error set)
+ * skips the call and keeps the first error's message. */
+typedef em_tensor *(*ms_fn1)(em_tensor *);
+typedef em_tensor *(*ms_fn2)(em_tensor *, em_tensor *);
+typedef em_tensor *(*ms_fn3)(em_tensor *, em_tensor *, em_tensor *);
+static em_tensor *ms_un(ms_scope *s, ms_fn1 f, em_tensor *a) { return MS_OK(s) ? ms_keep(s, f(a)) : NULL; }
+static em_tensor *ms_bin(ms_scope *s, ms_fn2 f, em_tensor *a, em_tensor *b) {
+    return MS_OK(s) ? ms_keep(s, f(a, b)) : NULL;
+}
+static em_tensor *ms_tri(ms_scope *s, ms_fn3 f, em_tensor *a, em_tensor *b, em_tensor *c) {
+    return MS_OK(s) ? ms_keep(s, f(a, b, c)) : NULL;
+}
+static em_tensor *ms_add(ms_scope *s, em_tensor *a, em_tensor *b) {
+    return MS_OK(s) ? ms_keep(s, em_add(a, b, em_scalar_int(1))) : NULL;
+}
+static em_tensor *ms_sub(ms_scope *s, em_tensor *a, em_tensor *b) {
+    return MS_OK(s) ? ms_keep(s, em_sub(a, b, em_scalar_int(1))) : NULL;
+}
+static em_tensor *ms_sum_dim(ms_scope *s, em_tensor *a, int64_t d) {
+    return MS_OK(s) ? ms_keep(s, em_sum(a, one_dim(&d), false, EM_DTYPE_NONE)) : NULL;
+}
+static em_tensor *ms_relu0(ms_scope *s, em_tensor *a) { /* clamp_min(a, 0) */
+    return MS_OK(s) ? ms_keep(s, em_clamp_min(a, em_scalar_int(0))) : NULL;
+}
+#define MS_ADD(s, a, b) ms_add((s), (a), (b))
+#define MS_SUB(s, a, b) ms_sub((s), (a), (b))
+#define MS_MUL(s, a, b) ms_bin((s), em_mul, (a), (b))
+#define MS_DIV(s, a, b) ms_bin((s), em_div, (a), (b))
+/* Only with arguments already evaluated (variables): */
+#define MS_DO(s, expr) (MS_OK(s) ? ms_keep((s), (expr)) : NULL)
+
+em_tensor *em_comp_poisson_nll_loss(em_keyset ks, em_tensor *input, em_tensor *target, bool log_input, bool full,
+                                    double eps, const char *reduction) {
+    (void)ks;
+    ms_scope s = { .n = 0 };
+    em_tensor *loss;
+    if (log_input) { /* exp(input) - target * input */
+        em_tensor *e = ms_un(&s, em_exp, input);
+        loss = MS_SUB(&s, e, MS_MUL(&s, target, input));
+    } else { /* input - target * log(input + eps) */
+        em_tensor *l = ms_un(&s, em_log, MS_ADD(&s, input, ms_num(&s, eps)));
+        loss = MS_SUB(&s, input, MS_MUL(&s, target, l));
+    }
+    if (full) { /* target log(target) - target + 0.5 log(2 pi target), 0 where target <= 1 */
+        em_tensor *tl = MS_MUL(&s, target, ms_un(&s, em_log, target));
+        em_tensor *st = MS_SUB(&s, tl, target);
+        em_tensor *lp = ms_un(&s, em_log, MS_MUL(&s, ms_num(&s, 2 * M_PI), target));
+        st = MS_ADD(&s, st, MS_MUL(&s, ms_num(&s, 0.5), lp));
+        em_tensor *le1 = ms_bin(&s, em_le, target, ms_int(&s, 1));
+        st = ms_tri(&s, em_masked_fill, st, le1, ms_int(&s, 0));
+        loss = MS_ADD(&s, loss, st);
+    }
+    return ms_finish(&s, reduce_loss(&s, loss, reduction));
+}
+
+/* Whether t (a 0-dim bool tensor) is true; false with the scope failed
+ * when t is NULL. */
+static bool ms_true(ms_scope *s, em_tensor *t) {
+    if (!t) return false;
+    em_tensor *c = ms_keep(s, em_to_device(t, em_cpu_device()));
+    return c && *(const bool *)em_tensor_data(c);
+}
+
+em_tensor *em_comp_gaussian_nll_loss(em_keyset ks, em_tensor *input, em_tensor *target, em_tensor *var, bool full,
+                                     double eps, const char *reduction) {
+    (void)ks;
+    const char *op = "gaussian_nll_loss";
+    char b1[EM_SHAPE_STR_MAX], b2[EM_SHAPE_STR_MAX];
+    ms_scope s = { .n = 0 };
+    bool same = var->ndim == input->ndim && memcmp(var->sizes, input->sizes, sizeof(int64_t) * (size_t)var->ndim) == 0;
+    if (!same) {
+        int n = input->ndim > 0 ? input->ndim - 1 : 0; /* input's shape without its last dim */
+        if (var->ndim == n && memcmp(var->sizes, input->sizes, sizeof(int64_t) * (size_t)n) == 0)
+            var = ms_keep(&s, em_unsqueeze(var, -1)); /* homoscedastic: one variance per row */
+        else if (!(var->ndim == input->ndim && n == input->ndim - 1 && var->ndim > 0 &&
+                   memcmp(var->sizes, input->sizes, sizeof(int64_t) * (size_t)n) == 0 && var->sizes[n] == 1)) {
+            em_set_error(EM_ESHAPE, "%s: var of shape %s does not fit input %s (input's shape, or it with the "
+                         "last dim 1 or dropped)", op, em_shape_str(var->ndim, var->sizes, b1, sizeof b1),
+                         em_shape_str(input->ndim, input->sizes, b2, sizeof b2));
+            return NULL;
+        }
+    }
+    em_tensor *neg = ms_bin(&s, em_lt, var, ms_int(&s, 0));
+    neg = MS_DO(&s, em_any(neg, NULL, false));
+    if (ms_true(&s, neg)) {
+        em_set_error(EM_EVALUE, "%s: var has negative entries", op);
+        return ms_finish(&s, ms_fail(&s));
+    }
+    em_tensor *vc = MS_OK(&s) ? clamped_clone(&s, var, eps) : NULL; /* Note [Clamped norms] */
+    em_tensor *d = MS_SUB(&s, input, target);
+    em_tensor *q = MS_DIV(&s, MS_MUL(&s, d, d), vc);
+    em_tensor *loss = MS_MUL(&s, ms_num(&s, 0.5), MS_ADD(&s, ms_un(&s, em_log, vc), q));
+    if (full) loss = MS_ADD(&s, loss, ms_num(&s, 0.5 * log(2 * M_PI)));
+    return ms_finish(&s, reduce_loss(&s, loss, reduction));
+}
+
+em_tensor *em_comp_cosine_embedding_loss(em_keyset ks, em_tensor *input1, em_tensor *input2, em_tensor *target,
+                                         double margin, const char *reduction) {
+    (void)ks;
+    const char *op = "cosine_embedding_loss";
+    char b1[EM_SHAPE_STR_MAX], b2[EM_SHAPE_STR_MAX];
+    int td = target->ndim;
+    if (td > 1) {
+        em_set_error(EM_ESHAPE, "%s: target must be 0-d or 1-d (got %d-d)", op, td);
+        return NULL;
+    }
+    if (input1->ndim != td + 1 || input2->ndim != td + 1) {
+        em_set_error(EM_ESHAPE, "%s: a %d-d target expects %d-d inputs, got %s and %s", op, td, td + 1,
+                     em_shape_str(input1->ndim, input1->sizes, b1, sizeof b1),
+                     em_shape_str(input2->ndim, input2->sizes, b2, sizeof b2));
+        return NULL;
+    }
+    ms_scope s = { .n = 0 };
+    em_tensor *prod = ms_sum_dim(&s, MS_MUL(&s, input1, input2), td);
+    em_tensor *m1 = ms_sum_dim(&s, MS_MUL(&s, input1, input1), td);
+    em_tensor *m2 = ms_sum_dim(&s, MS_MUL(&s, input2, input2), td);
+    m1 = MS_ADD(&s, m1, ms_num(&s, 1e-12)); /* PyTorch's EPSILON */
+    m2 = MS_ADD(&s, m2, ms_num(&s, 1e-12));
+    em_tensor *cs = MS_DIV(&s, prod, ms_un(&s, em_sqrt, MS_MUL(&s, m1, m2)));
+    em_tensor *zeros = MS_DO(&s, em_zeros_like(cs, EM_DTYPE_NONE));
+    em_tensor *pos = MS_SUB(&s, ms_int(&s, 1), cs);
+    em_tensor *neg = ms_relu0(&s, MS_SUB(&s, cs, ms_num(&s, margin)));
+    em_tensor *op1 = ms_tri(&s, em_where, ms_bin(&s, em_eq, target, ms_int(&s, 1)), pos, zeros);
+    em_tensor *op2 = ms_tri(&s, em_where, ms_bin(&s, em_eq, target, ms_int(&s, -1)), neg, zeros);
+    return ms_finish(&s, reduce_loss(&s, MS_ADD(&s, op1, op2), reduction));
+}
+
+em_tensor *em_comp_margin_ranking_loss(em_keyset ks, em_tensor *input1, em_tensor *input2, em_tensor *target,
+                                       double margin, const char *reduction) {
+    (void)ks;
+    char b1[EM_SHAPE_STR_MAX], b2[EM_SHAPE_STR_MAX], b3[EM_SHAPE_STR_MAX];
+    if (input1->ndim != input2->ndim || input1->ndim != target->ndim) {
+        em_set_error(EM_ESHAPE, "margin_ranking_loss: input1 %s, input2 %s and target %s must have one number of dims",
+                     em_shape_str(input1->ndim, input1->sizes, b1, sizeof b1),
+                     em_shape_str(input2->ndim, input2->sizes, b2, sizeof b2),
+                     em_shape_str(target->ndim, target->sizes, b3, sizeof b3));
+        return NULL;
+    }
+    ms_scope s = { .n = 0 };
+    em_tensor *nt = ms_un(&s, em_neg, target);
+    em_tensor *v = MS_ADD(&s, MS_MUL(&s, nt, MS_SUB(&s, input1, input2)), ms_num(&s, margin));
+    v = ms_relu0(&s, v);
+    return ms_finish(&s, reduce_loss(&s, v, reduction));
+}
+
+em_tensor *em_comp_triplet_margin_loss(em_keyset ks, em_tensor *anchor, em_tensor *positive, em_tensor *negative,
+                                       double margin, double p, double eps, bool swap, const char *reduction) {
+    (void)ks;
+    if (anchor->ndim != positive->ndim || positive->ndim != negative->ndim) {
+        em_set_error(EM_ESHAPE, "triplet_margin_loss: anchor, positive and negative must have one number of dims "
+                     "(got %d-d, %d-d and %d-d)", anchor->ndim, positive->ndim, negative->ndim);
+        return NULL;
+    }
+    ms_scope s = { .n = 0 };
+    em_tensor *dp = MS_DO(&s, em_pairwise_distance(anchor, positive, p, eps, false));
+    em_tensor *dn = MS_DO(&s, em_pairwise_distance(anchor, negative, p, eps, false));
+    if (swap) dn = ms_bin(&s, em_minimum, dn, MS_DO(&s, em_pairwise_distance(positive, negative, p, eps, false)));
+    em_tensor *v = MS_SUB(&s, MS_ADD(&s, ms_num(&s, margin), dp), dn);
+    v = ms_relu0(&s, v);
+    return ms_finish(&s, reduce_loss(&s, v, reduction));
+}
+
+em_tensor *em_comp_hinge_embedding_loss(em_keyset ks, em_tensor *input, em_tensor *target, double margin,
+                                        const char *reduction) {
+    (void)ks;
+    ms_scope s = { .n = 0 };
+    em_tensor *zeros = MS_DO(&s, em_zeros_like(input, EM_DTYPE_NONE));
+    em_tensor *mc = ms_relu0(&s, MS_SUB(&s, ms_num(&s, margin), input));
+    em_tensor *om = ms_tri(&s, em_where, ms_bin(&s, em_ne, target, ms_int(&s, 1)), mc, zeros);
+    em_tensor *os = ms_tri(&s, em_where, ms_bin(&s, em_ne, target, ms_int(&s, -1)), input, zeros);
+    return ms_finish(&s, reduce_loss(&s, MS_ADD(&s, om, os), reduction));
+}
+
+/* multi_margin_loss: PyTorch's kernel as ops. z_j = margin - x[y] + x[j]
+ * counts where it is > 0 (relu: the kernel's gradient), squared for p = 2,
+ * times weight[y], summed over j ~= y and divided by C. */
+em_tensor *em_comp_multi_margin_loss(em_keyset ks, em_tensor *input, em_tensor *target, int64_t p, double margin,
+                                     em_tensor *weight, const char *reduction) {
+    (void)ks;
+    const char *op = "multi_margin_loss";
+    char b1[EM_SHAPE_STR_MAX], b2[EM_SHAPE_STR_MAX];
+    if (p != 1 && p != 2) {
+        em_set_error(EM_EVALUE, "%s: p must be 1 or 2 (got %lld)", op, (long long)p);
+        return NULL;
+    }
+    if (input->dtype != EM_FLOAT32 && input->dtype != EM_FLOAT64) {
+        em_set_error(EM_ETYPE, "%s: input must be float32 or float64 (got %s)", op, em_dtype_name(input->dtype));
+        return NULL;
+    }
+    int64_t C = input->ndim > 0 ? input->sizes[input->ndim - 1] : 0;
+    if (input->ndim < 1 || input->ndim > 2 || C == 0) {
+        em_set_error(EM_ESHAPE, "%s: input must be {C} or {N, C} with C > 0 (got %s)", op,
+                     em_shape_str(input->ndim, input->sizes, b1, sizeof b1));
+        return NULL;
+    }
+    int64_t N = input->ndim == 2 ? input->sizes[0] : 1;
+    if (target->dtype != EM_INT64) {
+        em_set_error(EM_ETYPE, "%s: target must be int64 class numbers (got %s)", op, em_dtype_name(target->dtype));
+        return NULL;
+    }
+    if (target->ndim > 1 || target->numel != N || (input->ndim == 2 && target->ndim != 1)) {
+        em_set_error(EM_ESHAPE, "%s: target %s must be {%lld} for input %s", op,
+                     em_shape_str(target->ndim, target->sizes, b1, sizeof b1), (long long)N,
+                     em_shape_str(input->ndim, input->sizes, b2, sizeof b2));
+        return NULL;
+    }
+    if (weight && (weight->ndim != 1 || weight->sizes[0] != C || weight->dtype != input->dtype)) {
+        em_set_error(EM_ESHAPE, "%s: weight must be %s {%lld}, one per class (got %s %s)", op,
+                     em_dtype_name(input->dtype), (long long)C, em_dtype_name(weight->dtype),
+                     em_shape_str(weight->ndim, weight->sizes, b1, sizeof b1));
+        return NULL;
+    }
+    if (weight && em_requires_grad(weight) && em_is_grad_enabled()) { /* as PyTorch's kernel */
+        em_set_error(EM_EVALUE, "%s: not differentiable with respect to weight (it cannot require grad)", op);
+        return NULL;
+    }
+    ms_scope s = { .n = 0 };
+    if (N > 0) { /* classes are 1-based: 1..C */
+        em_tensor *lo = ms_un(&s, em_min, target), *hi = ms_un(&s, em_max, target);
+        em_tensor *bad_lo = ms_bin(&s, em_lt, lo, ms_int(&s, 1)), *bad_hi = ms_bin(&s, em_gt, hi, ms_int(&s, C));
+        bool bl = ms_true(&s, bad_lo), bh = ms_true(&s, bad_hi);
+        if (bl || bh) {
+            em_tensor *v = ms_keep(&s, em_to_device(bl ? lo : hi, em_cpu_device()));
+            em_set_error(EM_EINDEX, "%s: target %lld is out of range for %lld classes (1-based)", op,
+                         v ? (long long)*(const int64_t *)em_tensor_data(v) : 0LL, (long long)C);
+            return ms_finish(&s, ms_fail(&s));
+        }
+    }
+    int64_t s2[2] = { N, C }, s1[2] = { N, 1 };
+    em_tensor *x = MS_DO(&s, em_reshape(input, (em_intlist){ s2, 2 }));
+    em_tensor *y = MS_DO(&s, em_reshape(target, (em_intlist){ s1, 2 }));
+    em_tensor *xy = MS_DO(&s, em_gather(x, 1, y));
+    em_tensor *z = MS_ADD(&s, MS_SUB(&s, ms_num(&s, margin), xy), x);
+    z = ms_tri(&s, em_where, ms_bin(&s, em_gt, z, ms_int(&s, 0)), z, ms_int(&s, 0)); /* the kernel's z > 0 (NaN skipped) */
+    if (p == 2) z = MS_MUL(&s, z, z);
+    if (weight) {
+        em_tensor *flat = MS_DO(&s, em_reshape(target, (em_intlist){ &N, 1 }));
+        em_tensor *wy = MS_DO(&s, em_index_select(weight, 0, flat));
+        z = MS_MUL(&s, z, MS_DO(&s, em_reshape(wy, (em_intlist){ s1, 2 })));
+    }
+    em_scalar end = em_scalar_int(C + 1);
+    em_tensor *cls = MS_DO(&s, em_arange(em_scalar_int(1), &end, em_scalar_int(1), EM_INT64, input->device));
+    em_tensor *is_y = ms_bin(&s, em_eq, cls, y);
+    z = ms_tri(&s, em_where, is_y, ms_int(&s, 0), z);
+    em_tensor *loss = ms_sum_dim(&s, z, 1);
+    loss = MS_DIV(&s, loss, ms_int(&s, C));
+    if (input->ndim == 1 || (strcmp(reduction, "none") == 0 && target->ndim == 0))
+        loss = MS_DO(&s, em_reshape(loss, (em_intlist){ target->sizes, target->ndim }));
+    return ms_finish(&s, reduce_loss(&s, loss, reduction));
+}
+
+/* log(1 + exp(-input * target)) in input's dtype and shape, as PyTorch's
+ * kernel (which writes each step into an output like input). */
+em_tensor *em_comp_soft_margin_loss(em_keyset ks, em_tensor *input, em_tensor *target, const char *reduction) {
+    (void)ks;
+    const char *op = "soft_margin_loss";
+    char b1[EM_SHAPE_STR_MAX], b2[EM_SHAPE_STR_MAX];
+    if (!em_dtype_is_floating(input->dtype)) {
+        em_set_error(EM_ETYPE, "%s: input must be floating (got %s)", op, em_dtype_name(input->dtype));
+        return NULL;
+    }
+    if (em_requires_grad(target) && em_is_grad_enabled()) { /* as PyTorch's kernel */
+        em_set_error(EM_EVALUE, "%s: not differentiable with respect to target (it cannot require grad)", op);
+        return NULL;
+    }
+    int64_t bs[EM_MAX_DIMS];
+    int nb = em_broadcast_shapes(input->ndim, input->sizes, target->ndim, target->sizes, bs, op);
+    if (nb < 0) return NULL;
+    if (nb != input->ndim || memcmp(bs, input->sizes, sizeof(int64_t) * (size_t)nb) != 0) {
+        em_set_error(EM_ESHAPE, "%s: target %s must broadcast to input's shape %s", op,
+                     em_shape_str(target->ndim, target->sizes, b1, sizeof b1),
+                     em_shape_str(input->ndim, input->sizes, b2, sizeof b2));
+        return NULL;
+    }
+    ms_scope s = { .n = 0 };
+    em_tensor *v = MS_MUL(&s, ms_un(&s, em_neg, input), target);
+    if (MS_OK(&s) && v->dtype != input->dtype) v = ms_keep(&s, em_to(v, input->dtype));
+    v = ms_un(&s, em_exp, v);
+    v = ms_un(&s, em_log, MS_ADD(&s, v, ms_int(&s, 1)));
+    return ms_finish(&s, reduce_loss(&s, v, reduction));
+}
+
+/* log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), as PyTorch's kernel. */
+static em_tensor *log_sigmoid(ms_scope *s, em_tensor *x) {
+    em_tensor *m = ms_bin(s, em_minimum, x, ms_int(s, 0));
+    em_tensor *e = ms_un(s, em_exp, ms_un(s, em_neg, ms_un(s, em_abs, x)));
+    return MS_SUB(s, m, ms_un(s, em_log1p, e));
+}
+
+em_tensor *em_comp_multilabel_soft_margin_loss(em_keyset ks, em_tensor *input, em_tensor *target, em_tensor *weight,
+                                               const char *reduction) {
+    (void)ks;
+    if (input->ndim < 1) {
+        em_set_error(EM_ESHAPE, "multilabel_soft_margin_loss: input must have a class dim (got a 0-d tensor)");
+        return NULL;
+    }
+    ms_scope s = { .n = 0 };
+    em_tensor *a = MS_MUL(&s, target, log_sigmoid(&s, input));
+    em_tensor *b = MS_MUL(&s, MS_SUB(&s, ms_int(&s, 1), target), log_sigmoid(&s, ms_un(&s, em_neg, input)));
+    em_tensor *loss = ms_un(&s, em_neg, MS_ADD(&s, a, b));
+    if (weight) loss = MS_MUL(&s, loss, weight);
+    int64_t cd = input->ndim - 1, C = input->sizes[cd];
+    loss = ms_sum_dim(&s, loss, cd);
+    loss = MS_DIV(&s, loss, ms_int(&s, C));
+    return ms_finish(&s, reduce_loss(&s, loss, reduction));
+}

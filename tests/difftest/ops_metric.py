@@ -27,6 +27,17 @@ Accepted differences with PyTorch 1.13 (none is drawn):
   rows: |a|^2 + |b|^2 - 2 a.b cancels to a rounding residue whose square
   root (~1e-3) depends on the BLAS's summation order; ember and torch may
   differ there (seen once in 2500 seeds of this family).
+- triplet_margin_loss of bfloat16: the distances round differently in the
+  norm (a few bfloat16 ulps on the loss). Drawn on float32/float64.
+- multi_margin_loss with a weight shorter than C: torch reads past its end;
+  ember refuses it. Of an empty input ({0, C}): torch's mean reads
+  uninitialised memory; ember's is NaN (mean of nothing). Neither drawn.
+- the losses are composites: where a gradient is piecewise constant in the
+  input (multi_margin_loss, hinge's and margin_ranking's linear pieces),
+  ember's create_graph gradient has no history (requires_grad false) where
+  torch's backward kernel node makes it require grad. At NaN/inf inputs
+  the gradients of multilabel_soft_margin_loss's log-sigmoids can differ
+  (NaN against inf).
 - _pdist_backward and _cdist_backward are autograd's helpers (called with
   the forward's result); they are not drawn on their own, but every
   backward through pdist/cdist in a program runs them.
@@ -191,6 +202,170 @@ def gen_normalize(g, op):
     return dict(args=args, style='function')
 
 
+# ---- losses ----
+
+def _red(g, kw):
+    if g.r.random() < 0.6:
+        kw['reduction'] = ['str', g.r.choice(['mean', 'sum', 'none'])]
+    return kw
+
+
+def _same(g, s, t, floats=True):
+    dt = g.dtype_name(t) if g.r.random() < 0.85 or not floats else g.dtype(floats_only=True)
+    return _mat_partner(g, s, list(t.shape), dt)
+
+
+def _pick_float(g, pred=None):
+    return g.pick(pred=lambda t: t.is_floating_point() and t.dtype != torch.float16 and (pred is None or pred(t)))
+
+
+def _sign_leaf(g, shape, dtype, values=(1, -1)):
+    st = dict(s='leaf', out=g.fresh(), shape=list(shape), dtype=dtype,
+              values=[g.r.choice(values) for _ in range(math.prod(shape))], rg=False)
+    return ['var', st['out']], [st]
+
+
+def gen_poisson_nll_loss(g, op):
+    s = _pick_float(g)
+    if s is None:
+        return None
+    t = g.t(s)
+    tgt, pre = _same(g, s, t)
+    args = [['var', s], tgt]
+    if g.r.random() < 0.7:
+        args += [['bool', g.r.random() < 0.5], ['bool', g.r.random() < 0.5]]
+    kw = {}
+    if g.r.random() < 0.3:
+        kw['eps'] = ['num', g.r.choice([1e-8, 0.5])]
+    return dict(args=args, kw=_red(g, kw), pre=pre, style='function')
+
+
+def gen_gaussian_nll_loss(g, op):
+    s = _pick_float(g, lambda t: t.dim() >= 1)
+    if s is None:
+        return None
+    t = g.t(s)
+    tgt, pre = _same(g, s, t)
+    shape = list(t.shape)
+    vshape = g.r.choice([shape, shape[:-1], shape[:-1] + [1]])
+    var, pre2 = _mat_partner(g, s, vshape, g.dtype_name(t))
+    args = [['var', s], tgt, var]
+    if g.r.random() < 0.6:
+        args.append(['bool', g.r.random() < 0.5])
+        if g.r.random() < 0.6:
+            args.append(['num', g.r.choice([1e-6, 0.5])])
+            if g.r.random() < 0.7:
+                args.append(['str', g.r.choice(['mean', 'sum', 'none'])])
+    return dict(args=args, pre=pre + pre2, style='function')
+
+
+def gen_cosine_embedding_loss(g, op):
+    s = _pick_float(g, lambda t: t.dim() in (1, 2))
+    if s is None:
+        return None
+    t = g.t(s)
+    other, pre = _same(g, s, t)
+    tshape = [] if t.dim() == 1 else [t.shape[0]]
+    tgt, pre2 = _sign_leaf(g, tshape, g.r.choice(['int64', 'float32']), (1, -1, 1, -1, 0))
+    args = [['var', s], other, tgt]
+    if g.r.random() < 0.5:
+        args.append(['num', g.r.choice([0.0, 0.5, -0.3])])
+    return dict(args=args, kw=_red(g, {}), pre=pre + pre2, style='function')
+
+
+def gen_margin_ranking_loss(g, op):
+    s = _pick_float(g)
+    if s is None:
+        return None
+    t = g.t(s)
+    other, pre = _same(g, s, t)
+    tgt, pre2 = _same(g, s, t)
+    args = [['var', s], other, tgt]
+    if g.r.random() < 0.5:
+        args.append(['num', g.r.choice([0.0, 0.5, -0.3])])
+    return dict(args=args, kw=_red(g, {}), pre=pre + pre2, style='function')
+
+
+def gen_triplet_margin_loss(g, op):
+    s = g.pick(pred=_floating)  # bfloat16: the rounding of pairwise_distance's norm differs (docstring)
+    if s is None:
+        return None
+    t = g.t(s)
+    b, pre = _same(g, s, t)
+    c, pre2 = _same(g, s, t)
+    args = [['var', s], b, c]
+    if g.r.random() < 0.6:
+        args.append(['num', g.r.choice([1.0, 0.5, 0.0, 2.0])])
+        if g.r.random() < 0.6:
+            args.append(_p(g, with_zero=False))
+            if g.r.random() < 0.5:
+                args += [['num', g.r.choice([1e-6, 0.0])], ['bool', g.r.random() < 0.5]]
+    return dict(args=args, kw=_red(g, {}), pre=pre + pre2, style='function')
+
+
+def gen_hinge_embedding_loss(g, op):
+    s = _pick_float(g)
+    if s is None:
+        return None
+    t = g.t(s)
+    tgt, pre = _sign_leaf(g, list(t.shape), g.r.choice(['int64', 'float32', g.dtype_name(t)]), (1, -1, 1, -1, 0))
+    args = [['var', s], tgt]
+    if g.r.random() < 0.5:
+        args.append(['num', g.r.choice([1.0, 0.5, -0.5])])
+    return dict(args=args, kw=_red(g, {}), pre=pre, style='function')
+
+
+def gen_multi_margin_loss(g, op):
+    s = g.pick(pred=lambda t: t.dim() in (1, 2) and _floating(t) and t.numel() > 0)
+    if s is None:
+        return None
+    t = g.t(s)
+    C = t.shape[-1]
+    tshape = [t.shape[0]] if t.dim() == 2 else g.r.choice([[], [1]])
+    st = dict(s='leaf', out=g.fresh(), shape=tshape, dtype='int64',
+              values=[g.r.randint(1, C) for _ in range(math.prod(tshape))], rg=False)
+    g.frozen.add(st['out'])
+    g.novalues.add(st['out'])  # torch gets target - 1 (ops_index.py's _int_leaf)
+    args, pre = [['var', s], ['var', st['out']]], [st]
+    if g.r.random() < 0.6:
+        args += [['int', g.r.choice([1, 2])], ['num', g.r.choice([1.0, 0.5, 0.0])]]
+        if g.r.random() < 0.5:
+            w, pre2 = _mat_partner(g, s, [C], g.dtype_name(t))
+            args.append(w)
+            pre = pre + pre2
+    return dict(args=args, kw=_red(g, {}), pre=pre, style='function')
+
+
+def _py_multi_margin_loss(st, pa, pk):
+    pa = list(pa)
+    pa[1] = '(%s - 1)' % pa[1]
+    kws = ['%s=%s' % kv for kv in sorted(pk.items())]
+    return 'torch.nn.functional.multi_margin_loss(%s)' % ', '.join(pa + kws)
+
+
+def gen_soft_margin_loss(g, op):
+    s = _pick_float(g)
+    if s is None:
+        return None
+    t = g.t(s)
+    tgt, pre = _same(g, s, t)
+    return dict(args=[['var', s], tgt], kw=_red(g, {}), pre=pre, style='function')
+
+
+def gen_multilabel_soft_margin_loss(g, op):
+    s = _pick_float(g)
+    if s is None:
+        return None
+    t = g.t(s)
+    tgt, pre = _same(g, s, t)
+    args = [['var', s], tgt]
+    if t.dim() >= 1 and g.r.random() < 0.4:
+        w, pre2 = _mat_partner(g, s, [t.shape[-1]], g.dtype_name(t))
+        args.append(w)
+        pre = pre + pre2
+    return dict(args=args, kw=_red(g, {}), pre=pre, style='function')
+
+
 MAP = {
     'bilinear': dict(gen=gen_bilinear),
     'cosine_similarity': dict(gen=gen_cosine_similarity),
@@ -203,4 +378,13 @@ MAP = {
     '_cdist_backward': dict(weight=0),
     '_euclidean_dist': dict(gen=gen_euclidean_dist, weight=0.3),
     'normalize': dict(gen=gen_normalize),
+    'poisson_nll_loss': dict(gen=gen_poisson_nll_loss),
+    'gaussian_nll_loss': dict(gen=gen_gaussian_nll_loss),
+    'cosine_embedding_loss': dict(gen=gen_cosine_embedding_loss),
+    'margin_ranking_loss': dict(gen=gen_margin_ranking_loss),
+    'triplet_margin_loss': dict(gen=gen_triplet_margin_loss),
+    'hinge_embedding_loss': dict(gen=gen_hinge_embedding_loss),
+    'multi_margin_loss': dict(gen=gen_multi_margin_loss, py=_py_multi_margin_loss),
+    'soft_margin_loss': dict(gen=gen_soft_margin_loss),
+    'multilabel_soft_margin_loss': dict(gen=gen_multilabel_soft_margin_loss),
 }

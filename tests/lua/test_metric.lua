@@ -27,6 +27,9 @@ local function I(...)
   return ember.arange(1, n + 1):reshape(...)
 end
 
+-- positive inputs: |S| + 0.1
+local function P(...) return S(...):abs() + 0.1 end
+
 local function expect(t, want, dtype, shape, tol)
   check_eq(t.dtype, dtype, "dtype")
   check_shape(t, shape)
@@ -197,6 +200,120 @@ function T.errors_distances()
   check_error(function() return ember._pdist_backward(S(2), S(3, 2), 2, S(3)) end, "_pdist_backward", "grad", "{3}")
   check_error(function() return ember._cdist_backward(S(3, 3), S(3, 2), S(2, 2), 2, S(3, 2)) end,
     "_cdist_backward", "grad", "{3,2}", "{3,3}")
+end
+
+function T.values_losses()
+  expect(F.poisson_nll_loss(S(3,4), P(3,4), true, false, {reduction='mean'}), 1.3314135576, "float64", {}, 1e-10)
+  expect(F.poisson_nll_loss(S(3,4), P(3,4), true, false, {reduction='sum'}), 15.9769626906, "float64", {}, 1e-10)
+  expect(F.poisson_nll_loss(S(3,4), P(3,4), true, false, {reduction='none'}), {{1.4250583371, 1.6093603042, 1.5393057788, 1.2522079442}, {0.8622635702, 1.2650938011, 1.4378501313, 0.993541859}, {1.0149919524, 1.4316407536, 1.6110159907, 1.5346322679}}, "float64", {3, 4}, 1e-10)
+  expect(F.poisson_nll_loss(P(3,4), C(3,4):abs() * 3, false, true, {eps=1e-3}), 2.3248395176, "float64", {}, 1e-10)
+  expect(F.poisson_nll_loss(S(3,4,'float32'), I(4), true, true), 2.3659188747, "float32", {}, 1e-05)
+  expect(F.gaussian_nll_loss(S(3,4), C(3,4), P(3,4)), 0.6055779432, "float64", {}, 1e-10)
+  expect(F.gaussian_nll_loss(S(3,4), C(3,4), P(3), true, 1e-6, 'none'), {{0.8665741816, 3.0516163034, 2.4678893562, 0.7832066168}, {1.771540975, 1.3545224028, 0.9604913747, 0.9622111088}, {1.1067383484, 0.9327594645, 1.5870408504, 2.6744599104}}, "float64", {3, 4}, 1e-10)
+  expect(F.gaussian_nll_loss(S(3,4), C(4), P(3,1) * 0.01, false, 0.05, 'sum'), 113.8156600606, "float64", {}, 1e-10)
+  expect(F.cosine_embedding_loss(S(3,4), C(3,4), ember.tensor({1,-1,1})), 1.0669405063, "float64", {}, 1e-10)
+  expect(F.cosine_embedding_loss(S(3,4), C(3,4), ember.tensor({1.0,-1,0}), -0.2, {reduction='none'}), {1.6118331912, 0.6056964823, 0.0}, "float64", {3}, 1e-10)
+  expect(F.cosine_embedding_loss(S(4), C(4), ember.tensor(-1), -0.5), 0.0, "float64", {}, 1e-10)
+  expect(F.margin_ranking_loss(S(5), C(5), ember.tensor({1,-1,1,1,-1})), 0.3951734009, "float64", {}, 1e-10)
+  expect(F.margin_ranking_loss(S(2,3), C(2,3), S(2,3):sign(), 0.3, {reduction='none'}), {{0.0, 0.0, 0.0}, {0.4335285211, 0.0, 0.0}}, "float64", {2, 3}, 1e-10)
+  expect(F.triplet_margin_loss(S(3,4), C(3,4), S(3,4) * 2), 1.6357945001, "float64", {}, 1e-10)
+  expect(F.triplet_margin_loss(S(3,4), C(3,4), S(3,4) * 2, 0.5, 1, 1e-6, true, {reduction='none'}), {1.6138685999, 0.0218291867, 1.8637381834}, "float64", {3}, 1e-10)
+  expect(F.triplet_margin_loss(S(4,'float32'), C(4,'float32'), S(4,'float32') * 2, 2, math.huge), 2.8568906784, "float32", {}, 1e-05)
+  expect(F.hinge_embedding_loss(S(3,4), S(3,4):sign()), 1.0150425688, "float64", {}, 1e-10)
+  expect(F.hinge_embedding_loss(S(3,4), ember.tensor({1,-1,0,1}), 0.5, {reduction='none'}), {{0.6442176872, 0.0, 0.8632093666, 0.3349881502}, {-0.3507832277, 1.3715757724, 0.5, -0.6312666379}, {0.0168139005, 0.0, 0.9881682339, 0.8545989081}}, "float64", {3, 4}, 1e-10)
+  expect(F.multi_margin_loss(S(3,4), ember.tensor({1,4,2})), 0.7357169777, "float64", {}, 1e-10)
+  expect(F.multi_margin_loss(S(3,4), ember.tensor({1,4,2}), 2, 0.7, C(4), {reduction='none'}), {0.1391937797, 0.1516043385, -0.4011573389}, "float64", {3}, 1e-10)
+  expect(F.multi_margin_loss(S(4,'float32'), ember.tensor(3), 1, 1, nil, {reduction='sum'}), 0.5937568545, "float32", {}, 1e-05)
+  expect(F.multi_margin_loss(S(4), ember.tensor({3}), 1, 1, nil, {reduction='none'}), {0.5937568669}, "float64", {1}, 1e-10)
+  expect(F.multi_margin_loss(S(4), ember.tensor(3), 1, 1, nil, {reduction='none'}), 0.5937568669, "float64", {}, 1e-10)
+  expect(F.soft_margin_loss(S(3,4), C(3,4):sign()), 0.8287497985, "float64", {}, 1e-10)
+  expect(F.soft_margin_loss(S(3,4)*30, C(3,4):sign(), {reduction='none'}), {{4e-09, 29.5634918997, 25.8962809995, 4.32002e-05}, {10.5235237273, 26.1472731724, 0.0, 6e-09}, {0.4724116732, 2.8e-09, 29.6450470163, 25.6379672427}}, "float64", {3, 4}, 1e-10)
+  expect(F.multilabel_soft_margin_loss(S(3,4) * 5, C(3,4):gt(0):double()), 2.144280372, "float64", {}, 1e-10)
+  expect(F.multilabel_soft_margin_loss(S(3,4), C(3,4):gt(0):double(), P(4), {reduction='none'}), {0.7833013633, 0.6187447364, 0.6863857765}, "float64", {3}, 1e-10)
+  expect(F.multilabel_soft_margin_loss(S(4), C(4):gt(0):double(), nil, {reduction='sum'}), 0.8698600871, "float64", {}, 1e-10)
+  expect(F.hinge_embedding_loss(ember.zeros(0), ember.zeros(0)), 0/0, "float32", {}, 0)
+  expect(F.margin_ranking_loss(ember.zeros(0), ember.zeros(0), ember.zeros(0), 0, {reduction='sum'}), 0.0, "float32", {}, 0)
+end
+
+function T.grads_losses()
+  do
+    local a = S(3,4):requires_grad_()
+    F.multi_margin_loss(a, ember.tensor({1,4,2}), 2, 0.7, C(4)):backward()
+    check_tensor(a.grad, {{-0.1048146984, 0.046421392, 0.040971533, 0.0174217735}, {0.0765621373, 0.0358954724, 0.027237531, -0.1396951406}, {-0.0085442237, 0.2840045301, -0.147267991, -0.1281923155}}, 1e-9)
+  end
+  do
+    local a = S(3,4):requires_grad_()
+    local b = S(3,4):requires_grad_()
+    F.cosine_embedding_loss(a, b, ember.tensor({1,-1,1}), 0.1):backward()
+    check_tensor(a.grad, {{-0.0, -0.0, -0.0, -0.0}, {-0.0, -0.0, -0.0, -0.0}, {-0.0, -0.0, -0.0, -0.0}}, 1e-9)
+    check_tensor(b.grad, {{-0.0, -0.0, -0.0, -0.0}, {-0.0, -0.0, -0.0, -0.0}, {-0.0, -0.0, -0.0, -0.0}}, 1e-9)
+  end
+  do
+    local a = S(3,4):requires_grad_()
+    local b = S(3,4):requires_grad_()
+    F.gaussian_nll_loss(a, C(3,4), b:abs() * 0.01, false, 0.005):backward()
+    check_tensor(a.grad, {{4.8730792153, 15.5795067241, 15.3414082014, -2.2254753524}, {-22.122847557, -8.8492133278, -0.2945944504, -0.92779575}, {-10.5130406362, -3.1768809189, 9.7004625237, 18.0277215016}}, 1e-9)
+    check_tensor(b.grad, {{-1.360136132, -14.5209799066, -14.0732588569, -0.2138310993}, {29.2818897084, 4.650708459, -0.0372037132, -0.0143565637}, {-6.5481080717, -0.5421334648, -5.6037728307, -19.4511687369}}, 1e-9)
+  end
+  do
+    local a = S(3,4):requires_grad_()
+    local b = S(3,4):requires_grad_()
+    local c = S(3,4):requires_grad_()
+    F.triplet_margin_loss(a, b, c, 1, 2, 1e-6, true):backward()
+    check_tensor(a.grad, {{0.0833333333, 0.0833333333, 0.0833333333, 0.0833333333}, {0.0833333333, 0.0833333333, 0.0833333333, 0.0833333333}, {0.0833333333, 0.0833333333, 0.0833333333, 0.0833333333}}, 1e-9)
+    check_tensor(b.grad, {{-0.25, -0.25, -0.25, -0.25}, {-0.25, -0.25, -0.25, -0.25}, {-0.25, -0.25, -0.25, -0.25}}, 1e-9)
+    check_tensor(c.grad, {{0.1666666667, 0.1666666667, 0.1666666667, 0.1666666667}, {0.1666666667, 0.1666666667, 0.1666666667, 0.1666666667}, {0.1666666667, 0.1666666667, 0.1666666667, 0.1666666667}}, 1e-9)
+  end
+  do
+    local a = S(3,4):requires_grad_()
+    F.multilabel_soft_margin_loss(a, C(3,4):gt(0):double(), C(4):abs()):backward()
+    check_tensor(a.grad, {{-0.0076748479, 0.0519980249, 0.0425475425, -0.0162820251}, {-0.0130808598, -0.0503474611, 0.0164789901, 0.0135566621}, {-0.0110520847, -0.0243796886, 0.0440838098, 0.0273899132}}, 1e-9)
+  end
+end
+
+function T.losses_edges()
+  -- soft_margin_loss keeps input's dtype; multi_margin_loss skips NaN margins (PyTorch's z > 0)
+  expect(F.soft_margin_loss(S(2, "float32"), S(2), { reduction = "none" }), { 0.5070160627365112, 0.32111355662345886 }, "float32", { 2 }, 1e-6)
+  local x = ember.tensor({ { math.huge, math.huge, 0 } })
+  check_tensor(F.multi_margin_loss(x, ember.tensor({ 1 })), { 0 })
+  -- a 1-d input with a 0-dim or {1} target
+  check_shape(F.multi_margin_loss(S(4), ember.tensor(3), 1, 1, nil, { reduction = "none" }), {})
+  check_shape(F.multi_margin_loss(S(4), ember.tensor({ 3 }), 1, 1, nil, { reduction = "none" }), { 1 })
+end
+
+function T.errors_losses()
+  check_error(function() return F.poisson_nll_loss(S(3), S(3), true, false, { reduction = "avg" }) end,
+    "poisson_nll_loss", "reduction", "avg")
+  check_error(function() return F.poisson_nll_loss(S(3), S(4)) end, "{3}", "{4}")
+  check_error(function() return F.gaussian_nll_loss(S(3, 4), S(3, 4), P(2)) end, "gaussian_nll_loss", "var", "{2}", "{3,4}")
+  check_error(function() return F.gaussian_nll_loss(S(3, 4), S(3, 4), -P(3, 4)) end, "gaussian_nll_loss", "var", "negative")
+  check_error(function() return F.cosine_embedding_loss(S(3, 4), S(3, 4), ember.ones(3, 1)) end,
+    "cosine_embedding_loss", "target", "2-d")
+  check_error(function() return F.cosine_embedding_loss(S(3, 4), S(4), ember.ones(3)) end,
+    "cosine_embedding_loss", "{3,4}", "{4}")
+  check_error(function() return F.margin_ranking_loss(S(3, 4), S(3), S(3)) end, "margin_ranking_loss", "{3,4}", "{3}")
+  check_error(function() return F.triplet_margin_loss(S(3, 4), S(3, 4), S(4)) end, "triplet_margin_loss", "2-d", "1-d")
+  check_error(function() return F.multi_margin_loss(S(3, 4), ember.tensor({ 1, 4, 2 }), 3) end, "multi_margin_loss", "p", "3")
+  check_error(function() return F.multi_margin_loss(S(3, 4), ember.tensor({ 1, 5, 2 })) end,
+    "multi_margin_loss", "target 5", "4 classes")
+  check_error(function() return F.multi_margin_loss(S(3, 4), ember.tensor({ 1, 0, 2 })) end,
+    "multi_margin_loss", "target 0", "1-based")
+  check_error(function() return F.multi_margin_loss(S(3, 4), ember.tensor({ 1.0, 2, 2 })) end,
+    "multi_margin_loss", "target", "int64", "float32")
+  check_error(function() return F.multi_margin_loss(S(3, 4), ember.tensor({ 1, 2 })) end, "multi_margin_loss", "{2}", "{3}")
+  check_error(function() return F.multi_margin_loss(S(2, 3, 4), ember.tensor({ 1, 2 })) end, "multi_margin_loss", "{2,3,4}")
+  check_error(function() return F.multi_margin_loss(S(3, 4), ember.tensor({ 1, 4, 2 }), 1, 1, S(3)) end,
+    "multi_margin_loss", "weight", "{4}")
+  check_error(function() return F.multi_margin_loss(I(3, 4), ember.tensor({ 1, 4, 2 })) end, "multi_margin_loss", "int64")
+  check_error(function() return F.multi_margin_loss(S(3, 0), ember.tensor({ 1, 1, 1 })) end, "multi_margin_loss", "C > 0")
+  check_error(function() return F.soft_margin_loss(S(3), S(2)) end, "{3}", "{2}")
+  check_error(function() return F.soft_margin_loss(S(3), S(2, 3)) end, "soft_margin_loss", "{2,3}", "{3}")
+  check_error(function() return F.soft_margin_loss(I(3), S(3)) end, "soft_margin_loss", "floating")
+  check_error(function() return F.soft_margin_loss(S(3), S(3):requires_grad_()) end, "soft_margin_loss", "target")
+  check_error(function() return F.multi_margin_loss(S(3, 4), ember.tensor({ 1, 4, 2 }), 1, 1, S(4):requires_grad_()) end,
+    "multi_margin_loss", "weight", "grad")
+  check_error(function() return F.multilabel_soft_margin_loss(ember.tensor(1.0), ember.tensor(1.0)) end,
+    "multilabel_soft_margin_loss", "0-d")
 end
 
 return T

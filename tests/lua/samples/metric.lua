@@ -66,5 +66,54 @@ return function(H)
       { { m23() }, function(a) return F.normalize(a, 3, -1, 1e-3) end },
     })
   end
+
+  -- ---- losses (inputs away from the kinks of their clamps) ----
+  local function sgn23() return t({ { 1, -1, 1 }, { -1, -1, 1 } }) end
+  S.poisson_nll_loss = function()
+    return many({
+      { { m23(), p23() }, function(a, b) return F.poisson_nll_loss(a, b) end },
+      { { p23(), p23() * 2.2 }, function(a, b) return F.poisson_nll_loss(a, b, false, true, { reduction = "sum" }) end },
+      { { m23() }, function(a) return F.poisson_nll_loss(a, p23(), true, false, { reduction = "none" }) end },
+    })
+  end
+  S.gaussian_nll_loss = function()
+    return many({
+      { { m23(), v3(), p23() }, function(a, b, v) return F.gaussian_nll_loss(a, b, v) end },
+      { { m23(), p23(), t({ 0.6, 1.3 }) }, function(a, b, v) return F.gaussian_nll_loss(a, b, v, true, 1e-6, "none") end },
+    })
+  end
+  S.cosine_embedding_loss = function()
+    return many({
+      { { m23(), p23() }, function(a, b) return F.cosine_embedding_loss(a, b, ember.tensor({ 1, -1 })) end },
+      { { m23(), p23() }, function(a, b) return F.cosine_embedding_loss(a, b, ember.tensor({ -1, -1 }), -0.5, { reduction = "sum" }) end },
+    })
+  end
+  S.margin_ranking_loss = function()
+    return one({ m23(), p23() }, function(a, b) return F.margin_ranking_loss(a, b, sgn23(), 0.1, { reduction = "none" }) end)
+  end
+  S.triplet_margin_loss = function()
+    return many({
+      { { m23(), p23(), v3():view(1, 3) * 2 }, function(a, b, c) return F.triplet_margin_loss(a, b, c:expand(2, 3), 1.5) end },
+      { { m23(), p23() * 0.7, m23() * -1.5 }, function(a, b, c) return F.triplet_margin_loss(a, b, c, 2, 1, 1e-6, true) end },
+    })
+  end
+  S.hinge_embedding_loss = function()
+    return one({ m23() }, function(a) return F.hinge_embedding_loss(a, sgn23(), 0.9) end)
+  end
+  S.multi_margin_loss = function()
+    return many({
+      { { m23() }, function(a) return F.multi_margin_loss(a, ember.tensor({ 2, 3 })) end },
+      { { m23() }, function(a) return F.multi_margin_loss(a, ember.tensor({ 1, 3 }), 2, 0.9, t({ 0.5, 1.5, 2.0 })) end },
+    })
+  end
+  S.soft_margin_loss = function()
+    return one({ m23() }, function(a) return F.soft_margin_loss(a, sgn23()) end)
+  end
+  S.multilabel_soft_margin_loss = function()
+    return many({
+      { { m23() }, function(a) return F.multilabel_soft_margin_loss(a, t({ { 1, 0, 1 }, { 0, 0, 1 } })) end },
+      { { m23(), p23() }, function(a, w) return F.multilabel_soft_margin_loss(a, t({ { 1, 0, 1 }, { 0, 0.5, 1 } }), w[1], { reduction = "none" }) end },
+    })
+  end
   return S
 end
