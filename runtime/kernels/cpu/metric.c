@@ -150,8 +150,39 @@ static void cdist_rows(int64_t begin, int64_t end, void *vctx) {
     }
 }
 
-/* gradient row (batch, i) of a: sum over b's rows j of grad_term(a_i - b_j,
- * g[i, j], dist[i, j]); g and dist are {B, r1, r2} contiguous. */
+/* Adds to o (m coordinates) the gradient term of every coordinate of
+ * a - b for one pair with gradient g and distance dist (PyTorch's backward
+ * calculators, zero where the distance is 0); the per-pair factors are
+ * taken out of the coordinate loop, which the simple cases vectorise. */
+#define DEF_PAIR_GRAD(SUF, T)                                                                       \
+    static inline void pair_grad_##SUF(T *o, const T *a, const T *b, int64_t m, double g, double dist, \
+                                       int mode, double p) {                                        \
+        switch (mode) {                                                                             \
+        case PM_ZERO: return;                                                                       \
+        case PM_ONE: {                                                                              \
+            T gg = (T)g;                                                                            \
+            for (int64_t k = 0; k < m; k++) {                                                       \
+                T d = a[k] - b[k];                                                                  \
+                T sg = (T)((d > 0) - (d < 0));                                                      \
+                o[k] += gg * (d != d ? d : sg);                                                     \
+            }                                                                                       \
+            return;                                                                                 \
+        }                                                                                           \
+        case PM_TWO: {                                                                              \
+            if (dist == 0) return;                                                                  \
+            T gg = (T)g, dd = (T)dist; /* PyTorch's grad * diff / dist, in T */                     \
+            for (int64_t k = 0; k < m; k++) o[k] += gg * (a[k] - b[k]) / dd;                        \
+            return;                                                                                 \
+        }                                                                                           \
+        default:                                                                                    \
+            for (int64_t k = 0; k < m; k++) o[k] += (T)grad_term((T)(a[k] - b[k]), g, dist, mode, p); \
+        }                                                                                           \
+    }
+DEF_PAIR_GRAD(f32, float)
+DEF_PAIR_GRAD(f64, double)
+
+/* gradient row (batch, i) of a: sum over b's rows j of the pair terms of
+ * (a_i - b_j, g[i, j], dist[i, j]); g and dist are {B, r1, r2} contiguous. */
 #define DEF_CDIST_GRAD(SUF, T)                                                                      \
     static void cdist_grad_row_##SUF(const cd_ctx *c, int64_t row) {                                \
         int64_t bi = row / c->r1;                                                                   \
@@ -159,12 +190,8 @@ static void cdist_rows(int64_t begin, int64_t end, void *vctx) {
         const T *g = (const T *)c->g + row * c->r2, *dist = (const T *)c->dist + row * c->r2;       \
         T *o = (T *)c->out + row * c->m;                                                            \
         for (int64_t k = 0; k < c->m; k++) o[k] = 0;                                                \
-        if (c->mode == PM_ZERO) return;                                                             \
-        for (int64_t j = 0; j < c->r2; j++) {                                                       \
-            const T *bj = b + j * c->m;                                                             \
-            for (int64_t k = 0; k < c->m; k++)                                                      \
-                o[k] += (T)grad_term((T)(a[k] - bj[k]), g[j], dist[j], c->mode, c->p);              \
-        }                                                                                           \
+        for (int64_t j = 0; j < c->r2; j++)                                                         \
+            pair_grad_##SUF(o, a, b + j * c->m, c->m, g[j], dist[j], c->mode, c->p);                \
     }
 DEF_CDIST_GRAD(f32, float)
 DEF_CDIST_GRAD(f64, double)
@@ -344,12 +371,10 @@ static void pdist_rows(int64_t begin, int64_t end, void *vctx) {
         const T *x = (const T *)c->x, *g = (const T *)c->g, *dist = (const T *)c->dist;             \
         T *o = (T *)c->out + i * c->m;                                                              \
         for (int64_t k = 0; k < c->m; k++) o[k] = 0;                                                \
-        if (c->mode == PM_ZERO) return;                                                             \
         for (int64_t j = 0; j < c->n; j++) {                                                        \
             if (j == i) continue;                                                                   \
             int64_t q = i < j ? pair_index(i, j, c->n) : pair_index(j, i, c->n);                    \
-            for (int64_t k = 0; k < c->m; k++)                                                      \
-                o[k] += (T)grad_term((T)(x[i * c->m + k] - x[j * c->m + k]), g[q], dist[q], c->mode, c->p); \
+            pair_grad_##SUF(o, x + i * c->m, x + j * c->m, c->m, g[q], dist[q], c->mode, c->p);     \
         }                                                                                           \
     }
 DEF_PDIST_GRAD(f32, float)
