@@ -95,6 +95,9 @@ const cg_helper cg_helpers[] = {
     { "batch_norm_grad", "tttttttvvv" }, { "batch_norm_double_backward", "ttttttttttvvv" },
     { "group_norm_grad", "tttttvv" }, { "group_norm_double_backward", "ttttttttvv" },
 
+    /* ---- family: metric ---- */
+    { "euclidean_dist_backward", "ttttv" }, { "cdist_grad", "tttvtv" }, { "pdist_grad", "ttvt" },
+
     { NULL, NULL }
 };
 

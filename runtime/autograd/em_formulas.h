@@ -180,6 +180,22 @@ EM_HIDDEN em_tensor *em_ag_fn_unfold_backward_fold(em_tensor *grad, const em_inp
                                                    em_intlist kernel_size, em_intlist dilation, em_intlist padding,
                                                    em_intlist stride);
 
+/* ---- family: metric (formulas_metric.c) ---- */
+/* _euclidean_dist's gradient for x1 (which == 0) or x2 (which == 1), as
+ * PyTorch's _euclidean_dist_backward: ratio = grad / result (0 where the
+ * distance is 0); x1: x1 * sum(ratio, -1) - ratio @ x2; x2: x2 * sum(ratio,
+ * -2)^T - ratio^T @ x1. */
+EM_HIDDEN em_tensor *em_ag_fn_euclidean_dist_backward(em_tensor *grad, em_tensor *x1, em_tensor *x2,
+                                                      em_tensor *result, int64_t which);
+/* _cdist_forward's gradient for x1 (which == 0) or x2 (which == 1) and
+ * _pdist_forward's for self: the kernel ops _cdist_backward /
+ * _pdist_backward when grad mode is off (a plain backward), else the same
+ * terms written with ops, so that a create_graph backward records them and
+ * double backward works (PyTorch 1.13 has none there). */
+EM_HIDDEN em_tensor *em_ag_fn_cdist_grad(em_tensor *grad, em_tensor *x1, em_tensor *x2, double p,
+                                         em_tensor *result, int64_t which);
+EM_HIDDEN em_tensor *em_ag_fn_pdist_grad(em_tensor *grad, em_tensor *self, double p, em_tensor *result);
+
 /* Whether an element of a Tensor[] argument requires grad (the generated
  * Autograd kernel of an op with a Tensor[] argument asks). */
 static inline __attribute__((unused)) bool em_ag_list_requires_grad(em_tensorlist l) {
