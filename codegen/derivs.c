@@ -71,6 +71,9 @@ const cg_helper cg_helpers[] = {
 
     /* ---- family: vmath ---- */
 
+    /* ---- family: spatial ---- */
+    { "constant_pad_backward", "tv" }, { "pad_circular_grad", "tmv" }, { "zeros_of_meta", "m" },
+
     /* ---- family: lapack ---- */
     { "det_backward", "ttt" }, { "slogdet_backward", "tt" }, { "inv_backward", "tt" },
     { "solve_backward_A", "ttmtv" }, { "solve_backward_B", "ttv" }, { "cholesky_backward", "ttv" },

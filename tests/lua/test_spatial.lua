@@ -1,0 +1,156 @@
+-- test_spatial.lua -- the spatial family (schema/ops/spatial.yaml): F.pad,
+-- interpolate and attention against values computed with PyTorch 1.13,
+-- dtypes, empty and non-contiguous inputs, gradients, and error messages.
+local ember = ember or require "ember"
+local F = ember.nn.functional
+local T = {}
+
+-- deterministic float64 tensors of any shape (the samples' values)
+local function seq(...)
+  local shape = { ... }
+  local n = 1
+  for _, s in ipairs(shape) do n = n * s end
+  local v = {}
+  for i = 1, n do v[i] = math.sin(i * 1.7) + 0.1 * i end
+  return ember.tensor(v, { dtype = "float64" }):reshape(shape)
+end
+local function grad_of(x, fn)
+  x = x:detach():requires_grad_()
+  fn(x):pow(2):sum():backward()
+  return x.grad
+end
+
+-- ---- pad ----
+
+function T.pad_modes_match_pytorch()
+  local x = ember.arange(12.0):reshape(1, 3, 4)
+  check_tensor(F.pad(x, { 1, 2, 2, 0 }, "reflect"), {
+    { { 9, 8, 9, 10, 11, 10, 9 }, { 5, 4, 5, 6, 7, 6, 5 }, { 1, 0, 1, 2, 3, 2, 1 },
+      { 5, 4, 5, 6, 7, 6, 5 }, { 9, 8, 9, 10, 11, 10, 9 } } })
+  -- circular wraps around the cropped tensor (PyTorch 1.13's _pad_circular)
+  check_tensor(F.pad(x:reshape(1, 1, 3, 4), { 2, -1, 1, 1 }, "circular"), {
+    { { { 9, 10, 8, 9, 10 }, { 1, 2, 0, 1, 2 }, { 5, 6, 4, 5, 6 }, { 9, 10, 8, 9, 10 }, { 1, 2, 0, 1, 2 } } } })
+  check_tensor(F.pad(ember.arange(8.0):reshape(1, 1, 2, 2, 2), { 1, 0, 0, 1, 1, 0 }, "replicate"):flatten(),
+    { 0, 0, 1, 2, 2, 3, 2, 2, 3, 0, 0, 1, 2, 2, 3, 2, 2, 3, 4, 4, 5, 6, 6, 7, 6, 6, 7 })
+  -- non-contiguous input
+  check_tensor(F.pad(x:transpose(2, 3), { 1, 1 }, "reflect"),
+    { { { 4, 0, 4, 8, 4 }, { 5, 1, 5, 9, 5 }, { 6, 2, 6, 10, 6 }, { 7, 3, 7, 11, 7 } } })
+  -- negative pads crop first
+  local r = ember.arange(4.0):reshape(1, 1, 4)
+  check_tensor(F.pad(r, { -1, 2 }, "reflect"), { { { 1, 2, 3, 2, 1 } } })
+  check_tensor(F.pad(r, { -1, 2 }, "replicate"), { { { 1, 2, 3, 3, 3 } } })
+  check_tensor(F.pad(r, { -1, 2 }, "circular"), { { { 1, 2, 3, 1, 2 } } })
+  check_tensor(F.pad(r, { 4, 0 }, "circular"), { { { 0, 1, 2, 3, 0, 1, 2, 3 } } })
+  check_tensor(F.pad(r, { -2, -1 }, "reflect"), { { { 2 } } })
+  -- value 0 is accepted with a non-constant mode, as in PyTorch
+  check_tensor(F.pad(r, { 1, 1 }, "reflect", 0), { { { 1, 0, 1, 2, 3, 2 } } })
+  -- unbatched inputs
+  check_shape(F.pad(ember.ones(2, 3), { 2, 2 }, "reflect"), { 2, 7 })
+  check_shape(F.pad(ember.ones(2, 3, 4), { 1, 1, 1, 1 }, "replicate"), { 2, 5, 6 })
+  check_shape(F.pad(ember.ones(2, 3, 4, 5), { 1, 1, 1, 1, 1, 1 }, "replicate"), { 2, 5, 6, 7 })
+end
+
+function T.pad_constant_any_dims_and_dtypes()
+  local x = ember.ones(2, 3)
+  check_tensor(F.pad(x, { 1, 1 }, "constant", 2.5), { { 2.5, 1, 1, 1, 2.5 }, { 2.5, 1, 1, 1, 2.5 } })
+  check_shape(F.pad(ember.ones(2, 3, 4), { 1, 1, 1, 1, 1, 1 }), { 4, 5, 6 })
+  check_shape(F.pad(ember.ones(2, 3, 4), { -1, -1, -1, -1, -1, -1 }), { 0, 1, 2 })
+  check_shape(F.pad(ember.ones(2, 3, 4), { -2, -2 }), { 2, 3, 0 })
+  check_tensor(F.pad(ember.arange(4.0):reshape(1, 1, 4), { -3, -1 }), {})
+  local i = F.pad(ember.ones(2, 3, { dtype = "int64" }), { 1, 1 }, "constant", 2.5)
+  check_eq(i.dtype, "int64")
+  check_tensor(i, { { 2, 1, 1, 1, 2 }, { 2, 1, 1, 1, 2 } })
+  check_tensor(F.pad(ember.tensor({ true, false }), { 1, 0 }, "constant", 2), { true, true, false })
+  local h = F.pad(ember.ones(2, { dtype = "float16" }), { 0, 1 }, "constant", -1)
+  check_eq(h.dtype, "float16")
+  check_tensor(h, { 1, 1, -1 })
+  check_tensor(F.pad(ember.tensor(1.0), {}), 1)
+  check_tensor(F.pad(ember.ones(1, 1, 0), { 1, 1 }), { { { 0, 0 } } })
+  check_tensor(F.pad(ember.tensor({ 0 / 0, 1 }), { 1, 0 }, "constant", 1 / 0), { 1 / 0, 0 / 0, 1 })
+  -- circular copies any dtype; empty batches pass through
+  check_tensor(F.pad(ember.tensor({ { { 1, 2, 3 } } }), { 1, 1 }, "circular"), { { { 3, 1, 2, 3, 1 } } })
+  check_shape(F.pad(ember.ones(0, 2, 3), { 1, 1 }, "reflect"), { 0, 2, 5 })
+  check_shape(F.pad(ember.ones(0, 4), { 1, 1 }, "reflect"), { 0, 6 })
+  check_error(function() F.pad(ember.ones(0, 4), { 1, 1 }, "replicate") end, "pad:", "non-empty", "{0,4}")
+  check_shape(F.pad(ember.ones(2, 0, 3), { 1, 1 }, "circular"), { 2, 0, 5 })
+  check_tensor(ember.constant_pad_nd(ember.ones(2), { 1, 1 }, 3), { 3, 1, 1, 3 })
+end
+
+function T.pad_gradients_match_pytorch()
+  check_tensor(grad_of(seq(2, 3, 4), function(a) return F.pad(a, { 3, 1, 1, 2 }, "replicate") end):flatten(),
+    { 17.4666369672395, -0.22216440810732485, -2.5032587293109296, 7.152906809108865, 10.387896900987922,
+      -0.19974937518708447, 0.1637257755259336, 6.636647259425983, 31.121773755134722, 0.23161504872265914,
+      5.706005845114808, 26.397514801712028, 19.06181447321478, 1.7128062170245473, 7.436233416088673,
+      19.834184493205797, 8.914901280205621, 2.1432784643368086, 5.346655779132441, 10.116330744480095,
+      28.567999875995387, 11.431970390998455, 19.7136017927438, 29.288319088198385 }, 1e-9)
+  check_tensor(grad_of(seq(1, 2, 3, 4), function(a) return F.pad(a, { 2, -1, 1, 2 }, "circular") end):flatten(),
+    { 4.366659241809875, -0.4443288162146497, -5.006517458621859, 0.0, 5.193948450493961, -0.7989975007483379,
+      0.6549031021037344, 0.0, 5.1869622925224546, 0.3088200649635455, 7.6080077934864105, 0.0,
+      4.765453618303695, 3.4256124340490945, 14.872466832177347, 0.0, 4.4574506401028104, 8.573113857347234,
+      21.386623116529766, 0.0, 4.761333312665899, 15.24262718799794, 26.284802390325066, 0.0 }, 1e-9)
+  check_tensor(grad_of(seq(2, 5), function(a) return F.pad(a, { 4, 3 }, "reflect") end):flatten(),
+    { 2.1833296209049373, -0.3332466121609873, -3.7548880939663944, 5.364680106831649, 5.193948450493961,
+      -0.19974937518708447, 0.4911773265778008, 9.954970889138973, 7.780443438783681, 0.15441003248177276 }, 1e-9)
+  -- float32 gradients through the float32 path
+  local g = grad_of(ember.ones(1, 1, 3), function(a) return F.pad(a, { 2, 2 }, "reflect") end)
+  check_eq(g.dtype, "float32")
+  check_tensor(g, { { { 4, 6, 4 } } })
+  -- constant: the gradient crops back, also for negative pads
+  check_tensor(grad_of(ember.arange(4.0):reshape(1, 4), function(a) return F.pad(a, { -1, 2 }, "constant", 5) end),
+    { { 0, 2, 4, 6 } })
+end
+
+function T.pad_double_backward_depends_on_self_as_pytorch()
+  -- reflect/replicate: the gradient depends on x (with zero derivative), circular's does not
+  local x = ember.ones(1, 1, 4, { requires_grad = true })
+  local g = ember.autograd.grad({ F.pad(x, { 1, 1 }, "replicate"):sum() }, { x }, { create_graph = true })[1]
+  check(g.requires_grad)
+  local gg = ember.autograd.grad({ (g * g):sum() }, { x })[1]
+  check_tensor(gg, { { { 0, 0, 0, 0 } } })
+  g = ember.autograd.grad({ F.pad(x, { 1, 1 }, "circular"):sum() }, { x }, { create_graph = true })[1]
+  check(not g.requires_grad)
+  -- circular keeps nothing of x: writing into x after the pad does not break the backward
+  local y = ember.ones(1, 1, 3, { requires_grad = true }) * 1
+  local z = F.pad(y, { 1, 1 }, "circular")
+  y:add_(1)
+  z:sum():backward()
+end
+
+function T.pad_errors_name_op_argument_and_values()
+  local x = ember.ones(1, 1, 4)
+  check_error(function() F.pad(x, { 1, 1, 1 }) end, "pad:", "'pad'", "even length", "3 entries")
+  check_error(function() F.pad(ember.tensor(1.0), { 1, 1 }) end, "pad:", "'pad'", "pads 1 dims", "{}")
+  check_error(function() F.pad(x, { 4, 3 }, "reflect") end, "pad:", "(4, 3)", "dim 3", "less than its size", "{1,1,4}")
+  check_error(function() F.pad(ember.ones(2, 3, 1), { 1, 1 }, "reflect") end, "pad:", "(1, 1)", "{2,3,1}")
+  check_error(function() F.pad(x, { -2, -2 }, "reflect") end, "pad:", "{-2,-2}", "every padded dim", "{1,1,0}")
+  check_error(function() F.pad(x, { -3, -2 }, "replicate") end, "pad:", "(-3, -2)", "size -1")
+  -- one non-empty padded dim is enough (PyTorch)
+  check_shape(F.pad(ember.ones(1, 2, 6), { 0, 1, -1, -1 }, "reflect"), { 1, 0, 7 })
+  check_error(function() F.pad(x, { 1, 1 }, "reflect", 2) end, "pad:", "'value'", "reflect")
+  check_error(function() F.pad(x, { 1, 1 }, "wrap") end, "pad", "mode", "wrap")
+  check_error(function() F.pad(ember.ones(3), { 2, 2 }, "reflect") end, "pad:", "2 pad entries", "{3}")
+  check_error(function() F.pad(ember.ones(2, 3, 4), { 1, 1, 1, 1, 1, 1 }, "replicate") end, "pad:", "{2,3,4}")
+  check_error(function() F.pad(ember.ones(2, 3), { 1, 1 }, "circular") end, "pad:", "circular", "3-dim", "{2,3}")
+  check_error(function() F.pad(x, { 5, 0 }, "circular") end, "pad:", "wraps around", "(5, 0)")
+  check_error(function() F.pad(x, { 3, -2 }, "circular") end, "pad:", "wraps around", "keeps 2")
+  check_error(function() F.pad(x, { -3, -2 }) end, "pad:", "(-3, -2)", "crops more", "{1,1,4}")
+  check_error(function() F.pad(ember.ones(2, 0, 3), { 1, 1 }, "reflect") end, "pad:", "non-empty", "{2,0,3}")
+  check_error(function() F.pad(ember.ones(1, 2, 3, { dtype = "int64" }), { 1, 1 }, "reflect") end,
+    "pad:", "int64")
+  check_error(function() F.pad(ember.ones(1, 2, 3, { dtype = "uint8" }), { 1, 1 }, "constant", 300) end,
+    "pad:", "300", "uint8")
+  check_error(function() ember.pad_mode_backward(ember.ones(1, 1, 5), ember.ones(1, 1, 3), { 1, 2 }, "reflect") end,
+    "pad_mode_backward:", "{1,1,5}", "{1,1,6}")
+  check_error(function() ember.pad_mode_backward(ember.ones(1, 1, 5, { dtype = "int64" }), ember.ones(1, 1, 3),
+    { 1, 1 }, "reflect") end, "pad_mode_backward:", "int64")
+  check_error(function() ember.pad_circular_backward(ember.ones(1, 1, 5), { 1, 1, 3 }, { 1, 2 }) end,
+    "pad_circular_backward:", "{1,1,5}", "{1,1,6}")
+  check_error(function() ember.pad_circular_backward(ember.ones(1, 1, 5), { 1, -1, 3 }, { 1, 1 }) end,
+    "pad_circular_backward:", "negative size")
+  check_error(function() ember.pad_mode(ember.ones(1, 1, 5), { 1, 1 }, "circular") end, "pad_mode", "circular")
+  -- PyTorch 1.13: once a pad is positive, no padded dim may become empty
+  check_error(function() F.pad(ember.ones(4, 2, 2), { -1, -1, -1, 1 }) end, "pad:", "(-1, -1)", "empty")
+  check_shape(F.pad(ember.ones(4, 2, 2), { -1, -1, -1, 0 }), { 4, 1, 0 })
+end
+
+return T
