@@ -73,6 +73,7 @@ const cg_helper cg_helpers[] = {
 
     /* ---- family: spatial ---- */
     { "constant_pad_backward", "tv" }, { "pad_circular_grad", "tmv" }, { "zeros_of_meta", "m" },
+    { "upsample_nd_grad", "tmvvvvvv" },
 
     /* ---- family: lapack ---- */
     { "det_backward", "ttt" }, { "slogdet_backward", "tt" }, { "inv_backward", "tt" },

@@ -16,3 +16,10 @@ em_tensor *em_ag_fn_pad_circular_grad(em_tensor *grad, const em_input_meta *self
 }
 
 em_tensor *em_ag_fn_zeros_of_meta(const em_input_meta *m) { return em_ag_zeros_from_meta(m); }
+
+em_tensor *em_ag_fn_upsample_nd_grad(em_tensor *grad, const em_input_meta *self_meta, em_intlist output_size,
+                                     const char *mode, bool align_corners, const em_scalar *scales_d,
+                                     const em_scalar *scales_h, const em_scalar *scales_w) {
+    return em_upsample_nd_backward(grad, (em_intlist){ self_meta->sizes, self_meta->ndim }, output_size, mode,
+                                   align_corners, scales_d, scales_h, scales_w);
+}

@@ -8,7 +8,24 @@ refusals are compared too). pad_circular_backward has no torch counterpart
 (torch 1.13's circular pad is a composite of copies): it is not drawn; its
 gradients are drawn through pad (create_graph) and gradchecked.
 
-Accepted differences:
+interpolate, upsample, upsample_nearest, upsample_bilinear (torch: F.NAME,
+Lua nil for an absent size or scale_factor) and upsample_nd (torch: F.interpolate
+with the mode and scale factors it stands for) get an (N, C, ...) float
+tensor, sizes 1-6 or scale factors from a small set; upsample_nd_backward
+(torch: autograd of F.interpolate) is not drawn (no aten counterpart with
+ember's arguments): its values are gradchecked, and drawn through
+interpolate's gradients.
+
+Accepted differences (interpolate):
+  - bfloat16 linear/bicubic: torch 1.13 rounds its weights to bfloat16;
+    ember computes in float32 and rounds once (within the bfloat16 tolerance).
+  - linear modes over non-finite inputs: ember multiplies every tap by its
+    weight (0 * inf = NaN next to an infinity, as torch's scalar path);
+    torch's vectorised CPU path sometimes gives inf there instead (it is not
+    consistent itself: a 1-element input of inf upsampled to 3 gives
+    [nan, inf, inf]). Seen as value differences at NaN/inf positions only.
+
+Accepted differences (pad):
   - circular padding whose positive pad exceeds the size left after a
     negative pad on the same dim (F.pad(x{4}, (3, -2), 'circular')): torch
     1.13 copies from the padded tensor's uninitialised memory; ember refuses
@@ -21,6 +38,7 @@ Accepted differences:
 """
 from ops import *  # noqa: F401,F403
 import ops as _ops
+import torch
 
 
 def _pads(g, sizes, mode):
@@ -135,6 +153,56 @@ def _py_pad_mode_backward(st, pa, pk):
     return 'torch.ops.aten.%s_pad%dd_backward(%s, %s, %s)' % (fn, k, pa[0], pa[1], pa[2])
 
 
+_MODES = ['nearest', 'nearest-exact', 'linear', 'bilinear', 'bicubic', 'trilinear']
+_NEED = {'linear': 3, 'bilinear': 4, 'bicubic': 4, 'trilinear': 5}
+
+
+def gen_interpolate(g, op):
+    s = g.pick(pred=lambda t: 3 <= t.dim() <= 5 and t.dtype in (torch.float32, torch.float64))
+    if s is None:
+        return None
+    t = g.t(s)
+    k = t.dim() - 2
+    if op.name == 'upsample_nearest':
+        mode = 'nearest'
+    elif op.name == 'upsample_bilinear':
+        mode = 'bilinear'
+    else:
+        ok = [m for m in _MODES if _NEED.get(m, t.dim()) == t.dim()]
+        mode = g.r.choice(ok)
+    if g.r.random() < 0.5:
+        size = [g.r.randint(1, 6) for _ in range(k)]
+        args = [['var', s], ['ints', size, 't'], ['none']]
+    else:
+        sf = [g.r.choice([0.5, 0.7, 1.0, 1.5, 2.0, 2.3, 3.0]) for _ in range(k)]
+        if g.r.random() < 0.3:
+            sf = [sf[0]]
+        args = [['var', s], ['none'], ['ints', [float(v) for v in sf], 't']]
+    if op.name in ('upsample_nearest', 'upsample_bilinear'):
+        return dict(args=args, style='function')
+    args.append(['str', mode])
+    if mode not in ('nearest', 'nearest-exact') and g.r.random() < 0.6:
+        args.append(['bool', g.r.random() < 0.5])
+    if op.name == 'interpolate' and args[2][0] == 'ints' and g.r.random() < 0.3:
+        if len(args) == 4:
+            args.append(['none'])
+        args.append(['bool', True])
+    return dict(args=args, style='function')
+
+
+def _py_interp(name):
+    def py(st, pa, pk):
+        a = list(pa)
+        fl = st['args'][2]
+        if fl[0] == 'ints':  # one number or a tuple, as the Lua side passes it
+            a[2] = repr(fl[1][0]) if len(fl[1]) == 1 else '(' + ', '.join(repr(v) for v in fl[1]) + ',)'
+        sz = st['args'][1]
+        if sz[0] == 'ints' and len(sz[1]) == 1:
+            a[1] = str(sz[1][0])
+        return 'torch.nn.functional.%s(%s)' % (name, ', '.join(a))
+    return py
+
+
 MAP = {
     'pad': dict(gen=gen_pad),
     'constant_pad_nd': dict(gen=gen_constant_pad_nd, weight=0.5),
@@ -142,4 +210,10 @@ MAP = {
     'pad_mode_backward': dict(gen=gen_pad_mode_backward, py=_py_pad_mode_backward, weight=0.3),
     'pad_circular': dict(gen=gen_pad, py=_py_pad_circular, weight=0.5),
     'pad_circular_backward': dict(gen=_no_gen, weight=0.01),
+    'interpolate': dict(gen=gen_interpolate, py=_py_interp('interpolate')),
+    'upsample': dict(gen=gen_interpolate, py=_py_interp('upsample'), weight=0.3),
+    'upsample_nearest': dict(gen=gen_interpolate, py=_py_interp('upsample_nearest'), weight=0.3),
+    'upsample_bilinear': dict(gen=gen_interpolate, py=_py_interp('upsample_bilinear'), weight=0.3),
+    'upsample_nd': dict(gen=_no_gen, weight=0.01),
+    'upsample_nd_backward': dict(gen=_no_gen, weight=0.01),
 }

@@ -153,4 +153,70 @@ function T.pad_errors_name_op_argument_and_values()
   check_shape(F.pad(ember.ones(4, 2, 2), { -1, -1, -1, 0 }), { 4, 1, 0 })
 end
 
+-- ---- interpolate ----
+
+function T.interpolate_matches_pytorch()
+  check_tensor(F.interpolate(seq(1, 1, 2, 3), nil, { 1.5, 2.3 }, "bicubic"):flatten(),
+    { 1.248646581728733, 0.9498443503999024, 0.3960776450999907, -0.20137987434137986, -0.5275562127480709,
+      -0.6368675016069739, 1.033404440329632, 0.9591968305303219, 0.8760209346529597, 0.5992852521487119,
+      0.13985776437886377, -0.2774447412977215, 0.8181622989305306, 0.9685493106607415, 1.3559642242059295,
+      1.3999503786388046, 0.8072717415057991, 0.08197801901153116 }, 1e-9)
+  check_tensor(F.interpolate(seq(1, 2, 3), 5, nil, "linear", true):flatten(),
+    { 1.0916648104524687, 0.5180618542128187, -0.05554110202683121, -0.34067789217728184, -0.6258146823277324,
+      0.8941133511386081, 1.0963002318810493, 1.2984871126234903, 0.599306212514974, -0.09987468759354223 }, 1e-9)
+  check_tensor(F.interpolate(seq(1, 1, 2, 2), 3):flatten(),
+    { 1.0916648104524687, 1.0916648104524687, -0.05554110202683121, 1.0916648104524687, 1.0916648104524687,
+      -0.05554110202683121, -0.6258146823277324, -0.6258146823277324, 0.8941133511386081 }, 1e-9)
+  -- dtypes: uint8 (nearest), bfloat16 (computed in float32)
+  local u = ember.tensor({ { { 1, 2, 3 } } }, { dtype = "uint8" })
+  check_tensor(F.interpolate(u, 5), { { { 1, 1, 2, 2, 3 } } })
+  check_tensor(F.interpolate(u, 5, nil, "nearest-exact"), { { { 1, 1, 2, 3, 3 } } })
+  check_eq(F.interpolate(u, 5).dtype, "uint8")
+  local bf = F.interpolate(ember.tensor({ { { 1, 2, 3 } } }, { dtype = "bfloat16" }), 5, nil, "linear")
+  check_eq(bf.dtype, "bfloat16")
+  check_tensor(bf, { { { 1.0, 1.40625, 2.0, 2.59375, 3.0 } } }, 1e-2) -- PyTorch rounds its bfloat16 weights: 1.40625, ours 1.3984
+  -- empty batch, non-contiguous input, deprecated aliases
+  check_shape(F.interpolate(ember.zeros(0, 2, 3), 5, nil, "linear"), { 0, 2, 5 })
+  local x = seq(1, 1, 3, 4)
+  check_tensor(F.interpolate(x:transpose(3, 4), { 6, 5 }, nil, "bilinear"),
+    F.interpolate(x:transpose(3, 4):contiguous(), { 6, 5 }, nil, "bilinear"):tolist(), 1e-12)
+  check_tensor(F.upsample_bilinear(x, { 5, 7 }), F.interpolate(x, { 5, 7 }, nil, "bilinear", true):tolist(), 1e-12)
+  check_tensor(F.upsample_nearest(x, nil, 2), F.interpolate(x, nil, 2):tolist(), 1e-12)
+  check_tensor(F.upsample(x, { 4, 4 }, nil, "bicubic"), F.interpolate(x, { 4, 4 }, nil, "bicubic"):tolist(), 1e-12)
+end
+
+function T.interpolate_gradients_match_pytorch()
+  check_tensor(grad_of(seq(1, 1, 3, 4), function(a) return F.interpolate(a, { 5, 7 }, nil, "bilinear") end):flatten(),
+    { 5.0367383052135715, 0.4006526817112201, -1.15609779965189, 4.086948176952647, 6.407806599302456,
+      1.1097366843425038, 2.129150156381337, 8.429239393214527, 5.903688226864286, 1.9554276999927014,
+      5.27626721228941, 10.393382287904101 }, 1e-9)
+  check_tensor(grad_of(seq(1, 1, 3, 4), function(a) return F.interpolate(a, nil, 1.6, "bicubic", true) end):flatten(),
+    { 3.198784057207494, -0.23453918375573712, -1.9643365080760786, 2.3204104810383654, 4.670314984488247,
+      0.02405820167255429, 1.0207998217598369, 6.146186012502742, 3.5067567408906597, 0.7058051991332412,
+      3.894566446376423, 6.577766243665728 }, 1e-9)
+end
+
+function T.interpolate_errors_name_op_argument_and_values()
+  local x = ember.ones(1, 1, 3, 4)
+  check_error(function() F.interpolate(x, 5, nil, "cubic") end, "interpolate:", "'mode'", "cubic")
+  check_error(function() F.interpolate(x, 5, nil, "nearest", true) end, "interpolate:", "'align_corners'", "nearest")
+  check_error(function() F.interpolate(x, 5, 2.0) end, "interpolate:", "only one of")
+  check_error(function() F.interpolate(x) end, "interpolate:", "either")
+  check_error(function() F.interpolate(x, { 2, 3, 4 }) end, "interpolate:", "'size'", "3 entries", "{1,1,3,4}")
+  check_error(function() F.interpolate(x, 5, nil, "nearest", nil, true) end, "interpolate:", "recompute_scale_factor")
+  check_error(function() F.interpolate(x, 5, nil, "area") end, "interpolate:", "area", "not supported")
+  check_error(function() F.interpolate(x, 5, nil, "bilinear", nil, nil, true) end, "interpolate:", "antialias")
+  check_error(function() F.interpolate(x, 5, nil, "linear") end, "interpolate:", "4-d", "'linear'", "3-d")
+  check_error(function() F.interpolate(ember.ones(2, 3), 5) end, "interpolate:", "{2,3}")
+  check_error(function() F.interpolate(x, { 0, 2 }) end, "interpolate:", "greater than 0", "{0,2}")
+  check_error(function() F.interpolate(x, nil, 0.1) end, "interpolate:", "greater than 0")
+  check_error(function() F.interpolate(x:long(), 5) end, "interpolate:", "int64")
+  check_error(function() F.interpolate(x:half(), 5, nil, "bilinear") end, "interpolate:", "float16")
+  check_error(function() F.upsample(x, 5, nil, "area") end, "upsample:", "area")
+  check_error(function() ember.upsample_nd(x, { 5, 5, 5 }, "linear") end, "upsample_nd:", "{5,5,5}", "{1,1,3,4}")
+  check_error(function() ember.upsample_nd(ember.ones(1, 1, 4), { 5 }, "cubic") end, "upsample_nd:", "bicubic", "4-d")
+  check_error(function() ember.upsample_nd_backward(ember.ones(1, 1, 4), { 1, 1, 3 }, { 5 }, "linear") end,
+    "upsample_nd_backward:", "{1,1,4}", "{1,1,5}")
+end
+
 return T

@@ -57,5 +57,40 @@ return function(H)
       { { seq(2, 6, 6) }, function(g) return ember.pad_mode_backward(g, seq(2, 3, 4), { 1, 1, 2, 1 }, "replicate") end },
     })
   end
+
+  -- ---- interpolation ----
+  S.interpolate = function()
+    return many({
+      { { seq(1, 2, 5) }, function(a) return F.interpolate(a, 8, nil, "linear") end },
+      { { seq(1, 1, 3, 4) }, function(a) return F.interpolate(a, nil, { 1.5, 2.3 }, "bicubic") end },
+      { { seq(1, 1, 3, 4) }, function(a) return F.interpolate(a, { 5, 7 }, nil, "bilinear", true) end },
+      { { seq(2, 1, 3, 4) }, function(a) return F.interpolate(a, nil, 1.7, "nearest") end },
+      { { seq(1, 1, 2, 3, 2) }, function(a) return F.interpolate(a, nil, { 1.5, 2, 0.7 }, "trilinear") end },
+      { { seq(1, 2, 5) }, function(a) return F.interpolate(a, 7, nil, "nearest-exact") end },
+    })
+  end
+  S.upsample = function()
+    return one({ seq(1, 1, 2, 3) }, function(a) return F.upsample(a, nil, 2, "bilinear") end)
+  end
+  S.upsample_nearest = function()
+    return one({ seq(1, 1, 2, 3) }, function(a) return F.upsample_nearest(a, { 3, 5 }) end)
+  end
+  S.upsample_bilinear = function()
+    return one({ seq(1, 1, 2, 3) }, function(a) return F.upsample_bilinear(a, nil, 1.5) end)
+  end
+  S.upsample_nd = function()
+    return many({
+      { { seq(1, 2, 3, 4) }, function(a) return ember.upsample_nd(a, { 5, 6 }, "cubic", false, 1.7, 1.6) end },
+      { { seq(1, 2, 3) }, function(a) return ember.upsample_nd(a, { 7 }, "linear", true) end },
+      { { seq(1, 1, 2, 2, 3) }, function(a) return ember.upsample_nd(a, { 3, 3, 2 }, "nearest") end },
+    })
+  end
+  S.upsample_nd_backward = function()
+    return many({
+      { { seq(1, 2, 5, 6) }, function(g) return ember.upsample_nd_backward(g, { 1, 2, 3, 4 }, { 5, 6 }, "cubic") end },
+      { { seq(1, 2, 7) }, function(g) return ember.upsample_nd_backward(g, { 1, 2, 3 }, { 7 }, "linear", true) end },
+      { { seq(1, 1, 5) }, function(g) return ember.upsample_nd_backward(g, { 1, 1, 3 }, { 5 }, "nearest_exact") end },
+    })
+  end
   return S
 end
