@@ -183,3 +183,96 @@ em_tensor *em_comp_upsample_bilinear(em_keyset ks, em_tensor *input, em_intlist 
     return as_op_error(em_interpolate(input, size, scale_factor, "bilinear", &t, NULL, false), "interpolate",
                        "upsample_bilinear");
 }
+
+/* ---- attention ---- */
+
+/* Releases *t and replaces it with r (NULL on error: *t becomes NULL). */
+static bool step(em_tensor **t, em_tensor *r) {
+    em_tensor_release(*t);
+    *t = r;
+    return r != NULL;
+}
+
+/* PyTorch 2.1's documented math (F.scaled_dot_product_attention):
+ * w = q @ k^T * scale; masked positions (causal: key after the query; bool
+ * mask false) -> -inf, a float mask is added; softmax over the keys;
+ * dropout (bernoulli keep mask / (1 - p)) when dropout_p > 0; w @ v.
+ * (The argument PyTorch calls `key` is key_ here: codegen reserves `key`.) */
+em_tensor *em_comp_scaled_dot_product_attention(em_keyset ks, em_tensor *query, em_tensor *key_, em_tensor *value,
+                                                em_tensor *attn_mask, double dropout_p, bool is_causal,
+                                                const em_scalar *scale) {
+    (void)ks;
+    const char *op = "scaled_dot_product_attention";
+    char a[128], b[128], c[128];
+    if (query->ndim < 2 || key_->ndim < 2 || value->ndim < 2) {
+        em_set_error(EM_ESHAPE, "%s: query, key_ and value need at least 2 dims (..., L or S, E), got %s, %s and %s", op,
+                     em_shape_str(query->ndim, query->sizes, a, sizeof a), em_shape_str(key_->ndim, key_->sizes, b, sizeof b),
+                     em_shape_str(value->ndim, value->sizes, c, sizeof c));
+        return NULL;
+    }
+    if (query->sizes[query->ndim - 1] != key_->sizes[key_->ndim - 1] ||
+        key_->sizes[key_->ndim - 2] != value->sizes[value->ndim - 2]) {
+        em_set_error(EM_ESHAPE, "%s: query %s and key_ %s need the same last dim and key_ and value %s the same "
+                     "second-to-last dim", op, em_shape_str(query->ndim, query->sizes, a, sizeof a),
+                     em_shape_str(key_->ndim, key_->sizes, b, sizeof b), em_shape_str(value->ndim, value->sizes, c, sizeof c));
+        return NULL;
+    }
+    if (!(dropout_p >= 0 && dropout_p <= 1)) {
+        em_set_error(EM_EVALUE, "%s: argument 'dropout_p' must be in [0, 1], got %g", op, dropout_p);
+        return NULL;
+    }
+    if (is_causal && attn_mask) {
+        em_set_error(EM_EVALUE, "%s: give either 'attn_mask' or 'is_causal', not both", op);
+        return NULL;
+    }
+    if (!em_dtype_is_floating(query->dtype)) {
+        em_set_error(EM_ETYPE, "%s: query must be a float tensor, got %s", op, em_dtype_name(query->dtype));
+        return NULL;
+    }
+    int64_t L = query->sizes[query->ndim - 2], S = key_->sizes[key_->ndim - 2], E = query->sizes[query->ndim - 1];
+    double sc = scale ? em_scalar_to_double(*scale) : 1.0 / sqrt((double)E);
+    em_tensor *kt = em_transpose(key_, -2, -1);
+    if (!kt) return NULL;
+    em_tensor *w = em_matmul(query, kt);
+    em_tensor_release(kt);
+    if (!w) return as_op_error(NULL, "matmul", op);
+    em_tensor *s = em_tensor_wrapped_scalar(em_scalar_float(sc));
+    bool ok = s && step(&w, em_mul(w, s));
+    em_tensor_release(s);
+    em_tensor *ninf = ok ? em_tensor_wrapped_scalar(em_scalar_float(-INFINITY)) : NULL;
+    ok = ok && ninf;
+    if (ok && is_causal) {
+        int64_t ls[2] = { L, S };
+        em_tensor *ones = em_ones((em_intlist){ ls, 2 }, EM_BOOL, query->device);
+        em_tensor *keep = ones ? em_tril(ones, 0) : NULL;
+        em_tensor *drop = keep ? em_logical_not(keep) : NULL;
+        ok = drop && step(&w, em_masked_fill(w, drop, ninf));
+        em_tensor_release(ones);
+        em_tensor_release(keep);
+        em_tensor_release(drop);
+    } else if (ok && attn_mask && attn_mask->dtype == EM_BOOL) {
+        em_tensor *drop = em_logical_not(attn_mask);
+        ok = drop && step(&w, em_masked_fill(w, drop, ninf));
+        em_tensor_release(drop);
+    } else if (ok && attn_mask) {
+        ok = step(&w, em_add(w, attn_mask, em_scalar_int(1)));
+    }
+    em_tensor_release(ninf);
+    ok = ok && step(&w, em_softmax(w, -1, EM_DTYPE_NONE));
+    if (ok && dropout_p > 0) {
+        em_tensor *keep = dropout_p < 1 ? em_bernoulli_p(w, 1 - dropout_p, NULL) : em_zeros_like(w, EM_DTYPE_NONE);
+        ok = keep && step(&w, em_mul(w, keep));
+        em_tensor_release(keep);
+        if (ok && dropout_p < 1) {
+            em_tensor *d = em_tensor_wrapped_scalar(em_scalar_float(1 - dropout_p));
+            ok = d && step(&w, em_div(w, d));
+            em_tensor_release(d);
+        }
+    }
+    ok = ok && step(&w, em_matmul(w, value));
+    if (!ok) {
+        em_tensor_release(w);
+        return as_op_error(NULL, "matmul", op);
+    }
+    return w;
+}

@@ -216,4 +216,7 @@ MAP = {
     'upsample_bilinear': dict(gen=gen_interpolate, py=_py_interp('upsample_bilinear'), weight=0.3),
     'upsample_nd': dict(gen=_no_gen, weight=0.01),
     'upsample_nd_backward': dict(gen=_no_gen, weight=0.01),
+    # torch 1.13 has no F.scaled_dot_product_attention (2.0+): tested against
+    # PyTorch 2.1's math written in torch 1.13 in tests/lua/test_spatial.lua
+    'scaled_dot_product_attention': dict(gen=_no_gen, weight=0.01),
 }

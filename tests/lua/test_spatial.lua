@@ -219,4 +219,72 @@ function T.interpolate_errors_name_op_argument_and_values()
     "upsample_nd_backward:", "{1,1,4}", "{1,1,5}")
 end
 
+-- ---- attention ----
+
+local function seq_off(off, ...)
+  local shape = { ... }
+  local n = 1
+  for _, s in ipairs(shape) do n = n * s end
+  local v = {}
+  for i = 1, n do v[i] = math.sin(i * 1.7 + off) + 0.1 * i end
+  return ember.tensor(v, { dtype = "float64" }):reshape(shape)
+end
+
+-- PyTorch 1.13 has no F.scaled_dot_product_attention: the expected values
+-- are PyTorch 2.1's documented math written in torch 1.13
+function T.scaled_dot_product_attention_matches_pytorch_math()
+  local q, k, v = seq_off(0, 2, 3, 4), seq_off(1, 2, 5, 4), seq_off(2, 2, 5, 3)
+  local m = ember.tensor({ { true, false, true, true, false }, { true, true, false, false, true },
+    { false, true, true, true, true } })
+  check_tensor(F.scaled_dot_product_attention(q, k, v, m):flatten(),
+    { 0.5410217770163097, 0.4623621358792992, 0.651181535127074, 0.38135516534809083, 0.43412829682861875,
+      1.1774241582057878, 0.9786889592725558, 1.4551700469019782, 1.0423850241434127, 2.974162894464412,
+      3.086181661959428, 1.9200472073013042, 2.1761390327141976, 3.7149024325792013, 3.377220992926948,
+      2.328067342957217, 3.634707947894484, 3.129662628459999 }, 1e-9)
+  -- causal = a lower-triangular bool mask; a float mask adds; scale replaces 1/sqrt(E)
+  local tri = ember.ones(3, 5, { dtype = "bool" }):tril()
+  check_tensor(F.scaled_dot_product_attention(q, k, v, nil, 0, true),
+    F.scaled_dot_product_attention(q, k, v, tri):tolist(), 1e-12)
+  local add = seq_off(3, 3, 5)
+  local w = ((q:matmul(k:transpose(-2, -1)) * 0.3) + add):softmax(-1)
+  check_tensor(F.scaled_dot_product_attention(q, k, v, add, 0, false, { scale = 0.3 }), w:matmul(v):tolist(), 1e-12)
+  -- float32, broadcast batch dims
+  local r = F.scaled_dot_product_attention(q:float():unsqueeze(2):expand(2, 3, 3, 4), k:float():unsqueeze(2),
+    v:float():unsqueeze(2))
+  check_shape(r, { 2, 3, 3, 3 })
+  check_eq(r.dtype, "float32")
+end
+
+function T.scaled_dot_product_attention_dropout()
+  ember.manual_seed(3)
+  local q, k, v = ember.randn(4, 16, 8), ember.randn(4, 16, 8), ember.ones(4, 16, 8)
+  -- with v = 1 each output is the kept weights' sum / (1 - p): mean 1 over many rows
+  local r = F.scaled_dot_product_attention(q, k, v, nil, 0.5)
+  check_near(r:mean():item(), 1, 0.1)
+  check(r:std():item() > 0.05)
+  check_tensor(F.scaled_dot_product_attention(q, k, v, nil, 1.0):abs():sum(), 0)
+  -- gradients flow through the kept weights
+  local qq = q:clone():requires_grad_()
+  F.scaled_dot_product_attention(qq, k, ember.randn(4, 16, 8), nil, 0.3):sum():backward()
+  check_shape(qq.grad, { 4, 16, 8 })
+end
+
+function T.scaled_dot_product_attention_errors()
+  local q, k, v = ember.ones(2, 3, 4), ember.ones(2, 5, 4), ember.ones(2, 5, 3)
+  check_error(function() F.scaled_dot_product_attention(q, ember.ones(2, 5, 3), v) end,
+    "scaled_dot_product_attention:", "{2,3,4}", "{2,5,3}")
+  check_error(function() F.scaled_dot_product_attention(q, k, ember.ones(2, 4, 3)) end,
+    "scaled_dot_product_attention:", "{2,4,3}")
+  check_error(function() F.scaled_dot_product_attention(ember.ones(4), k, v) end,
+    "scaled_dot_product_attention:", "at least 2 dims", "{4}")
+  check_error(function() F.scaled_dot_product_attention(q, k, v, nil, 1.5) end,
+    "scaled_dot_product_attention:", "'dropout_p'", "1.5")
+  check_error(function() F.scaled_dot_product_attention(q, k, v, ember.ones(3, 5, { dtype = "bool" }), 0, true) end,
+    "scaled_dot_product_attention:", "is_causal")
+  check_error(function() F.scaled_dot_product_attention(q:long(), k:long(), v:long()) end,
+    "scaled_dot_product_attention:", "int64")
+  check_error(function() F.scaled_dot_product_attention(q, k, v, ember.ones(4, 4)) end,
+    "scaled_dot_product_attention")
+end
+
 return T

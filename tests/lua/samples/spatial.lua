@@ -92,5 +92,20 @@ return function(H)
       { { seq(1, 1, 5) }, function(g) return ember.upsample_nd_backward(g, { 1, 1, 3 }, { 5 }, "nearest_exact") end },
     })
   end
+
+  -- ---- attention ----
+  S.scaled_dot_product_attention = function()
+    local mask = ember.tensor({ { true, false, true, true }, { true, true, false, true }, { false, true, true, true } })
+    return many({
+      { { seq(2, 3, 4), seq(2, 4, 4) * 0.5, seq(2, 4, 2) },
+        function(q, k, v) return F.scaled_dot_product_attention(q, k, v) end },
+      { { seq(1, 3, 2), seq(1, 4, 2), seq(1, 4, 3) },
+        function(q, k, v) return F.scaled_dot_product_attention(q, k, v, mask, 0, false, { scale = 0.7 }) end },
+      { { seq(3, 2), seq(3, 2), seq(3, 2), seq(3, 3) * 0.1 },
+        function(q, k, v, m) return F.scaled_dot_product_attention(q, k, v, m) end },
+      { { seq(2, 3, 2), seq(2, 3, 2), seq(2, 3, 2) },
+        function(q, k, v) return F.scaled_dot_product_attention(q, k, v, nil, 0, true) end },
+    })
+  end
   return S
 end
