@@ -76,6 +76,10 @@ const cg_helper cg_helpers[] = {
     { "conv_dd_grad_output", "ttttttvvvvvv" }, { "conv_dd_input", "tttvvvvvv" },
     { "conv_dd_weight", "tttvvvvvv" }, { "unfold_backward_fold", "tmvvvv" },
 
+    /* ---- family: spatial ---- */
+    { "constant_pad_backward", "tv" }, { "pad_circular_grad", "tmv" }, { "zeros_of_meta", "m" },
+    { "upsample_nd_grad", "tmvvvvvv" },
+
     /* ---- family: lapack ---- */
     { "det_backward", "ttt" }, { "slogdet_backward", "tt" }, { "inv_backward", "tt" },
     { "solve_backward_A", "ttmtv" }, { "solve_backward_B", "ttv" }, { "cholesky_backward", "ttv" },

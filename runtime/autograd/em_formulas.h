@@ -204,6 +204,19 @@ static inline __attribute__((unused)) bool em_ag_list_requires_grad(em_tensorlis
     return false;
 }
 
+/* ---- family: spatial (formulas_spatial.c) ---- */
+/* constant_pad_nd: grad cropped (padded) back by the negated pads. */
+EM_HIDDEN em_tensor *em_ag_fn_constant_pad_backward(em_tensor *grad, em_intlist pad);
+/* pad_circular: pad_circular_backward(grad, self's sizes, pad). */
+EM_HIDDEN em_tensor *em_ag_fn_pad_circular_grad(em_tensor *grad, const em_input_meta *self_meta, em_intlist pad);
+/* Zeros of the input's shape, dtype and device: the gradient of an argument
+ * read only for its shape (without keeping the tensor). */
+EM_HIDDEN em_tensor *em_ag_fn_zeros_of_meta(const em_input_meta *m);
+/* upsample_nd: upsample_nd_backward(grad, self's sizes, ...). */
+EM_HIDDEN em_tensor *em_ag_fn_upsample_nd_grad(em_tensor *grad, const em_input_meta *self_meta, em_intlist output_size,
+                                               const char *mode, bool align_corners, const em_scalar *scales_d,
+                                               const em_scalar *scales_h, const em_scalar *scales_w);
+
 /* ---- family: lapack (formulas_lapack.c) ----
  * The gradients of the LAPACK ops (schema/derivatives/lapack.yaml); see
  * the contract above each in formulas_lapack.c. */
