@@ -71,6 +71,10 @@ const cg_helper cg_helpers[] = {
 
     /* ---- family: vmath ---- */
 
+    /* ---- family: loss ---- */
+    { "softmax_backward", "ttv" }, { "log_softmax_backward", "ttv" }, { "softmax_double_backward", "ttvt" },
+    { "log_softmax_double_backward_grad", "ttv" }, { "log_softmax_double_backward_output", "ttvt" },
+
     /* ---- family: lapack ---- */
     { "det_backward", "ttt" }, { "slogdet_backward", "tt" }, { "inv_backward", "tt" },
     { "solve_backward_A", "ttmtv" }, { "solve_backward_B", "ttv" }, { "cholesky_backward", "ttv" },

@@ -155,6 +155,18 @@ static inline __attribute__((unused)) bool em_ag_list_requires_grad(em_tensorlis
     return false;
 }
 
+/* ---- family: loss (formulas_loss.c) ---- */
+/* softmax / log_softmax: their backward ops in result's dtype. */
+EM_HIDDEN em_tensor *em_ag_fn_softmax_backward(em_tensor *grad, em_tensor *result, int64_t dim);
+EM_HIDDEN em_tensor *em_ag_fn_log_softmax_backward(em_tensor *grad, em_tensor *result, int64_t dim);
+/* the gradients of the backward ops (PyTorch's softmax_double_backward and
+ * the two parts of _log_softmax_backward_data's entry) */
+EM_HIDDEN em_tensor *em_ag_fn_softmax_double_backward(em_tensor *grad, em_tensor *grad_output, int64_t dim,
+                                                      em_tensor *output);
+EM_HIDDEN em_tensor *em_ag_fn_log_softmax_double_backward_grad(em_tensor *grad, em_tensor *output, int64_t dim);
+EM_HIDDEN em_tensor *em_ag_fn_log_softmax_double_backward_output(em_tensor *grad, em_tensor *grad_output,
+                                                                 int64_t dim, em_tensor *output);
+
 /* ---- family: lapack (formulas_lapack.c) ----
  * The gradients of the LAPACK ops (schema/derivatives/lapack.yaml); see
  * the contract above each in formulas_lapack.c. */
