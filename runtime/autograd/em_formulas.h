@@ -167,6 +167,16 @@ EM_HIDDEN em_tensor *em_ag_fn_log_softmax_double_backward_grad(em_tensor *grad, 
 EM_HIDDEN em_tensor *em_ag_fn_log_softmax_double_backward_output(em_tensor *grad, em_tensor *grad_output,
                                                                  int64_t dim, em_tensor *output);
 
+/* cross_entropy's gradients: the fused kernel op cross_entropy_backward
+ * unless grad mode is on (create_graph), then ops (double backward); the
+ * target's, for probability targets. */
+EM_HIDDEN em_tensor *em_ag_fn_cross_entropy_grad(em_tensor *grad, em_tensor *input, em_tensor *target,
+                                                 em_tensor *weight, int64_t ignore_index, const char *reduction,
+                                                 double label_smoothing);
+EM_HIDDEN em_tensor *em_ag_fn_cross_entropy_target_grad(em_tensor *grad, em_tensor *input, em_tensor *target,
+                                                        em_tensor *weight, const char *reduction,
+                                                        double label_smoothing);
+
 /* ---- family: lapack (formulas_lapack.c) ----
  * The gradients of the LAPACK ops (schema/derivatives/lapack.yaml); see
  * the contract above each in formulas_lapack.c. */

@@ -3,6 +3,9 @@
  * with the public ops only, so that create_graph records them (double
  * backward at any order).
  */
+#include <math.h>
+#include <string.h>
+
 #include "autograd/em_formulas.h"
 #include "em_ops.h"
 
@@ -68,5 +71,131 @@ em_tensor *em_ag_fn_log_softmax_double_backward_output(em_tensor *grad, em_tenso
     em_tensor_release(s);
     em_tensor_release(ge);
     em_tensor_release(p);
+    return r;
+}
+
+/* ---- cross_entropy (Note [Class losses] in runtime/kernels/cpu/loss.c) ---- */
+
+/* w viewed to broadcast along input's class dim cd (NULL: the number 1). */
+static em_tensor *class_view(em_tensor *w, const em_tensor *input, int cd) {
+    if (!w) return em_ag_scalar(1.0);
+    int64_t shape[EM_MAX_DIMS];
+    for (int i = 0; i < input->ndim; i++) shape[i] = i == cd ? w->numel : 1;
+    return em_view(w, (em_intlist){ shape, input->ndim });
+}
+
+/* The reduction's per-sample factor coef (grad, or grad / D for mean), put
+ * back into input's rank along cd for none. mean_div: D. */
+static em_tensor *coef_of(em_tensor *grad, const char *reduction, double mean_div, em_tensor *mean_div_t, int cd,
+                          bool per_sample) {
+    if (strcmp(reduction, "mean") == 0) {
+        if (mean_div_t) return em_div(grad, mean_div_t);
+        em_tensor *d = em_ag_scalar(mean_div);
+        em_tensor *r = d ? em_div(grad, d) : NULL;
+        em_tensor_release(d);
+        return r;
+    }
+    if (per_sample && strcmp(reduction, "none") == 0) return em_unsqueeze(grad, cd);
+    return em_tensor_retain(grad);
+}
+
+/* Fused kernel when no double backward is recorded; else, with ops:
+ * log_softmax's backward of G = dloss/dlogp (Note [Class losses]: -coef B),
+ * G from nll_loss_backward for index targets (plus the smoothing term),
+ * or -coef * weight * q for probability targets. */
+em_tensor *em_ag_fn_cross_entropy_grad(em_tensor *grad, em_tensor *input, em_tensor *target, em_tensor *weight,
+                                       int64_t ignore_index, const char *reduction, double label_smoothing) {
+    if (!em_is_grad_enabled())
+        return em_cross_entropy_backward(grad, input, target, weight, ignore_index, reduction, label_smoothing);
+    if (input->ndim == 0) return em_cross_entropy_backward(grad, input, target, weight, ignore_index, reduction,
+                                                           label_smoothing); /* reports the error */
+    int cd = input->ndim == 1 ? 0 : 1;
+    int64_t C = input->sizes[cd];
+    double ls = label_smoothing, lsC = C > 0 ? ls / (double)C : 0;
+    enum { LP, WV, A, B, CF, G1, G2, V, VF, IDX, ONE, WS, D, IGN, G, K };
+    em_tensor *t[K] = { NULL };
+    em_tensor *r = NULL;
+    if (!(t[LP] = em_log_softmax(input, cd, EM_DTYPE_NONE)) || !(t[WV] = class_view(weight, input, cd))) goto out;
+    if (em_dtype_is_floating(target->dtype)) {
+        /* G = -coef * w * ((1 - ls) q + ls / C) */
+        em_tensor *k1 = em_ag_scalar(1.0 - ls), *k2 = em_ag_scalar(lsC);
+        t[A] = k1 && k2 ? em_mul(target, k1) : NULL;
+        t[B] = t[A] ? em_add(t[A], k2, em_scalar_int(1)) : NULL;
+        em_tensor_release(k1);
+        em_tensor_release(k2);
+        if (!t[B] || !(t[G1] = em_mul(t[B], t[WV]))) goto out;
+        double n = C > 0 ? (double)(input->numel / C) : 0;
+        if (!(t[CF] = coef_of(grad, reduction, input->numel ? n : NAN, NULL, cd, true))) goto out;
+        if (!(t[G2] = em_mul(t[G1], t[CF])) || !(t[G] = em_neg(t[G2]))) goto out;
+    } else {
+        if (!(t[G1] = em_nll_loss_backward(grad, t[LP], target, weight, ignore_index, reduction))) goto out;
+        if (ls != 0) {
+            em_tensor *k = em_ag_scalar(1.0 - ls);
+            em_tensor *g1 = k ? em_mul(t[G1], k) : NULL;
+            em_tensor_release(k);
+            em_tensor_release(t[G1]);
+            if (!(t[G1] = g1)) goto out;
+            /* smoothing: -(ls / C) * w_k * valid_s * coef_s */
+            if (!(t[IGN] = em_tensor_wrapped_scalar(em_scalar_int(ignore_index))) ||
+                !(t[V] = em_ne(target, t[IGN])) || !(t[VF] = em_to(t[V], input->dtype)))
+                goto out;
+            if (strcmp(reduction, "mean") == 0) {
+                if (weight) {
+                    if (!(t[ONE] = em_tensor_wrapped_scalar(em_scalar_int(1))) ||
+                        !(t[IDX] = em_where(t[V], target, t[ONE])))
+                        goto out;
+                    int64_t flat = t[IDX]->numel;
+                    em_tensor *fi = em_reshape(t[IDX], (em_intlist){ &flat, 1 });
+                    em_tensor *ws = fi ? em_index_select(weight, 0, fi) : NULL;
+                    em_tensor_release(fi);
+                    em_tensor *wsv = ws ? em_reshape(ws, (em_intlist){ target->sizes, target->ndim }) : NULL;
+                    em_tensor_release(ws);
+                    t[WS] = wsv ? em_mul(wsv, t[VF]) : NULL;
+                    em_tensor_release(wsv);
+                    if (!t[WS]) goto out;
+                }
+                if (!(t[D] = em_sum(t[WS] ? t[WS] : t[VF], (em_intlist){ NULL, -1 }, false, EM_DTYPE_NONE))) goto out;
+            }
+            em_tensor *cf = coef_of(grad, reduction, 0, t[D], cd, false);
+            em_tensor *cv = cf ? em_mul(cf, t[VF]) : NULL; /* per sample */
+            em_tensor_release(cf);
+            em_tensor *cu = cv && input->ndim > 1 ? em_unsqueeze(cv, cd) : cv ? em_tensor_retain(cv) : NULL;
+            em_tensor_release(cv);
+            em_tensor *k2 = cu ? em_ag_scalar(-lsC) : NULL;
+            em_tensor *w2 = k2 ? em_mul(t[WV], k2) : NULL;
+            t[G2] = w2 ? em_mul(w2, cu) : NULL;
+            em_tensor_release(cu);
+            em_tensor_release(k2);
+            em_tensor_release(w2);
+            if (!t[G2] || !(t[G] = em_add(t[G1], t[G2], em_scalar_int(1)))) goto out;
+        } else {
+            t[G] = em_tensor_retain(t[G1]);
+        }
+    }
+    r = em__log_softmax_backward_data(t[G], t[LP], cd, t[LP]->dtype);
+out:
+    for (int i = 0; i < K; i++) em_tensor_release(t[i]);
+    return r;
+}
+
+/* probability targets: d loss / d q_sk = -(1 - ls) w_k lp_sk coef_s. */
+em_tensor *em_ag_fn_cross_entropy_target_grad(em_tensor *grad, em_tensor *input, em_tensor *target, em_tensor *weight,
+                                              const char *reduction, double label_smoothing) {
+    if (input->ndim == 0 || !em_dtype_is_floating(target->dtype)) {
+        em_set_error(EM_ETYPE, "cross_entropy: only probability targets have a gradient");
+        return NULL;
+    }
+    int cd = input->ndim == 1 ? 0 : 1;
+    int64_t C = input->sizes[cd];
+    double n = C > 0 ? (double)(input->numel / C) : 0;
+    em_tensor *lp = em_log_softmax(input, cd, EM_DTYPE_NONE);
+    em_tensor *wv = lp ? class_view(weight, input, cd) : NULL;
+    em_tensor *cf = wv ? coef_of(grad, reduction, input->numel ? n : NAN, NULL, cd, true) : NULL;
+    em_tensor *k = cf ? em_ag_scalar(-(1.0 - label_smoothing)) : NULL;
+    em_tensor *a = k ? em_mul(lp, wv) : NULL;
+    em_tensor *b = a ? em_mul(a, cf) : NULL;
+    em_tensor *r = b ? em_mul(b, k) : NULL;
+    em_tensor *tmp[] = { lp, wv, cf, k, a, b };
+    for (int i = 0; i < 6; i++) em_tensor_release(tmp[i]);
     return r;
 }

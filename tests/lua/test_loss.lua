@@ -150,4 +150,102 @@ function T.softmax_backward_op_errors()
     "_softmax_backward_data", "dim 3")
 end
 
+-- ---- cross_entropy and nll_loss ----
+
+-- sin(0.9 k) * 2, k = 0..11, shape {4, 3}; targets 1-based, one ignored
+local function x43() return (ember.arange(0, 12, { dtype = "float64" }) * 0.9):sin():reshape(4, 3) * 2 end
+local T43 = { 3, -100, 1, 2 }
+local function w3() return f64({ 0.5, 2.0, 1.5 }) end
+-- class probabilities: softmax of cos(k) over the classes
+local function q43() return ember.arange(0, 12, { dtype = "float64" }):cos():reshape(4, 3):softmax(2) end
+
+function T.cross_entropy_matches_pytorch()
+  local x, t, w = x43(), ember.tensor(T43), w3()
+  check_tensor(F.cross_entropy(x, t), 1.801165598712078, 1e-12)
+  check_tensor(F.cross_entropy(x, t, nil, nil, "sum"), 5.403496796136234, 1e-12)
+  check_tensor(F.cross_entropy(x, t, { reduction = "none" }), { 0.6019919196272031, 0.0, 3.360044233893255, 1.4414606426157766 }, 1e-12)
+  for _, red in ipairs({ "mean", "sum", "none" }) do
+    local want = ({ mean = 1.3903516758347496, sum = 5.5614067033389984, none = { 1.0225657591130912, 0.0, 1.7252304484763246, 2.8136104957495824 } })[red]
+    check_tensor(F.cross_entropy(x, t, w, { reduction = red, label_smoothing = 0.25 }), want, 1e-12, red)
+  end
+  -- float32 through the fused kernel's vector exp
+  local r = F.cross_entropy(x:float(), t)
+  check_eq(r.dtype, "float32")
+  check_tensor(r, 1.8011655807495117, 1e-6)
+  -- (N, C, d1) input, (N, d1) target; an input of shape (C) with a 0-dim target
+  local x3, t3 = x234(), ember.tensor({ { 1, 2, 3, -100 }, { 3, 3, 1, 2 } })
+  check_tensor(F.cross_entropy(x3, t3), 1.29390186078094, 1e-12)
+  check_tensor(F.cross_entropy(x3, t3, { reduction = "none", label_smoothing = 0.1 }), { { 1.3860579271689033, 3.033388803727314, 1.4253793169934492, 0.0 }, { 0.7220103713536203, 0.39656435509250454, 2.3590464911578346, 0.31099702679118946 } }, 1e-12)
+  check_tensor(F.cross_entropy(f64({ 1, 2, 0.5 }), ember.tensor(2)), 0.4643687841079449, 1e-12)
+  -- every target ignored: mean is 0/0 = NaN (PyTorch), sum 0
+  local all = ember.full({ 4 }, -100, { dtype = "int64" })
+  check_tensor(F.cross_entropy(x, all), 0 / 0)
+  check_tensor(F.cross_entropy(x, all, { reduction = "sum" }), 0.0)
+  -- another ignore_index: compared with the raw (1-based) target values
+  check_tensor(F.cross_entropy(x, ember.tensor({ 3, 2, 1, 2 }), nil, 2, "sum"),
+    F.cross_entropy(x:index_select(1, ember.tensor({ 1, 3 })), ember.tensor({ 3, 1 }), { reduction = "sum" }):item(), 1e-12)
+end
+
+function T.cross_entropy_probability_targets_match_pytorch()
+  local x, q, w = x43(), q43(), w3()
+  check_tensor(F.cross_entropy(x, q, w, { label_smoothing = 0.2 }), 2.556806284142044, 1e-12)
+  check_tensor(F.cross_entropy(x, q, { reduction = "none" }), { 1.7696392666037495, 2.300412794686822, 2.2774344574861924, 2.1476969465370686 }, 1e-12)
+  local xr, qr = x:requires_grad_(), q:requires_grad_()
+  local gx, gq = table.unpack(ag.grad({ F.cross_entropy(xr, qr, w, { label_smoothing = 0.2, reduction = "sum" }) }, { xr, qr }))
+  check_tensor(gx, { { -0.15502496461395424, -0.23294723733407843, 0.3879722019480328 }, { 1.0540296605019368, -0.3056153400669449, -0.7484143204349919 }, { -0.17659098227092132, -0.5305039987195379, 0.7070949809904591 }, { 0.87950380820228, -0.18152646225153352, -0.6979773459507466 } }, 1e-12)
+  check_tensor(gq, { { 1.0198748725534375, 1.5728533794058026, 0.7223903035526438 }, { 0.08467809958760261, 3.1223934336421935, 3.6258182937202323 }, { 1.344017693557302, 2.8494199325001297, 0.2726154372995688 }, { 0.13036719656364693, 2.3063370281852427, 3.81692328077992 } }, 1e-12)
+end
+
+function T.cross_entropy_gradients_match_pytorch()
+  local x = x43():requires_grad_()
+  local t = ember.tensor(T43)
+  -- without create_graph: the fused backward kernel; with it: ops (double backward)
+  local g0 = ag.grad({ F.cross_entropy(x, t, w3(), { label_smoothing = 0.25 }) }, { x })[1]
+  check_tensor(g0, { { 0.018059513882523706, 0.09475107214262375, -0.11281058602514746 }, { 0.0, 0.0, 0.0 }, { -0.09801590330676328, -0.011830151822203172, 0.10984605512896643 }, { 0.32043784270576836, -0.30823327542931184, -0.01220456727645658 } }, 1e-12)
+  local gi = ag.grad({ F.cross_entropy(x, t, w3(), { label_smoothing = 0.25 }) }, { x }, { create_graph = true })[1]
+  check_tensor(gi, { { 0.018059513882523706, 0.09475107214262375, -0.11281058602514746 }, { 0.0, 0.0, 0.0 }, { -0.09801590330676328, -0.011830151822203172, 0.10984605512896643 }, { 0.32043784270576836, -0.30823327542931184, -0.01220456727645658 } }, 1e-12)
+  check_tensor(ag.grad({ (gi * gi):sum() }, { x })[1], { { 0.0024480456934244236, 0.03265176398538339, -0.03509980967880781 }, { 0.0, 0.0, 0.0 }, { -0.0022160104398000016, -0.0056065997426467205, 0.007822610182446723 }, { 0.10756394344494723, -0.10108515723579377, -0.006478786209153461 } }, 1e-12)
+  local x3 = x234():requires_grad_()
+  F.cross_entropy(x3, ember.tensor({ { 1, 2, 3, -100 }, { 3, 3, 1, 2 } }), w3()):backward()
+  check_tensor(x3.grad, { { { -0.03907480667158752, 0.17503129695563477, 0.11465740433398838, 0.0 }, { 0.03703452819269327, -0.20168034521606826, 0.00043642972295178715, 0.0 }, { 0.0020402784788942484, 0.026649048260433465, -0.1150938340569402, 0.0 } }, { { 0.06295827639578801, 0.026694887514868426, -0.04816197482081729, 0.0019172804272513304 }, { 0.0002569541321440215, 0.0016044253329620221, 0.01484415777224639, -0.010448913265210311 }, { -0.06321523052793201, -0.028299312847830452, 0.033317817048570904, 0.008531632837958979 } } }, 1e-12)
+  -- the fused backward op called directly, float32
+  local gf = ember.cross_entropy_backward(ember.tensor(1.0), x43():float(), t, w3():float(), -100, "mean", 0.25)
+  check_tensor(gf, { { 0.018059513882523706, 0.09475107214262375, -0.11281058602514746 }, { 0.0, 0.0, 0.0 }, { -0.09801590330676328, -0.011830151822203172, 0.10984605512896643 }, { 0.32043784270576836, -0.30823327542931184, -0.01220456727645658 } }, 1e-6)
+end
+
+function T.nll_loss_matches_pytorch()
+  local x, t, w = x43(), ember.tensor(T43), w3()
+  check_tensor(F.nll_loss(x, t, w), -0.9493130865114061, 1e-12)
+  check_tensor(F.nll_loss(x, t, w, { reduction = "sum" }), -3.7972523460456244, 1e-12)
+  check_tensor(F.nll_loss(x, t, w, -100, "none"), { -2.9215428926345854, 0.0, 0.7727644875559871, -1.6484739409670264 }, 1e-12)
+  local xr = x:requires_grad_()
+  check_tensor(ag.grad({ F.nll_loss(xr, t, w, { reduction = "sum" }) * 3 }, { xr })[1], { { 0.0, 0.0, -4.5 }, { 0.0, 0.0, 0.0 }, { -1.5, 0.0, 0.0 }, { 0.0, -6.0, 0.0 } }, 1e-12)
+  check_tensor(ember.nll_loss_backward(ember.tensor(3.0, { dtype = "float64" }), x, t, w, -100, "sum"), { { 0.0, 0.0, -4.5 }, { 0.0, 0.0, 0.0 }, { -1.5, 0.0, 0.0 }, { 0.0, -6.0, 0.0 } }, 1e-12)
+  -- cross_entropy is nll_loss of log_softmax
+  check_tensor(F.nll_loss(x:log_softmax(2), t, w, { reduction = "none" }), F.cross_entropy(x, t, w, { reduction = "none" }):tolist(), 1e-12)
+  check_tensor(F.nll_loss(x, ember.full({ 4 }, -100, { dtype = "int64" })), 0 / 0)
+end
+
+function T.class_loss_errors()
+  local x, t = x43(), ember.tensor(T43)
+  check_error(function() return F.cross_entropy(x, ember.tensor({ 4, 1, 1, 1 })) end,
+    "cross_entropy", "target 4", "1..3")
+  check_error(function() return F.nll_loss(x, ember.tensor({ 0, 1, 1, 1 })) end, "nll_loss", "target 0", "1..3")
+  check_error(function() return F.cross_entropy(x, ember.tensor({ 1, 2 })) end,
+    "cross_entropy", "target {2}", "{4,3}", "{4}")
+  check_error(function() return F.cross_entropy(x, t:int()) end, "cross_entropy", "int64", "int32")
+  check_error(function() return F.nll_loss(x, x) end, "nll_loss", "target", "int64", "float64")
+  check_error(function() return F.cross_entropy(x, ember.zeros(4, 2, { dtype = "float64" })) end,
+    "cross_entropy", "probability target {4,2}", "{4,3}")
+  check_error(function() return F.cross_entropy(x, q43():float()) end, "cross_entropy", "float32", "float64")
+  check_error(function() return F.cross_entropy(x, t, f64({ 1, 2 })) end, "cross_entropy", "weight {2}", "3")
+  check_error(function() return F.cross_entropy(x, t, ember.ones(3)) end, "cross_entropy", "weight dtype float32")
+  check_error(function() return F.cross_entropy(ember.tensor(1.0), ember.tensor(1)) end, "cross_entropy", "0-dim")
+  check_error(function() return F.cross_entropy(t, t) end, "cross_entropy", "floating input", "int64")
+  check_error(function() return F.cross_entropy(x, t, { reduction = "avg" }) end, "cross_entropy", "reduction", "avg")
+  check_error(function() return F.cross_entropy(x, t, { label_smoothing = 1.5 }) end, "cross_entropy", "label_smoothing", "1.5")
+  check_error(function() return ember.nll_loss_backward(ember.ones(2, { dtype = "float64" }), x, t, nil, -100, "mean") end,
+    "nll_loss_backward", "grad_output {2}", "0-dim")
+end
+
 return T

@@ -33,5 +33,35 @@ return function(H)
       { { v3(), v3() }, function(g, o) return ember._log_softmax_backward_data(g, o:log_softmax(1), 1, "float64") end },
     })
   end
+  -- class losses: targets are 1-based (-100 is ignored by default)
+  local function w3() return t({ 0.5, 2.0, 1.5 }) end
+  local function tgt() return ember.tensor({ 3, -100, 1 }) end
+  local function m33() return t({ { 0.5, -1.2, 0.8 }, { 1.5, 0.3, -0.7 }, { -0.4, 0.9, 1.1 } }) end
+  S.cross_entropy = function()
+    return many({
+      { { m33() }, function(a) return F.cross_entropy(a, tgt()) end },
+      { { m33() }, function(a) return F.cross_entropy(a, tgt(), w3(), { reduction = "sum", label_smoothing = 0.3 }) end },
+      { { m33() }, function(a) return F.cross_entropy(a, tgt(), w3(), { reduction = "none", label_smoothing = 0.1 }) end },
+      { { m33() }, function(a) return F.cross_entropy(a, ember.tensor({ 3, 2, 1 }), nil, 2, "mean", 0.2) end },
+      { { m234() }, function(a) return F.cross_entropy(a, ember.tensor({ { 1, 2, 3, -100 }, { 3, 3, 1, 2 } }), w3()) end },
+      { { v3() }, function(a) return F.cross_entropy(a, ember.tensor(2)) end },
+      -- probability targets: both arguments differentiable
+      { { m33(), p23():reshape(2, 3):softmax(2) }, function(a, q) return F.cross_entropy(a:narrow(1, 1, 2), q, w3(), { label_smoothing = 0.2 }) end },
+      { { m23(), m23() }, function(a, q) return F.cross_entropy(a, q:softmax(2), { reduction = "none" }) end },
+    })
+  end
+  S.nll_loss = function()
+    return many({
+      { { m33() }, function(a) return F.nll_loss(a, tgt()) end },
+      { { m33() }, function(a) return F.nll_loss(a * a, tgt(), w3(), { reduction = "sum" }) end },
+      { { m234() }, function(a) return F.nll_loss(a:log_softmax(2), ember.tensor({ { 1, 2, 3, -100 }, { 3, 3, 1, 2 } }), w3(), -100, "none") end },
+    })
+  end
+  S.nll_loss_backward = function()
+    return many({
+      { { t(1.5), m33() }, function(g, a) return ember.nll_loss_backward(g, a, tgt(), w3(), -100, "mean") end },
+      { { v3(), m33() }, function(g, a) return ember.nll_loss_backward(g * g, a, tgt(), nil, -100, "none") end },
+    })
+  end
   return S
 end
