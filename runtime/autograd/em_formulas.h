@@ -177,6 +177,13 @@ EM_HIDDEN em_tensor *em_ag_fn_cross_entropy_target_grad(em_tensor *grad, em_tens
                                                         em_tensor *weight, const char *reduction,
                                                         double label_smoothing);
 
+/* f''(input - target) * grad * grad_output of a regression loss (kind 0
+ * mse, 1 smooth_l1 with beta p, 2 huber with delta p), / n for mean;
+ * f'' is 0 at |d| = p, as in PyTorch. */
+EM_HIDDEN em_tensor *em_ag_fn_pw_loss_double_backward(em_tensor *grad, em_tensor *grad_output, em_tensor *input,
+                                                      em_tensor *target, const char *reduction, int64_t kind,
+                                                      double p);
+
 /* ---- family: lapack (formulas_lapack.c) ----
  * The gradients of the LAPACK ops (schema/derivatives/lapack.yaml); see
  * the contract above each in formulas_lapack.c. */

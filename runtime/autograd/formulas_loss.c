@@ -199,3 +199,40 @@ em_tensor *em_ag_fn_cross_entropy_target_grad(em_tensor *grad, em_tensor *input,
     for (int i = 0; i < 6; i++) em_tensor_release(tmp[i]);
     return r;
 }
+
+/* ---- regression losses (runtime/kernels/cpu/loss_pointwise.c) ---- */
+
+/* The second derivative part of a regression loss's backward op: f''(d)
+ * grad grad_output (/ n for mean, n = grad's element count, the broadcast
+ * shape), d = input - target. kind 0 mse (f'' = 2), 1 smooth_l1 (1 / p
+ * where |d| < p, else 0; 0 for p = 0), 2 huber (1 where |d| < p): 0 at
+ * |d| = p, as PyTorch's double backward. */
+em_tensor *em_ag_fn_pw_loss_double_backward(em_tensor *grad, em_tensor *grad_output, em_tensor *input,
+                                            em_tensor *target, const char *reduction, int64_t kind, double p) {
+    double scale = strcmp(reduction, "mean") == 0 ? 1.0 / (double)grad->numel : 1.0;
+    em_tensor *gg = em_mul(grad, grad_output);
+    if (!gg) return NULL;
+    if (kind == 1 && p == 0) { /* l1: zero, even where grad is NaN (PyTorch) */
+        em_tensor *r = em_ag_fn_zeros_like(gg);
+        em_tensor_release(gg);
+        return r;
+    }
+    if (kind == 0) {
+        em_tensor *k = em_ag_scalar(2.0 * scale);
+        em_tensor *r = k ? em_mul(gg, k) : NULL;
+        em_tensor_release(k);
+        em_tensor_release(gg);
+        return r;
+    }
+    em_tensor *d = em_sub(input, target, em_scalar_int(1));
+    em_tensor *z = d ? em_abs(d) : NULL;
+    em_tensor *pt = z ? em_ag_scalar(p) : NULL;
+    em_tensor *m = pt ? em_lt(z, pt) : NULL;
+    em_tensor *k = m ? em_ag_scalar(kind == 1 ? scale / p : scale) : NULL;
+    /* times the mask (not a where): a NaN gradient stays NaN, as PyTorch */
+    em_tensor *s = k ? em_mul(gg, k) : NULL;
+    em_tensor *r = s ? em_mul(s, m) : NULL;
+    em_tensor *tmp[] = { gg, d, z, pt, m, k, s };
+    for (int i = 0; i < 7; i++) em_tensor_release(tmp[i]);
+    return r;
+}

@@ -7,12 +7,23 @@ cross_entropy and nll_loss by gen_class_loss: 1-based int64 class targets
 (or -100, ignored) that the torch side shifts down by one (the leaf is kept
 out of later statements, as ops_index.py's index leaves), an ignore_index
 given as a class number k (torch's k - 1), probability targets for
-cross_entropy. cross_entropy_backward and nll_loss_backward (the fused
-backward kernels, with ember's own argument lists) are not drawn:
-test_loss.lua checks them against PyTorch's gradients and the gradcheck
-runs through them.
+cross_entropy. mse_loss, l1_loss, smooth_l1_loss and huber_loss by gen_regression (a
+target leaf that broadcasts with the input). The backward ops
+(cross_entropy_backward, nll_loss_backward, mse_loss_backward,
+smooth_l1_loss_backward, huber_loss_backward: ember's argument lists, with
+reduction as a string) are not drawn: test_loss.lua checks them against
+PyTorch's gradients and second derivatives, and the gradcheck runs
+through them.
 
 Accepted differences with PyTorch 1.13 (continued):
+- mse_loss/l1_loss/smooth_l1_loss/huber_loss with input and target of
+  different shapes: torch warns ("Using a target size ... different to
+  the input size"); ember broadcasts the same way without a warning.
+  Their float16/bfloat16 sums: ember adds in double, torch in lower
+  precision (drawn with float32/float64 inputs only). huber_loss with a
+  target of another dtype that requires grad: torch's backward refuses
+  ("Found dtype Float but expected Double"), ember's casts (drawn with
+  one dtype).
 - cross_entropy keeps its input (and probability target) for the fused
   backward, where torch's composite keeps log_softmax's result: writing
   into the input in place after the call makes ember's backward refuse
@@ -129,7 +140,42 @@ def _py_class_loss(name):
     return py
 
 
+def gen_regression(g, op):
+    """input: a floating tensor of the program; target: a new float leaf of
+    a shape that broadcasts with it (often the same), sometimes of the
+    other float dtype; a reduction and beta/delta, given by name."""
+    s = g.pick(pred=lambda t: t.dtype in (torch.float32, torch.float64))
+    if s is None:
+        return None
+    t = g.t(s)
+    shape = list(t.shape)
+    r = g.r.random()
+    if r < 0.2:
+        shape = shape[g.r.randint(0, len(shape)):]
+    elif r < 0.35:
+        shape = [1 if g.r.random() < 0.5 else n for n in shape]
+    dt = g.dtype_name(t)
+    if op.name != 'huber_loss' and g.r.random() < 0.15:
+        dt = g.r.choice(['float32', 'float64'])
+    name, st = g.leaf(shape=shape, dtype=dt)
+    kw = {}
+    if g.r.random() < 0.6:
+        kw['reduction'] = ['str', g.r.choice(['mean', 'sum', 'none'])]
+    if op.name == 'smooth_l1_loss' and g.r.random() < 0.5:
+        kw['beta'] = ['num', g.r.choice([0.0, 0.5, 1.0, 2.0])]
+    if op.name == 'huber_loss' and g.r.random() < 0.5:
+        kw['delta'] = ['num', g.r.choice([0.5, 1.0, 2.0])]
+    return dict(args=[['var', s], ['var', name]], kw=kw, pre=[st], style='function')
+
+
 MAP = {
+    'mse_loss': dict(gen=gen_regression),
+    'l1_loss': dict(gen=gen_regression),
+    'smooth_l1_loss': dict(gen=gen_regression),
+    'huber_loss': dict(gen=gen_regression),
+    'mse_loss_backward': dict(gen=lambda g, op: None),
+    'smooth_l1_loss_backward': dict(gen=lambda g, op: None),
+    'huber_loss_backward': dict(gen=lambda g, op: None),
     'cross_entropy': dict(gen=gen_class_loss, py=_py_class_loss('cross_entropy'), freeze_args=True),
     'nll_loss': dict(gen=gen_class_loss, py=_py_class_loss('nll_loss')),
     'cross_entropy_backward': dict(gen=lambda g, op: None),

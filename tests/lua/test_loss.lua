@@ -248,4 +248,74 @@ function T.class_loss_errors()
     "nll_loss_backward", "grad_output {2}", "0-dim")
 end
 
+-- ---- regression losses ----
+
+-- x43() against a target of shape {3} (broadcast along the rows)
+local function t3() return f64({ 0.3, -0.4, 1.1 }) end
+local REG = {}
+do
+  REG.mse_loss = { kw = {}, mean = 2.219365387701802, sum = 26.632384652421624,
+    none = { { 0.09, 3.867727244790148, 0.7185872568042349 }, { 0.30775839183413495, 0.23526466166372698, 9.33339304149578 }, { 3.4059771979778546, 0.18803306977295003, 0.2374961114912376 }, { 2.6888772077103655, 1.4987561598986503, 4.060514308982543 } },
+    gx = { { -0.049999999999999996, 0.3277756365424945, 0.14128254362606502 }, { 0.09245996007794324, -0.08084014776495081, -0.5091767058883656 }, { -0.3075881625186624, 0.0722713001614499, 0.08122262128305102 }, { 0.2732966036150287, 0.20403949508058553, -0.3358452979251071 } }, gt = { -0.008168401174309559, -0.5232462840195791, 0.6225168389043567 },
+    ggx = { { -0.013943866275230147, 0.2836739735206912, -0.16041143175943057 }, { 0.03354278708408427, 0.14746871208487608, -0.3772311815975741 }, { -0.09980658711478428, 0.19850586139367632, -0.18043140587376855 }, { 0.09382166826311276, 0.2424285930333882, -0.31945404560982127 } }, ggt = { -0.013614001957182612, -0.8720771400326317, 1.0375280648405947 } }
+  REG.l1_loss = { kw = {}, mean = 1.237899237241852, sum = 14.854790846902224,
+    none = { { 0.3, 1.966653819254967, 0.8476952617563902 }, { 0.5547597604676595, 0.4850408865897049, 3.055060235330194 }, { 1.8455289751119743, 0.43362780096869946, 0.48733572769830613 }, { 1.6397796216901726, 1.2242369704835132, 2.0150717875506428 } },
+    gx = { { -0.08333333333333333, 0.08333333333333333, 0.08333333333333333 }, { 0.08333333333333333, -0.08333333333333333, -0.08333333333333333 }, { -0.08333333333333333, 0.08333333333333333, 0.08333333333333333 }, { 0.08333333333333333, 0.08333333333333333, -0.08333333333333333 } }, gt = { 0.0, -0.16666666666666666, 0.0 } }
+  REG.smooth_l1_loss = { kw = { beta = 0.6 }, mean = 0.94801279445663, sum = 11.37615353347956,
+    none = { { 0.075, 1.666653819254967, 0.5476952617563902 }, { 0.2564653265284458, 0.19605388471977248, 2.7550602353301943 }, { 1.5455289751119743, 0.1566942248107917, 0.197913426242698 }, { 1.3397796216901725, 0.9242369704835132, 1.7150717875506427 } },
+    gx = { { -0.041666666666666664, 0.08333333333333333, 0.08333333333333333 }, { 0.07704996673161937, -0.06736678980412568, -0.08333333333333333 }, { -0.08333333333333333, 0.060226083467874926, 0.06768551773587586 }, { 0.08333333333333333, 0.08333333333333333, -0.08333333333333333 } }, gt = { -0.03538330006495271, -0.15952596033041588, 0.015647815597457468 },
+    ggx = { { -0.0017453796115872115, 0.0, 0.0 }, { 0.0312314629990478, 0.025599769590636173, -0.0 }, { 0.0, 0.06104223438841412, 0.014454917260671774 }, { 0.0, 0.0, -0.0 } }, ggt = { -0.029486083387460588, -0.0866420039790503, -0.014454917260671774 } }
+  REG.huber_loss = { kw = { delta = 0.6 }, mean = 0.5688076766739781, sum = 6.825692120087737,
+    none = { { 0.045, 0.9999922915529801, 0.3286171570538341 }, { 0.15387919591706747, 0.11763233083186349, 1.6530361411981165 }, { 0.9273173850671845, 0.09401653488647502, 0.1187480557456188 }, { 0.8038677730141035, 0.5545421822901079, 1.0290430725303856 } },
+    gx = { { -0.024999999999999998, 0.049999999999999996, 0.049999999999999996 }, { 0.04622998003897162, -0.040420073882475406, -0.049999999999999996 }, { -0.049999999999999996, 0.03613565008072495, 0.04061131064152551 }, { 0.049999999999999996, 0.049999999999999996, -0.049999999999999996 } }, gt = { -0.021229980038971624, -0.09571557619824954, 0.009388689358474485 },
+    ggx = { { -0.000628336660171396, 0.0, 0.0 }, { 0.011243326679657207, 0.009215917052629023, -0.0 }, { 0.0, 0.021975204379829083, 0.005203770213841837 }, { 0.0, 0.0, -0.0 } }, ggt = { -0.01061499001948581, -0.031191121432458106, -0.005203770213841837 } }
+end
+
+function T.regression_losses_match_pytorch()
+  for name, r in pairs(REG) do
+    local x, t = x43(), t3()
+    for _, red in ipairs({ "mean", "sum", "none" }) do
+      local kw = { reduction = red }
+      for k, v in pairs(r.kw) do kw[k] = v end
+      check_tensor(F[name](x, t, kw), r[red], 1e-12, name .. " " .. red)
+      check_tensor(F[name](x:float(), t:float(), kw), r[red], 1e-5, name .. " float32 " .. red)
+    end
+    -- gradients (the backward ops) and second derivatives (their formulas)
+    local xr, tr = x:requires_grad_(), t:requires_grad_()
+    local gx, gt = table.unpack(ag.grad({ F[name](xr, tr, r.kw) }, { xr, tr }, { create_graph = true }))
+    check_tensor(gx, r.gx, 1e-12, name .. " grad input")
+    check_tensor(gt, r.gt, 1e-12, name .. " grad target")
+    if r.ggx then
+      local ggx, ggt = table.unpack(ag.grad({ (gx * gx):sum() + (gt * gt):sum() }, { xr, tr }))
+      check_tensor(ggx, r.ggx, 1e-12, name .. " gradgrad input")
+      check_tensor(ggt, r.ggt, 1e-12, name .. " gradgrad target")
+    end
+  end
+  -- beta = 0 is l1_loss
+  check_tensor(F.smooth_l1_loss(x43(), t3(), { beta = 0 }), 1.237899237241852, 1e-12)
+  -- empty: mean is NaN, sum 0 (PyTorch)
+  check_tensor(F.mse_loss(ember.zeros(0), ember.zeros(0)), 0 / 0)
+  check_tensor(F.huber_loss(ember.zeros(0), ember.zeros(0), { reduction = "sum" }), 0)
+  check_shape(F.smooth_l1_loss(ember.zeros(2, 0), ember.zeros(0), { reduction = "none" }), { 2, 0 })
+  -- dtype promotion: float32 with float64 gives float64
+  check_eq(F.mse_loss(x43():float(), t3()).dtype, "float64")
+  check_eq(F.l1_loss(x43():bfloat16(), t3():bfloat16()).dtype, "bfloat16")
+  -- non-contiguous input
+  check_tensor(F.mse_loss(x43():t():t(), t3(), { reduction = "sum" }), REG.mse_loss.sum, 1e-12)
+  check_tensor(F.mse_loss(x43():t(), ember.tensor({ 0.3, -0.4, 1.1 }, { dtype = "float64" }):reshape(3, 1), { reduction = "sum" }),
+    REG.mse_loss.sum, 1e-12)
+end
+
+function T.regression_loss_errors()
+  local x = x43()
+  check_error(function() return F.mse_loss(ember.tensor({ 1, 2 }), ember.tensor({ 1, 3 })) end, "mse_loss", "floating", "int64")
+  check_error(function() return F.l1_loss(ember.tensor({ 1, 2 }), ember.tensor({ 1, 3 })) end, "l1_loss", "floating", "int64")
+  check_error(function() return F.mse_loss(x, ember.ones(4)) end, "mse_loss", "{4,3}", "{4}")
+  check_error(function() return F.huber_loss(x, x, { delta = 0 }) end, "huber_loss", "delta", "positive", "0")
+  check_error(function() return F.smooth_l1_loss(x, x, { beta = -1 }) end, "smooth_l1_loss", "beta", "-1")
+  check_error(function() return F.mse_loss(x, x, { reduction = "avg" }) end, "mse_loss", "reduction", "avg")
+  check_error(function() return ember.mse_loss_backward(x, x, ember.ones(2, 2, { dtype = "float64" }), "none") end,
+    "mse_loss_backward", "{4,3}", "{2,2}")
+end
+
 return T

@@ -63,5 +63,47 @@ return function(H)
       { { v3(), m33() }, function(g, a) return ember.nll_loss_backward(g * g, a, tgt(), nil, -100, "none") end },
     })
   end
+  -- regression losses: input and target broadcast; no |d| at a kink (beta, delta)
+  local function pw(name)
+    return function()
+      return many({
+        { { m23(), v3() }, function(a, b) return F[name](a, b) end },
+        { { m23(), m23() }, function(a, b) return F[name](a, b * 0.5, "sum") end },
+        { { m23(), v3() }, function(a, b) return F[name](a * a, b, { reduction = "none" }) end },
+      })
+    end
+  end
+  S.mse_loss = pw("mse_loss")
+  S.l1_loss = pw("l1_loss")
+  S.smooth_l1_loss = function()
+    return many({
+      { { m23(), v3() }, function(a, b) return F.smooth_l1_loss(a, b) end },
+      { { m23(), v3() }, function(a, b) return F.smooth_l1_loss(a, b, "sum", 0.45) end },
+      { { m23(), v3() }, function(a, b) return F.smooth_l1_loss(a * a, b, { reduction = "none", beta = 2.0 }) end },
+      { { m23(), v3() }, function(a, b) return F.smooth_l1_loss(a, b, { beta = 0.0 }) end },
+    })
+  end
+  S.huber_loss = function()
+    return many({
+      { { m23(), v3() }, function(a, b) return F.huber_loss(a, b) end },
+      { { m23(), v3() }, function(a, b) return F.huber_loss(a, b, "sum", 0.45) end },
+      { { m23(), v3() }, function(a, b) return F.huber_loss(a * a, b, { reduction = "none", delta = 2.0 }) end },
+    })
+  end
+  local function pwb(name, p)
+    local function call(g, a, b, red)
+      if p then return ember[name](g, a, b, red, p) end
+      return ember[name](g, a, b, red)
+    end
+    return function()
+      return many({
+        { { t(1.3), m23(), v3() }, function(g, a, b) return call(g, a, b, "mean") end },
+        { { m23(), m23(), v3() }, function(g, a, b) return call(g, a, b * 0.5, "none") end },
+      })
+    end
+  end
+  S.mse_loss_backward = pwb("mse_loss_backward")
+  S.smooth_l1_loss_backward = pwb("smooth_l1_loss_backward", 0.45)
+  S.huber_loss_backward = pwb("huber_loss_backward", 0.45)
   return S
 end
