@@ -80,6 +80,12 @@ const cg_helper cg_helpers[] = {
     { "constant_pad_backward", "tv" }, { "pad_circular_grad", "tmv" }, { "zeros_of_meta", "m" },
     { "upsample_nd_grad", "tmvvvvvv" },
 
+    /* ---- family: loss ---- */
+    { "softmax_backward", "ttv" }, { "log_softmax_backward", "ttv" }, { "softmax_double_backward", "ttvt" },
+    { "log_softmax_double_backward_grad", "ttv" }, { "log_softmax_double_backward_output", "ttvt" },
+    { "cross_entropy_grad", "ttttvvv" }, { "cross_entropy_target_grad", "ttttvv" },
+    { "pw_loss_double_backward", "ttttvvv" },
+
     /* ---- family: lapack ---- */
     { "det_backward", "ttt" }, { "slogdet_backward", "tt" }, { "inv_backward", "tt" },
     { "solve_backward_A", "ttmtv" }, { "solve_backward_B", "ttv" }, { "cholesky_backward", "ttv" },

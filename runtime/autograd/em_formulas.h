@@ -217,6 +217,35 @@ EM_HIDDEN em_tensor *em_ag_fn_upsample_nd_grad(em_tensor *grad, const em_input_m
                                                const char *mode, bool align_corners, const em_scalar *scales_d,
                                                const em_scalar *scales_h, const em_scalar *scales_w);
 
+/* ---- family: loss (formulas_loss.c) ---- */
+/* softmax / log_softmax: their backward ops in result's dtype. */
+EM_HIDDEN em_tensor *em_ag_fn_softmax_backward(em_tensor *grad, em_tensor *result, int64_t dim);
+EM_HIDDEN em_tensor *em_ag_fn_log_softmax_backward(em_tensor *grad, em_tensor *result, int64_t dim);
+/* the gradients of the backward ops (PyTorch's softmax_double_backward and
+ * the two parts of _log_softmax_backward_data's entry) */
+EM_HIDDEN em_tensor *em_ag_fn_softmax_double_backward(em_tensor *grad, em_tensor *grad_output, int64_t dim,
+                                                      em_tensor *output);
+EM_HIDDEN em_tensor *em_ag_fn_log_softmax_double_backward_grad(em_tensor *grad, em_tensor *output, int64_t dim);
+EM_HIDDEN em_tensor *em_ag_fn_log_softmax_double_backward_output(em_tensor *grad, em_tensor *grad_output,
+                                                                 int64_t dim, em_tensor *output);
+
+/* cross_entropy's gradients: the fused kernel op cross_entropy_backward
+ * unless grad mode is on (create_graph), then ops (double backward); the
+ * target's, for probability targets. */
+EM_HIDDEN em_tensor *em_ag_fn_cross_entropy_grad(em_tensor *grad, em_tensor *input, em_tensor *target,
+                                                 em_tensor *weight, int64_t ignore_index, const char *reduction,
+                                                 double label_smoothing);
+EM_HIDDEN em_tensor *em_ag_fn_cross_entropy_target_grad(em_tensor *grad, em_tensor *input, em_tensor *target,
+                                                        em_tensor *weight, const char *reduction,
+                                                        double label_smoothing);
+
+/* f''(input - target) * grad * grad_output of a regression loss (kind 0
+ * mse, 1 smooth_l1 with beta p, 2 huber with delta p), / n for mean;
+ * f'' is 0 at |d| = p, as in PyTorch. */
+EM_HIDDEN em_tensor *em_ag_fn_pw_loss_double_backward(em_tensor *grad, em_tensor *grad_output, em_tensor *input,
+                                                      em_tensor *target, const char *reduction, int64_t kind,
+                                                      double p);
+
 /* ---- family: lapack (formulas_lapack.c) ----
  * The gradients of the LAPACK ops (schema/derivatives/lapack.yaml); see
  * the contract above each in formulas_lapack.c. */
