@@ -78,6 +78,9 @@ const cg_helper cg_helpers[] = {
     { "svd_backward", "ttttttv" }, { "pinv_backward", "ttt" },
     { "lstsq_backward_self", "ttt" }, { "lstsq_backward_b", "ttt" }, { "matrix_exp_backward", "tt" },
 
+    /* ---- family: pool ---- */
+    { "max_pool_double_backward", "ttv" },
+
     { NULL, NULL }
 };
 

@@ -175,4 +175,10 @@ EM_HIDDEN em_tensor *em_ag_fn_lstsq_backward_self(em_tensor *grad, em_tensor *A,
 EM_HIDDEN em_tensor *em_ag_fn_lstsq_backward_b(em_tensor *grad, em_tensor *A, em_tensor *B);
 EM_HIDDEN em_tensor *em_ag_fn_matrix_exp_backward(em_tensor *A, em_tensor *grad);
 
+/* ---- family: pool (formulas_pool.c) ---- */
+/* The derivative of max_poolNd_with_indices_backward w.r.t. grad_output:
+ * grad (the input's shape) gathered in each plane of its last nsp dims at
+ * the 1-based indices (the pooling output's shape). */
+EM_HIDDEN em_tensor *em_ag_fn_max_pool_double_backward(em_tensor *grad, em_tensor *indices, int64_t nsp);
+
 #endif

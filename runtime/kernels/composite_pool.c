@@ -1,0 +1,94 @@
+/* composite_pool.c -- the pool family's composite ops (schema/ops/pool.yaml,
+ * `kernels: {Composite: em_comp_NAME}`; Note [Composite ops] in
+ * codegen/codegen.h): the nn.functional spellings over the kernels.
+ *
+ * Note [Optional results]: max_pool1d/2d/3d return (values, indices) with
+ * indices NULL unless return_indices is true; the Lua binding pushes nil for
+ * a NULL further result (em_lua_push_results), so `F.max_pool2d(x, 2)` gives
+ * the values alone, as torch.nn.functional does.
+ */
+#include "autograd/em_autograd.h"
+#include "em_ops.h"
+#include "em_kernels_decl.h"
+#include "kernels/cpu/em_cpu.h" /* em_cpu_pool_geom_init: the argument checks */
+
+/* ---- max pooling ---- */
+
+/* values of op(...) and, with return_indices, its indices (else NULL). */
+static em_tensor *keep_indices(em_tensor *values, em_tensor *ix, bool return_indices, em_tensor **indices) {
+    if (!values || !return_indices) {
+        em_tensor_release(ix);
+        ix = NULL;
+    }
+    *indices = ix;
+    return values;
+}
+
+/* The kernels' argument checks under the caller's name (so that an error
+ * reads "max_pool2d: ..." rather than naming the op underneath). */
+static bool pool_args_ok(em_tensor *input, int nsp, em_intlist kernel_size, em_intlist stride, em_intlist padding,
+                         em_intlist dilation, bool ceil_mode, const char *op) {
+    em_cpu_pool_geom g;
+    return em_cpu_pool_geom_init(&g, input, nsp, kernel_size, stride, padding, dilation, ceil_mode, op) == EM_OK;
+}
+
+/* max_pool1d as max_pool2d over a height of 1: (N, C, L) -> (N, C, 1, L);
+ * a 1-d index is then the flat position in the 1 x L plane. The arguments
+ * are checked here first, so errors name max_pool1d_with_indices. */
+em_tensor *em_comp_max_pool1d_with_indices(em_keyset ks, em_tensor *self, em_intlist kernel_size, em_intlist stride,
+                                           em_intlist padding, em_intlist dilation, bool ceil_mode,
+                                           em_tensor **indices) {
+    (void)ks;
+    em_cpu_pool_geom g;
+    if (em_cpu_pool_geom_init(&g, self, 1, kernel_size, stride, padding, dilation, ceil_mode,
+                              "max_pool1d_with_indices") != EM_OK)
+        return NULL;
+    int64_t k[2] = { 1, g.k[2] }, s[2] = { 1, g.s[2] }, p[2] = { 0, g.p[2] }, d[2] = { 1, g.d[2] };
+    em_tensor *x = em_unsqueeze(self, -2);
+    if (!x) return NULL;
+    em_tensor *ix = NULL;
+    em_tensor *v = em_max_pool2d_with_indices(x, (em_intlist){ k, 2 }, (em_intlist){ s, 2 }, (em_intlist){ p, 2 },
+                                              (em_intlist){ d, 2 }, ceil_mode, &ix);
+    em_tensor_release(x);
+    int64_t h = -2;
+    em_tensor *vs = v ? em_squeeze(v, &h) : NULL;
+    em_tensor *is = vs ? em_squeeze(ix, &h) : NULL;
+    em_tensor_release(v);
+    em_tensor_release(ix);
+    if (!is) {
+        em_tensor_release(vs);
+        return NULL;
+    }
+    *indices = is;
+    return vs;
+}
+
+em_tensor *em_comp_max_pool1d(em_keyset ks, em_tensor *input, em_intlist kernel_size, em_intlist stride,
+                              em_intlist padding, em_intlist dilation, bool ceil_mode, bool return_indices,
+                              em_tensor **indices) {
+    (void)ks;
+    if (!pool_args_ok(input, 1, kernel_size, stride, padding, dilation, ceil_mode, "max_pool1d")) return NULL;
+    em_tensor *ix = NULL;
+    em_tensor *v = em_max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode, &ix);
+    return keep_indices(v, ix, return_indices, indices);
+}
+
+em_tensor *em_comp_max_pool2d(em_keyset ks, em_tensor *input, em_intlist kernel_size, em_intlist stride,
+                              em_intlist padding, em_intlist dilation, bool ceil_mode, bool return_indices,
+                              em_tensor **indices) {
+    (void)ks;
+    if (!pool_args_ok(input, 2, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")) return NULL;
+    em_tensor *ix = NULL;
+    em_tensor *v = em_max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode, &ix);
+    return keep_indices(v, ix, return_indices, indices);
+}
+
+em_tensor *em_comp_max_pool3d(em_keyset ks, em_tensor *input, em_intlist kernel_size, em_intlist stride,
+                              em_intlist padding, em_intlist dilation, bool ceil_mode, bool return_indices,
+                              em_tensor **indices) {
+    (void)ks;
+    if (!pool_args_ok(input, 3, kernel_size, stride, padding, dilation, ceil_mode, "max_pool3d")) return NULL;
+    em_tensor *ix = NULL;
+    em_tensor *v = em_max_pool3d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode, &ix);
+    return keep_indices(v, ix, return_indices, indices);
+}

@@ -1,0 +1,128 @@
+"""ops_pool.py -- difftest entries of the pool family (schema/ops/pool.yaml).
+
+Pooling inputs are existing tensors of a fitting rank or new float leaves
+(batched or not) with small spatial sizes; kernel, stride, padding,
+dilation and ceil_mode are drawn so that the output is not empty (the
+refusals are tested in test_pool.lua). The F functions are drawn with and
+without return_indices; ember then returns (values, nil) where torch
+returns the values alone, which the torch side mirrors as (values, None).
+Indices are 1-based in ember: torch's get + 1 (INDEX_RESULTS).
+
+Accepted differences: max pooling of bfloat16 over 3 dims and the backward
+ops of float16 gradients: ember computes them, PyTorch 1.13's CPU kernels
+have none (the generator draws float32/float64 for 3 dims). max_pool1d of
+an input whose output would be empty: PyTorch's max_pool1d (without
+indices and not requiring grad) returns an empty tensor, its
+max_pool1d_with_indices and ember raise "output is too small". Not drawn:
+max_pool2d/3d_with_indices_backward (autograd runs them on every backward
+and double backward through max pooling; test_gradcheck.lua checks them).
+"""
+from ops import *  # noqa: F401,F403
+
+
+def _out_size(n, k, s, p, d, ceil):
+    num = n + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil else 0)
+    o = num // s + 1
+    if ceil and (o - 1) * s >= n + p:
+        o -= 1
+    return o
+
+
+def _pool_input(g, nsp, dtypes):
+    """A variable holding a float tensor of nsp + 1 or nsp + 2 dims whose
+    spatial and channel dims are not empty (an existing one or a new leaf)."""
+    def fits(t):
+        return (t.dim() in (nsp + 1, nsp + 2) and str(t.dtype)[6:] in dtypes
+                and all(s > 0 for s in t.shape[t.dim() - nsp - 1:]))
+    name = g.pick(pred=fits) if g.r.random() < 0.5 else None
+    if name is not None:
+        return name, []
+    shape = ([g.r.randint(0, 2)] if g.r.random() < 0.6 else []) + [g.r.randint(1, 3)]
+    shape += [g.r.randint(1, 6) for _ in range(nsp)]
+    name, st = g.leaf(shape=shape, dtype=g.r.choice(dtypes))
+    return name, [st]
+
+
+def _covers_input(n, k, s, p, d, o):
+    """Whether every one of the o windows holds an input position."""
+    for w in range(o):
+        start = w * s - p
+        if not any(0 <= start + j * d < n for j in range(k)):
+            return False
+    return True
+
+
+def _pool_sizes(g, t, nsp, same_stride):
+    """(kernel, stride, padding, dilation, ceil) lists giving a non-empty
+    output for t whose windows all hold an input position (ember's index 0
+    for a window over padding alone is an accepted difference), or None.
+    same_stride: the stride is left out (= kernel_size)."""
+    sp = list(t.shape[t.dim() - nsp:])
+    for _ in range(10):
+        k = [g.r.randint(1, min(3, n + 1)) for n in sp]
+        s = list(k) if same_stride else [g.r.randint(1, 3) for _ in sp]
+        p = [0 if same_stride else g.r.randint(0, kk // 2) for kk in k]
+        d = [1 if same_stride else g.r.choice([1, 1, 2]) for _ in sp]
+        ceil = not same_stride and g.r.random() < 0.3
+        outs = [_out_size(n, kk, ss, pp, dd, ceil) for n, kk, ss, pp, dd in zip(sp, k, s, p, d)]
+        if all(o >= 1 for o in outs) and all(_covers_input(n, kk, ss, pp, dd, o)
+                                             for n, kk, ss, pp, dd, o in zip(sp, k, s, p, d, outs)):
+            return k, s, p, d, ceil
+    return None
+
+
+def _ints(v):
+    """One integer when all are equal (sometimes), else the list."""
+    if len(set(v)) == 1 and len(v) > 1 and v[0] >= 0:
+        return ['int', v[0]] if v[0] > 0 else ['ints', v, 't']
+    return ['ints', v, 't']
+
+
+def gen_max_pool(nsp, with_indices_op):
+    dtypes = ['float32', 'float64'] + (['bfloat16'] if nsp < 3 else [])
+
+    def gen(g, op):
+        x, pre = _pool_input(g, nsp, dtypes)
+        t = g.t(x) if not pre else None
+        if t is None:
+            import torch
+            st = pre[0]
+            t = torch.zeros(st['shape'])
+        r = g.r.random()
+        sizes = _pool_sizes(g, t, nsp, r < 0.3)
+        if sizes is None:
+            return None
+        k, s, p, d, ceil = sizes
+        args = [['var', x], _ints(k)]
+        kw = {}
+        if r < 0.3:
+            pass  # stride = kernel_size, padding 0, dilation 1
+        elif r < 0.7:
+            args += [_ints(s), _ints(p), _ints(d)]
+            if ceil or g.r.random() < 0.5:
+                args.append(['bool', ceil])
+        else:
+            kw = dict(stride=_ints(s), padding=_ints(p), dilation=_ints(d), ceil_mode=['bool', ceil])
+        if not with_indices_op and g.r.random() < 0.6:
+            kw['return_indices'] = ['bool', g.r.random() < 0.7]
+        return dict(args=args, kw=kw, pre=pre, style='function')
+    return gen
+
+
+def _py_max_pool(name, with_indices_op):
+    def py(st, pa, pk):
+        call = 'torch.nn.functional.%s(%s)' % (name, ', '.join(pa + ['%s=%s' % kv for kv in sorted(pk.items())]))
+        if with_indices_op or pk.get('return_indices') == 'True':
+            return '(lambda r: (r[0], r[1] + 1))(%s)' % call
+        return '(%s, None)' % call
+    return py
+
+
+MAP = {}
+INDEX_RESULTS = {}
+for _n in (1, 2, 3):
+    MAP['max_pool%dd' % _n] = dict(gen=gen_max_pool(_n, False), py=_py_max_pool('max_pool%dd' % _n, False))
+    MAP['max_pool%dd_with_indices' % _n] = dict(gen=gen_max_pool(_n, True), weight=0.5,
+                                                py=_py_max_pool('max_pool%dd_with_indices' % _n, True))
+    INDEX_RESULTS['max_pool%dd' % _n] = [1]
+    INDEX_RESULTS['max_pool%dd_with_indices' % _n] = [1]

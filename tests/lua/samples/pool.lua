@@ -1,0 +1,73 @@
+-- samples/pool.lua -- gradcheck samples of the pool family (schema/ops/pool.yaml),
+-- keyed by C name. Max pooling's inputs hold distinct values (no ties inside a
+-- window: the maximum's position would be a kink), overlapping windows check
+-- that the backward accumulates.
+return function(H)
+  local t, one, many = H.t, H.one, H.many
+  local S = {}
+  local F = ember.nn.functional
+
+  -- A float64 tensor of the given shape with distinct values in [-5, 5).
+  local function distinct(...)
+    local shape = { ... }
+    local n = 1
+    for _, s in ipairs(shape) do n = n * s end
+    local v = {}
+    for k = 1, n do v[k] = ((k * 389) % 1009) / 100 - 5 end
+    return t(v):reshape(shape)
+  end
+
+  -- ---- max pooling ----
+  S.max_pool2d_with_indices = function()
+    return many({
+      { { distinct(2, 2, 5, 5) }, function(a) local v = F.max_pool2d_with_indices(a, 2); return v end },
+      { { distinct(2, 5, 6) }, function(a)
+          local v = F.max_pool2d_with_indices(a, { 3, 2 }, 1, { 1, 0 }, 1, true); return v end },
+      { { distinct(1, 1, 7, 7) }, function(a)
+          local v = F.max_pool2d_with_indices(a, 2, { 2, 3 }, 1, 2, true); return v * v end },
+    })
+  end
+  S.max_pool3d_with_indices = function()
+    return many({
+      { { distinct(1, 2, 4, 4, 4) }, function(a) local v = F.max_pool3d_with_indices(a, 2); return v end },
+      { { distinct(2, 3, 4, 5) }, function(a)
+          local v = F.max_pool3d_with_indices(a, { 2, 3, 2 }, 1, { 1, 1, 0 }, 1, true); return v end },
+    })
+  end
+  S.max_pool1d_with_indices = function()
+    return one({ distinct(2, 3, 7) }, function(a)
+      local v = F.max_pool1d_with_indices(a, 3, 2, 1, 1, true); return v end)
+  end
+  S.max_pool1d = function()
+    return many({
+      { { distinct(2, 9) }, function(a) return F.max_pool1d(a, 2) end },
+      { { distinct(1, 2, 9) }, function(a) return F.max_pool1d(a, 3, 1, 1, 2) end },
+    })
+  end
+  S.max_pool2d = function()
+    return many({
+      { { distinct(1, 2, 4, 6) }, function(a) return F.max_pool2d(a, 2) end },
+      { { distinct(2, 5, 5) }, function(a) return F.max_pool2d(a, 3, 2, 1, { ceil_mode = true }) end },
+    })
+  end
+  S.max_pool3d = function()
+    return one({ distinct(1, 1, 3, 4, 5) }, function(a) return F.max_pool3d(a, { 2, 2, 3 }, 1) end)
+  end
+  -- the backward ops: linear in grad_output; their derivative gathers by the indices
+  local function backward_sample(nsp, x, k, s, p, d, ceil)
+    local _, ix = (nsp == 2 and F.max_pool2d_with_indices or F.max_pool3d_with_indices)(x, k, s, p, d, ceil)
+    local g = distinct(table.unpack(ix.shape)) / 3
+    local bw = nsp == 2 and ember.max_pool2d_with_indices_backward or ember.max_pool3d_with_indices_backward
+    return { { g }, function(go) return bw(go * go, x, k, s, p, d, ceil, ix) end }
+  end
+  S.max_pool2d_with_indices_backward = function()
+    return many({
+      backward_sample(2, distinct(2, 2, 5, 5), 2, 2, 0, 1, false),
+      backward_sample(2, distinct(2, 5, 6), 3, 1, 1, 1, true),
+    })
+  end
+  S.max_pool3d_with_indices_backward = function()
+    return many({ backward_sample(3, distinct(1, 2, 3, 4, 4), 2, 1, 1, 1, false) })
+  end
+  return S
+end

@@ -1,0 +1,116 @@
+-- test_pool.lua -- the pool family (schema/ops/pool.yaml): values against
+-- PyTorch 1.13 (expected numbers computed with torch.nn.functional, indices
+-- plus one), edge cases and errors. Gradients: test_gradcheck.lua.
+local T = {}
+local F = ember.nn.functional
+
+local function f32(v) return ember.tensor(v, { dtype = "float32" }) end
+local x34 = function() return f32({ { { { 1, 5, 2, 0 }, { 3, 4, 8, 7 }, { 6, -1, 9, 2 } } } }) end
+
+-- ---- max pooling ----
+
+function T.max_pool2d_values_and_indices()
+  local v, i = F.max_pool2d(x34(), 2, { return_indices = true })
+  check_tensor(v, { { { { 5, 8 } } } })
+  check_tensor(i, { { { { 2, 7 } } } })
+  check_eq(i.dtype, "int64")
+  v, i = F.max_pool2d(x34(), 2, { ceil_mode = true, return_indices = true })
+  check_tensor(v, { { { { 5, 8 }, { 6, 9 } } } })
+  check_tensor(i, { { { { 2, 7 }, { 9, 11 } } } })
+  v, i = F.max_pool2d(x34(), { 2, 3 }, 1, { 1, 1 }, { return_indices = true })
+  check_tensor(v, { { { { 5, 5, 5, 2 }, { 5, 8, 8, 8 }, { 6, 9, 9, 9 }, { 6, 9, 9, 9 } } } })
+  check_tensor(i, { { { { 2, 2, 2, 3 }, { 2, 7, 7, 7 }, { 9, 11, 11, 11 }, { 9, 11, 11, 11 } } } })
+  v, i = F.max_pool2d(x34(), 2, 1, 0, { 1, 2 }, false, true) -- dilation, all positional
+  check_tensor(v, { { { { 8, 7 }, { 9, 7 } } } })
+  check_tensor(i, { { { { 7, 8 }, { 11, 8 } } } })
+end
+
+function T.max_pool2d_returns_values_alone_without_return_indices()
+  check_eq(select("#", F.max_pool2d(x34(), 2)), 2) -- values, nil
+  local r = { F.max_pool2d(x34(), 2) }
+  check_eq(#r, 1)
+  check_eq(select(2, F.max_pool2d(x34(), 2)), nil)
+  local v, i = F.max_pool2d_with_indices(x34(), 2)
+  check_tensor(v, { { { { 5, 8 } } } })
+  check_tensor(i, { { { { 2, 7 } } } })
+end
+
+function T.max_pool_unbatched_and_non_contiguous()
+  local v, i = F.max_pool2d(x34()[1], 2, { return_indices = true })
+  check_shape(v, { 1, 1, 2 })
+  check_tensor(i, { { { 2, 7 } } })
+  v, i = F.max_pool2d(x34():transpose(3, 4), 2, { return_indices = true })
+  check_tensor(v, { { { { 5 }, { 8 } } } })
+  check_tensor(i, { { { { 4 }, { 8 } } } })
+end
+
+function T.max_pool1d_and_3d()
+  local v, i = F.max_pool1d(f32({ { 3, 1, 4, 1, 5, 9, 2, 6 } }), 3, 2, 1, { return_indices = true })
+  check_tensor(v, { { 3, 4, 9, 9 } })
+  check_tensor(i, { { 1, 3, 6, 6 } })
+  local x3 = ember.arange(27, { dtype = "float32" }):reshape(1, 3, 3, 3):flip(-1)
+  v, i = F.max_pool3d(x3, 2, 1, { return_indices = true })
+  check_tensor(v, { { { { 14, 13 }, { 17, 16 } }, { { 23, 22 }, { 26, 25 } } } })
+  check_tensor(i, { { { { 13, 14 }, { 16, 17 } }, { { 22, 23 }, { 25, 26 } } } })
+  check_shape(F.max_pool3d(ember.randn(2, 3, 5, 6, 7), { 2, 3, 2 }, { ceil_mode = true }), { 2, 3, 3, 2, 4 })
+  check_shape(F.max_pool1d(ember.randn(4, 3, 10), 4, 3, 2, 2), { 4, 3, 3 })
+end
+
+function T.max_pool_backward_accumulates()
+  local x = x34():requires_grad_()
+  F.max_pool2d(x, 2, 1):sum():backward()
+  check_tensor(x.grad, { { { { 0, 1, 0, 0 }, { 0, 0, 2, 0 }, { 1, 0, 2, 0 } } } })
+  local x3 = ember.randn(2, 2, 4, 4, 4, { dtype = "float64" }):requires_grad_()
+  local v = F.max_pool3d(x3, 2)
+  v:sum():backward()
+  check_near(x3.grad:sum():item(), 2 * 2 * 8, 1e-12)
+end
+
+function T.max_pool_nan_inf_and_dtypes()
+  local nan, inf = 0 / 0, math.huge
+  local v, i = F.max_pool1d(f32({ { 1, nan, 3, nan } }), 4, { return_indices = true })
+  check_tensor(v, { { nan } })
+  check_tensor(i, { { 4 } }) -- the last NaN, as PyTorch
+  v, i = F.max_pool1d(f32({ { -inf, -inf, -inf, -inf } }), 2, { return_indices = true })
+  check_tensor(v, { { -inf, -inf } })
+  check_tensor(i, { { 1, 3 } })
+  v, i = F.max_pool2d(f32({ { { { nan, 1 }, { 2, 3 } } } }), 2, { return_indices = true }) -- the 2x2 path
+  check_tensor(v, { { { { nan } } } })
+  check_tensor(i, { { { { 1 } } } })
+  for _, dt in ipairs({ "float64", "bfloat16" }) do
+    local y, j = F.max_pool2d(x34():to(dt), 2, { return_indices = true })
+    check_eq(y.dtype, dt)
+    check_tensor(y, { { { { 5, 8 } } } })
+    check_tensor(j, { { { { 2, 7 } } } })
+  end
+  check_shape(F.max_pool2d(ember.zeros(0, 3, 4, 4), 2), { 0, 3, 2, 2 }) -- an empty batch
+end
+
+function T.max_pool_errors()
+  local x = x34()
+  check_error(function() return F.max_pool2d(x, 2, 1, 2) end, "max_pool2d", "padding", "half of kernel_size")
+  check_error(function() return F.max_pool2d(ember.ones(1, 1, 1, 1), 2) end, "max_pool2d", "{1,1,1,1}",
+    "{1,1,0,0}", "too small")
+  check_error(function() return F.max_pool2d(ember.ones(4, 4), 2) end, "max_pool2d", "input", "3 or 4 dims")
+  check_error(function() return F.max_pool2d(ember.ones(1, 0, 4, 4), 2) end, "max_pool2d", "empty dim 2")
+  check_error(function() return F.max_pool2d(ember.ones(1, 4, 4, { dtype = "int64" }), 2) end,
+    "max_pool2d", "input", "int64")
+  check_error(function() return F.max_pool2d(x, { 2, 2, 2 }) end, "max_pool2d", "kernel_size", "2 integers")
+  check_error(function() return F.max_pool2d(x, 0) end, "max_pool2d", "kernel_size", "positive")
+  check_error(function() return F.max_pool2d(x, 2, -1) end, "max_pool2d", "stride", "positive")
+  check_error(function() return F.max_pool2d(x, 2, 1, 0, 0) end, "max_pool2d", "dilation", "positive")
+  check_error(function() return F.max_pool1d(x, 2) end, "max_pool1d", "input", "2 or 3 dims")
+  check_error(function() return F.max_pool3d(x, 2) end, "max_pool3d", "too small")
+  local _, i = F.max_pool2d_with_indices(x, 2)
+  check_error(function()
+    return ember.max_pool2d_with_indices_backward(ember.ones(1, 1, 1, 2), x, 2, 2, 0, 1, false, i + 20)
+  end, "max_pool2d_with_indices_backward", "index 22", "1..12")
+  check_error(function()
+    return ember.max_pool2d_with_indices_backward(ember.ones(1, 1, 2, 2), x, 2, 2, 0, 1, false, i)
+  end, "max_pool2d_with_indices_backward", "{1,1,2,2}", "{1,1,1,2}")
+  check_error(function()
+    return ember.max_pool2d_with_indices_backward(ember.ones(1, 1, 1, 2), x, 2, 2, 0, 1, false, i:float())
+  end, "max_pool2d_with_indices_backward", "indices", "int64")
+end
+
+return T
