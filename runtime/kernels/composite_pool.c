@@ -29,7 +29,7 @@ static em_tensor *keep_indices(em_tensor *values, em_tensor *ix, bool return_ind
 static bool pool_args_ok(em_tensor *input, int nsp, em_intlist kernel_size, em_intlist stride, em_intlist padding,
                          em_intlist dilation, bool ceil_mode, const char *op) {
     em_cpu_pool_geom g;
-    return em_cpu_pool_geom_init(&g, input, nsp, kernel_size, stride, padding, dilation, ceil_mode, op) == EM_OK;
+    return em_cpu_pool_geom_init(&g, input, nsp, kernel_size, stride, padding, dilation, ceil_mode, false, op) == EM_OK;
 }
 
 /* max_pool1d as max_pool2d over a height of 1: (N, C, L) -> (N, C, 1, L);
@@ -40,7 +40,7 @@ em_tensor *em_comp_max_pool1d_with_indices(em_keyset ks, em_tensor *self, em_int
                                            em_tensor **indices) {
     (void)ks;
     em_cpu_pool_geom g;
-    if (em_cpu_pool_geom_init(&g, self, 1, kernel_size, stride, padding, dilation, ceil_mode,
+    if (em_cpu_pool_geom_init(&g, self, 1, kernel_size, stride, padding, dilation, ceil_mode, false,
                               "max_pool1d_with_indices") != EM_OK)
         return NULL;
     int64_t k[2] = { 1, g.k[2] }, s[2] = { 1, g.s[2] }, p[2] = { 0, g.p[2] }, d[2] = { 1, g.d[2] };
@@ -91,4 +91,27 @@ em_tensor *em_comp_max_pool3d(em_keyset ks, em_tensor *input, em_intlist kernel_
     em_tensor *ix = NULL;
     em_tensor *v = em_max_pool3d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode, &ix);
     return keep_indices(v, ix, return_indices, indices);
+}
+
+/* ---- average pooling ---- */
+
+/* avg_pool1d as avg_pool2d over a height of 1 (PyTorch does the same). */
+em_tensor *em_comp_avg_pool1d(em_keyset ks, em_tensor *input, em_intlist kernel_size, em_intlist stride,
+                              em_intlist padding, bool ceil_mode, bool count_include_pad) {
+    (void)ks;
+    em_cpu_pool_geom g;
+    em_intlist none = { NULL, -1 };
+    if (em_cpu_pool_geom_init(&g, input, 1, kernel_size, stride, padding, none, ceil_mode, true, "avg_pool1d") !=
+        EM_OK)
+        return NULL;
+    int64_t k[2] = { 1, g.k[2] }, s[2] = { 1, g.s[2] }, p[2] = { 0, g.p[2] };
+    em_tensor *x = em_unsqueeze(input, -2);
+    em_tensor *v = x ? em_avg_pool2d(x, (em_intlist){ k, 2 }, (em_intlist){ s, 2 }, (em_intlist){ p, 2 }, ceil_mode,
+                                     count_include_pad, NULL)
+                     : NULL;
+    int64_t h = -2;
+    em_tensor *r = v ? em_squeeze(v, &h) : NULL;
+    em_tensor_release(x);
+    em_tensor_release(v);
+    return r;
 }

@@ -10,7 +10,8 @@ Indices are 1-based in ember: torch's get + 1 (INDEX_RESULTS).
 
 Accepted differences: max pooling of bfloat16 over 3 dims and the backward
 ops of float16 gradients: ember computes them, PyTorch 1.13's CPU kernels
-have none (the generator draws float32/float64 for 3 dims). max_pool1d of
+have none (the generator draws float32/float64 (and int64 for average
+pooling) for 3 dims). max_pool1d of
 an input whose output would be empty: PyTorch's max_pool1d (without
 indices and not requiring grad) returns an empty tensor, its
 max_pool1d_with_indices and ember raise "output is too small". Not drawn:
@@ -52,7 +53,7 @@ def _covers_input(n, k, s, p, d, o):
     return True
 
 
-def _pool_sizes(g, t, nsp, same_stride):
+def _pool_sizes(g, t, nsp, same_stride, dilation=True):
     """(kernel, stride, padding, dilation, ceil) lists giving a non-empty
     output for t whose windows all hold an input position (ember's index 0
     for a window over padding alone is an accepted difference), or None.
@@ -62,7 +63,7 @@ def _pool_sizes(g, t, nsp, same_stride):
         k = [g.r.randint(1, min(3, n + 1)) for n in sp]
         s = list(k) if same_stride else [g.r.randint(1, 3) for _ in sp]
         p = [0 if same_stride else g.r.randint(0, kk // 2) for kk in k]
-        d = [1 if same_stride else g.r.choice([1, 1, 2]) for _ in sp]
+        d = [1 if same_stride or not dilation else g.r.choice([1, 1, 2]) for _ in sp]
         ceil = not same_stride and g.r.random() < 0.3
         outs = [_out_size(n, kk, ss, pp, dd, ceil) for n, kk, ss, pp, dd in zip(sp, k, s, p, d)]
         if all(o >= 1 for o in outs) and all(_covers_input(n, kk, ss, pp, dd, o)
@@ -118,8 +119,41 @@ def _py_max_pool(name, with_indices_op):
     return py
 
 
+def gen_avg_pool(nsp):
+    dtypes = ['float32', 'float64', 'int64'] + (['bfloat16'] if nsp < 3 else [])
+
+    def gen(g, op):
+        x, pre = _pool_input(g, nsp, dtypes)
+        if pre:
+            import torch
+            t = torch.zeros(pre[0]['shape'])
+        else:
+            t = g.t(x)
+        r = g.r.random()
+        sizes = _pool_sizes(g, t, nsp, r < 0.3, dilation=False)
+        if sizes is None:
+            return None
+        k, s, p, _, ceil = sizes
+        args = [['var', x], _ints(k)]
+        kw = {}
+        if r >= 0.3:
+            if r < 0.7:
+                args += [_ints(s), _ints(p), ['bool', ceil]]
+                if g.r.random() < 0.5:
+                    args.append(['bool', g.r.random() < 0.5])
+            else:
+                kw = dict(stride=_ints(s), padding=_ints(p), ceil_mode=['bool', ceil],
+                          count_include_pad=['bool', g.r.random() < 0.5])
+            if nsp > 1 and g.r.random() < 0.3:
+                kw['divisor_override'] = ['int', g.r.choice([1, 2, 3, -2])]
+        return dict(args=args, kw=kw, pre=pre, style='function')
+    return gen
+
+
 MAP = {}
 INDEX_RESULTS = {}
+for _n in (1, 2, 3):
+    MAP['avg_pool%dd' % _n] = dict(gen=gen_avg_pool(_n))
 for _n in (1, 2, 3):
     MAP['max_pool%dd' % _n] = dict(gen=gen_max_pool(_n, False), py=_py_max_pool('max_pool%dd' % _n, False))
     MAP['max_pool%dd_with_indices' % _n] = dict(gen=gen_max_pool(_n, True), weight=0.5,

@@ -113,4 +113,48 @@ function T.max_pool_errors()
   end, "max_pool2d_with_indices_backward", "indices", "int64")
 end
 
+-- ---- average pooling ----
+
+function T.avg_pool_values()
+  check_tensor(F.avg_pool2d(x34(), 2), { { { { 3.25, 4.25 } } } })
+  check_tensor(F.avg_pool2d(x34(), 2, { ceil_mode = true }), { { { { 3.25, 4.25 }, { 2.5, 5.5 } } } })
+  check_tensor(F.avg_pool2d(x34(), 3, 1, 1), { { { { 1.4444444, 2.5555556, 2.8888888, 1.8888888 },
+    { 2.0, 4.1111112, 4.0, 3.1111112 }, { 1.3333334, 3.2222223, 3.2222223, 2.8888888 } } } })
+  check_tensor(F.avg_pool2d(x34(), 3, 1, 1, { count_include_pad = false }), { { { { 3.25, 3.8333333, 4.3333335, 4.25 },
+    { 3.0, 4.1111112, 4.0, 4.6666665 }, { 3.0, 4.8333335, 4.8333335, 6.5 } } } })
+  check_tensor(F.avg_pool2d(x34(), { 2, 3 }, 2, { 1, 1 }, true, true, 5),
+    { { { { 1.2, 1.4, 0.0 }, { 2.4, 5.8, 1.8 } } } })
+  check_tensor(F.avg_pool1d(f32({ { 3, 1, 4, 1, 5, 9, 2, 6 } }), 3, 2, 1), { { 1.3333334, 2.0, 5.0, 5.6666665 } })
+  local i = F.avg_pool2d(ember.tensor({ { { -7, 3 }, { 2, 1 } } }), 2) -- int64 truncates
+  check_eq(i.dtype, "int64")
+  check_tensor(i, { { { 0 } } })
+  local x3 = ember.arange(64, { dtype = "float64" }):reshape(1, 4, 4, 4)
+  check_tensor(F.avg_pool3d(x3, 2, 2, 1, true)[1][1], { { 0, 0.375, 0.375 }, { 1.5, 3.75, 2.25 }, { 1.5, 3.375, 1.875 } })
+  check_tensor(F.avg_pool2d(x34():transpose(3, 4), 2), { { { { 3.25 }, { 4.25 } } } }) -- non-contiguous
+  check_eq(F.avg_pool2d(x34():bfloat16(), 2).dtype, "bfloat16")
+  check_shape(F.avg_pool2d(ember.zeros(0, 2, 4, 4), 2), { 0, 2, 2, 2 })
+end
+
+function T.avg_pool_backward()
+  local x = x34():requires_grad_()
+  F.avg_pool2d(x, 2, 1):sum():backward()
+  check_tensor(x.grad, { { { { 0.25, 0.5, 0.5, 0.25 }, { 0.5, 1, 1, 0.5 }, { 0.25, 0.5, 0.5, 0.25 } } } })
+end
+
+function T.avg_pool_errors()
+  local x = x34()
+  check_error(function() return F.avg_pool2d(x, 2, { divisor_override = 0 }) end, "avg_pool2d", "divisor_override", "0")
+  check_error(function() return F.avg_pool2d(x, 2, 1, 2) end, "avg_pool2d", "padding", "half of kernel_size")
+  check_error(function() return F.avg_pool2d(ember.ones(1, 1, 1, 1), 2) end, "avg_pool2d", "too small")
+  check_error(function() return F.avg_pool2d(ember.ones(2, 2, { dtype = "int32" }):reshape(1, 2, 2), 2) end,
+    "avg_pool2d", "input", "int32")
+  check_error(function() return F.avg_pool3d(x, 2) end, "avg_pool3d", "too small")
+  check_error(function() return F.avg_pool3d(ember.ones(1, 6, 1, 1), { 1, 2, 2 }, 1, { 0, 1, 1 }) end, "avg_pool3d",
+    "6x1x1", "smaller than kernel_size 1x2x2")
+  check_error(function() return F.avg_pool1d(x, 2) end, "avg_pool1d", "2 or 3 dims")
+  check_error(function() return F.avg_pool2d(x, { 1, 2, 3 }) end, "avg_pool2d", "kernel_size")
+  check_error(function() return ember.avg_pool2d_backward(ember.ones(1, 1, 2, 2), x, 2, 2, 0, false, true) end,
+    "avg_pool2d_backward", "{1,1,2,2}", "{1,1,1,2}")
+end
+
 return T

@@ -244,13 +244,14 @@ typedef struct em_cpu_pool_geom {
 } em_cpu_pool_geom;
 
 /* Checks a max/avg pooling's input (nsp + 1 or nsp + 2 dims, only the batch
- * may be empty, float32/float64/bfloat16) and size lists (one value or nsp;
- * stride absent or empty = kernel_size; positive kernel, stride, dilation;
+ * may be empty, float32/float64/bfloat16, and int64 with allow_int64) and
+ * size lists (one value or nsp; stride absent or empty = kernel_size;
+ * dilation absent (n == -1) = 1; positive kernel, stride, dilation;
  * 0 <= padding <= kernel / 2) and fills g with PyTorch's output sizes
  * (ceil_mode as pooling_output_shape). Errors name op. */
 EM_HIDDEN em_status em_cpu_pool_geom_init(em_cpu_pool_geom *g, const em_tensor *self, int nsp,
                                           em_intlist kernel_size, em_intlist stride, em_intlist padding,
-                                          em_intlist dilation, bool ceil_mode, const char *op);
+                                          em_intlist dilation, bool ceil_mode, bool allow_int64, const char *op);
 /* Zeros of self's shape and dtype with grad_output added at the 1-based
  * plane positions in indices (int64, grad_output's shape = g's output);
  * deterministic. Index 0 (a window over no input) adds nothing; another

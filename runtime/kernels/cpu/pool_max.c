@@ -32,6 +32,7 @@ static em_status size_arg(em_intlist l, int nsp, const int64_t *dflt, int64_t fi
         memcpy(out, dflt, 3 * sizeof *out);
         return EM_OK;
     }
+    if (l.n < 0) return EM_OK; /* absent (average pooling has no dilation): fill */
     if (l.n != 1 && l.n != nsp) {
         em_set_error(EM_EVALUE, "%s: %s must be a single integer or %d integers (one per spatial dim), got %d",
                      op, arg, nsp, l.n < 0 ? 0 : l.n);
@@ -53,7 +54,7 @@ static int64_t pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t stride,
 
 em_status em_cpu_pool_geom_init(em_cpu_pool_geom *g, const em_tensor *self, int nsp, em_intlist kernel_size,
                                 em_intlist stride, em_intlist padding, em_intlist dilation, bool ceil_mode,
-                                const char *op) {
+                                bool allow_int64, const char *op) {
     memset(g, 0, sizeof *g);
     g->nsp = nsp;
     if (self->ndim != nsp + 1 && self->ndim != nsp + 2) {
@@ -70,9 +71,9 @@ em_status em_cpu_pool_geom_init(em_cpu_pool_geom *g, const em_tensor *self, int 
                          op, em_shape_str(self->ndim, self->sizes, s, sizeof s), d + 1);
             return EM_ESHAPE;
         }
-    if (!em_cpu_is_float(self->dtype) || self->dtype == EM_FLOAT16) {
-        em_set_error(EM_ETYPE, "%s: argument 'input' must be float32, float64 or bfloat16, got %s", op,
-                     em_dtype_name(self->dtype));
+    if ((!em_cpu_is_float(self->dtype) || self->dtype == EM_FLOAT16) && !(allow_int64 && self->dtype == EM_INT64)) {
+        em_set_error(EM_ETYPE, "%s: argument 'input' must be float32, float64%s or bfloat16, got %s", op,
+                     allow_int64 ? ", int64" : "", em_dtype_name(self->dtype));
         return EM_ETYPE;
     }
     if (size_arg(kernel_size, nsp, NULL, 1, g->k, op, "kernel_size") != EM_OK ||
@@ -212,7 +213,7 @@ static em_tensor *max_pool_forward(em_tensor *self, int nsp, em_intlist kernel_s
                                    em_intlist padding, em_intlist dilation, bool ceil_mode, em_tensor **indices,
                                    const char *op) {
     em_cpu_pool_geom g;
-    if (em_cpu_pool_geom_init(&g, self, nsp, kernel_size, stride, padding, dilation, ceil_mode, op) != EM_OK)
+    if (em_cpu_pool_geom_init(&g, self, nsp, kernel_size, stride, padding, dilation, ceil_mode, false, op) != EM_OK)
         return NULL;
     em_tensor *x = em_cpu_contiguous(EM_KS(EM_KEY_CPU), self);
     em_tensor *y = x ? em_tensor_new(g.ndim, g.out_sizes, self->dtype, self->device) : NULL;
@@ -355,7 +356,7 @@ static em_tensor *max_pool_backward(em_tensor *grad_output, em_tensor *self, int
                                     em_intlist stride, em_intlist padding, em_intlist dilation, bool ceil_mode,
                                     em_tensor *indices, const char *op) {
     em_cpu_pool_geom g;
-    if (em_cpu_pool_geom_init(&g, self, nsp, kernel_size, stride, padding, dilation, ceil_mode, op) != EM_OK)
+    if (em_cpu_pool_geom_init(&g, self, nsp, kernel_size, stride, padding, dilation, ceil_mode, false, op) != EM_OK)
         return NULL;
     return em_cpu_pool_scatter_backward(grad_output, self, &g, indices, op);
 }

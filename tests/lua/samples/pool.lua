@@ -69,5 +69,42 @@ return function(H)
   S.max_pool3d_with_indices_backward = function()
     return many({ backward_sample(3, distinct(1, 2, 3, 4, 4), 2, 1, 1, 1, false) })
   end
+
+  -- ---- average pooling ----
+  S.avg_pool1d = function()
+    return many({
+      { { distinct(2, 3, 7) }, function(a) return F.avg_pool1d(a, 3, 2, 1, true, false) end },
+      { { distinct(2, 5) }, function(a) return F.avg_pool1d(a, 2) end },
+    })
+  end
+  S.avg_pool2d = function()
+    return many({
+      { { distinct(2, 2, 5, 5) }, function(a) return F.avg_pool2d(a, 2) end },
+      { { distinct(2, 5, 6) }, function(a) return F.avg_pool2d(a, { 3, 2 }, 2, 1, true, false) end },
+      { { distinct(1, 1, 4, 5) }, function(a) return F.avg_pool2d(a, 3, 1, 1, { divisor_override = 4 }) end },
+    })
+  end
+  S.avg_pool3d = function()
+    return many({
+      { { distinct(1, 2, 4, 4, 4) }, function(a) return F.avg_pool3d(a, 2, 1, 1, true) end },
+      { { distinct(2, 3, 4, 5) }, function(a) return F.avg_pool3d(a, { 2, 3, 2 }, 2, { 1, 1, 0 }, false, false) end },
+    })
+  end
+  local function avg_backward_sample(nsp, x, k, s, p, ceil, cip, div)
+    local pool = nsp == 2 and F.avg_pool2d or F.avg_pool3d
+    local y = pool(x, k, s, p, ceil, cip, div)
+    local g = distinct(table.unpack(y.shape)) / 3
+    local bw = nsp == 2 and ember.avg_pool2d_backward or ember.avg_pool3d_backward
+    return { { g }, function(go) return bw(go * go, x, k, s, p, ceil, cip, div) end }
+  end
+  S.avg_pool2d_backward = function()
+    return many({
+      avg_backward_sample(2, distinct(2, 2, 5, 5), 3, 2, 1, true, false, nil),
+      avg_backward_sample(2, distinct(2, 4, 6), 2, 1, 0, false, true, 3),
+    })
+  end
+  S.avg_pool3d_backward = function()
+    return many({ avg_backward_sample(3, distinct(1, 2, 3, 4, 4), 2, 1, 1, true, true, nil) })
+  end
   return S
 end
