@@ -79,7 +79,7 @@ const cg_helper cg_helpers[] = {
     { "lstsq_backward_self", "ttt" }, { "lstsq_backward_b", "ttt" }, { "matrix_exp_backward", "tt" },
 
     /* ---- family: pool ---- */
-    { "max_pool_double_backward", "ttv" },
+    { "max_pool_double_backward", "ttv" }, { "adaptive_avg_pool_double_backward", "tmv" },
 
     { NULL, NULL }
 };

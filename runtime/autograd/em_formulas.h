@@ -180,5 +180,9 @@ EM_HIDDEN em_tensor *em_ag_fn_matrix_exp_backward(em_tensor *A, em_tensor *grad)
  * grad (the input's shape) gathered in each plane of its last nsp dims at
  * the 1-based indices (the pooling output's shape). */
 EM_HIDDEN em_tensor *em_ag_fn_max_pool_double_backward(em_tensor *grad, em_tensor *indices, int64_t nsp);
+/* The derivative of adaptive_avg_poolNd_backward w.r.t. grad_output: the
+ * pooling of grad to grad_output's last nsp sizes (2 or 3). */
+EM_HIDDEN em_tensor *em_ag_fn_adaptive_avg_pool_double_backward(em_tensor *grad, const em_input_meta *grad_output_meta,
+                                                                int64_t nsp);
 
 #endif

@@ -34,3 +34,10 @@ em_tensor *em_ag_fn_max_pool_double_backward(em_tensor *grad, em_tensor *indices
     em_tensor_release(r);
     return out;
 }
+
+/* See em_formulas.h. */
+em_tensor *em_ag_fn_adaptive_avg_pool_double_backward(em_tensor *grad, const em_input_meta *grad_output_meta,
+                                                      int64_t nsp) {
+    em_intlist os = { grad_output_meta->sizes + grad_output_meta->ndim - nsp, (int)nsp };
+    return nsp == 3 ? em_adaptive_avg_pool3d(grad, os) : em_adaptive_avg_pool2d(grad, os);
+}

@@ -115,3 +115,63 @@ em_tensor *em_comp_avg_pool1d(em_keyset ks, em_tensor *input, em_intlist kernel_
     em_tensor_release(v);
     return r;
 }
+
+/* ---- adaptive pooling ---- */
+
+/* The 1-d adaptive pools as 2-d ones over a height of 1 (output 1 x n). */
+static em_status adaptive_1d_args(em_tensor *input, em_intlist output_size, int64_t *os, const char *op) {
+    if (input->ndim != 2 && input->ndim != 3) {
+        char s[EM_SHAPE_STR_MAX];
+        em_set_error(EM_ESHAPE, "%s: argument 'input' must have 2 or 3 dims (unbatched or batched), got shape %s", op,
+                     em_shape_str(input->ndim, input->sizes, s, sizeof s));
+        return EM_ESHAPE;
+    }
+    if (output_size.n != 1) {
+        em_set_error(EM_EVALUE, "%s: output_size must be a single integer, got %d", op, output_size.n);
+        return EM_EVALUE;
+    }
+    os[0] = 1;
+    os[1] = output_size.data[0];
+    return EM_OK;
+}
+
+em_tensor *em_comp_adaptive_avg_pool1d(em_keyset ks, em_tensor *input, em_intlist output_size) {
+    (void)ks;
+    int64_t os[2], h = -2;
+    if (adaptive_1d_args(input, output_size, os, "adaptive_avg_pool1d") != EM_OK) return NULL;
+    em_tensor *x = em_unsqueeze(input, -2);
+    em_tensor *v = x ? em_adaptive_avg_pool2d(x, (em_intlist){ os, 2 }) : NULL;
+    em_tensor *r = v ? em_squeeze(v, &h) : NULL;
+    em_tensor_release(x);
+    em_tensor_release(v);
+    return r;
+}
+
+em_tensor *em_comp_adaptive_max_pool1d(em_keyset ks, em_tensor *input, em_intlist output_size, bool return_indices,
+                                       em_tensor **indices) {
+    (void)ks;
+    int64_t os[2], h = -2;
+    if (adaptive_1d_args(input, output_size, os, "adaptive_max_pool1d") != EM_OK) return NULL;
+    em_tensor *x = em_unsqueeze(input, -2);
+    em_tensor *ix = NULL;
+    em_tensor *v = x ? em_adaptive_max_pool2d_with_indices(x, (em_intlist){ os, 2 }, &ix) : NULL;
+    em_tensor *vs = v ? em_squeeze(v, &h) : NULL;
+    em_tensor *is = vs && return_indices ? em_squeeze(ix, &h) : NULL;
+    em_tensor_release(x);
+    em_tensor_release(v);
+    em_tensor_release(ix);
+    if (vs && return_indices && !is) {
+        em_tensor_release(vs);
+        return NULL;
+    }
+    *indices = is;
+    return vs;
+}
+
+em_tensor *em_comp_adaptive_max_pool2d(em_keyset ks, em_tensor *input, em_intlist output_size, bool return_indices,
+                                       em_tensor **indices) {
+    (void)ks;
+    em_tensor *ix = NULL;
+    em_tensor *v = em_adaptive_max_pool2d_with_indices(input, output_size, &ix);
+    return keep_indices(v, ix, return_indices, indices);
+}

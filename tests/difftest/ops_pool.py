@@ -14,9 +14,18 @@ have none (the generator draws float32/float64 (and int64 for average
 pooling) for 3 dims). max_pool1d of
 an input whose output would be empty: PyTorch's max_pool1d (without
 indices and not requiring grad) returns an empty tensor, its
-max_pool1d_with_indices and ember raise "output is too small". Not drawn:
-max_pool2d/3d_with_indices_backward (autograd runs them on every backward
-and double backward through max pooling; test_gradcheck.lua checks them).
+max_pool1d_with_indices and ember raise "output is too small".
+adaptive_avg_pool2d/3d with an output size of 0: PyTorch's forward gives
+an empty result and its backward then raises, ember's backward gives
+zeros (the generator draws sizes >= 1). adaptive_avg_pool with an output
+of size 1: PyTorch computes a mean, whose gradient does not require grad
+under create_graph, ember's backward op's does (a double backward through
+it then gives zeros in ember and "does not require grad" in PyTorch; seen
+once in 1500 seeds). Not drawn:
+the backward ops (autograd runs them on every backward and double backward
+through a pooling; test_gradcheck.lua checks them; called directly with
+random operands PyTorch's CPU kernels take out-of-plane indices and
+mismatched shapes unchecked).
 """
 from ops import *  # noqa: F401,F403
 
@@ -150,13 +159,33 @@ def gen_avg_pool(nsp):
     return gen
 
 
+def gen_adaptive(nsp, is_max):
+    dtypes = ['float32', 'float64'] + (['bfloat16'] if nsp < 3 else [])
+
+    def gen(g, op):
+        x, pre = _pool_input(g, nsp, dtypes)
+        os = [g.r.randint(1, 4) for _ in range(nsp)]  # 0: PyTorch's backward refuses the empty output
+        args = [['var', x], _ints(os) if nsp > 1 else ['int', os[0]]]
+        kw = {}
+        if is_max and not op.name.endswith('_with_indices') and g.r.random() < 0.6:
+            kw['return_indices'] = ['bool', g.r.random() < 0.7]
+        return dict(args=args, kw=kw, pre=pre, style='function')
+    return gen
+
+
 MAP = {}
 INDEX_RESULTS = {}
-for _n in (1, 2, 3):
-    MAP['avg_pool%dd' % _n] = dict(gen=gen_avg_pool(_n))
-for _n in (1, 2, 3):
-    MAP['max_pool%dd' % _n] = dict(gen=gen_max_pool(_n, False), py=_py_max_pool('max_pool%dd' % _n, False))
-    MAP['max_pool%dd_with_indices' % _n] = dict(gen=gen_max_pool(_n, True), weight=0.5,
-                                                py=_py_max_pool('max_pool%dd_with_indices' % _n, True))
-    INDEX_RESULTS['max_pool%dd' % _n] = [1]
-    INDEX_RESULTS['max_pool%dd_with_indices' % _n] = [1]
+MAP['adaptive_avg_pool1d'] = dict(gen=gen_adaptive(1, False))
+MAP['adaptive_avg_pool2d'] = dict(gen=gen_adaptive(2, False))
+MAP['adaptive_avg_pool3d'] = dict(gen=gen_adaptive(3, False), weight=0.5)
+MAP['adaptive_max_pool1d'] = dict(gen=gen_adaptive(1, True), py=_py_max_pool('adaptive_max_pool1d', False))
+MAP['adaptive_max_pool2d'] = dict(gen=gen_adaptive(2, True), py=_py_max_pool('adaptive_max_pool2d', False))
+MAP['adaptive_max_pool2d_with_indices'] = dict(gen=gen_adaptive(2, True), weight=0.5,
+                                               py=_py_max_pool('adaptive_max_pool2d_with_indices', True))
+INDEX_RESULTS.update({'adaptive_max_pool1d': [1], 'adaptive_max_pool2d': [1],
+                      'adaptive_max_pool2d_with_indices': [1]})
+# Not drawn: the backward ops (random operands reach PyTorch's unchecked
+# paths: out-of-plane indices written into other memory, mismatched shapes
+# taken as they come); autograd runs them on every backward through a pool.
+for _n in ('adaptive_avg_pool2d_backward', 'adaptive_avg_pool3d_backward', 'adaptive_max_pool2d_backward'):
+    MAP[_n] = dict(gen=lambda g, op: None, weight=0.01)

@@ -157,4 +157,39 @@ function T.avg_pool_errors()
     "avg_pool2d_backward", "{1,1,2,2}", "{1,1,1,2}")
 end
 
+-- ---- adaptive pooling ----
+
+function T.adaptive_pool_values()
+  local x = f32({ { { { 1, 5, 2, 0, 3 }, { 3, 4, 8, 7, 1 }, { 6, -1, 9, 2, 0 } } } })
+  check_tensor(F.adaptive_avg_pool2d(x, { 2, 3 }), { { { { 3.25, 4.3333335, 2.75 }, { 3.0, 4.8333335, 2.5 } } } })
+  local v, i = F.adaptive_max_pool2d(x, { 2, 3 }, true)
+  check_tensor(v, { { { { 5, 8, 7 }, { 6, 9, 7 } } } })
+  check_tensor(i, { { { { 2, 8, 9 }, { 11, 13, 9 } } } })
+  check_eq(select(2, F.adaptive_max_pool2d(x, 2)), nil)
+  local r = f32({ { 3, 1, 4, 1, 5, 9, 2 } })
+  check_tensor(F.adaptive_avg_pool1d(r, 3), { { 2.6666667, 3.3333333, 5.3333335 } })
+  v, i = F.adaptive_max_pool1d(r, 3, true)
+  check_tensor(v, { { 4, 5, 9 } })
+  check_tensor(i, { { 3, 5, 6 } })
+  check_shape(F.adaptive_avg_pool2d(ember.randn(1, 0, 4, 4), 2), { 1, 0, 2, 2 })
+  check_shape(F.adaptive_avg_pool2d(x, 0), { 1, 1, 0, 0 })
+  check_shape(F.adaptive_avg_pool3d(ember.randn(2, 3, 5, 6, 7), { 2, 3, 4 }), { 2, 3, 2, 3, 4 })
+  check_tensor(F.adaptive_avg_pool2d(x:transpose(3, 4), 1), { { { { 3.3333333 } } } })
+  local g = x:clone():requires_grad_()
+  F.adaptive_avg_pool2d(g, { 1, 2 }):sum():backward()
+  check_tensor(g.grad[1][1][3], { 1 / 9, 1 / 9, 2 / 9, 1 / 9, 1 / 9 }, 1e-5, "row 3")
+end
+
+function T.adaptive_pool_errors()
+  local x = x34()
+  check_error(function() return F.adaptive_avg_pool2d(x, -1) end, "adaptive_avg_pool2d", "output_size", ">= 0")
+  check_error(function() return F.adaptive_avg_pool2d(x, { 1, 2, 3 }) end, "adaptive_avg_pool2d", "output_size")
+  check_error(function() return F.adaptive_avg_pool2d(ember.ones(4, 4), 2) end, "adaptive_avg_pool2d", "3 or 4 dims")
+  check_error(function() return F.adaptive_max_pool2d(ember.ones(1, 0, 4, 4), 2) end, "adaptive_max_pool2d",
+    "empty dim 2")
+  check_error(function() return F.adaptive_max_pool1d(x, 2) end, "adaptive_max_pool1d", "2 or 3 dims")
+  check_error(function() return F.adaptive_avg_pool2d(ember.ones(1, 2, 2, { dtype = "int64" }), 1) end,
+    "adaptive_avg_pool2d", "int64")
+end
+
 return T

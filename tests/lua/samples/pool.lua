@@ -106,5 +106,44 @@ return function(H)
   S.avg_pool3d_backward = function()
     return many({ avg_backward_sample(3, distinct(1, 2, 3, 4, 4), 2, 1, 1, true, true, nil) })
   end
+
+  -- ---- adaptive pooling ----
+  S.adaptive_avg_pool1d = function()
+    return one({ distinct(2, 3, 7) }, function(a) return F.adaptive_avg_pool1d(a, 3) end)
+  end
+  S.adaptive_avg_pool2d = function()
+    return many({
+      { { distinct(2, 2, 5, 7) }, function(a) return F.adaptive_avg_pool2d(a, { 3, 4 }) end },
+      { { distinct(2, 4, 4) }, function(a) return F.adaptive_avg_pool2d(a, 1) * a:sum() end },
+    })
+  end
+  S.adaptive_avg_pool3d = function()
+    return one({ distinct(1, 2, 3, 4, 5) }, function(a) return F.adaptive_avg_pool3d(a, { 2, 3, 2 }) end)
+  end
+  S.adaptive_max_pool1d = function()
+    return one({ distinct(2, 3, 7) }, function(a) return F.adaptive_max_pool1d(a, 3) end)
+  end
+  S.adaptive_max_pool2d = function()
+    return one({ distinct(2, 2, 5, 7) }, function(a) return F.adaptive_max_pool2d(a, { 3, 4 }) end)
+  end
+  S.adaptive_max_pool2d_with_indices = function()
+    return many({
+      { { distinct(2, 2, 5, 7) }, function(a) local v = F.adaptive_max_pool2d_with_indices(a, { 3, 4 }); return v end },
+      { { distinct(3, 4, 5) }, function(a) local v = F.adaptive_max_pool2d_with_indices(a, 2); return v * v end },
+    })
+  end
+  S.adaptive_avg_pool2d_backward = function()
+    local x = distinct(2, 2, 5, 7)
+    return one({ distinct(2, 2, 3, 4) / 3 }, function(g) return ember.adaptive_avg_pool2d_backward(g * g, x) end)
+  end
+  S.adaptive_avg_pool3d_backward = function()
+    local x = distinct(1, 2, 3, 4, 5)
+    return one({ distinct(1, 2, 2, 3, 2) / 3 }, function(g) return ember.adaptive_avg_pool3d_backward(g * g, x) end)
+  end
+  S.adaptive_max_pool2d_backward = function()
+    local x = distinct(2, 2, 5, 7)
+    local _, ix = F.adaptive_max_pool2d_with_indices(x, { 3, 4 })
+    return one({ distinct(2, 2, 3, 4) / 3 }, function(g) return ember.adaptive_max_pool2d_backward(g * g, x, ix) end)
+  end
   return S
 end
