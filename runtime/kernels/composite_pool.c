@@ -175,3 +175,48 @@ em_tensor *em_comp_adaptive_max_pool2d(em_keyset ks, em_tensor *input, em_intlis
     em_tensor *v = em_adaptive_max_pool2d_with_indices(input, output_size, &ix);
     return keep_indices(v, ix, return_indices, indices);
 }
+
+/* ---- power-average pooling ---- */
+
+/* PyTorch's lp_pool: out = avg_pool(x^p); (sign(out) * relu(|out|) * kernel
+ * elements)^(1/p). nsp is 1 or 2. */
+static em_tensor *lp_pool(em_tensor *input, double norm_type, em_intlist kernel_size, em_intlist stride,
+                          bool ceil_mode, int nsp, const char *op) {
+    if (kernel_size.n != 1 && kernel_size.n != nsp) {
+        em_set_error(EM_EVALUE, "%s: kernel_size must be a single integer or %d integers, got %d", op, nsp,
+                     kernel_size.n);
+        return NULL;
+    }
+    int64_t kn = 1;
+    for (int i = 0; i < nsp; i++) kn *= kernel_size.data[kernel_size.n == 1 ? 0 : i];
+    int64_t zero = 0;
+    em_intlist pad = { &zero, 1 };
+    em_tensor *p = em_tensor_wrapped_scalar(em_scalar_float(norm_type));
+    em_tensor *rp = em_tensor_wrapped_scalar(em_scalar_float(1.0 / norm_type));
+    em_tensor *kt = em_tensor_wrapped_scalar(em_scalar_int(kn));
+    em_tensor *xp = p && rp && kt ? em_pow(input, p) : NULL;
+    em_tensor *out = !xp ? NULL
+                     : nsp == 1 ? em_avg_pool1d(xp, kernel_size, stride, pad, ceil_mode, true)
+                                : em_avg_pool2d(xp, kernel_size, stride, pad, ceil_mode, true, NULL);
+    em_tensor *sg = out ? em_sign(out) : NULL;
+    em_tensor *ab = sg ? em_abs(out) : NULL;
+    em_tensor *re = ab ? em_relu(ab) : NULL;
+    em_tensor *m1 = re ? em_mul(sg, re) : NULL;
+    em_tensor *m2 = m1 ? em_mul(m1, kt) : NULL;
+    em_tensor *r = m2 ? em_pow(m2, rp) : NULL;
+    em_tensor *tmp[] = { p, rp, kt, xp, out, sg, ab, re, m1, m2 };
+    for (size_t i = 0; i < sizeof tmp / sizeof *tmp; i++) em_tensor_release(tmp[i]);
+    return r;
+}
+
+em_tensor *em_comp_lp_pool1d(em_keyset ks, em_tensor *input, double norm_type, em_intlist kernel_size,
+                             em_intlist stride, bool ceil_mode) {
+    (void)ks;
+    return lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1, "lp_pool1d");
+}
+
+em_tensor *em_comp_lp_pool2d(em_keyset ks, em_tensor *input, double norm_type, em_intlist kernel_size,
+                             em_intlist stride, bool ceil_mode) {
+    (void)ks;
+    return lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2, "lp_pool2d");
+}

@@ -184,6 +184,31 @@ MAP['adaptive_max_pool2d_with_indices'] = dict(gen=gen_adaptive(2, True), weight
                                                py=_py_max_pool('adaptive_max_pool2d_with_indices', True))
 INDEX_RESULTS.update({'adaptive_max_pool1d': [1], 'adaptive_max_pool2d': [1],
                       'adaptive_max_pool2d_with_indices': [1]})
+def gen_lp_pool(nsp):
+    def gen(g, op):
+        x, pre = _pool_input(g, nsp, ['float32', 'float64'])
+        if pre:
+            import torch
+            t = torch.zeros(pre[0]['shape'])
+        else:
+            t = g.t(x)
+        r = g.r.random()
+        sizes = _pool_sizes(g, t, nsp, r < 0.5, dilation=False)
+        if sizes is None or any(pp for pp in sizes[2]) and r >= 0.5:
+            sizes = _pool_sizes(g, t, nsp, True, dilation=False)
+        if sizes is None:
+            return None
+        k, s, _, _, ceil = sizes
+        args = [['var', x], ['num', g.r.choice([1.0, 2.0, 3.0, 1.5])], _ints(k)]
+        if r >= 0.5 and g.r.random() < 0.5:
+            args += [_ints(s), ['bool', ceil]]
+        return dict(args=args, pre=pre, style='function')
+    return gen
+
+
+MAP['lp_pool1d'] = dict(gen=gen_lp_pool(1))
+MAP['lp_pool2d'] = dict(gen=gen_lp_pool(2))
+
 # Not drawn: the backward ops (random operands reach PyTorch's unchecked
 # paths: out-of-plane indices written into other memory, mismatched shapes
 # taken as they come); autograd runs them on every backward through a pool.

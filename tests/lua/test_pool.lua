@@ -192,4 +192,14 @@ function T.adaptive_pool_errors()
     "adaptive_avg_pool2d", "int64")
 end
 
+-- ---- power-average pooling ----
+
+function T.lp_pool_values()
+  check_tensor(F.lp_pool2d(x34(), 2, 2), { { { { 7.1414, 10.8167 } } } }, 1e-4)
+  check_tensor(F.lp_pool2d(x34(), 3, { 2, 3 }, 1, true), { { { { 9.0328, 10.1704 }, { 11.5655, 11.8286 } } } }, 1e-4)
+  check_tensor(F.lp_pool1d(x34()[1][1], 1.5, 2), { { 5.2939, 2.0 }, { 5.5842, 11.9187 }, { 0 / 0, 9.6180 } }, 1e-4)
+  check_error(function() return F.lp_pool2d(x34(), 2, { 1, 2, 3 }) end, "lp_pool2d", "kernel_size")
+  check_error(function() return F.lp_pool1d(x34(), 2, 2) end, "avg_pool1d", "2 or 3 dims")
+end
+
 return T

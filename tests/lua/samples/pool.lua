@@ -145,5 +145,16 @@ return function(H)
     local _, ix = F.adaptive_max_pool2d_with_indices(x, { 3, 4 })
     return one({ distinct(2, 2, 3, 4) / 3 }, function(g) return ember.adaptive_max_pool2d_backward(g * g, x, ix) end)
   end
+
+  -- ---- power-average pooling (positive inputs: x^p of a negative x is NaN for fractional p) ----
+  S.lp_pool1d = function()
+    return one({ distinct(2, 3, 7) + 6 }, function(a) return F.lp_pool1d(a, 2, 3, 2) end)
+  end
+  S.lp_pool2d = function()
+    return many({
+      { { distinct(2, 2, 5, 5) + 6 }, function(a) return F.lp_pool2d(a, 3, 2) end },
+      { { distinct(2, 4, 5) + 6 }, function(a) return F.lp_pool2d(a, 1.5, { 2, 3 }, 1, true) end },
+    })
+  end
   return S
 end
