@@ -80,6 +80,7 @@ const cg_helper cg_helpers[] = {
 
     /* ---- family: pool ---- */
     { "max_pool_double_backward", "ttv" }, { "adaptive_avg_pool_double_backward", "tmv" },
+    { "max_unpool_backward", "ttv" },
 
     { NULL, NULL }
 };

@@ -184,5 +184,8 @@ EM_HIDDEN em_tensor *em_ag_fn_max_pool_double_backward(em_tensor *grad, em_tenso
  * pooling of grad to grad_output's last nsp sizes (2 or 3). */
 EM_HIDDEN em_tensor *em_ag_fn_adaptive_avg_pool_double_backward(em_tensor *grad, const em_input_meta *grad_output_meta,
                                                                 int64_t nsp);
+/* The gradient of max_unpool w.r.t. self: grad (the output's shape)
+ * gathered at indices over the last output_size.n dims. */
+EM_HIDDEN em_tensor *em_ag_fn_max_unpool_backward(em_tensor *grad, em_tensor *indices, em_intlist output_size);
 
 #endif

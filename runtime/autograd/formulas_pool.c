@@ -41,3 +41,8 @@ em_tensor *em_ag_fn_adaptive_avg_pool_double_backward(em_tensor *grad, const em_
     em_intlist os = { grad_output_meta->sizes + grad_output_meta->ndim - nsp, (int)nsp };
     return nsp == 3 ? em_adaptive_avg_pool3d(grad, os) : em_adaptive_avg_pool2d(grad, os);
 }
+
+/* See em_formulas.h. */
+em_tensor *em_ag_fn_max_unpool_backward(em_tensor *grad, em_tensor *indices, em_intlist output_size) {
+    return em_ag_fn_max_pool_double_backward(grad, indices, output_size.n);
+}

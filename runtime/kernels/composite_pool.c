@@ -220,3 +220,69 @@ em_tensor *em_comp_lp_pool2d(em_keyset ks, em_tensor *input, double norm_type, e
     (void)ks;
     return lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2, "lp_pool2d");
 }
+
+/* ---- unpooling ---- */
+
+/* PyTorch's _unpool_output_size: (in - 1) * stride - 2 * padding + kernel
+ * per spatial dim, or output_size (nsp values, or nsp + 2 whose last nsp
+ * count) when it lies strictly within one stride of that. Then the kernel. */
+static em_tensor *max_unpool_nd(em_tensor *input, em_tensor *indices, em_intlist kernel_size, em_intlist stride,
+                                em_intlist padding, em_intlist output_size, int nsp, const char *op) {
+    if (input->ndim != nsp + 1 && input->ndim != nsp + 2) {
+        char s[EM_SHAPE_STR_MAX];
+        em_set_error(EM_ESHAPE, "%s: argument 'input' must have %d or %d dims (unbatched or batched), got shape %s",
+                     op, nsp + 1, nsp + 2, em_shape_str(input->ndim, input->sizes, s, sizeof s));
+        return NULL;
+    }
+    int64_t k[3], s[3], p[3], os[3];
+    const struct { em_intlist l; int64_t *out; const char *name; } lists[] = {
+        { kernel_size, k, "kernel_size" }, { stride, s, "stride" }, { padding, p, "padding" } };
+    for (int j = 0; j < 3; j++) {
+        em_intlist l = lists[j].l;
+        if (j == 1 && l.n <= 0) l = kernel_size; /* stride None = kernel_size */
+        if (l.n != 1 && l.n != nsp) {
+            em_set_error(EM_EVALUE, "%s: %s must be a single integer or %d integers, got %d", op, lists[j].name, nsp,
+                         l.n < 0 ? 0 : l.n);
+            return NULL;
+        }
+        for (int i = 0; i < nsp; i++) lists[j].out[i] = l.data[l.n == 1 ? 0 : i];
+    }
+    for (int i = 0; i < nsp; i++)
+        os[i] = (input->sizes[input->ndim - nsp + i] - 1) * s[i] - 2 * p[i] + k[i];
+    if (output_size.n >= 0) {
+        int off = output_size.n == nsp + 2 ? 2 : 0;
+        if (output_size.n != nsp && output_size.n != nsp + 2) {
+            em_set_error(EM_EVALUE, "%s: output_size must have %d or %d values, got %d", op, nsp, nsp + 2,
+                         output_size.n);
+            return NULL;
+        }
+        for (int i = 0; i < nsp; i++) {
+            int64_t v = output_size.data[off + i], lo = os[i] - s[i], hi = os[i] + s[i];
+            if (!(lo < v && v < hi)) {
+                em_set_error(EM_EVALUE, "%s: output_size %lld for spatial dim %d must be between %lld and %lld (exclusive)",
+                             op, (long long)v, i + 1, (long long)lo, (long long)hi);
+                return NULL;
+            }
+            os[i] = v;
+        }
+    }
+    return em_max_unpool(input, indices, (em_intlist){ os, nsp });
+}
+
+em_tensor *em_comp_max_unpool1d(em_keyset ks, em_tensor *input, em_tensor *indices, em_intlist kernel_size,
+                                em_intlist stride, em_intlist padding, em_intlist output_size) {
+    (void)ks;
+    return max_unpool_nd(input, indices, kernel_size, stride, padding, output_size, 1, "max_unpool1d");
+}
+
+em_tensor *em_comp_max_unpool2d(em_keyset ks, em_tensor *input, em_tensor *indices, em_intlist kernel_size,
+                                em_intlist stride, em_intlist padding, em_intlist output_size) {
+    (void)ks;
+    return max_unpool_nd(input, indices, kernel_size, stride, padding, output_size, 2, "max_unpool2d");
+}
+
+em_tensor *em_comp_max_unpool3d(em_keyset ks, em_tensor *input, em_tensor *indices, em_intlist kernel_size,
+                                em_intlist stride, em_intlist padding, em_intlist output_size) {
+    (void)ks;
+    return max_unpool_nd(input, indices, kernel_size, stride, padding, output_size, 3, "max_unpool3d");
+}

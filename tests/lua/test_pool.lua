@@ -202,4 +202,26 @@ function T.lp_pool_values()
   check_error(function() return F.lp_pool1d(x34(), 2, 2) end, "avg_pool1d", "2 or 3 dims")
 end
 
+-- ---- unpooling ----
+
+function T.max_unpool_values_and_errors()
+  local v, i = F.max_pool2d(x34(), 2, { return_indices = true })
+  check_tensor(F.max_unpool2d(v, i, 2), { { { { 0, 5, 0, 0 }, { 0, 0, 8, 0 } } } })
+  check_tensor(F.max_unpool2d(v, i, 2, { output_size = { 1, 1, 3, 4 } }),
+    { { { { 0, 5, 0, 0 }, { 0, 0, 8, 0 }, { 0, 0, 0, 0 } } } })
+  local v1, i1 = F.max_pool1d(f32({ { 3, 1, 4, 1, 5, 9, 2 } }), 2, { return_indices = true })
+  check_tensor(F.max_unpool1d(v1, i1, 2, { output_size = { 7 } }), { { 3, 0, 4, 0, 0, 9, 0 } })
+  local x3 = ember.arange(27, { dtype = "float64" }):reshape(1, 3, 3, 3)
+  local v3, i3 = F.max_pool3d(x3, 2, 1, { return_indices = true })
+  check_tensor(F.max_unpool3d(v3, i3, 2, 1):sum(), (13 + 14 + 16 + 17 + 22 + 23 + 25 + 26))
+  check_tensor(ember.max_unpool(ember.tensor({ { 7, 8 } }), ember.tensor({ { 3, 3 } }), { 4 }), { { 0, 0, 8, 0 } })
+  check_error(function() return F.max_unpool2d(v, i, 2, { output_size = { 5, 4 } }) end, "max_unpool2d",
+    "output_size 5", "between 0 and 4")
+  check_error(function() return F.max_unpool2d(v, i + 10, 2) end, "max_unpool", "index 12", "1..8")
+  check_error(function() return F.max_unpool2d(v, i:float(), 2) end, "max_unpool", "indices", "int64")
+  check_error(function() return F.max_unpool2d(v, i[{ {}, {}, {}, { 1 } }], 2) end, "max_unpool", "{1,1,1,2}",
+    "{1,1,1,1}")
+  check_error(function() return F.max_unpool2d(v[1][1], i[1][1], 2) end, "max_unpool2d", "3 or 4 dims")
+end
+
 return T

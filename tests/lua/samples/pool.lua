@@ -156,5 +156,24 @@ return function(H)
       { { distinct(2, 4, 5) + 6 }, function(a) return F.lp_pool2d(a, 1.5, { 2, 3 }, 1, true) end },
     })
   end
+
+  -- ---- unpooling ----
+  S.max_unpool = function()
+    -- distinct indices (a repeated one keeps the last value, and its gradient is a gather, as in PyTorch)
+    local _, ix = F.max_pool2d(distinct(2, 2, 4, 6), 2, { return_indices = true })
+    return one({ distinct(2, 2, 2, 3) }, function(a) return ember.max_unpool(a, ix, { 4, 6 }) * 2 end)
+  end
+  S.max_unpool1d = function()
+    local _, ix = F.max_pool1d(distinct(2, 7), 2, { return_indices = true })
+    return one({ distinct(2, 3) }, function(a) return F.max_unpool1d(a, ix, 2, { output_size = { 7 } }) end)
+  end
+  S.max_unpool2d = function()
+    local _, ix = F.max_pool2d(distinct(1, 2, 4, 4), 2, { return_indices = true })
+    return one({ distinct(1, 2, 2, 2) }, function(a) return F.max_unpool2d(a, ix, 2) end)
+  end
+  S.max_unpool3d = function()
+    local _, ix = F.max_pool3d(distinct(1, 4, 4, 4), 2, { return_indices = true })
+    return one({ distinct(1, 2, 2, 2) }, function(a) return F.max_unpool3d(a, ix, 2) end)
+  end
   return S
 end
