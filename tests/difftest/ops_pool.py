@@ -209,8 +209,70 @@ def gen_lp_pool(nsp):
 MAP['lp_pool1d'] = dict(gen=gen_lp_pool(1))
 MAP['lp_pool2d'] = dict(gen=gen_lp_pool(2))
 
+def gen_max_unpool(nsp):
+    """A float input leaf and an int64 index leaf of its shape holding
+    distinct valid 1-based positions per output plane (a repeated index
+    keeps an unspecified value in PyTorch); the torch call subtracts 1."""
+    def gen(g, op):
+        batched = g.r.random() < 0.6
+        lead = ([g.r.randint(1, 2)] if batched else []) + [g.r.randint(1, 2)]
+        sp = [g.r.randint(1, 3) for _ in range(nsp)]
+        k = [g.r.randint(1, 3) for _ in range(nsp)]
+        st = [g.r.randint(1, kk) for kk in k]
+        outs = [(n - 1) * ss + kk for n, ss, kk in zip(sp, st, k)]
+        x, pre = g.leaf(shape=lead + sp, dtype=g.r.choice(['float32', 'float64']))
+        pre = [pre]
+        n_in, n_out, planes = 1, 1, 1
+        for v in sp:
+            n_in *= v
+        for v in outs:
+            n_out *= v
+        for v in lead:
+            planes *= v
+        vals = []
+        for _ in range(planes):
+            vals += [p + 1 for p in g.r.sample(range(n_out), n_in)]
+        ist = dict(s='leaf', out=g.fresh(), shape=lead + sp, dtype='int64', values=vals, rg=False)
+        g.frozen.add(ist['out'])
+        g.novalues.add(ist['out'])
+        pre.append(ist)
+        args = [['var', x], ['var', ist['out']], _ints(k)]
+        kw = {}
+        if g.r.random() < 0.7:
+            kw['stride'] = _ints(st)
+        elif st != k:
+            return None
+        if g.r.random() < 0.3:
+            kw['output_size'] = ['ints', outs, 't']
+        return dict(args=args, kw=kw, pre=pre, style='function')
+    return gen
+
+
+def _py_unpool(name):
+    def py(st, pa, pk):
+        return 'torch.nn.functional.%s(%s)' % (name, ', '.join([pa[0], '(%s - 1)' % pa[1]] + pa[2:] + [
+            '%s=%s' % kv for kv in sorted(pk.items())]))
+    return py
+
+
+MAP['max_unpool1d'] = dict(gen=gen_max_unpool(1), py=_py_unpool('max_unpool1d'))
+MAP['max_unpool2d'] = dict(gen=gen_max_unpool(2), py=_py_unpool('max_unpool2d'))
+MAP['max_unpool3d'] = dict(gen=gen_max_unpool(3), py=_py_unpool('max_unpool3d'), weight=0.5)
+MAP['max_unpool'] = dict(gen=lambda g, op: None, weight=0.01)
+
 # Not drawn: the backward ops (random operands reach PyTorch's unchecked
 # paths: out-of-plane indices written into other memory, mismatched shapes
 # taken as they come); autograd runs them on every backward through a pool.
 for _n in ('adaptive_avg_pool2d_backward', 'adaptive_avg_pool3d_backward', 'adaptive_max_pool2d_backward'):
+    MAP[_n] = dict(gen=lambda g, op: None, weight=0.01)
+
+for _n in (1, 2, 3):
+    MAP['avg_pool%dd' % _n] = dict(gen=gen_avg_pool(_n))
+    MAP['max_pool%dd' % _n] = dict(gen=gen_max_pool(_n, False), py=_py_max_pool('max_pool%dd' % _n, False))
+    MAP['max_pool%dd_with_indices' % _n] = dict(gen=gen_max_pool(_n, True), weight=0.5,
+                                                py=_py_max_pool('max_pool%dd_with_indices' % _n, True))
+    INDEX_RESULTS['max_pool%dd' % _n] = [1]
+    INDEX_RESULTS['max_pool%dd_with_indices' % _n] = [1]
+for _n in ('max_pool2d_with_indices_backward', 'max_pool3d_with_indices_backward', 'avg_pool2d_backward',
+           'avg_pool3d_backward'):
     MAP[_n] = dict(gen=lambda g, op: None, weight=0.01)
