@@ -7,6 +7,8 @@
  * a NULL further result (em_lua_push_results), so `F.max_pool2d(x, 2)` gives
  * the values alone, as torch.nn.functional does.
  */
+#include <string.h>
+
 #include "autograd/em_autograd.h"
 #include "em_ops.h"
 #include "em_kernels_decl.h"
@@ -285,4 +287,82 @@ em_tensor *em_comp_max_unpool3d(em_keyset ks, em_tensor *input, em_tensor *indic
                                 em_intlist stride, em_intlist padding, em_intlist output_size) {
     (void)ks;
     return max_unpool_nd(input, indices, kernel_size, stride, padding, output_size, 3, "max_unpool3d");
+}
+
+/* ---- pixel shuffle ---- */
+
+/* pixel_shuffle / pixel_unshuffle as PyTorch's math: a view splitting the
+ * channel (or spatial) dims by r, a permute, a reshape (a copy, never a
+ * view of self, as in PyTorch). */
+static em_tensor *shuffle(em_tensor *self, int64_t r, bool up, const char *op) {
+    const char *arg = up ? "upscale_factor" : "downscale_factor";
+    if (self->ndim < 3) {
+        char s[EM_SHAPE_STR_MAX];
+        em_set_error(EM_ESHAPE, "%s: argument 'self' must have at least 3 dims (*, C, H, W), got shape %s", op,
+                     em_shape_str(self->ndim, self->sizes, s, sizeof s));
+        return NULL;
+    }
+    if (r <= 0) {
+        em_set_error(EM_EVALUE, "%s: %s must be positive, got %lld", op, arg, (long long)r);
+        return NULL;
+    }
+    int nd = self->ndim, lead = nd - 3;
+    int64_t c = self->sizes[nd - 3], h = self->sizes[nd - 2], w = self->sizes[nd - 1];
+    if (up && c % (r * r) != 0) {
+        em_set_error(EM_EVALUE, "%s: the channel count %lld is not divisible by %s squared (%lld)", op, (long long)c,
+                     arg, (long long)(r * r));
+        return NULL;
+    }
+    if (!up && (h % r != 0 || w % r != 0)) {
+        em_set_error(EM_EVALUE, "%s: height %lld and width %lld must be divisible by %s (%lld)", op, (long long)h,
+                     (long long)w, arg, (long long)r);
+        return NULL;
+    }
+    int64_t v[EM_MAX_DIMS + 3], perm[EM_MAX_DIMS + 3], out[EM_MAX_DIMS];
+    if (nd + 3 > EM_MAX_DIMS) {
+        em_set_error(EM_ESHAPE, "%s: at most %d dims, got %d", op, EM_MAX_DIMS - 3, nd);
+        return NULL;
+    }
+    for (int d = 0; d < lead; d++) v[d] = out[d] = self->sizes[d], perm[d] = d;
+    /* up:   (*, c', r, r, h, w) -> (*, c', h, r, w, r) -> (*, c', h*r, w*r)
+     * down: (*, c, h', r, w', r) -> (*, c, r, r, h', w') -> (*, c*r*r, h', w') */
+    static const int up_perm[6] = { 0, 3, 1, 4, 2, 5 }, down_perm[6] = { 0, 2, 4, 1, 3, 5 };
+    int64_t six[6];
+    if (up) {
+        int64_t six_up[6] = { c / (r * r), r, r, h, w, 0 };
+        memcpy(six, six_up, sizeof six);
+    } else {
+        int64_t six_dn[6] = { c, h / r, r, w / r, r, 0 };
+        memcpy(six, six_dn, sizeof six);
+    }
+    for (int i = 0; i < 5; i++) v[lead + i] = six[i];
+    const int *pp = up ? up_perm : down_perm;
+    for (int i = 0; i < 5; i++) perm[lead + i] = lead + pp[i];
+    if (up) {
+        out[lead] = c / (r * r), out[lead + 1] = h * r, out[lead + 2] = w * r;
+    } else {
+        out[lead] = c * r * r, out[lead + 1] = h / r, out[lead + 2] = w / r;
+    }
+    em_tensor *a = em_reshape(self, (em_intlist){ v, lead + 5 });
+    em_tensor *b = a ? em_permute(a, (em_intlist){ perm, lead + 5 }) : NULL;
+    /* the reshape of the permuted view copies (a new tensor, not a view) */
+    em_tensor *res = b ? em_reshape(b, (em_intlist){ out, nd }) : NULL;
+    if (res && res->storage == self->storage) { /* r == 1: a view of self; PyTorch returns a copy */
+        em_tensor *copy = em_clone(res);
+        em_tensor_release(res);
+        res = copy;
+    }
+    em_tensor_release(a);
+    em_tensor_release(b);
+    return res;
+}
+
+em_tensor *em_comp_pixel_shuffle(em_keyset ks, em_tensor *self, int64_t upscale_factor) {
+    (void)ks;
+    return shuffle(self, upscale_factor, true, "pixel_shuffle");
+}
+
+em_tensor *em_comp_pixel_unshuffle(em_keyset ks, em_tensor *self, int64_t downscale_factor) {
+    (void)ks;
+    return shuffle(self, downscale_factor, false, "pixel_unshuffle");
 }

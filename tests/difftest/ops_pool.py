@@ -276,3 +276,19 @@ for _n in (1, 2, 3):
 for _n in ('max_pool2d_with_indices_backward', 'max_pool3d_with_indices_backward', 'avg_pool2d_backward',
            'avg_pool3d_backward'):
     MAP[_n] = dict(gen=lambda g, op: None, weight=0.01)
+
+
+def gen_shuffle(up):
+    def gen(g, op):
+        r = g.r.randint(1, 3)
+        lead = [g.r.randint(1, 2) for _ in range(g.r.randint(0, 2))]
+        c = g.r.randint(1, 2)
+        h, w = g.r.randint(1, 3), g.r.randint(1, 3)
+        shape = lead + ([c * r * r, h, w] if up else [c, h * r, w * r])
+        x, st = g.leaf(shape=shape)
+        return dict(args=[['var', x], ['int', r]], pre=[st], style='function')
+    return gen
+
+
+MAP['pixel_shuffle'] = dict(gen=gen_shuffle(True))
+MAP['pixel_unshuffle'] = dict(gen=gen_shuffle(False))

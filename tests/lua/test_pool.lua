@@ -224,4 +224,19 @@ function T.max_unpool_values_and_errors()
   check_error(function() return F.max_unpool2d(v[1][1], i[1][1], 2) end, "max_unpool2d", "3 or 4 dims")
 end
 
+-- ---- pixel shuffle ----
+
+function T.pixel_shuffle_values_and_errors()
+  local x = ember.arange(16, { dtype = "float32" }):reshape(1, 4, 2, 2)
+  local y = F.pixel_shuffle(x, 2)
+  check_tensor(y, { { { { 0, 4, 1, 5 }, { 8, 12, 9, 13 }, { 2, 6, 3, 7 }, { 10, 14, 11, 15 } } } })
+  check(ember.pixel_unshuffle(y, 2):eq(x):all():item())
+  check_shape(ember.pixel_shuffle(ember.zeros(2, 3, 18, 2, 2), 3), { 2, 3, 2, 6, 6 })
+  check_shape(F.pixel_unshuffle(ember.zeros(3, 4, 6), 2), { 12, 2, 3 })
+  check_error(function() return F.pixel_shuffle(x, 3) end, "pixel_shuffle", "4", "divisible", "9")
+  check_error(function() return F.pixel_shuffle(x, 0) end, "pixel_shuffle", "upscale_factor", "positive")
+  check_error(function() return F.pixel_unshuffle(x, 3) end, "pixel_unshuffle", "divisible", "3")
+  check_error(function() return F.pixel_shuffle(ember.zeros(4, 2), 2) end, "pixel_shuffle", "at least 3 dims")
+end
+
 return T

@@ -175,5 +175,13 @@ return function(H)
     local _, ix = F.max_pool3d(distinct(1, 4, 4, 4), 2, { return_indices = true })
     return one({ distinct(1, 2, 2, 2) }, function(a) return F.max_unpool3d(a, ix, 2) end)
   end
+
+  -- ---- pixel shuffle ----
+  S.pixel_shuffle = function()
+    return one({ distinct(2, 8, 2, 3) }, function(a) return F.pixel_shuffle(a, 2) end)
+  end
+  S.pixel_unshuffle = function()
+    return one({ distinct(2, 6, 4) }, function(a) return ember.pixel_unshuffle(a, 2) end)
+  end
   return S
 end
