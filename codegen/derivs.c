@@ -108,6 +108,10 @@ const cg_helper cg_helpers[] = {
     /* ---- family: metric ---- */
     { "euclidean_dist_backward", "ttttv" }, { "cdist_grad", "tttvtv" }, { "pdist_grad", "ttvt" },
 
+    /* ---- family: pool ---- */
+    { "max_pool_double_backward", "ttv" }, { "adaptive_avg_pool_double_backward", "tmv" },
+    { "max_unpool_backward", "ttv" },
+
     { NULL, NULL }
 };
 

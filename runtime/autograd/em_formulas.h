@@ -325,4 +325,17 @@ EM_HIDDEN em_tensor *em_ag_fn_group_norm_double_backward(em_tensor *ggI, em_tens
                                                          em_tensor *rstd, em_tensor *weight, int64_t group,
                                                          int64_t which);
 
+/* ---- family: pool (formulas_pool.c) ---- */
+/* The derivative of max_poolNd_with_indices_backward w.r.t. grad_output:
+ * grad (the input's shape) gathered in each plane of its last nsp dims at
+ * the 1-based indices (the pooling output's shape). */
+EM_HIDDEN em_tensor *em_ag_fn_max_pool_double_backward(em_tensor *grad, em_tensor *indices, int64_t nsp);
+/* The derivative of adaptive_avg_poolNd_backward w.r.t. grad_output: the
+ * pooling of grad to grad_output's last nsp sizes (2 or 3). */
+EM_HIDDEN em_tensor *em_ag_fn_adaptive_avg_pool_double_backward(em_tensor *grad, const em_input_meta *grad_output_meta,
+                                                                int64_t nsp);
+/* The gradient of max_unpool w.r.t. self: grad (the output's shape)
+ * gathered at indices over the last output_size.n dims. */
+EM_HIDDEN em_tensor *em_ag_fn_max_unpool_backward(em_tensor *grad, em_tensor *indices, em_intlist output_size);
+
 #endif

@@ -70,7 +70,9 @@ EM_API em_floatlist em_lua_check_floatlist(lua_State *L, int idx, const char *op
 EM_API const char *em_lua_check_choice(lua_State *L, int idx, const char *op, const char *arg,
                                        const char *const *choices);
 /* Pushes the k results of a multi-result op as k values (taking over the
- * references); r == NULL raises the op's error after releasing outs. */
+ * references); r == NULL raises the op's error after releasing outs; a NULL
+ * further result (one the caller did not ask for, Note [Optional results]
+ * in runtime/kernels/composite_pool.c) is pushed as nil. */
 EM_API void em_lua_push_results(lua_State *L, em_tensor *r, em_tensor **outs, int k,
                                 const char *op);
 /* Pushes a Tensor[] result as a Lua array (taking over arr and its n

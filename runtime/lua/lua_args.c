@@ -185,7 +185,10 @@ void em_lua_push_results(lua_State *L, em_tensor *r, em_tensor **outs, int k, co
         em_lua_raise(L, "%s: Lua stack overflow", op);
     }
     em_lua_push_tensor(L, r, op);
-    for (int i = 0; i < k - 1; i++) em_lua_push_tensor(L, outs[i], op);
+    for (int i = 0; i < k - 1; i++) { /* NULL: an optional result not asked for (Note [Optional results]) */
+        if (outs[i]) em_lua_push_tensor(L, outs[i], op);
+        else lua_pushnil(L);
+    }
 }
 
 void em_lua_push_bool_result(lua_State *L, em_tensor *r, const char *op) {

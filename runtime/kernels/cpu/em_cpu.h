@@ -227,6 +227,38 @@ EM_HIDDEN em_status em_cpu_fill_bernoulli(em_tensor *t, double p, em_generator *
 
 /* ---- family: vmath ---- */
 
+/* ---- family: pool ---- */
+
+/* A pooling's geometry (pool_max.c): every rank as three spatial dims
+ * (depth, height, width; the unused leading ones of size 1, kernel 1,
+ * stride 1, no padding or dilation) over `planes` contiguous planes. */
+typedef struct em_cpu_pool_geom {
+    int nsp;                   /* spatial dims given: 1, 2 or 3 */
+    bool batched;              /* input has a batch dim (nsp + 2 dims) */
+    int ndim;                  /* input (and output) dims */
+    int64_t planes;            /* N * C (C unbatched) */
+    int64_t in[3], out[3];     /* spatial sizes of input and output */
+    int64_t k[3], s[3], p[3], d[3]; /* kernel, stride, padding, dilation */
+    int64_t in_numel, out_numel;    /* elements of one input / output plane */
+    int64_t out_sizes[EM_MAX_DIMS]; /* the output's shape */
+} em_cpu_pool_geom;
+
+/* Checks a max/avg pooling's input (nsp + 1 or nsp + 2 dims, only the batch
+ * may be empty, float32/float64/bfloat16, and int64 with allow_int64) and
+ * size lists (one value or nsp; stride absent or empty = kernel_size;
+ * dilation absent (n == -1) = 1; positive kernel, stride, dilation;
+ * 0 <= padding <= kernel / 2) and fills g with PyTorch's output sizes
+ * (ceil_mode as pooling_output_shape). Errors name op. */
+EM_HIDDEN em_status em_cpu_pool_geom_init(em_cpu_pool_geom *g, const em_tensor *self, int nsp,
+                                          em_intlist kernel_size, em_intlist stride, em_intlist padding,
+                                          em_intlist dilation, bool ceil_mode, bool allow_int64, const char *op);
+/* Zeros of self's shape and dtype with grad_output added at the 1-based
+ * plane positions in indices (int64, grad_output's shape = g's output);
+ * deterministic. Index 0 (a window over no input) adds nothing; another
+ * index outside 1..g->in_numel is an error naming op. */
+EM_HIDDEN em_tensor *em_cpu_pool_scatter_backward(em_tensor *grad_output, em_tensor *self,
+                                                  const em_cpu_pool_geom *g, em_tensor *indices, const char *op);
+
 /* ---- small helpers ---- */
 
 static inline em_device em_cpu_dev(void) { return em_cpu_device(); }

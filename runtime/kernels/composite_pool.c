@@ -1,0 +1,368 @@
+/* composite_pool.c -- the pool family's composite ops (schema/ops/pool.yaml,
+ * `kernels: {Composite: em_comp_NAME}`; Note [Composite ops] in
+ * codegen/codegen.h): the nn.functional spellings over the kernels.
+ *
+ * Note [Optional results]: max_pool1d/2d/3d return (values, indices) with
+ * indices NULL unless return_indices is true; the Lua binding pushes nil for
+ * a NULL further result (em_lua_push_results), so `F.max_pool2d(x, 2)` gives
+ * the values alone, as torch.nn.functional does.
+ */
+#include <string.h>
+
+#include "autograd/em_autograd.h"
+#include "em_ops.h"
+#include "em_kernels_decl.h"
+#include "kernels/cpu/em_cpu.h" /* em_cpu_pool_geom_init: the argument checks */
+
+/* ---- max pooling ---- */
+
+/* values of op(...) and, with return_indices, its indices (else NULL). */
+static em_tensor *keep_indices(em_tensor *values, em_tensor *ix, bool return_indices, em_tensor **indices) {
+    if (!values || !return_indices) {
+        em_tensor_release(ix);
+        ix = NULL;
+    }
+    *indices = ix;
+    return values;
+}
+
+/* The kernels' argument checks under the caller's name (so that an error
+ * reads "max_pool2d: ..." rather than naming the op underneath). */
+static bool pool_args_ok(em_tensor *input, int nsp, em_intlist kernel_size, em_intlist stride, em_intlist padding,
+                         em_intlist dilation, bool ceil_mode, const char *op) {
+    em_cpu_pool_geom g;
+    return em_cpu_pool_geom_init(&g, input, nsp, kernel_size, stride, padding, dilation, ceil_mode, false, op) == EM_OK;
+}
+
+/* max_pool1d as max_pool2d over a height of 1: (N, C, L) -> (N, C, 1, L);
+ * a 1-d index is then the flat position in the 1 x L plane. The arguments
+ * are checked here first, so errors name max_pool1d_with_indices. */
+em_tensor *em_comp_max_pool1d_with_indices(em_keyset ks, em_tensor *self, em_intlist kernel_size, em_intlist stride,
+                                           em_intlist padding, em_intlist dilation, bool ceil_mode,
+                                           em_tensor **indices) {
+    (void)ks;
+    em_cpu_pool_geom g;
+    if (em_cpu_pool_geom_init(&g, self, 1, kernel_size, stride, padding, dilation, ceil_mode, false,
+                              "max_pool1d_with_indices") != EM_OK)
+        return NULL;
+    int64_t k[2] = { 1, g.k[2] }, s[2] = { 1, g.s[2] }, p[2] = { 0, g.p[2] }, d[2] = { 1, g.d[2] };
+    em_tensor *x = em_unsqueeze(self, -2);
+    if (!x) return NULL;
+    em_tensor *ix = NULL;
+    em_tensor *v = em_max_pool2d_with_indices(x, (em_intlist){ k, 2 }, (em_intlist){ s, 2 }, (em_intlist){ p, 2 },
+                                              (em_intlist){ d, 2 }, ceil_mode, &ix);
+    em_tensor_release(x);
+    int64_t h = -2;
+    em_tensor *vs = v ? em_squeeze(v, &h) : NULL;
+    em_tensor *is = vs ? em_squeeze(ix, &h) : NULL;
+    em_tensor_release(v);
+    em_tensor_release(ix);
+    if (!is) {
+        em_tensor_release(vs);
+        return NULL;
+    }
+    *indices = is;
+    return vs;
+}
+
+em_tensor *em_comp_max_pool1d(em_keyset ks, em_tensor *input, em_intlist kernel_size, em_intlist stride,
+                              em_intlist padding, em_intlist dilation, bool ceil_mode, bool return_indices,
+                              em_tensor **indices) {
+    (void)ks;
+    if (!pool_args_ok(input, 1, kernel_size, stride, padding, dilation, ceil_mode, "max_pool1d")) return NULL;
+    em_tensor *ix = NULL;
+    em_tensor *v = em_max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode, &ix);
+    return keep_indices(v, ix, return_indices, indices);
+}
+
+em_tensor *em_comp_max_pool2d(em_keyset ks, em_tensor *input, em_intlist kernel_size, em_intlist stride,
+                              em_intlist padding, em_intlist dilation, bool ceil_mode, bool return_indices,
+                              em_tensor **indices) {
+    (void)ks;
+    if (!pool_args_ok(input, 2, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")) return NULL;
+    em_tensor *ix = NULL;
+    em_tensor *v = em_max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode, &ix);
+    return keep_indices(v, ix, return_indices, indices);
+}
+
+em_tensor *em_comp_max_pool3d(em_keyset ks, em_tensor *input, em_intlist kernel_size, em_intlist stride,
+                              em_intlist padding, em_intlist dilation, bool ceil_mode, bool return_indices,
+                              em_tensor **indices) {
+    (void)ks;
+    if (!pool_args_ok(input, 3, kernel_size, stride, padding, dilation, ceil_mode, "max_pool3d")) return NULL;
+    em_tensor *ix = NULL;
+    em_tensor *v = em_max_pool3d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode, &ix);
+    return keep_indices(v, ix, return_indices, indices);
+}
+
+/* ---- average pooling ---- */
+
+/* avg_pool1d as avg_pool2d over a height of 1 (PyTorch does the same). */
+em_tensor *em_comp_avg_pool1d(em_keyset ks, em_tensor *input, em_intlist kernel_size, em_intlist stride,
+                              em_intlist padding, bool ceil_mode, bool count_include_pad) {
+    (void)ks;
+    em_cpu_pool_geom g;
+    em_intlist none = { NULL, -1 };
+    if (em_cpu_pool_geom_init(&g, input, 1, kernel_size, stride, padding, none, ceil_mode, true, "avg_pool1d") !=
+        EM_OK)
+        return NULL;
+    int64_t k[2] = { 1, g.k[2] }, s[2] = { 1, g.s[2] }, p[2] = { 0, g.p[2] };
+    em_tensor *x = em_unsqueeze(input, -2);
+    em_tensor *v = x ? em_avg_pool2d(x, (em_intlist){ k, 2 }, (em_intlist){ s, 2 }, (em_intlist){ p, 2 }, ceil_mode,
+                                     count_include_pad, NULL)
+                     : NULL;
+    int64_t h = -2;
+    em_tensor *r = v ? em_squeeze(v, &h) : NULL;
+    em_tensor_release(x);
+    em_tensor_release(v);
+    return r;
+}
+
+/* ---- adaptive pooling ---- */
+
+/* The 1-d adaptive pools as 2-d ones over a height of 1 (output 1 x n). */
+static em_status adaptive_1d_args(em_tensor *input, em_intlist output_size, int64_t *os, const char *op) {
+    if (input->ndim != 2 && input->ndim != 3) {
+        char s[EM_SHAPE_STR_MAX];
+        em_set_error(EM_ESHAPE, "%s: argument 'input' must have 2 or 3 dims (unbatched or batched), got shape %s", op,
+                     em_shape_str(input->ndim, input->sizes, s, sizeof s));
+        return EM_ESHAPE;
+    }
+    if (output_size.n != 1) {
+        em_set_error(EM_EVALUE, "%s: output_size must be a single integer, got %d", op, output_size.n);
+        return EM_EVALUE;
+    }
+    os[0] = 1;
+    os[1] = output_size.data[0];
+    return EM_OK;
+}
+
+em_tensor *em_comp_adaptive_avg_pool1d(em_keyset ks, em_tensor *input, em_intlist output_size) {
+    (void)ks;
+    int64_t os[2], h = -2;
+    if (adaptive_1d_args(input, output_size, os, "adaptive_avg_pool1d") != EM_OK) return NULL;
+    em_tensor *x = em_unsqueeze(input, -2);
+    em_tensor *v = x ? em_adaptive_avg_pool2d(x, (em_intlist){ os, 2 }) : NULL;
+    em_tensor *r = v ? em_squeeze(v, &h) : NULL;
+    em_tensor_release(x);
+    em_tensor_release(v);
+    return r;
+}
+
+em_tensor *em_comp_adaptive_max_pool1d(em_keyset ks, em_tensor *input, em_intlist output_size, bool return_indices,
+                                       em_tensor **indices) {
+    (void)ks;
+    int64_t os[2], h = -2;
+    if (adaptive_1d_args(input, output_size, os, "adaptive_max_pool1d") != EM_OK) return NULL;
+    em_tensor *x = em_unsqueeze(input, -2);
+    em_tensor *ix = NULL;
+    em_tensor *v = x ? em_adaptive_max_pool2d_with_indices(x, (em_intlist){ os, 2 }, &ix) : NULL;
+    em_tensor *vs = v ? em_squeeze(v, &h) : NULL;
+    em_tensor *is = vs && return_indices ? em_squeeze(ix, &h) : NULL;
+    em_tensor_release(x);
+    em_tensor_release(v);
+    em_tensor_release(ix);
+    if (vs && return_indices && !is) {
+        em_tensor_release(vs);
+        return NULL;
+    }
+    *indices = is;
+    return vs;
+}
+
+em_tensor *em_comp_adaptive_max_pool2d(em_keyset ks, em_tensor *input, em_intlist output_size, bool return_indices,
+                                       em_tensor **indices) {
+    (void)ks;
+    em_tensor *ix = NULL;
+    em_tensor *v = em_adaptive_max_pool2d_with_indices(input, output_size, &ix);
+    return keep_indices(v, ix, return_indices, indices);
+}
+
+/* ---- power-average pooling ---- */
+
+/* PyTorch's lp_pool: out = avg_pool(x^p); (sign(out) * relu(|out|) * kernel
+ * elements)^(1/p). nsp is 1 or 2. */
+static em_tensor *lp_pool(em_tensor *input, double norm_type, em_intlist kernel_size, em_intlist stride,
+                          bool ceil_mode, int nsp, const char *op) {
+    if (kernel_size.n != 1 && kernel_size.n != nsp) {
+        em_set_error(EM_EVALUE, "%s: kernel_size must be a single integer or %d integers, got %d", op, nsp,
+                     kernel_size.n);
+        return NULL;
+    }
+    int64_t kn = 1;
+    for (int i = 0; i < nsp; i++) kn *= kernel_size.data[kernel_size.n == 1 ? 0 : i];
+    int64_t zero = 0;
+    em_intlist pad = { &zero, 1 };
+    em_tensor *p = em_tensor_wrapped_scalar(em_scalar_float(norm_type));
+    em_tensor *rp = em_tensor_wrapped_scalar(em_scalar_float(1.0 / norm_type));
+    em_tensor *kt = em_tensor_wrapped_scalar(em_scalar_int(kn));
+    em_tensor *xp = p && rp && kt ? em_pow(input, p) : NULL;
+    em_tensor *out = !xp ? NULL
+                     : nsp == 1 ? em_avg_pool1d(xp, kernel_size, stride, pad, ceil_mode, true)
+                                : em_avg_pool2d(xp, kernel_size, stride, pad, ceil_mode, true, NULL);
+    em_tensor *sg = out ? em_sign(out) : NULL;
+    em_tensor *ab = sg ? em_abs(out) : NULL;
+    em_tensor *re = ab ? em_relu(ab) : NULL;
+    em_tensor *m1 = re ? em_mul(sg, re) : NULL;
+    em_tensor *m2 = m1 ? em_mul(m1, kt) : NULL;
+    em_tensor *r = m2 ? em_pow(m2, rp) : NULL;
+    em_tensor *tmp[] = { p, rp, kt, xp, out, sg, ab, re, m1, m2 };
+    for (size_t i = 0; i < sizeof tmp / sizeof *tmp; i++) em_tensor_release(tmp[i]);
+    return r;
+}
+
+em_tensor *em_comp_lp_pool1d(em_keyset ks, em_tensor *input, double norm_type, em_intlist kernel_size,
+                             em_intlist stride, bool ceil_mode) {
+    (void)ks;
+    return lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1, "lp_pool1d");
+}
+
+em_tensor *em_comp_lp_pool2d(em_keyset ks, em_tensor *input, double norm_type, em_intlist kernel_size,
+                             em_intlist stride, bool ceil_mode) {
+    (void)ks;
+    return lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2, "lp_pool2d");
+}
+
+/* ---- unpooling ---- */
+
+/* PyTorch's _unpool_output_size: (in - 1) * stride - 2 * padding + kernel
+ * per spatial dim, or output_size (nsp values, or nsp + 2 whose last nsp
+ * count) when it lies strictly within one stride of that. Then the kernel. */
+static em_tensor *max_unpool_nd(em_tensor *input, em_tensor *indices, em_intlist kernel_size, em_intlist stride,
+                                em_intlist padding, em_intlist output_size, int nsp, const char *op) {
+    if (input->ndim != nsp + 1 && input->ndim != nsp + 2) {
+        char s[EM_SHAPE_STR_MAX];
+        em_set_error(EM_ESHAPE, "%s: argument 'input' must have %d or %d dims (unbatched or batched), got shape %s",
+                     op, nsp + 1, nsp + 2, em_shape_str(input->ndim, input->sizes, s, sizeof s));
+        return NULL;
+    }
+    int64_t k[3], s[3], p[3], os[3];
+    const struct { em_intlist l; int64_t *out; const char *name; } lists[] = {
+        { kernel_size, k, "kernel_size" }, { stride, s, "stride" }, { padding, p, "padding" } };
+    for (int j = 0; j < 3; j++) {
+        em_intlist l = lists[j].l;
+        if (j == 1 && l.n <= 0) l = kernel_size; /* stride None = kernel_size */
+        if (l.n != 1 && l.n != nsp) {
+            em_set_error(EM_EVALUE, "%s: %s must be a single integer or %d integers, got %d", op, lists[j].name, nsp,
+                         l.n < 0 ? 0 : l.n);
+            return NULL;
+        }
+        for (int i = 0; i < nsp; i++) lists[j].out[i] = l.data[l.n == 1 ? 0 : i];
+    }
+    for (int i = 0; i < nsp; i++)
+        os[i] = (input->sizes[input->ndim - nsp + i] - 1) * s[i] - 2 * p[i] + k[i];
+    if (output_size.n >= 0) {
+        int off = output_size.n == nsp + 2 ? 2 : 0;
+        if (output_size.n != nsp && output_size.n != nsp + 2) {
+            em_set_error(EM_EVALUE, "%s: output_size must have %d or %d values, got %d", op, nsp, nsp + 2,
+                         output_size.n);
+            return NULL;
+        }
+        for (int i = 0; i < nsp; i++) {
+            int64_t v = output_size.data[off + i], lo = os[i] - s[i], hi = os[i] + s[i];
+            if (!(lo < v && v < hi)) {
+                em_set_error(EM_EVALUE, "%s: output_size %lld for spatial dim %d must be between %lld and %lld (exclusive)",
+                             op, (long long)v, i + 1, (long long)lo, (long long)hi);
+                return NULL;
+            }
+            os[i] = v;
+        }
+    }
+    return em_max_unpool(input, indices, (em_intlist){ os, nsp });
+}
+
+em_tensor *em_comp_max_unpool1d(em_keyset ks, em_tensor *input, em_tensor *indices, em_intlist kernel_size,
+                                em_intlist stride, em_intlist padding, em_intlist output_size) {
+    (void)ks;
+    return max_unpool_nd(input, indices, kernel_size, stride, padding, output_size, 1, "max_unpool1d");
+}
+
+em_tensor *em_comp_max_unpool2d(em_keyset ks, em_tensor *input, em_tensor *indices, em_intlist kernel_size,
+                                em_intlist stride, em_intlist padding, em_intlist output_size) {
+    (void)ks;
+    return max_unpool_nd(input, indices, kernel_size, stride, padding, output_size, 2, "max_unpool2d");
+}
+
+em_tensor *em_comp_max_unpool3d(em_keyset ks, em_tensor *input, em_tensor *indices, em_intlist kernel_size,
+                                em_intlist stride, em_intlist padding, em_intlist output_size) {
+    (void)ks;
+    return max_unpool_nd(input, indices, kernel_size, stride, padding, output_size, 3, "max_unpool3d");
+}
+
+/* ---- pixel shuffle ---- */
+
+/* pixel_shuffle / pixel_unshuffle as PyTorch's math: a view splitting the
+ * channel (or spatial) dims by r, a permute, a reshape (a copy, never a
+ * view of self, as in PyTorch). */
+static em_tensor *shuffle(em_tensor *self, int64_t r, bool up, const char *op) {
+    const char *arg = up ? "upscale_factor" : "downscale_factor";
+    if (self->ndim < 3) {
+        char s[EM_SHAPE_STR_MAX];
+        em_set_error(EM_ESHAPE, "%s: argument 'self' must have at least 3 dims (*, C, H, W), got shape %s", op,
+                     em_shape_str(self->ndim, self->sizes, s, sizeof s));
+        return NULL;
+    }
+    if (r <= 0) {
+        em_set_error(EM_EVALUE, "%s: %s must be positive, got %lld", op, arg, (long long)r);
+        return NULL;
+    }
+    int nd = self->ndim, lead = nd - 3;
+    int64_t c = self->sizes[nd - 3], h = self->sizes[nd - 2], w = self->sizes[nd - 1];
+    if (up && c % (r * r) != 0) {
+        em_set_error(EM_EVALUE, "%s: the channel count %lld is not divisible by %s squared (%lld)", op, (long long)c,
+                     arg, (long long)(r * r));
+        return NULL;
+    }
+    if (!up && (h % r != 0 || w % r != 0)) {
+        em_set_error(EM_EVALUE, "%s: height %lld and width %lld must be divisible by %s (%lld)", op, (long long)h,
+                     (long long)w, arg, (long long)r);
+        return NULL;
+    }
+    int64_t v[EM_MAX_DIMS + 3], perm[EM_MAX_DIMS + 3], out[EM_MAX_DIMS];
+    if (nd + 3 > EM_MAX_DIMS) {
+        em_set_error(EM_ESHAPE, "%s: at most %d dims, got %d", op, EM_MAX_DIMS - 3, nd);
+        return NULL;
+    }
+    for (int d = 0; d < lead; d++) v[d] = out[d] = self->sizes[d], perm[d] = d;
+    /* up:   (*, c', r, r, h, w) -> (*, c', h, r, w, r) -> (*, c', h*r, w*r)
+     * down: (*, c, h', r, w', r) -> (*, c, r, r, h', w') -> (*, c*r*r, h', w') */
+    static const int up_perm[6] = { 0, 3, 1, 4, 2, 5 }, down_perm[6] = { 0, 2, 4, 1, 3, 5 };
+    int64_t six[6];
+    if (up) {
+        int64_t six_up[6] = { c / (r * r), r, r, h, w, 0 };
+        memcpy(six, six_up, sizeof six);
+    } else {
+        int64_t six_dn[6] = { c, h / r, r, w / r, r, 0 };
+        memcpy(six, six_dn, sizeof six);
+    }
+    for (int i = 0; i < 5; i++) v[lead + i] = six[i];
+    const int *pp = up ? up_perm : down_perm;
+    for (int i = 0; i < 5; i++) perm[lead + i] = lead + pp[i];
+    if (up) {
+        out[lead] = c / (r * r), out[lead + 1] = h * r, out[lead + 2] = w * r;
+    } else {
+        out[lead] = c * r * r, out[lead + 1] = h / r, out[lead + 2] = w / r;
+    }
+    em_tensor *a = em_reshape(self, (em_intlist){ v, lead + 5 });
+    em_tensor *b = a ? em_permute(a, (em_intlist){ perm, lead + 5 }) : NULL;
+    /* the reshape of the permuted view copies (a new tensor, not a view) */
+    em_tensor *res = b ? em_reshape(b, (em_intlist){ out, nd }) : NULL;
+    if (res && res->storage == self->storage) { /* r == 1: a view of self; PyTorch returns a copy */
+        em_tensor *copy = em_clone(res);
+        em_tensor_release(res);
+        res = copy;
+    }
+    em_tensor_release(a);
+    em_tensor_release(b);
+    return res;
+}
+
+em_tensor *em_comp_pixel_shuffle(em_keyset ks, em_tensor *self, int64_t upscale_factor) {
+    (void)ks;
+    return shuffle(self, upscale_factor, true, "pixel_shuffle");
+}
+
+em_tensor *em_comp_pixel_unshuffle(em_keyset ks, em_tensor *self, int64_t downscale_factor) {
+    (void)ks;
+    return shuffle(self, downscale_factor, false, "pixel_unshuffle");
+}
