@@ -24,7 +24,11 @@ function T.rss_flat_in_allocation_loop()
     b = nil
   end
   local after = rss_mb()
-  if before then
+  -- under a sanitizer build ASan's quarantine keeps freed blocks resident
+  -- (and earlier tests raise the baseline): only the allocator's own peak
+  -- below means something there
+  local san = (os.getenv("EMBER") or ""):find("/san-", 1, true)
+  if before and not san then
     check(after < 200, string.format("RSS %.1f MB after 2000 x 1 MB tensors", after))
     check(after - before < 150, string.format("RSS grew by %.1f MB", after - before))
   end
