@@ -1072,6 +1072,11 @@ static int l_load_npz(lua_State *L) {
             if (csize != usize) raisef(L, "%s: '%s': stored member '%s' has two sizes", op, path, mname);
             img = p + data;
         } else if (method == 8) {
+            /* deflate expands at most 1032:1: a larger claimed size is a lie
+             * that would make us allocate it (found by make fuzz) */
+            if ((uint64_t)usize > (uint64_t)csize * 1032 + 64)
+                raisef(L, "%s: '%s': member '%s' claims %u bytes from %u compressed (more than deflate can give)", op,
+                       path, mname, (unsigned)usize, (unsigned)csize);
             unsigned char *u = lua_newuserdatauv(L, usize ? usize : 1, 0);
             z_stream s = { 0 };
             if (inflateInit2(&s, -15) != Z_OK) raisef(L, "%s: zlib cannot start inflate", op);

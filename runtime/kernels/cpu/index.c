@@ -809,7 +809,7 @@ static void sc_range(int64_t b, int64_t e, void *p) {
             __atomic_compare_exchange_n(&c->bad, &one, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
             return;
         }
-        c->row(c->kind, c->self + so * c->es, w->s_k, w->sst[w->d], c->iv + io, w->ist[w->nd - 1],
+        c->row(c->kind, c->self ? c->self + so * c->es : c->self, w->s_k, w->sst[w->d], c->iv + io, w->ist[w->nd - 1],
                c->src + ro * c->es, w->rst[w->nd - 1], w->L);
         row_advance(w, pos, &io, &so, &ro);
     }
@@ -904,7 +904,8 @@ static void ga_range(int64_t b, int64_t e, void *p) {
     int64_t pos[EM_MAX_DIMS], io, so, ro;
     row_offsets(w, b, pos, &io, &so, &ro);
     for (int64_t r = b; r < e; r++) {
-        int64_t v = c->row(c->self + so * c->es, w->s_k, w->sst[w->d], c->iv + io, w->ist[w->nd - 1],
+        /* an empty self has NULL data: no offset may be added to it (UB) */
+        int64_t v = c->row(c->self ? c->self + so * c->es : c->self, w->s_k, w->sst[w->d], c->iv + io, w->ist[w->nd - 1],
                            c->out + r * w->L * c->es, w->L, c->size);
         if (v != 1) {
             int64_t one = 1;
