@@ -629,6 +629,7 @@ def surface(ops_yaml):
             o = schema.Op(name, args, rets, [variants], func)
             o.inplace = '!' in args[0].raw_type
             ops.append(o)
+            names.add(name)
     only = os.environ.get('EMBER_DIFFTEST_OPS')
     if only:  # difftest.py --ops a,b: draw just these (by name or base name)
         keep = set(only.split(','))
@@ -663,7 +664,9 @@ def _load_families():
             assert k not in MAP, 'difftest MAP entry %s given twice (%s)' % (k, f)
             MAP[k] = v
         INDEX_RESULTS.update(getattr(m, 'INDEX_RESULTS', {}))
-        EXTRA.extend(getattr(m, 'EXTRA', []))
+        extra = getattr(m, 'EXTRA', [])
+        if extra is not EXTRA:  # `from ops import *` binds ops.EXTRA itself
+            EXTRA.extend(extra)
 
 
 _load_families()
