@@ -72,6 +72,17 @@ em_tensor *em_comp_max_pool1d(em_keyset ks, em_tensor *input, em_intlist kernel_
     if (!pool_args_ok(input, 1, kernel_size, stride, padding, dilation, ceil_mode, "max_pool1d")) return NULL;
     em_tensor *ix = NULL;
     em_tensor *v = em_max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode, &ix);
+    if (v && !return_indices && !em_requires_grad(input)) {
+        /* PyTorch's max_pool1d returns a fresh tensor, not the squeezed
+         * view of a height-1 max_pool2d, when the input does not require
+         * grad and no indices are asked for: a view made under no_grad
+         * would refuse a later in-place write with grad mode on. Same
+         * data, a header without a base. */
+        em_tensor *fresh = em_tensor_new_view(v->storage, v->offset, v->ndim, v->sizes, v->strides, v->dtype,
+                                              v->version);
+        em_tensor_release(v);
+        v = fresh;
+    }
     return keep_indices(v, ix, return_indices, indices);
 }
 

@@ -35,6 +35,13 @@ Differences accepted (also in the report to the lead):
     grad: torch's result requires grad (its derivative for mask is "not
     implemented" and raises in backward); ember's mask has no formula, so
     the result does not require grad through it.
+  - native_dropout (and dropout with p = 1 or training) of an empty tensor
+    that requires grad: torch 1.13 returns the input itself, so its
+    autograd gives the leaf a grad_fn (is_leaf turns false); ember returns a
+    new empty tensor. Not drawn.
+  - The NaN / x = 3 differences above also show through the forward ops'
+    gradients (hardtanh, relu6, elu, selu, celu, hardswish, softshrink,
+    hardshrink): calls with NaN arguments (+-3 for hardswish) are not drawn.
   - gelu_backward with mixed float dtypes: torch 1.13 raises
     ("itensor_view_from_dense expects float/bfloat16 tensor input", its
     oneDNN path); ember promotes.
@@ -70,7 +77,10 @@ def _gen_dropout(native):
     def gen(g, op):
         """A deterministic dropout call: p 0 or 1 while training, or any p
         with training false (see the docstring)."""
-        self_name = g.pick(inplace=False)
+        # not on an empty tensor requiring grad: torch 1.13's native_dropout
+        # returns the input itself there (its autograd then gives the leaf a
+        # grad_fn); ember returns a new empty tensor (docstring)
+        self_name = g.pick(pred=lambda t: t.numel() > 0 or not t.requires_grad, inplace=False)
         if self_name is None:
             return None
         training = g.r.random() < 0.6
@@ -80,6 +90,20 @@ def _gen_dropout(native):
             args.append(['bool', True])  # inplace
         return dict(args=args, kw={}, pre=[])
     return gen
+
+
+def _gen_dropout_backward(g, op):
+    """native_dropout_backward with a mask that does not require grad (the
+    accepted difference of the docstring)."""
+    d = gen_generic(g, op)
+    if d is None or len(d['args']) < 2 or d['args'][1][0] != 'var':
+        return None
+    m = d['args'][1][1]
+    for st in d['pre']:
+        if st.get('s') == 'leaf' and st['out'] == m:
+            st['rg'] = False
+            return d
+    return None if g.t(m).requires_grad else d
 
 
 _W = 0.4
@@ -92,10 +116,54 @@ MAP.update({name: dict(weight=0.2) for name in (
     'hardsigmoid_backward hardswish_backward log_sigmoid_backward softshrink_backward '
     'hardshrink_backward').split()})
 MAP['gelu'] = dict(gen=_gen_gelu(False), weight=_W)
+
+
+def _bad_values(avoid_three):
+    """pred(values) -> True when a value is NaN (or +-3 with avoid_three)."""
+    def bad(v):
+        if isinstance(v, str):
+            return v == 'nan'
+        if isinstance(v, bool):
+            return False
+        return v != v or (avoid_three and abs(v) == 3)
+    return bad
+
+
+def _gen_avoiding(avoid_three=False):
+    """gen_generic, refusing a call where a tensor or number argument holds
+    NaN (or +-3 for hardswish): the accepted NaN / x = 3 difference of the
+    docstring, which torch's forward ops reach through their backward too."""
+    bad = _bad_values(avoid_three)
+
+    def gen(g, op):
+        d = gen_generic(g, op)
+        if d is None:
+            return None
+        leaves = {st['out']: st for st in d['pre'] if st.get('s') == 'leaf'}
+        for a in d['args'] + list(d['kw'].values()):
+            if a[0] == 'num' and bad(a[1]):
+                return None
+            if a[0] == 'var':
+                if a[1] in leaves:
+                    vals = leaves[a[1]]['values']
+                else:
+                    t = g.t(a[1]).detach()
+                    vals = t.double().flatten().tolist() if t.is_floating_point() else []
+                if any(bad(v) for v in vals):
+                    return None
+        return d
+    return gen
+
+
+for _name in ('hardtanh hardtanh_ relu6 elu elu_ selu selu_ celu celu_ softshrink hardshrink '
+              'hardtanh_backward elu_backward softshrink_backward hardshrink_backward').split():
+    MAP[_name]['gen'] = _gen_avoiding()
+for _name in ('hardswish', 'hardswish_backward'):
+    MAP[_name]['gen'] = _gen_avoiding(avoid_three=True)
 for _name in ('dropout', 'dropout1d', 'dropout2d', 'dropout3d', 'alpha_dropout', 'feature_alpha_dropout'):
     MAP[_name] = dict(gen=_gen_dropout(False), weight=0.3)
 MAP['native_dropout'] = dict(gen=_gen_dropout(True), weight=0.3)
-MAP['native_dropout_backward'] = dict(weight=0.2)
+MAP['native_dropout_backward'] = dict(gen=_gen_dropout_backward, weight=0.2)
 MAP['prelu'] = dict(weight=_W)
 MAP['glu'] = dict(weight=_W)
 MAP['log_sigmoid_backward']['py'] = lambda st, pa, pk: (

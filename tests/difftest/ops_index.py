@@ -18,6 +18,11 @@ gives the larger src zeros where index does not reach; the generator draws
 src of index's shape. scatter_reduce with reduce="prod": PyTorch refuses
 the double backward where two or more zeros of src meet in one element,
 ember computes it (Note [scatter_reduce prod]).
+masked_scatter_ into a non-contiguous self (a transpose): PyTorch 1.13's CPU
+kernel takes source's elements in self's memory order, its out-of-place
+masked_scatter in row-major order; ember takes them in row-major order in
+both (what the documentation says); the generator draws masked_scatter_
+into contiguous tensors only.
 scatter with reduce (not differentiable, as in
 PyTorch) refuses an input that requires grad when called, where PyTorch
 raises at backward; the generator gives it no such input.
@@ -163,7 +168,8 @@ def gen_masked_select(g, op):
 
 
 def gen_masked_scatter(g, op):
-    s = g.pick(inplace=op.inplace)
+    # in place, only into a contiguous self (see the docstring)
+    s = g.pick(pred=(lambda t: t.is_contiguous()) if op.inplace else None, inplace=op.inplace)
     if s is None:
         return None
     t = g.t(s)

@@ -224,6 +224,28 @@ function T.max_unpool_values_and_errors()
   check_error(function() return F.max_unpool2d(v[1][1], i[1][1], 2) end, "max_unpool2d", "3 or 4 dims")
 end
 
+-- torch's max_pool1d returns a fresh tensor (not a view of a height-1
+-- max_pool2d result) when its input does not require grad: a piece of it
+-- taken with grad mode on can then be written with a value requiring grad
+-- (found by the difftest, seed 1117)
+function T.max_pool1d_result_is_not_a_view_made_under_no_grad()
+  local x = ember.tensor({ { 1.75, 0.25 }, { 2.0, 2.5 } })
+  local y
+  do
+    local _ <close> = ember.no_grad()
+    y = F.max_pool1d(x, 2)
+  end
+  local w = ember.tensor({ 3.0 }, { requires_grad = true })
+  local row = y[2]
+  row[{ { 1 } }] = w
+  y:sum():backward()
+  check_tensor(w.grad, { 1 })
+  check_tensor(y, { { 1.75 }, { 3.0 } })
+  -- with indices, or an input requiring grad, it stays the squeezed view
+  local v = F.max_pool1d(x:clone():requires_grad_(), 2)
+  check(v.grad_fn ~= nil)
+end
+
 -- ---- pixel shuffle ----
 
 function T.pixel_shuffle_values_and_errors()

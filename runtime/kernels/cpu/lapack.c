@@ -1209,7 +1209,7 @@ em_tensor *em_cpu_lstsq(em_keyset ks, em_tensor *self, em_tensor *b, const em_sc
         if (drv >= 2)
             for (int i = 0; i < kk; i++) put_val(sv, bi * kk + i, s[i]);
     }
-    if (m > n && drv != 1 && full_rank && bt.count > 0) {
+    if (m > n && drv != 1 && full_rank) { /* an empty batch too: (0, k), as torch */
         res = new_batched(&bt, 1, k, 0, A->dtype); /* (k) also for a vector b, as torch */
         if (!res) goto fail;
         for (int64_t e = 0; e < bt.count * k; e++) put_val(res, e, rs[e]);
