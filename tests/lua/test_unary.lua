@@ -417,4 +417,21 @@ function T.special_function_gradients()
   check_error(function() return ember.tensor({ 1 }):erf_() end, "erf_", "float32", "int64")
 end
 
+-- logical_not_ writes 1/0 in self's own dtype; through history its
+-- gradient is zero (torch 1.13 passes the old gradient through unchanged)
+function T.logical_not_in_place()
+  local b = ember.tensor({ 0, 3, -2 }, { dtype = "int32" })
+  check(rawequal(b:logical_not_(), b))
+  check_tensor(b, { 1, 0, 0 })
+  check(b.dtype == "int32")
+  check_tensor(ember.tensor({ true, false }):logical_not_(), { false, true })
+  local a = ember.tensor({ 0.0, 2.0, -1.0 }, { requires_grad = true })
+  local x = a * 2
+  x:logical_not_()
+  check_tensor(x, { 1, 0, 0 })
+  x:sum():backward()
+  check_tensor(a.grad, { 0, 0, 0 })
+  check_error(function() return a:logical_not_() end, "logical_not_", "leaf")
+end
+
 return T

@@ -21,6 +21,9 @@ return function(H)
     local ip = name .. "_"
     S[ip] = function() return H.one({ make() }, function(a) local c = a:clone(); return c[ip](c) end) end
   end
+  S.logical_not_ = function()
+    return H.one({ m23() }, function(a) local c = a:clone(); return c:logical_not_() + a end)
+  end
   S.round_decimals = function()
     return H.one({ m23() }, function(a) return a:round({ decimals = 2 }) * a end)
   end
