@@ -68,4 +68,84 @@ function T.custom_function_checks_and_trains()
   check(first and last and last < first / 20, "the fit improves 20-fold: " .. out)
 end
 
+-- ---- man/ember-lua.7 ----
+
+local MAN = "man/ember-lua.7"
+
+local function have(cmd)
+  local _, code = run("command -v " .. cmd .. " >/dev/null")
+  return code == 0
+end
+
+function T.ember_lua_man_page_renders_without_warnings()
+  if not have("groff") then print("skipped: groff is not installed") return end
+  local out, code = run("groff -ww -man -Tutf8 " .. MAN .. " >/dev/null")
+  check(code == 0 and out == "", "groff -ww: " .. out)
+  if have("man") then
+    out, code = run("MANPAGER=cat MANWIDTH=80 man -l " .. MAN)
+    check(code == 0 and out:find("EMBER-LUA(7)", 1, true) and out:find("ember.optim.lr_scheduler", 1, true), out)
+  end
+end
+
+-- The page's text with the groff escapes it uses turned into plain characters.
+local function man_text()
+  local f = assert(io.open(MAN))
+  local src = f:read("a")
+  f:close()
+  src = src:gsub("\\f[BIRP]", ""):gsub("\\%-", "-"):gsub("\\%(dq", '"'):gsub("\\%(bu", "*")
+    :gsub("\\ ", " "):gsub("\\&", ""):gsub("\\e", "\\")
+  local lines = {}
+  for line in src:gmatch("[^\n]*") do
+    if not line:match("^%.\\\"") then -- comments name no API
+      lines[#lines + 1] = line:gsub("^%.%a+%s*", "") -- macro names (.B, .TP, ...) are not text
+    end
+  end
+  return table.concat(lines, "\n")
+end
+
+-- Every ember.X.Y, nn.X, F.X, optim.X, lr_scheduler.X, data.X, utils.X,
+-- init.X and autograd.X name on the page resolves to a non-nil value
+-- (NAME is a placeholder), and every method written x:NAME, m:NAME,
+-- opt:NAME, ... exists on an object of that kind.
+function T.ember_lua_man_page_names_exist()
+  local text = man_text()
+  local roots = { ember = ember, nn = ember.nn, F = ember.nn.functional, optim = ember.optim,
+    lr_scheduler = ember.optim.lr_scheduler, data = ember.data, utils = ember.utils,
+    init = ember.nn.init, autograd = ember.autograd }
+  local checked, missing = 0, {}
+  for root, rest in text:gmatch("%f[%w_.]([%a_]+)(%.[%a_][%w_.]*)") do
+    local v = roots[root]
+    if v ~= nil and not rest:find("NAME", 1, true) then
+      for part in rest:gmatch("[%a_][%w_]*") do
+        v = type(v) == "table" and v[part] or nil
+      end
+      checked = checked + 1
+      if v == nil then missing[#missing + 1] = root .. rest:gsub("%.$", "") end
+    end
+  end
+  -- objects for the methods and fields written on the page
+  local leaf = ember.ones(2, 3, { requires_grad = true })
+  local x = leaf * 2
+  x:retain_grad()
+  x:sum():backward()
+  local net = ember.nn.Sequential(ember.nn.Linear(2, 2))
+  local opt = ember.optim.SGD(net:parameters(), 0.1)
+  local objects = { x = x, y = x, loss = x, m = net, seq = net,
+    ml = ember.nn.ModuleList({ ember.nn.Identity() }), md = ember.nn.ModuleDict({ a = ember.nn.Identity() }),
+    opt = opt, sched = ember.optim.lr_scheduler.StepLR(opt, 30),
+    loader = ember.data.DataLoader({ 1, 2 }), g = ember.Generator(), timer = ember.utils.Timer(),
+    bar = ember.utils.progress(1, { file = io.open("/dev/null", "w") }) }
+  local methods = 0
+  for name, sep, field in text:gmatch("%f[%w_.]([%a_]+)([:.])([%a_][%w_]*)") do
+    local o = objects[name]
+    if o ~= nil and not roots[name] then
+      methods = methods + 1
+      local ok, v = pcall(function() return o[field] end)
+      if not ok or v == nil then missing[#missing + 1] = name .. sep .. field end
+    end
+  end
+  check(checked > 150 and methods > 60, string.format("names found: %d, methods %d", checked, methods))
+  check(#missing == 0, "names on the page that do not exist: " .. table.concat(missing, ", "))
+end
+
 return T
