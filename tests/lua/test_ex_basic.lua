@@ -87,17 +87,25 @@ function T.ember_lua_man_page_renders_without_warnings()
   end
 end
 
--- The page's text with the groff escapes it uses turned into plain characters.
-local function man_text()
+local function man_source()
   local f = assert(io.open(MAN))
   local src = f:read("a")
   f:close()
-  src = src:gsub("\\f[BIRP]", ""):gsub("\\%-", "-"):gsub("\\%(dq", '"'):gsub("\\%(bu", "*")
-    :gsub("\\ ", " "):gsub("\\&", ""):gsub("\\e", "\\")
+  return src
+end
+
+-- groff's escapes that the page uses, as plain characters.
+local function unescape(src)
+  return (src:gsub("\\f[BIRP]", ""):gsub("\\%-", "-"):gsub("\\%(dq", '"'):gsub("\\%(bu", "*")
+    :gsub("\\ ", " "):gsub("\\&", ""):gsub("\\e", "\\"))
+end
+
+-- The page's text: no comments, no macro names (.B, .TP, ...), no escapes.
+local function man_text()
   local lines = {}
-  for line in src:gmatch("[^\n]*") do
+  for line in unescape(man_source()):gmatch("[^\n]*") do
     if not line:match("^%.\\\"") then -- comments name no API
-      lines[#lines + 1] = line:gsub("^%.%a+%s*", "") -- macro names (.B, .TP, ...) are not text
+      lines[#lines + 1] = line:gsub("^%.%a+%s*", "")
     end
   end
   return table.concat(lines, "\n")
@@ -146,6 +154,21 @@ function T.ember_lua_man_page_names_exist()
   end
   check(checked > 150 and methods > 60, string.format("names found: %d, methods %d", checked, methods))
   check(#missing == 0, "names on the page that do not exist: " .. table.concat(missing, ", "))
+end
+
+-- The worked example of EXAMPLES runs as printed (writing to a temporary file).
+function T.ember_lua_man_page_example_runs()
+  local code = man_source():match("A classifier trained and saved:.-\n%.nf\n(.-)\n%.fi")
+  code = code and unescape(code)
+  check(code and code:find("opt:step()", 1, true), "the example is on the page")
+  local path = os.tmpname()
+  code = code:gsub('"model%.safetensors"', string.format("%q", path))
+  local chunk, err = load(code, "=ember-lua.7 example")
+  check(chunk, err)
+  chunk()
+  local sd = ember.load(path)
+  os.remove(path)
+  check_shape(sd["1.weight"], { 16, 4 })
 end
 
 return T
