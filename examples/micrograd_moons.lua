@@ -44,7 +44,7 @@ for step = 1, max_steps do
   loss:backward()
   opt:step()
   steps = step
-  if step % 100 == 0 or step == 1 then
+  if step % 20 == 0 or step == 1 then
     acc = accuracy()
     print(string.format("step %4d  loss %.4f  accuracy %5.1f%%", step, loss:item(), 100 * acc))
   end
