@@ -267,12 +267,14 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(VERSION)|' runtime/ember.pc.in > $(INST)/lib/pkgconfig/ember.pc
 	install -m 644 man/ember.1 $(INST)/share/man/man1/ember.1
 	install -m 644 $(BUILD)/man/ember-ops.7 $(INST)/share/man/man7/ember-ops.7
+	install -m 644 man/ember-lua.7 $(INST)/share/man/man7/ember-lua.7
 
 uninstall:
 	rm -f $(INST)/bin/ember $(INST)/lib/libember.a $(INST)/lib/libember.so.$(VERSION) \
 	  $(INST)/lib/libember.so.$(SOVERSION) $(INST)/lib/libember.so $(INST)/lib/lua/5.4/ember.so \
 	  $(INST)/include/ember.h $(INST)/include/ember/em_ops.h $(INST_HDRS:%=$(INST)/include/ember/%) \
-	  $(INST)/lib/pkgconfig/ember.pc $(INST)/share/man/man1/ember.1 $(INST)/share/man/man7/ember-ops.7
+	  $(INST)/lib/pkgconfig/ember.pc $(INST)/share/man/man1/ember.1 $(INST)/share/man/man7/ember-ops.7 \
+	  $(INST)/share/man/man7/ember-lua.7
 	-rmdir $(INST)/include/ember/core $(INST)/include/ember/dispatch $(INST)/include/ember/autograd \
 	  $(INST)/include/ember/lua $(INST)/include/ember 2>/dev/null
 
