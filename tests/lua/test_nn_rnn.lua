@@ -534,6 +534,28 @@ function T.shapes_and_defaults()
   check_shape(he, { 1, 0, 4 })
 end
 
+function T.half_precision_dtypes()
+  -- float16/bfloat16 modules compute through ember's float32 kernels; same
+  -- weights in float32 give the same outputs within the dtype's precision
+  ember.manual_seed(5)
+  local ref = nn.LSTM(3, 4, { num_layers = 2, bidirectional = true })
+  local x = ember.randn(5, 2, 3)
+  local want, wst = ref(x, nil, { lengths = { 5, 3 } })
+  for _, dt in ipairs({ "bfloat16", "float16" }) do
+    local m = nn.LSTM(3, 4, { num_layers = 2, bidirectional = true, dtype = dt })
+    m:load_state_dict(ref:state_dict())
+    local y, st = m(x:to(dt), nil, { lengths = { 5, 3 } })
+    check_eq(y.dtype, dt)
+    check_eq(st[2].dtype, dt)
+    check(ember.allclose(y:float(), want, 0, 0.05), dt .. " output")
+    check(ember.allclose(st[1]:float(), wst[1], 0, 0.05), dt .. " h_n")
+    y:float():sum():backward()
+    check_eq(m.weight_hh_l1_reverse.grad.dtype, dt)
+    local g = nn.GRUCell(3, 4, { dtype = dt })
+    check_eq(g(x[1]:to(dt)).dtype, dt)
+  end
+end
+
 function T.dropout_between_layers_only_in_training()
   ember.manual_seed(3)
   local m = nn.LSTM(4, 8, { num_layers = 2, dropout = 0.5 })
