@@ -284,6 +284,9 @@ function RNNBase:forward(input, hx, opts)
   if unbatched then x = x:unsqueeze(2)
   elseif self.batch_first then x = x:transpose(1, 2) end
   local L, N = x.shape[1], x.shape[2]
+  if L == 0 then
+    errorf("%s: input: the sequence length must be positive, got shape %s", name, shape_str(input.shape))
+  end
   local nl = self.num_layers * D
   -- initial states
   local h0s, c0s

@@ -611,6 +611,9 @@ function T.errors()
   check_error(function() g(ember.randn(5, 2, 4), nil, { lengths = ember.tensor({ 1.5, 2 }) }) end, "GRU",
     "lengths", "integer")
   check_error(function() g("x") end, "GRU", "input", "tensor expected")
+  check_error(function() g(ember.randn(0, 2, 4)) end, "GRU", "input", "sequence length", "{0, 2, 4}")
+  check_error(function() nn.GRU(4, 3, { batch_first = true })(ember.randn(2, 0, 4)) end, "GRU", "sequence length",
+    "{2, 0, 4}")
   check_error(function() nn.RNN(3, 4, { nonlinearity = "sigmoid" }) end, "RNN", "nonlinearity", "\"sigmoid\"")
   check_error(function() nn.RNNCell(3, 4, { nonlinearity = "gelu" }) end, "RNNCell", "nonlinearity", "\"gelu\"")
   check_error(function() nn.GRU(3, 4, { proj_size = 2 }) end, "GRU", "proj_size", "LSTM")
