@@ -194,14 +194,15 @@ local function read_lengths(name, lengths, N, L)
   return list
 end
 
--- masks[t] ({N, 1} bool, true where step t is within the sequence) for the
--- steps t at which some sequence has ended; nil at steps where all are valid.
+-- masks[t] = {valid, ended} ({N, 1} bools: step t is within / past each
+-- sequence) for the steps t at which some sequence has ended; nil at steps
+-- where all are valid.
 local function step_masks(list, L, N)
   local lens = ember.tensor(list, { dtype = "int64" }):reshape(N, 1)
   local minlen = math.huge
   for _, v in ipairs(list) do minlen = math.min(minlen, v) end
   local masks = {}
-  for t = minlen + 1, L do masks[t] = lens:ge(t) end
+  for t = minlen + 1, L do masks[t] = { lens:ge(t), lens:lt(t) } end
   return masks
 end
 
@@ -226,9 +227,9 @@ function RNNBase:_run_direction(xg, h0, c0, whh_t, bhh, whr_t, reverse, masks)
     end
     local m = masks and masks[t]
     if m then
-      outs[t] = hn:masked_fill(m:logical_not(), 0)
-      h = ember.where(m, hn, h)
-      if cn then c = ember.where(m, cn, c) end
+      outs[t] = hn:masked_fill(m[2], 0)
+      h = ember.where(m[1], hn, h)
+      if cn then c = ember.where(m[1], cn, c) end
     else
       outs[t], h, c = hn, hn, cn
     end
