@@ -237,8 +237,10 @@ function RNNBase:_run_direction(xg, h0, c0, whh_t, bhh, whr_t, reverse, masks)
   return outs, h, c
 end
 
-local function check_state(name, what, t, want, unbatched)
+-- Checks an initial state t against the shape want and the dtype of the input.
+local function check_state(name, what, t, want, unbatched, dtype)
   if not ember.is_tensor(t) then errorf("%s: %s: tensor expected, got %s", name, what, type(t)) end
+  if t.dtype ~= dtype then errorf("%s: %s: dtype %s expected (the input's), got %s", name, what, dtype, t.dtype) end
   local s = t.shape
   local ok = #s == #want
   for i = 1, #want do ok = ok and s[i] == want[i] end
@@ -305,10 +307,10 @@ function RNNBase:forward(input, hx, opts)
           ember.is_tensor(hx) and "a tensor" or type(hx))
       end
       h0, c0 = hx[1], hx[2]
-      check_state(name, "h_0", h0, hwant, unbatched)
-      check_state(name, "c_0", c0, cwant, unbatched)
+      check_state(name, "h_0", h0, hwant, unbatched, x.dtype)
+      check_state(name, "c_0", c0, cwant, unbatched, x.dtype)
     else
-      check_state(name, "hx", h0, hwant, unbatched)
+      check_state(name, "hx", h0, hwant, unbatched, x.dtype)
     end
     if unbatched then
       h0 = h0:unsqueeze(2)
@@ -468,11 +470,11 @@ local function cell_class(mode)
             ember.is_tensor(hx) and "a tensor" or type(hx))
         end
         h, c = hx[1], hx[2]
-        check_state(name, "h", h, want, false)
-        check_state(name, "c", c, want, false)
+        check_state(name, "h", h, want, false, x.dtype)
+        check_state(name, "c", c, want, false, x.dtype)
       else
         h = hx
-        check_state(name, "hx", h, want, false)
+        check_state(name, "hx", h, want, false, x.dtype)
       end
       if unbatched then
         h = h:unsqueeze(1)
