@@ -613,7 +613,8 @@ function T.errors()
   check_error(function() g("x") end, "GRU", "input", "tensor expected")
   check_error(function() g(ember.randn(5, 2, 4), ember.zeros(1, 2, 3, { dtype = "float64" })) end, "GRU", "hx",
     "float32", "float64")
-  check_error(function() nn.LSTMCell(4, 3)(ember.randn(2, 4), { ember.zeros(2, 3), ember.zeros(2, 3, { dtype = "float64" }) })
+  check_error(function()
+    nn.LSTMCell(4, 3)(ember.randn(2, 4), { ember.zeros(2, 3), ember.zeros(2, 3, { dtype = "float64" }) })
   end, "LSTMCell", "c", "float32", "float64")
   check_error(function() g(ember.randn(0, 2, 4)) end, "GRU", "input", "sequence length", "{0, 2, 4}")
   check_error(function() nn.GRU(4, 3, { batch_first = true })(ember.randn(2, 0, 4)) end, "GRU", "sequence length",
