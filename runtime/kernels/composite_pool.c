@@ -148,6 +148,33 @@ static em_status adaptive_1d_args(em_tensor *input, em_intlist output_size, int6
     return EM_OK;
 }
 
+/* adaptive_avg_pool2d/3d: as PyTorch's, an output of all ones is the mean
+ * over the pooled dims (its node is MeanBackward, whose gradient does not
+ * depend on the input: a create_graph gradient of it does not require
+ * grad); other sizes, bad arguments and empty planes go to the kernel
+ * _adaptive_avg_poolNd, which checks them. */
+static em_tensor *adaptive_avg(em_tensor *input, em_intlist output_size, int nsp) {
+    bool ones = (output_size.n == 1 || output_size.n == nsp) && em_dtype_is_floating(input->dtype) &&
+                (input->ndim == nsp + 1 || input->ndim == nsp + 2);
+    for (int i = 0; ones && i < output_size.n; i++) ones = output_size.data[i] == 1;
+    for (int d = 1; ones && d <= nsp; d++) ones = input->sizes[input->ndim - d] > 0;
+    if (ones) {
+        int64_t dims[3] = { -1, -2, -3 };
+        return em_mean(input, (em_intlist){ dims, nsp }, true, EM_DTYPE_NONE);
+    }
+    return nsp == 2 ? em__adaptive_avg_pool2d(input, output_size) : em__adaptive_avg_pool3d(input, output_size);
+}
+
+em_tensor *em_comp_adaptive_avg_pool2d(em_keyset ks, em_tensor *input, em_intlist output_size) {
+    (void)ks;
+    return adaptive_avg(input, output_size, 2);
+}
+
+em_tensor *em_comp_adaptive_avg_pool3d(em_keyset ks, em_tensor *input, em_intlist output_size) {
+    (void)ks;
+    return adaptive_avg(input, output_size, 3);
+}
+
 em_tensor *em_comp_adaptive_avg_pool1d(em_keyset ks, em_tensor *input, em_intlist output_size) {
     (void)ks;
     int64_t os[2], h = -2;

@@ -246,6 +246,23 @@ function T.max_pool1d_result_is_not_a_view_made_under_no_grad()
   check(v.grad_fn ~= nil)
 end
 
+-- an output of all ones is a mean over the pooled dims, as PyTorch's
+-- (MeanBackward: a create_graph gradient of it does not require grad;
+-- found by the difftest, seed 8974)
+function T.adaptive_avg_pool_to_one_is_a_mean()
+  local x = ember.ones(2, 2, 1, { dtype = "float64", requires_grad = true })
+  local y = F.adaptive_avg_pool1d(x, 1)
+  local g = ember.autograd.grad({ y:sum() }, { x }, { create_graph = true })[1]
+  check(not g.requires_grad)
+  local x2 = ember.arange(18, { dtype = "float64" }):reshape(2, 3, 3):requires_grad_()
+  check(tostring(F.adaptive_avg_pool2d(x2, { 1, 1 }).grad_fn) == "<MeanBackward>")
+  check_tensor(F.adaptive_avg_pool2d(x2, 1), { { { 4 } }, { { 13 } } })
+  check(tostring(F.adaptive_avg_pool2d(x2, { 1, 2 }).grad_fn) == "<AdaptiveAvgPool2dBackward>")
+  check(tostring(F.adaptive_avg_pool3d(ember.ones(1, 2, 3, 3, 3, { requires_grad = true }), 1).grad_fn)
+    == "<MeanBackward>")
+  check_error(function() return F.adaptive_avg_pool2d(ember.ones(3, 3), 1) end, "adaptive_avg_pool2d", "3 or 4 dims")
+end
+
 -- ---- pixel shuffle ----
 
 function T.pixel_shuffle_values_and_errors()

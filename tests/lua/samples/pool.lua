@@ -120,6 +120,16 @@ return function(H)
   S.adaptive_avg_pool3d = function()
     return one({ distinct(1, 2, 3, 4, 5) }, function(a) return F.adaptive_avg_pool3d(a, { 2, 3, 2 }) end)
   end
+  -- the kernels behind them (all-ones output sizes are means)
+  S._adaptive_avg_pool2d = function()
+    return many({
+      { { distinct(2, 2, 5, 7) }, function(a) return ember._adaptive_avg_pool2d(a, { 3, 4 }) end },
+      { { distinct(2, 4, 4) }, function(a) return ember._adaptive_avg_pool2d(a, { 1, 1 }) * a:sum() end },
+    })
+  end
+  S._adaptive_avg_pool3d = function()
+    return one({ distinct(1, 2, 3, 4, 5) }, function(a) return ember._adaptive_avg_pool3d(a, { 1, 3, 2 }) end)
+  end
   S.adaptive_max_pool1d = function()
     return one({ distinct(2, 3, 7) }, function(a) return F.adaptive_max_pool1d(a, 3) end)
   end
