@@ -462,4 +462,3 @@ function TR.generate_square_subsequent_mask(sz, opts)
   return ember.full({ sz, sz }, -math.huge, { dtype = opts.dtype or "float32", device = opts.device }):triu(1)
 end
 
-nn._deepcopy = deepcopy

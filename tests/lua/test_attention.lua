@@ -126,6 +126,13 @@ function T.mha_float32_noncontiguous_and_empty()
   local o32 = mha(xf, xf, xf, E, H, w:float(), b:float(), nil, nil, false, 0.0, ow:float(), ob:float())
   check(o32.dtype == "float32", "float32 stays float32")
   check_tensor(o32, o64:tolist(), 1e-5)
+  -- bfloat16 and float16 compute (torch 1.13's CPU has bfloat16 only; ember both)
+  for _, dt in ipairs({ "bfloat16", "float16" }) do
+    local xh = x:to(dt)
+    local oh, ah = mha(xh, xh, xh, E, H, w:to(dt), b:to(dt), nil, nil, false, 0.0, ow:to(dt), ob:to(dt))
+    check(oh.dtype == dt and ah.dtype == dt, dt .. " results")
+    check((oh:double() - o64):abs():max():item() < 0.1, dt .. " close to float64")
+  end
   check_tensor(o64, mha(x:contiguous(), x:contiguous(), x:contiguous(), E, H, w, b, nil, nil, false, 0.0, ow, ob):tolist(), 1e-12)
   -- a batch of 0 and a target length of 0
   local o, a = mha(ember.zeros(L, 0, E, { dtype = "float64" }), ember.zeros(S, 0, E, { dtype = "float64" }),
