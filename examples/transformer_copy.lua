@@ -14,7 +14,7 @@ local steps = short and 60 or tonumber(arg and arg[1]) or 800
 local V, L, D, BATCH = 10, 8, 64, 64 -- digits 0-9, sequence length, model width, batch
 
 ember.manual_seed(0)
-ember.set_num_threads(2)
+ember.set_num_threads(1) -- small matrices: one thread is as fast and never spins
 
 -- a batch of random digit sequences (as 1-based token ids) and their sorted version,
 -- both {BATCH, L} int64
