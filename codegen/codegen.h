@@ -43,7 +43,7 @@
  * CompositeImplicitAutograd.) */
 
 #define CG_MAX_NAMESPACES 4
-#define CG_MAX_ARGS 16 /* EM_STACK_MAX: every argument must fit on a boxed stack */
+#define CG_MAX_ARGS 32 /* EM_STACK_MAX: every argument must fit on a boxed stack */
 #define CG_MAX_RETS 4  /* em_stack.rets: every result must fit on a boxed stack */
 
 /* ---- types (see Note [Schema types]) ---- */

@@ -43,7 +43,7 @@ typedef struct {
     } v;
 } em_ivalue;
 
-#define EM_STACK_MAX 16
+#define EM_STACK_MAX 32
 typedef struct {
     em_ivalue args[EM_STACK_MAX];
     int nargs;
