@@ -494,4 +494,24 @@ function T.dropout_errors()
   check_eq(ember.native_dropout_backward(ember.tensor({ true }), ember.tensor({ true }), 2).dtype, "float32")
 end
 
+-- hardtanh_ keeps self's old value for its gradient, as PyTorch 1.13
+-- (HardtanhBackward0): a later in-place write to the result is no error
+-- (found by the difftest, seed 9112)
+function T.hardtanh_inplace_then_written()
+  local F = ember.nn.functional
+  local a = ember.tensor({ 2.0, 0.5, -3.0 }, { requires_grad = true })
+  local x = a * 1
+  F.hardtanh_(x, 0, 1)
+  check_tensor(x, { 1, 0.5, 0 })
+  x:mul_(2)
+  x:sum():backward()
+  check_tensor(a.grad, { 0, 2, 0 })
+  local b = ember.tensor({ 0.5, 0.5 }, { requires_grad = true })
+  local v = (b * 1)[2]
+  F.hardtanh_(v, 0, 1)
+  v:mul_(3)
+  v:backward()
+  check_tensor(b.grad, { 0, 3 })
+end
+
 return T
