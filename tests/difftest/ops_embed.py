@@ -14,7 +14,11 @@ offset is not the end of the ids, in mode mean: PyTorch 1.13 divides the
 last bag by the count up to the end of the ids (a bag [1, 1] of ids 1..4
 of a ones weight gives 0.5), ember by the bag's own size (1.0); the
 generator closes the last bag at the end (offsets end with n + 1), where
-both agree. embedding_bag of ids with no offsets: PyTorch 1.13 crashes
+both agree. embedding_bag with scale_grad_by_freq: PyTorch 1.13's CPU backward
+divides some rows by another id's count (ids 3,3,1,5,4 in one bag: id 4's
+row gets 0.5 in PyTorch, 1 in ember, which divides each row by its own
+id's count as embedding does; test_embed.lua checks ember's); not drawn.
+embedding_bag of ids with no offsets: PyTorch 1.13 crashes
 (segfault), ember returns an empty (0, embedding_dim) result (not drawn).
 embedding_bag of a 2-d input with rows of length 0:
 PyTorch fails making its offsets (arange with step 0), ember returns zero
@@ -152,8 +156,6 @@ def gen_embedding_bag(g, op):
         pre.append(st)
     if g.r.random() < 0.3:
         kw['padding_idx'] = _padding(g, rows)
-    if mode != 'max' and g.r.random() < 0.2:
-        kw['scale_grad_by_freq'] = ['bool', True]
     if dt in ('float32', 'float64') and g.r.random() < 0.15:
         kw['max_norm'] = ['num', g.r.choice([0.5, 1.0, 2.0])]
     return dict(args=args, kw=kw, pre=pre + p2, style='function')

@@ -266,6 +266,25 @@ function T.embedding_bag_gradients()
   check_tensor(w.grad, { { 0, 0, 0, 0 }, { 72, 81, 90, 99 }, { 0, 0, 0, 0 }, { 60, 65, 70, 75 }, { 0, 0, 0, 0 } }, 1e-5)
 end
 
+function T.embedding_bag_scale_grad_by_freq()
+  -- each row divided by its own id's count, as embedding does (PyTorch 1.13's
+  -- CPU embedding_bag gives row 4 0.5 here: see ops_embed.py)
+  local w = ember.ones(5, 1):requires_grad_()
+  F.embedding_bag(ids({ 3, 3, 1, 5, 4 }), w, ids({ 1 }), { mode = "sum", scale_grad_by_freq = true }):sum():backward()
+  check_tensor(w.grad, { { 1 }, { 0 }, { 1 }, { 1 }, { 1 } }, 1e-7)
+  w.grad = nil
+  F.embedding_bag(ids({ { 3, 3 }, { 1, 3 } }), w, nil, { scale_grad_by_freq = true }):sum():backward()
+  check_tensor(w.grad, { { 0.5 }, { 0 }, { 0.5 }, { 0 }, { 0 } }, 1e-7)
+end
+
+function T.embedding_renorm_of_an_expanded_weight()
+  -- nothing to rescale: nothing written, nothing refused (as PyTorch)
+  local e = ember.ones(1, 2):expand(3, 2)
+  check_shape(F.embedding(ember.zeros(0, { dtype = "int64" }), e, nil, 2.0), { 0, 2 })
+  check_shape(F.embedding(ids({ 1 }), e, nil, 2.0), { 1, 2 })
+  check_error(function() return F.embedding(ids({ 1 }), e, nil, 0.5) end, "embedding_renorm_", "memory location")
+end
+
 function T.embedding_bag_backward_is_deterministic_across_thread_counts()
   ember.manual_seed(11)
   local w = ember.randn(200, 48):requires_grad_()

@@ -331,7 +331,6 @@ em_tensor *em_cpu_embedding_renorm_(em_keyset ks, em_tensor *self, em_tensor *in
         em_set_error(EM_ETYPE, "%s: self must be a floating tensor, got %s", op, em_dtype_name(self->dtype));
         return NULL;
     }
-    if (em_core_check_no_internal_overlap(self, op) != EM_OK) return NULL;
     int64_t rows = self->sizes[0], D = self->sizes[1];
     int64_t *pos = em_cpu_embed_rows(indices, rows, op, "indices");
     if (!pos) return NULL;
@@ -343,6 +342,7 @@ em_tensor *em_cpu_embedding_renorm_(em_keyset ks, em_tensor *self, em_tensor *in
     }
     size_t esz = em_dtype_size(self->dtype);
     char *base = self->numel ? em_tensor_data(self) : NULL;
+    bool overlap_checked = false;
     for (int64_t i = 0; i < indices->numel && base; i++) {
         int64_t r = pos[i];
         if (seen[r]) continue;
@@ -350,6 +350,15 @@ em_tensor *em_cpu_embedding_renorm_(em_keyset ks, em_tensor *self, em_tensor *in
         char *row = base + (size_t)(r * self->strides[0]) * esz;
         double norm = row_norm(row, self->dtype, D, self->strides[1], norm_type);
         if (!(norm > max_norm)) continue;
+        /* a self whose elements share memory (expanded) is refused at its
+         * first write, as PyTorch's row *= scale does; with nothing to
+         * rescale nothing is written and nothing is refused */
+        if (!overlap_checked && em_core_check_no_internal_overlap(self, op) != EM_OK) {
+            free(seen);
+            free(pos);
+            return NULL;
+        }
+        overlap_checked = true;
         double scale = max_norm / (norm + 1e-7);
         for (int64_t j = 0; j < D; j++) {
             char *p = row + (size_t)(j * self->strides[1]) * esz;
