@@ -97,10 +97,15 @@ typedef struct {
     const int64_t *pos;  /* 0-based rows */
 } gather_ctx;
 
+/* Rows are fetched a few positions ahead (as Note [Row prefetch] in
+ * embed_bag.c): the gather is bound by scattered reads of weight. */
 static void gather_range(int64_t b, int64_t e, void *vc) {
     gather_ctx *c = vc;
-    for (int64_t i = b; i < e; i++)
+    for (int64_t i = b; i < e; i++) {
+        if (i + 8 < e)
+            for (size_t k = 0; k < c->rowbytes; k += 64) __builtin_prefetch(c->w + c->pos[i + 8] * c->wrow + k, 0, 1);
         memcpy(c->out + (size_t)i * c->rowbytes, c->w + c->pos[i] * c->wrow, c->rowbytes);
+    }
 }
 
 em_tensor *em_cpu_embedding_dense(em_keyset ks, em_tensor *weight, em_tensor *indices, const int64_t *padding_idx,
@@ -208,6 +213,7 @@ static void bwd_range(int64_t b, int64_t e, void *vc) {
     const bwd_ctx *c = vc;
     int64_t D = c->D;
     size_t esz = em_dtype_size(c->dt);
+    int64_t kend = c->grp->start[e]; /* positions of rows [b, e) are pos[start[b] .. kend) */
     for (int64_t r = b; r < e; r++) {
         char *o = c->out + (size_t)r * (size_t)D * esz;
         int64_t s0 = c->grp->start[r], s1 = c->grp->start[r + 1];
@@ -217,6 +223,10 @@ static void bwd_range(int64_t b, int64_t e, void *vc) {
         double sc = c->scale ? 1.0 / (double)(s1 - s0) : 1.0;
         for (int64_t k = s0; k < s1; k++) {
             int64_t i = c->grp->pos[k], gi = c->src ? c->src[i] : i;
+            if (k + 8 < kend) { /* the grad rows of the positions are scattered: fetch ahead */
+                int64_t pi = c->grp->pos[k + 8], pg = c->src ? c->src[pi] : pi;
+                for (size_t q = 0; q < (size_t)D * esz; q += 64) __builtin_prefetch(c->g + (size_t)(pg * D) * esz + q, 0, 1);
+            }
             double f = c->fac ? sc * c->fac[i] : sc;
             if (c->dt == EM_FLOAT32) row_add_f32((float *)o, (const float *)c->g + gi * D, (float)f, D);
             else row_add_f64((double *)o, (const double *)c->g + gi * D, f, D);
