@@ -112,6 +112,10 @@ const cg_helper cg_helpers[] = {
     { "max_pool_double_backward", "ttv" }, { "adaptive_avg_pool_double_backward", "tmv" },
     { "max_unpool_backward", "ttv" },
 
+    /* ---- family: embed ---- */
+    { "embedding_backward", "tmtvv" }, { "embedding_double_backward", "ttvv" },
+    { "embedding_bag_backward", "tmtttvtvvv" },
+
     { NULL, NULL }
 };
 

@@ -352,3 +352,128 @@ if F.dropout then
     function C:extra_repr() return string.format("p=%g, inplace=%s", self.p, tostring(self.inplace)) end
   end
 end
+
+-- ---- embeddings ----
+
+-- A 1-based padding_idx as PyTorch's Embedding stores it: nil, or a row in
+-- 1..n (negative counts from the end).
+local function padding_arg(p, n, cls)
+  if p == nil then return nil end
+  if math.type(p) ~= "integer" then errorf("%s: padding_idx: an integer expected, got %s", cls, tostring(p)) end
+  if p >= 1 and p <= n then return p end
+  if p <= -1 and p >= -n then return n + p + 1 end
+  errorf("%s: padding_idx %d must be within num_embeddings (%d rows; 1-based, valid: 1..%d or -%d..-1)", cls, p, n,
+    n, n)
+end
+
+-- The weight of an Embedding/EmbeddingBag: opts._weight (shape-checked) as
+-- the parameter, else N(0, 1) with the padding row zeroed (PyTorch's
+-- reset_parameters; EmbeddingBag zeroes it too).
+local function embedding_weight(self, cls, num_embeddings, embedding_dim, opts)
+  if math.type(num_embeddings) ~= "integer" or num_embeddings < 0 then
+    errorf("%s: num_embeddings: a non-negative integer expected, got %s", cls, tostring(num_embeddings))
+  end
+  if math.type(embedding_dim) ~= "integer" or embedding_dim < 0 then
+    errorf("%s: embedding_dim: a non-negative integer expected, got %s", cls, tostring(embedding_dim))
+  end
+  self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+  self.padding_idx = padding_arg(opts.padding_idx, num_embeddings, cls)
+  self.max_norm, self.norm_type = opts.max_norm, opts.norm_type or 2.0
+  self.scale_grad_by_freq, self.sparse = opts.scale_grad_by_freq and true or false, opts.sparse and true or false
+  if self.sparse then errorf("%s: sparse=true is not supported (ember has no sparse tensors)", cls) end
+  if opts._weight ~= nil then
+    local w = opts._weight
+    local s = ember.is_tensor(w) and w.shape or {}
+    if #s ~= 2 or s[1] ~= num_embeddings or s[2] ~= embedding_dim then
+      errorf("%s: _weight of shape {%s} does not match num_embeddings and embedding_dim {%d, %d}", cls,
+        table.concat(s, ","), num_embeddings, embedding_dim)
+    end
+    self.weight = nn.Parameter(w)
+  else
+    self.weight = nn.Parameter(ember.empty(num_embeddings, embedding_dim, { dtype = opts.dtype, device = opts.device }))
+    self:reset_parameters()
+  end
+end
+
+local function embedding_reset(self)
+  nn.init.normal_(self.weight)
+  if self.padding_idx ~= nil then
+    local g <close> = ember.no_grad()
+    self.weight[self.padding_idx]:fill_(0)
+  end
+end
+
+local function embedding_repr(self, extra)
+  local s = string.format("%d, %d", self.num_embeddings, self.embedding_dim)
+  if self.padding_idx ~= nil then s = s .. ", padding_idx=" .. self.padding_idx end
+  if self.max_norm ~= nil then s = s .. ", max_norm=" .. tostring(self.max_norm) end
+  if self.norm_type ~= 2 then s = s .. ", norm_type=" .. tostring(self.norm_type) end
+  if self.scale_grad_by_freq then s = s .. ", scale_grad_by_freq=true" end
+  return s .. (extra or "")
+end
+
+-- from_pretrained(embeddings, {freeze=true, ...}): a layer over the given
+-- 2-d tensor (shared, not copied), trainable unless freeze.
+local function from_pretrained(C, cls, embeddings, opts)
+  opts = opts or {}
+  if not ember.is_tensor(embeddings) or embeddings:dim() ~= 2 then
+    errorf("%s.from_pretrained: embeddings must be a 2-d tensor", cls)
+  end
+  local o = {}
+  for k, v in pairs(opts) do o[k] = v end
+  o._weight, o.freeze = embeddings, nil
+  local m = C(embeddings.shape[1], embeddings.shape[2], o)
+  m.weight:requires_grad_(opts.freeze == false)
+  return m
+end
+
+if F.embedding then
+  local Embedding = Module:extend("Embedding")
+  nn.Embedding = Embedding
+  Embedding.__doc = "nn.Embedding(num_embeddings, embedding_dim, {padding_idx=, max_norm=, norm_type=2, " ..
+    "scale_grad_by_freq=false, sparse=false, _weight=, dtype=, device=}): F.embedding over a weight initialised " ..
+    "N(0, 1) with the (1-based) padding row zeroed; nn.Embedding.from_pretrained(embeddings, {freeze=true, ...})."
+  function Embedding:__init(num_embeddings, embedding_dim, opts)
+    opts = opts or {}
+    if type(opts) ~= "table" then errorf("Embedding: options must be a table") end
+    embedding_weight(self, "Embedding", num_embeddings, embedding_dim, opts)
+  end
+  Embedding.reset_parameters = embedding_reset
+  function Embedding:forward(input)
+    return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type, self.scale_grad_by_freq,
+      self.sparse)
+  end
+  function Embedding:extra_repr() return embedding_repr(self) end
+  function Embedding.from_pretrained(embeddings, opts) return from_pretrained(Embedding, "Embedding", embeddings, opts) end
+end
+
+if F.embedding_bag then
+  local EmbeddingBag = Module:extend("EmbeddingBag")
+  nn.EmbeddingBag = EmbeddingBag
+  EmbeddingBag.__doc = "nn.EmbeddingBag(num_embeddings, embedding_dim, {max_norm=, norm_type=2, " ..
+    "scale_grad_by_freq=false, mode=\"mean\", sparse=false, _weight=, include_last_offset=false, padding_idx=, " ..
+    "dtype=, device=}): F.embedding_bag; m(input [, offsets [, per_sample_weights]]) with 1-based offsets; " ..
+    "nn.EmbeddingBag.from_pretrained(embeddings, {freeze=true, ...})."
+  function EmbeddingBag:__init(num_embeddings, embedding_dim, opts)
+    opts = opts or {}
+    if type(opts) ~= "table" then errorf("EmbeddingBag: options must be a table") end
+    local mode = opts.mode or "mean"
+    if mode ~= "sum" and mode ~= "mean" and mode ~= "max" then
+      errorf("EmbeddingBag: mode: \"sum\", \"mean\" or \"max\" expected, got %s", tostring(mode))
+    end
+    self.mode = mode
+    self.include_last_offset = opts.include_last_offset and true or false
+    embedding_weight(self, "EmbeddingBag", num_embeddings, embedding_dim, opts)
+  end
+  EmbeddingBag.reset_parameters = embedding_reset
+  function EmbeddingBag:forward(input, offsets, per_sample_weights)
+    return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type, self.scale_grad_by_freq,
+      self.mode, self.sparse, per_sample_weights, self.include_last_offset, self.padding_idx)
+  end
+  function EmbeddingBag:extra_repr()
+    return embedding_repr(self, ", mode=" .. self.mode .. (self.include_last_offset and ", include_last_offset=true" or ""))
+  end
+  function EmbeddingBag.from_pretrained(embeddings, opts)
+    return from_pretrained(EmbeddingBag, "EmbeddingBag", embeddings, opts)
+  end
+end

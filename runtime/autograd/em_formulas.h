@@ -338,4 +338,23 @@ EM_HIDDEN em_tensor *em_ag_fn_adaptive_avg_pool_double_backward(em_tensor *grad,
  * gathered at indices over the last output_size.n dims. */
 EM_HIDDEN em_tensor *em_ag_fn_max_unpool_backward(em_tensor *grad, em_tensor *indices, em_intlist output_size);
 
+/* ---- family: embed (formulas_embed.c) ---- */
+/* embedding_dense's gradient for weight: embedding_dense_backward with
+ * weight's row count (weight_meta). */
+EM_HIDDEN em_tensor *em_ag_fn_embedding_backward(em_tensor *grad, const em_input_meta *weight_meta,
+                                                 em_tensor *indices, const int64_t *padding_idx,
+                                                 bool scale_grad_by_freq);
+/* The derivative of embedding_dense_backward w.r.t. grad_output: grad's
+ * rows (num_weights, D) gathered at the ids, the padding row's ids zeroed
+ * and, with scale_grad_by_freq, each divided by its id's count. */
+EM_HIDDEN em_tensor *em_ag_fn_embedding_double_backward(em_tensor *grad, em_tensor *indices,
+                                                        const int64_t *padding_idx, bool scale_grad_by_freq);
+/* embedding_bag_dense's gradient for weight: embedding_bag_dense_backward
+ * with weight's row count (weight_meta). */
+EM_HIDDEN em_tensor *em_ag_fn_embedding_bag_backward(em_tensor *grad, const em_input_meta *weight_meta,
+                                                     em_tensor *indices, em_tensor *offsets, em_tensor *max_indices,
+                                                     const char *mode, em_tensor *per_sample_weights,
+                                                     const int64_t *padding_idx, bool include_last_offset,
+                                                     bool scale_grad_by_freq);
+
 #endif

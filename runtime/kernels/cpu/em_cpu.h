@@ -259,6 +259,21 @@ EM_HIDDEN em_status em_cpu_pool_geom_init(em_cpu_pool_geom *g, const em_tensor *
 EM_HIDDEN em_tensor *em_cpu_pool_scatter_backward(em_tensor *grad_output, em_tensor *self,
                                                   const em_cpu_pool_geom *g, em_tensor *indices, const char *op);
 
+/* ---- family: embed ---- */
+
+/* The 0-based rows of the 1-based ids in indices (int64/int32, any layout;
+ * Note [Embedding indices]) as a malloc'd array of indices->numel entries;
+ * NULL with the error set (op, the bad id, rows) otherwise (embed.c). */
+EM_HIDDEN int64_t *em_cpu_embed_rows(const em_tensor *indices, int64_t rows, const char *op, const char *what);
+/* The dense (rows, D) gradient of a row gather: for each position i < n,
+ * grad's row src[i] (i when NULL; grad contiguous (*, D), floating) times
+ * fac[i] (1 when NULL) summed into row rows_of[i], per row in index order
+ * (deterministic), scaled by 1/count with scale, row pad (0-based, -1 =
+ * none) zero (embed.c). */
+EM_HIDDEN em_tensor *em_cpu_embed_dense_grad(const em_tensor *grad, const int64_t *rows_of, const int64_t *src,
+                                             const double *fac, int64_t n, int64_t rows, int64_t D, int64_t pad,
+                                             bool scale, const char *op);
+
 /* ---- small helpers ---- */
 
 static inline em_device em_cpu_dev(void) { return em_cpu_device(); }
