@@ -112,6 +112,10 @@ const cg_helper cg_helpers[] = {
     { "max_pool_double_backward", "ttv" }, { "adaptive_avg_pool_double_backward", "tmv" },
     { "max_unpool_backward", "ttv" },
 
+    /* ---- family: loss2 ---- */
+    { "bce_target_grad", "ttttv" }, { "bce_double_backward", "tttttvv" },
+    { "bcewl_target_grad", "tttttv" }, { "bcewl_double_backward", "ttttttvv" },
+
     { NULL, NULL }
 };
 

@@ -338,4 +338,20 @@ EM_HIDDEN em_tensor *em_ag_fn_adaptive_avg_pool_double_backward(em_tensor *grad,
  * gathered at indices over the last output_size.n dims. */
 EM_HIDDEN em_tensor *em_ag_fn_max_unpool_backward(em_tensor *grad, em_tensor *indices, em_intlist output_size);
 
+/* ---- family: loss2 (formulas_loss2.c) ---- */
+/* binary_cross_entropy's target gradient grad * -logit(input) * weight (/ n). */
+EM_HIDDEN em_tensor *em_ag_fn_bce_target_grad(em_tensor *grad, em_tensor *input, em_tensor *target,
+                                              em_tensor *weight, const char *reduction);
+/* binary_cross_entropy_backward's gradient for input (which 0) or target (1). */
+EM_HIDDEN em_tensor *em_ag_fn_bce_double_backward(em_tensor *grad, em_tensor *grad_output, em_tensor *input,
+                                                  em_tensor *target, em_tensor *weight, const char *reduction,
+                                                  int64_t which);
+/* binary_cross_entropy_with_logits's target gradient (pos_weight may be NULL). */
+EM_HIDDEN em_tensor *em_ag_fn_bcewl_target_grad(em_tensor *grad, em_tensor *input, em_tensor *target,
+                                                em_tensor *weight, em_tensor *pos_weight, const char *reduction);
+/* binary_cross_entropy_with_logits_backward's gradient for input (which 0) or target (1). */
+EM_HIDDEN em_tensor *em_ag_fn_bcewl_double_backward(em_tensor *grad, em_tensor *grad_output, em_tensor *input,
+                                                    em_tensor *target, em_tensor *weight, em_tensor *pos_weight,
+                                                    const char *reduction, int64_t which);
+
 #endif
