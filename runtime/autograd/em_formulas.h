@@ -353,5 +353,7 @@ EM_HIDDEN em_tensor *em_ag_fn_bcewl_target_grad(em_tensor *grad, em_tensor *inpu
 EM_HIDDEN em_tensor *em_ag_fn_bcewl_double_backward(em_tensor *grad, em_tensor *grad_output, em_tensor *input,
                                                     em_tensor *target, em_tensor *weight, em_tensor *pos_weight,
                                                     const char *reduction, int64_t which);
+/* _ctc_loss_backward's derivative: not implemented (as PyTorch); sets the error. */
+EM_HIDDEN em_tensor *em_ag_fn_ctc_double_backward(em_tensor *log_probs);
 
 #endif

@@ -134,3 +134,12 @@ em_tensor *em_ag_fn_bcewl_double_backward(em_tensor *grad, em_tensor *grad_outpu
     }
     return fx_end(&f, r);
 }
+
+/* ctc_loss has no double backward (PyTorch's _ctc_loss_backward has no
+ * derivative either): a create_graph backward records the node, and
+ * differentiating through it fails here with a catchable error. */
+em_tensor *em_ag_fn_ctc_double_backward(em_tensor *log_probs) {
+    (void)log_probs;
+    em_set_error(EM_ETYPE, "_ctc_loss_backward: the derivative of ctc_loss's gradient is not implemented (as in PyTorch)");
+    return NULL;
+}

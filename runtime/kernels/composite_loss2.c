@@ -56,7 +56,9 @@ em_tensor *em_comp_kl_div(em_keyset ks, em_tensor *input, em_tensor *target, con
 }
 
 /* ctc_loss (Note [CTC] in runtime/kernels/cpu/loss2_ctc.c): unbatched
- * log_probs (T, C) and targets (S) get N = 1 (and the result loses it);
+ * log_probs (T, C) get N = 1 (and the result loses it); their targets are
+ * read as for N = 1, so 1-d ones hold exactly target_lengths[1] labels
+ * and (1, S) ones are padded, as PyTorch 1.13;
  * _ctc_loss gives the per-sample losses, zero_infinity replaces infinite
  * ones by 0, and mean divides each by max(target length, 1) before the
  * mean over samples, as PyTorch 1.13's ctc_loss. */
@@ -70,18 +72,11 @@ em_tensor *em_comp_ctc_loss(em_keyset ks, em_tensor *log_probs, em_tensor *targe
         return NULL;
     }
     bool batched = log_probs->ndim == 3;
-    if (!batched && targets->ndim != 1) {
-        em_set_error(EM_ESHAPE, "ctc_loss: unbatched log_probs (T, C) take 1-d targets (S), got %s",
-                     em_shape_str(targets->ndim, targets->sizes, a, sizeof a));
-        return NULL;
-    }
     em_tensor *lp = batched ? em_tensor_retain(log_probs) : em_unsqueeze(log_probs, 1);
-    em_tensor *tg = !lp ? NULL : batched ? em_tensor_retain(targets) : em_unsqueeze(targets, 0);
     em_tensor *alpha = NULL, *res = NULL, *r = NULL;
-    if (tg) res = em__ctc_loss(lp, tg, input_lengths, target_lengths, blank, zero_infinity, &alpha);
+    if (lp) res = em__ctc_loss(lp, targets, input_lengths, target_lengths, blank, zero_infinity, &alpha);
     em_tensor_release(alpha);
     em_tensor_release(lp);
-    em_tensor_release(tg);
     if (!res) return NULL;
     if (zero_infinity) {
         em_tensor *inf = em_tensor_wrapped_scalar(em_scalar_float(INFINITY));

@@ -144,9 +144,11 @@ def gen_ctc(g, op):
         S = max(tl) + g.r.randint(0, 1)
         vals = [g.r.choice(labels) if j < tl[b] else 0 for b in range(N) for j in range(S)]
         tshape = [N, S] if batched else [S]
-    if not batched:
-        tl = [tshape[0] if g.r.random() < 0.5 else tl[0]]
-        vals = [g.r.choice(labels) for _ in range(tshape[0])]
+    if not batched and g.r.random() < 0.5:  # 1-d: exactly tl labels
+        vals = [g.r.choice(labels) for _ in range(tl[0])]
+        tshape = [tl[0]]
+    elif not batched:  # (1, S) padded
+        tshape = [1, S]
     tg, tpre = _int_leaf(g, tshape, vals)
     pre += tpre
     if op.name == 'ctc_loss':

@@ -335,7 +335,7 @@ static em_tensor *ctc_dense(em_tensor *v, em_dtype dt, const char *op) {
     return em_cpu_to_dtype(v, dt, op);
 }
 
-em_tensor *em_cpu__ctc_loss_backward(em_keyset ks, em_tensor *grad, em_tensor *log_probs, em_tensor *targets,
+em_tensor *em_cpu__ctc_loss_backward(em_keyset ks, em_tensor *grad_output, em_tensor *log_probs, em_tensor *targets,
                                      em_intlist input_lengths, em_intlist target_lengths,
                                      em_tensor *neg_log_likelihood, em_tensor *log_alpha, int64_t blank,
                                      bool zero_infinity) {
@@ -346,21 +346,21 @@ em_tensor *em_cpu__ctc_loss_backward(em_keyset ks, em_tensor *grad, em_tensor *l
     em_tensor *lp, *tg, *g = NULL, *nl = NULL, *la = NULL, *r = NULL;
     if (ctc_check(op, &c, log_probs, targets, input_lengths, target_lengths, blank, &lp, &tg) != EM_OK) return NULL;
     int64_t lash[3] = { c.N, c.T, 2 * c.maxL + 1 };
-    bool ok = grad->ndim == 1 && grad->sizes[0] == c.N && neg_log_likelihood->ndim == 1 &&
+    bool ok = grad_output->ndim == 1 && grad_output->sizes[0] == c.N && neg_log_likelihood->ndim == 1 &&
               neg_log_likelihood->sizes[0] == c.N && log_alpha->ndim == 3;
     for (int i = 0; ok && i < 3; i++) ok = log_alpha->sizes[i] == lash[i];
     if (!ok) {
-        em_set_error(EM_ESHAPE, "%s: grad and neg_log_likelihood must have shape {%lld} and log_alpha {%lld,%lld,%lld}, got %s",
+        em_set_error(EM_ESHAPE, "%s: grad_output and neg_log_likelihood must have shape {%lld} and log_alpha {%lld,%lld,%lld}, got %s",
                      op, (long long)c.N, (long long)lash[0], (long long)lash[1], (long long)lash[2],
                      em_shape_str(log_alpha->ndim, log_alpha->sizes, a, sizeof a));
         goto out;
     }
-    if (!em_dtype_is_floating(grad->dtype) || !em_dtype_is_floating(neg_log_likelihood->dtype) ||
+    if (!em_dtype_is_floating(grad_output->dtype) || !em_dtype_is_floating(neg_log_likelihood->dtype) ||
         !em_dtype_is_floating(log_alpha->dtype)) {
-        em_set_error(EM_ETYPE, "%s: grad, neg_log_likelihood and log_alpha must be floating", op);
+        em_set_error(EM_ETYPE, "%s: grad_output, neg_log_likelihood and log_alpha must be floating", op);
         goto out;
     }
-    if (!(g = ctc_dense(grad, log_probs->dtype, op)) || !(nl = ctc_dense(neg_log_likelihood, log_probs->dtype, op)) ||
+    if (!(g = ctc_dense(grad_output, log_probs->dtype, op)) || !(nl = ctc_dense(neg_log_likelihood, log_probs->dtype, op)) ||
         !(la = ctc_dense(log_alpha, log_probs->dtype, op)) ||
         !(r = em_tensor_new(3, log_probs->sizes, log_probs->dtype, em_cpu_dev())))
         goto out;

@@ -72,5 +72,9 @@ return function(H)
       ctc({ x524() }, function(x) return (ember._ctc_loss(x:log_softmax(3), ember.tensor({ { 2, 2 }, { 4, 3 } }), { 5, 3 }, { 2, 1 }, 1)) end),
     }
   end
+  -- _ctc_loss_backward's formula is PyTorch's "not implemented" (it only
+  -- records the node create_graph needs and fails when run): nothing to
+  -- gradcheck; test_loss2.lua checks that it fails with its message
+  S._ctc_loss_backward = function() return {} end
   return S
 end
