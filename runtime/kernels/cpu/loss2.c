@@ -69,44 +69,86 @@ EM_VM_INLINE double clog_f64(double v) {
     return l < -100 ? -100.0 : l;
 }
 
+/* The loop bodies take their optional operands' presence as constants
+ * (hw: weight, hp: pos_weight, hg: a grad_output tensor rather than the
+ * number gs); each kernel calls its body once per combination, so that
+ * every inlined copy is a branch-free loop the vectoriser takes. */
 #define DEF_BL(N, T, LOG, EXP, SIG)                                                                \
-    CLONE_##N static void bce_fwd_##N(const T *x, const T *t, const T *w, T *o, int64_t n, int *bad) { \
+    EM_VM_INLINE int bce_fwd_body_##N(const T *x, const T *t, const T *w, T *o, int64_t n, const bool hw) { \
         int b = 0;                                                                                 \
         for (int64_t i = 0; i < n; i++) {                                                          \
             T xv = x[i], tv = t[i];                                                                \
-            b |= !(xv >= 0 && xv <= 1);                                                            \
+            b |= !((xv >= 0) & (xv <= 1));                                                         \
             T v = (tv - 1) * clog_##N(1 - xv) - tv * clog_##N(xv);                                 \
-            o[i] = w ? v * w[i] : v;                                                               \
+            o[i] = hw ? v * w[i] : v;                                                              \
         }                                                                                          \
+        return b;                                                                                  \
+    }                                                                                              \
+    CLONE_##N static void bce_fwd_##N(const T *x, const T *t, const T *w, T *o, int64_t n, int *bad) { \
+        int b = w ? bce_fwd_body_##N(x, t, w, o, n, true) : bce_fwd_body_##N(x, t, w, o, n, false); \
         if (b) *bad = 1;                                                                           \
     }                                                                                              \
-    CLONE_##N static void bce_bwd_##N(const T *x, const T *t, const T *w, const T *g, T gs, T *o, int64_t n) { \
+    EM_VM_INLINE void bce_bwd_body_##N(const T *x, const T *t, const T *w, const T *g, T gs, T *o, int64_t n, \
+                                       const bool hw, const bool hg) {                             \
         for (int64_t i = 0; i < n; i++) {                                                          \
             T xv = x[i], d = (1 - xv) * xv;                                                        \
-            T v = (xv - t[i]) / (d > (T)1e-12 ? d : (T)1e-12) * (g ? g[i] * gs : gs);              \
-            o[i] = w ? v * w[i] : v;                                                               \
+            T v = (xv - t[i]) / (d > (T)1e-12 ? d : (T)1e-12) * (hg ? g[i] * gs : gs);             \
+            o[i] = hw ? v * w[i] : v;                                                              \
         }                                                                                          \
     }                                                                                              \
-    CLONE_##N static void bcel_fwd_##N(const T *x, const T *t, const T *w, const T *p, T *o, int64_t n) { \
+    CLONE_##N static void bce_bwd_##N(const T *x, const T *t, const T *w, const T *g, T gs, T *o, int64_t n) { \
+        if (w) {                                                                                   \
+            if (g) bce_bwd_body_##N(x, t, w, g, gs, o, n, true, true);                             \
+            else bce_bwd_body_##N(x, t, w, g, gs, o, n, true, false);                              \
+        } else {                                                                                   \
+            if (g) bce_bwd_body_##N(x, t, w, g, gs, o, n, false, true);                            \
+            else bce_bwd_body_##N(x, t, w, g, gs, o, n, false, false);                             \
+        }                                                                                          \
+    }                                                                                              \
+    EM_VM_INLINE void bcel_fwd_body_##N(const T *x, const T *t, const T *w, const T *p, T *o, int64_t n, \
+                                        const bool hw, const bool hp) {                            \
         for (int64_t i = 0; i < n; i++) {                                                          \
             T xv = x[i], tv = t[i];                                                                \
             T m = -xv < 0 ? (T)0 : -xv; /* clamp_min(-x, 0), NaN kept */                         \
-            T l = p ? (p[i] - 1) * tv + 1 : (T)1;                                                  \
+            T l = hp ? (p[i] - 1) * tv + 1 : (T)1;                                                 \
             T v = (1 - tv) * xv + l * (LOG(EXP(-m) + EXP(-xv - m)) + m);                           \
-            o[i] = w ? v * w[i] : v;                                                               \
+            o[i] = hw ? v * w[i] : v;                                                              \
+        }                                                                                          \
+    }                                                                                              \
+    CLONE_##N static void bcel_fwd_##N(const T *x, const T *t, const T *w, const T *p, T *o, int64_t n) { \
+        if (w) {                                                                                   \
+            if (p) bcel_fwd_body_##N(x, t, w, p, o, n, true, true);                                \
+            else bcel_fwd_body_##N(x, t, w, p, o, n, true, false);                                 \
+        } else {                                                                                   \
+            if (p) bcel_fwd_body_##N(x, t, w, p, o, n, false, true);                               \
+            else bcel_fwd_body_##N(x, t, w, p, o, n, false, false);                                \
+        }                                                                                          \
+    }                                                                                              \
+    EM_VM_INLINE void bcel_bwd_body_##N(const T *x, const T *t, const T *w, const T *p, const T *g, T gs, T *o, \
+                                        int64_t n, const bool hw, const bool hp, const bool hg) {  \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            T s = SIG(x[i]), tv = t[i];                                                            \
+            T v = hp ? (p[i] * tv + 1 - tv) * s - p[i] * tv : s - tv;                              \
+            v *= hg ? g[i] * gs : gs;                                                              \
+            o[i] = hw ? v * w[i] : v;                                                              \
         }                                                                                          \
     }                                                                                              \
     CLONE_##N static void bcel_bwd_##N(const T *x, const T *t, const T *w, const T *p, const T *g, T gs, T *o, \
                                        int64_t n) {                                                \
-        for (int64_t i = 0; i < n; i++) {                                                          \
-            T s = SIG(x[i]), tv = t[i];                                                            \
-            T v = p ? (p[i] * tv + 1 - tv) * s - p[i] * tv : s - tv;                               \
-            v *= g ? g[i] * gs : gs;                                                               \
-            o[i] = w ? v * w[i] : v;                                                               \
+        int k = (w ? 4 : 0) | (p ? 2 : 0) | (g ? 1 : 0);                                           \
+        switch (k) {                                                                               \
+        case 0: bcel_bwd_body_##N(x, t, w, p, g, gs, o, n, false, false, false); break;            \
+        case 1: bcel_bwd_body_##N(x, t, w, p, g, gs, o, n, false, false, true); break;             \
+        case 2: bcel_bwd_body_##N(x, t, w, p, g, gs, o, n, false, true, false); break;             \
+        case 3: bcel_bwd_body_##N(x, t, w, p, g, gs, o, n, false, true, true); break;              \
+        case 4: bcel_bwd_body_##N(x, t, w, p, g, gs, o, n, true, false, false); break;             \
+        case 5: bcel_bwd_body_##N(x, t, w, p, g, gs, o, n, true, false, true); break;              \
+        case 6: bcel_bwd_body_##N(x, t, w, p, g, gs, o, n, true, true, false); break;              \
+        default: bcel_bwd_body_##N(x, t, w, p, g, gs, o, n, true, true, true); break;              \
         }                                                                                          \
     }
 
-static inline double sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }
+EM_VM_INLINE double sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }
 DEF_BL(f32, float, em_vm_logf, em_vm_expf, em_vm_sigmoidf)
 DEF_BL(f64, double, log, exp, sigmoid_d)
 
