@@ -115,6 +115,10 @@ const cg_helper cg_helpers[] = {
     /* ---- family: embed ---- */
     { "embedding_backward", "tmtvv" }, { "embedding_double_backward", "ttvv" },
     { "embedding_bag_backward", "tmtttvtvvv" },
+    /* ---- family: loss2 ---- */
+    { "bce_target_grad", "ttttv" }, { "bce_double_backward", "tttttvv" },
+    { "bcewl_target_grad", "tttttv" }, { "bcewl_double_backward", "ttttttvv" },
+    { "ctc_double_backward", "t" },
 
     { NULL, NULL }
 };

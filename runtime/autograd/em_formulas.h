@@ -356,5 +356,22 @@ EM_HIDDEN em_tensor *em_ag_fn_embedding_bag_backward(em_tensor *grad, const em_i
                                                      const char *mode, em_tensor *per_sample_weights,
                                                      const int64_t *padding_idx, bool include_last_offset,
                                                      bool scale_grad_by_freq);
+/* ---- family: loss2 (formulas_loss2.c) ---- */
+/* binary_cross_entropy's target gradient grad * -logit(input) * weight (/ n). */
+EM_HIDDEN em_tensor *em_ag_fn_bce_target_grad(em_tensor *grad, em_tensor *input, em_tensor *target,
+                                              em_tensor *weight, const char *reduction);
+/* binary_cross_entropy_backward's gradient for input (which 0) or target (1). */
+EM_HIDDEN em_tensor *em_ag_fn_bce_double_backward(em_tensor *grad, em_tensor *grad_output, em_tensor *input,
+                                                  em_tensor *target, em_tensor *weight, const char *reduction,
+                                                  int64_t which);
+/* binary_cross_entropy_with_logits's target gradient (pos_weight may be NULL). */
+EM_HIDDEN em_tensor *em_ag_fn_bcewl_target_grad(em_tensor *grad, em_tensor *input, em_tensor *target,
+                                                em_tensor *weight, em_tensor *pos_weight, const char *reduction);
+/* binary_cross_entropy_with_logits_backward's gradient for input (which 0) or target (1). */
+EM_HIDDEN em_tensor *em_ag_fn_bcewl_double_backward(em_tensor *grad, em_tensor *grad_output, em_tensor *input,
+                                                    em_tensor *target, em_tensor *weight, em_tensor *pos_weight,
+                                                    const char *reduction, int64_t which);
+/* _ctc_loss_backward's derivative: not implemented (as PyTorch); sets the error. */
+EM_HIDDEN em_tensor *em_ag_fn_ctc_double_backward(em_tensor *log_probs);
 
 #endif
