@@ -90,4 +90,23 @@ function T.ternary_fast_paths()
   check_tensor(ember.addcmul(u, v, w, { value = 0.7 }), (u + (v * w) * 0.7):tolist(), 1e-6)
 end
 
+-- max_pool2d's 2x2 float32 loop (branch-free selects): ties keep the
+-- first position, a NaN wins and the last NaN of a window is its index
+function T.max_pool2d_2x2_nan_and_ties()
+  local nan = 0 / 0
+  local x = ember.tensor({ { { { 1, 1, 2, nan, 0, 5 }, { 1, 1, nan, 3, 5, 0 },
+    { nan, nan, -1, -2, 4, 4 }, { 2, nan, -3, -1, 4, 4 } } } })
+  local v, i = F.max_pool2d(x, 2, { return_indices = true })
+  check_tensor(v, { { { { 1, nan, 5 }, { nan, -1, 4 } } } }, 0)
+  check_tensor(i, { { { { 1, 9, 6 }, { 20, 15, 17 } } } }, 0)
+  -- a wide plane (vector body and tail) against the general loop's float64
+  ember.manual_seed(3)
+  local y = ember.randn(2, 3, 10, 38)
+  y[{ 1, 2, 3, 5 }] = nan
+  local v32, i32 = F.max_pool2d(y, 2, { return_indices = true })
+  local v64, i64 = F.max_pool2d(y:double(), 2, { return_indices = true })
+  check(ember.equal(i32, i64), "indices agree with the general loop")
+  check(ember.allclose(v32:double(), v64, { equal_nan = true }), "values agree with the general loop")
+end
+
 return T
