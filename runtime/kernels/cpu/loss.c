@@ -236,7 +236,10 @@ typedef struct {
                                                                int64_t st) {                      \
         T acc[LANES], m = -INFINITY, s = 0;                                                       \
         int64_t k = 0;                                                                            \
-        if (st == 1) {                                                                            \
+        if (st == 1 && sizeof(T) == sizeof(float)) { /* float32: the vectorised row max */       \
+            m = (T)em_cpu_rowmax_f32((const float *)(const void *)x, C);                          \
+            k = C;                                                                                \
+        } else if (st == 1) {                                                                     \
             for (int l = 0; l < LANES; l++) acc[l] = -INFINITY;                                   \
             for (; k + LANES <= C; k += LANES)                                                    \
                 for (int l = 0; l < LANES; l++) acc[l] = CL_MAXF(acc[l], x[k + l]);               \
