@@ -109,4 +109,36 @@ function T.max_pool2d_2x2_nan_and_ties()
   check(ember.allclose(v32:double(), v64, { equal_nan = true }), "values agree with the general loop")
 end
 
+-- cross_entropy's backward with class targets (softmax stored in the
+-- result, one exp per logit): PyTorch's values incl. -inf and +inf logits,
+-- class weights, ignore_index (1-based targets here)
+function T.cross_entropy_backward_one_exp()
+  local inf = math.huge
+  local nan = 0 / 0
+  local x = ember.tensor({ { 1, 2, 3, -1 }, { 0.5, -inf, 2, 1 }, { inf, 0, 1, 2 }, { 3, 3, 3, 3 }, { -2, 5, 0, 1 } })
+  x:requires_grad_()
+  local t = ember.tensor({ 3, 1, 2, 4, 2 }, { dtype = "int64" })
+  local w = ember.tensor({ 0.5, 2, 1, 1.5 })
+  local l = F.cross_entropy(x, t, w, 4)
+  l:backward()
+  check(l:item() ~= l:item(), "the +inf row makes the loss NaN")
+  check_tensor(x.grad, { { 0.016172150149941444, 0.043960463255643845, -0.06232127547264099, 0.002188662067055702 },
+    { -0.07815960049629211, 0, 0.05713924765586853, 0.021020352840423584 }, { nan, nan, nan, nan }, { 0, 0, 0, 0 },
+    { 0.00032320129685103893, -0.009203022345900536, 0.002388152526691556, 0.006491672247648239 } }, 1e-6)
+  x.grad = nil
+  F.cross_entropy(x, t, nil, -100, "sum"):backward()
+  check_tensor(x.grad, { { 0.08894681930541992, 0.2417825311422348, -0.34276700019836426, 0.012037640437483788 },
+    { -0.8597556352615356, 0, 0.6285316944122314, 0.23122388124465942 }, { nan, nan, nan, nan },
+    { 0.25, 0.25, 0.25, -0.75 },
+    { 0.0008888035663403571, -0.025308310985565186, 0.00656741950660944, 0.017852097749710083 } }, 1e-6)
+  -- a long row (vector body and tail) against log_softmax's backward
+  ember.manual_seed(5)
+  local z = ember.randn(3, 1003):requires_grad_()
+  local tz = ember.tensor({ 1, 500, 1003 }, { dtype = "int64" })
+  F.cross_entropy(z, tz):backward()
+  local z2 = z:detach():requires_grad_()
+  F.nll_loss(F.log_softmax(z2, 2), tz):backward()
+  check(ember.allclose(z.grad, z2.grad, { rtol = 1e-5, atol = 1e-8 }), "matches log_softmax + nll_loss")
+end
+
 return T
