@@ -67,6 +67,9 @@ const cg_helper cg_helpers[] = {
     /* ---- family: linalg ---- */
     { "mT", "t" },
 
+    /* ---- family: speed ---- */
+    { "mm_mat1_backward", "ttm" }, { "mm_mat2_backward", "ttm" },
+
     /* ---- family: random ---- */
 
     /* ---- family: vmath ---- */

@@ -27,11 +27,15 @@ typedef struct {
 } em_edge;
 
 /* What a node knows of each of its inputs (the forward op's outputs): the
- * shape and dtype a gradient for it must have. */
+ * shape and dtype a gradient for it must have. col_major: the input was a
+ * 2-d column-major matrix (a transpose of a contiguous one), so mm's
+ * gradient can be produced in that layout (Note [mm gradient layout],
+ * formulas_speed.c); it sits in padding and costs no bytes. */
 typedef struct {
     int32_t ndim;
     em_dtype dtype;
     em_device device;
+    uint8_t col_major;
     int64_t sizes[EM_MAX_DIMS];
 } em_input_meta;
 

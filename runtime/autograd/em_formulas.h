@@ -143,6 +143,14 @@ EM_HIDDEN em_tensor *em_ag_fn_scatter_reduce_src_grad(em_tensor *grad, em_tensor
 /* PyTorch's x.mT: the last two dims swapped (a view); bmm's gradients. */
 EM_HIDDEN em_tensor *em_ag_fn_mT(em_tensor *t);
 
+/* ---- family: speed (formulas_speed.c) ---- */
+/* mm's gradients (PyTorch's mm_mat1_backward / mm_mat2_backward):
+ * grad @ mat2^T for self, self^T @ grad for mat2, each computed transposed
+ * when that operand was column-major, so the gradient has its layout
+ * (Note [mm gradient layout]). */
+EM_HIDDEN em_tensor *em_ag_fn_mm_mat1_backward(em_tensor *grad, em_tensor *mat2, const em_input_meta *self_meta);
+EM_HIDDEN em_tensor *em_ag_fn_mm_mat2_backward(em_tensor *grad, em_tensor *self, const em_input_meta *mat2_meta);
+
 /* ---- family: random (formulas_random.c) ---- */
 
 /* ---- family: vmath (formulas_vmath.c) ---- */

@@ -163,6 +163,8 @@ em_tensor *em_ag_fn_matmul_backward_self(em_tensor *grad, const em_input_meta *s
         em_tensor *o = g ? em_unsqueeze(other, 0) : NULL;/* (1, k) */
         r = o ? em_matmul(g, o) : NULL;                  /* (..., n, k) */
         em_tensor_release(g); em_tensor_release(o);
+    } else if (self->ndim == 2 && other->ndim == 2) { /* in self's layout: Note [mm gradient layout] */
+        r = em_ag_fn_mm_mat1_backward(grad, other, self);
     } else {
         em_tensor *ot = em_transpose(other, -1, -2);
         r = ot ? em_matmul(grad, ot) : NULL;
@@ -188,6 +190,8 @@ em_tensor *em_ag_fn_matmul_backward_other(em_tensor *grad, em_tensor *self, cons
         em_tensor *s = p ? em_squeeze(p, (int64_t[]){ -1 }) : NULL;
         r = s;
         em_tensor_release(st); em_tensor_release(g); em_tensor_release(p);
+    } else if (self->ndim == 2 && other->ndim == 2) { /* in other's layout: Note [mm gradient layout] */
+        r = em_ag_fn_mm_mat2_backward(grad, self, other);
     } else {
         em_tensor *st = em_transpose(self, -1, -2);
         r = st ? em_matmul(st, grad) : NULL;

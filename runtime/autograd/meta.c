@@ -298,6 +298,19 @@ static em_tensor *run_grad_hooks(em_hook *h, em_tensor *grad) {
     return grad;
 }
 
+/* Can AccumulateGrad take grad's storage although grad is a view? Yes when
+ * grad is contiguous, covers its whole storage, has no history, and only
+ * it and its root base (referenced by nothing but grad, without history)
+ * hold the storage: the engine's slot and accumulate_apply's retain are
+ * grad's only owners, as for the plain steal. */
+static bool stealable_view(const em_tensor *grad) {
+    const em_tensor *base = grad->view_base;
+    return base && atomic_load(&grad->refcount) <= 2 && atomic_load(&base->refcount) == 1 &&
+           !base->autograd_meta && !grad->autograd_meta && base->storage == grad->storage &&
+           atomic_load(&grad->storage->refcount) == 2 && grad->storage->allocator && grad->is_contiguous &&
+           grad->offset == 0 && (size_t)grad->numel * em_dtype_size(grad->dtype) == grad->storage->nbytes;
+}
+
 static em_status accumulate_apply(em_node *self, em_tensor **grads, em_tensor **out) {
     (void)out;
     em_tensor *leaf = lock_leaf(self);
@@ -321,6 +334,13 @@ static em_status accumulate_apply(em_node *self, em_tensor **grads, em_tensor **
             !grad->autograd_meta && grad->storage->allocator) {
             /* steal: the input buffer (and our retain) are the only owners */
             m->grad = em_tensor_retain(grad);
+        } else if (!em_is_grad_enabled() && stealable_view(grad)) {
+            /* a dense view whose dead base holds the only other reference
+             * to the storage (mm's transposed gradient after t's backward,
+             * Note [mm gradient layout]): a plain header over its storage */
+            m->grad = em_tensor_new_view(grad->storage, grad->offset, grad->ndim, grad->sizes, grad->strides,
+                                         grad->dtype, NULL);
+            if (!m->grad) st = em_error_kind();
         } else if (em_is_grad_enabled()) {
             m->grad = em_tensor_retain(grad); /* create_graph: keep its history */
         } else {

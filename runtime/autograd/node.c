@@ -278,6 +278,8 @@ void em_input_meta_from(em_input_meta *m, const em_tensor *t) {
     m->ndim = t->ndim;
     m->dtype = t->dtype;
     m->device = t->device;
+    m->col_major = t->ndim == 2 && t->sizes[0] > 1 && t->sizes[1] > 1 && t->strides[0] == 1 &&
+                   t->strides[1] == t->sizes[0];
     memcpy(m->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
 }
 

@@ -136,13 +136,28 @@ static inline int64_t shr_i(int64_t a, int64_t b, int mask) { return a >> (b & m
         }                                                                                     \
     }
 
-/* One ternary loop (strided; out, then three inputs of type T). Integers
- * compute in uint64_t (LA_*: wrapping products), floats as above. */
-#define BM3_FN(FN, T, CT, LD, ST, EXPR)                                                        \
-    static void FN(char **d, const int64_t *s, int64_t n, void *ctx_) {                       \
+/* One ternary loop (out, then three inputs of type T). Integers compute in
+ * uint64_t (LA_*: wrapping products), floats as above. All contiguous (the
+ * optimizers' addcdiv_/addcmul_) and a scalar third input (lerp's weight)
+ * get loops the compiler vectorises; out may be the first input (in place),
+ * so no restrict. */
+#define BM3_FN(FN, T, CT, LD, ST, EXPR, ATTR)                                                  \
+    ATTR static void FN(char **d, const int64_t *s, int64_t n, void *ctx_) {                  \
         bm_ctx *ctx = ctx_;                                                                   \
         const CT v = _Generic((CT)0, float: (CT)ctx->vd, double: (CT)ctx->vd, default: (CT)ctx->vi); \
+        const int64_t es = (int64_t)sizeof(T);                                                \
         (void)v;                                                                              \
+        if (s[0] == es && s[1] == es && s[2] == es && (s[3] == es || s[3] == 0)) {            \
+            T *op = (T *)d[0];                                                                \
+            const T *ap = (const T *)d[1], *bp = (const T *)d[2], *cp = (const T *)d[3];      \
+            if (s[3] == 0) {                                                                  \
+                const CT z = LD(*cp);                                                         \
+                for (int64_t i = 0; i < n; i++) op[i] = ST(EXPR(LD(ap[i]), LD(bp[i]), z));    \
+            } else {                                                                          \
+                for (int64_t i = 0; i < n; i++) op[i] = ST(EXPR(LD(ap[i]), LD(bp[i]), LD(cp[i]))); \
+            }                                                                                 \
+            return;                                                                           \
+        }                                                                                     \
         for (int64_t i = 0; i < n; i++) {                                                     \
             CT x = LD(*(const T *)(d[1] + i * s[1])), y = LD(*(const T *)(d[2] + i * s[2]));  \
             CT z = LD(*(const T *)(d[3] + i * s[3]));                                         \
@@ -188,7 +203,7 @@ static inline int64_t shr_i(int64_t a, int64_t b, int mask) { return a >> (b & m
 
 #define F2(OP, N, T, CT) BM_FN(OP##_##N, T, T, CT, LD_##N, EM_ST_##N, E_##OP, CLONE_##N)
 #define FB(OP, N, T, CT) BM_FN(OP##_##N, T, bool, CT, LD_##N, ST_bool, E_##OP, )
-#define F3(OP, N, T, CT, LD) BM3_FN(OP##_##N, T, CT, LD, EM_ST_##N, E_##OP)
+#define F3(OP, N, T, CT, LD) BM3_FN(OP##_##N, T, CT, LD, EM_ST_##N, E_##OP, CLONE_##N)
 #define LOOPS_FLT(OP) F2(OP, f16, em_half, float) F2(OP, bf16, em_bfloat16, float) \
     F2(OP, f32, float, float) F2(OP, f64, double, double)
 #define LOOPS_INT(OP) F2(OP, u8, uint8_t, int64_t) F2(OP, i8, int8_t, int64_t) \

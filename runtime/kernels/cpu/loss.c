@@ -230,13 +230,25 @@ typedef struct {
  * LANES accumulators where the logits are contiguous (inner == 1). */
 #define LANES 16
 #define CL_MAXF(a, b) ((b) > (a) ? (b) : (a))
+/* a contiguous row's max (NaNs skipped, -inf when empty): vectorised for float32 */
+static inline __attribute__((always_inline)) float cl_rowmax_f32(const float *x, int64_t C) {
+    return em_cpu_rowmax_f32(x, C);
+}
+static inline __attribute__((always_inline)) double cl_rowmax_f64(const double *x, int64_t C) {
+    double m = -INFINITY;
+    for (int64_t k = 0; k < C; k++) m = x[k] > m ? x[k] : m;
+    return m;
+}
 #define DEF_CL(N, T, EXP, LOG)                                                                    \
     /* log-sum-exp of the C logits at x with stride st */                                        \
     static inline __attribute__((always_inline)) T cl_lse_##N(const T *restrict x, int64_t C,    \
                                                                int64_t st) {                      \
         T acc[LANES], m = -INFINITY, s = 0;                                                       \
         int64_t k = 0;                                                                            \
-        if (st == 1) {                                                                            \
+        if (st == 1 && sizeof(T) == sizeof(float)) { /* float32: the vectorised row max */       \
+            m = (T)em_cpu_rowmax_f32((const float *)(const void *)x, C);                          \
+            k = C;                                                                                \
+        } else if (st == 1) {                                                                     \
             for (int l = 0; l < LANES; l++) acc[l] = -INFINITY;                                   \
             for (; k + LANES <= C; k += LANES)                                                    \
                 for (int l = 0; l < LANES; l++) acc[l] = CL_MAXF(acc[l], x[k + l]);               \
@@ -301,6 +313,31 @@ typedef struct {
             if (c->nll) { /* -coef * B at the target's class */                                   \
                 for (int64_t k = 0; k < C; k++) gi[k * inner] = 0;                                \
                 if (kept) gi[(cls - 1) * inner] = (T)(-cf * o->wd[cls - 1]);                      \
+                continue;                                                                         \
+            }                                                                                     \
+            if (o->ti && kept && ls == 0 && inner == 1) {                                         \
+                /* softmax into gi (exps stored, then scaled by a / sum): one exp per logit, \
+                 * not cl_lse's and then a second (PyTorch's log_softmax backward also \
+                 * computes one); NaN and inf rows come out NaN as before */                        \
+                T m = cl_rowmax_##N(x, C), acc[LANES], sum = 0;                                   \
+                int64_t k = 0;                                                                    \
+                for (int l = 0; l < LANES; l++) acc[l] = 0;                                       \
+                for (; k + LANES <= C; k += LANES)                                                \
+                    for (int l = 0; l < LANES; l++) {                                             \
+                        T e = EXP(x[k + l] - m);                                                  \
+                        gi[k + l] = e;                                                            \
+                        acc[l] += e;                                                              \
+                    }                                                                             \
+                for (int l = 0; l < LANES; l++) sum += acc[l];                                    \
+                for (; k < C; k++) {                                                              \
+                    T e = EXP(x[k] - m);                                                          \
+                    gi[k] = e;                                                                    \
+                    sum += e;                                                                     \
+                }                                                                                 \
+                double wc = o->wd[cls - 1];                                                       \
+                T f = (T)(cf * wc) / sum;                                                         \
+                for (k = 0; k < C; k++) gi[k] *= f;                                               \
+                gi[cls - 1] -= (T)(cf * wc);                                                      \
                 continue;                                                                         \
             }                                                                                     \
             T lse = inner == 1 ? cl_lse_##N(x, C, 1) : cl_lse_##N(x, C, inner);                   \

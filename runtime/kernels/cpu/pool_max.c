@@ -14,6 +14,8 @@
  * backward gives it no gradient (PyTorch returns a position past the plane
  * there and its backward writes into the next plane).
  */
+/* O3: max_fwd_f32_2x2's selects vectorise (see there) */
+#pragma GCC optimize("O3", "no-trapping-math", "no-math-errno")
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -182,7 +184,7 @@ MAX_FWD(max_fwd_bf16, em_bfloat16, float, em_bf16_to_float, em_float_to_bf16)
 
 /* The common 2x2, stride 2, unpadded float32 window of a CNN (no bounds to
  * clamp: floor mode keeps every window inside the plane). */
-static void max_fwd_f32_2x2(int64_t begin, int64_t end, void *vctx) {
+EM_CPU_CLONES static void max_fwd_f32_2x2(int64_t begin, int64_t end, void *vctx) {
     const max_fwd_ctx *c = vctx;
     const em_cpu_pool_geom *g = c->g;
     const int64_t IW = g->in[2], OH = g->out[1], OW = g->out[2];
@@ -193,13 +195,21 @@ static void max_fwd_f32_2x2(int64_t begin, int64_t end, void *vctx) {
         for (int64_t oh = 0; oh < OH; oh++) {
             const float *r0 = x + 2 * oh * IW, *r1 = r0 + IW;
             int64_t base = 2 * oh * IW + 1;
+            /* branch-free selects (random data mispredicts half the
+             * branches of the general loop); same order and NaN rule */
             for (int64_t ow = 0; ow < OW; ow++) {
                 float a = r0[2 * ow], b = r0[2 * ow + 1], cc = r1[2 * ow], d = r1[2 * ow + 1];
                 float m = a;
                 int64_t bi = 0;
-                if (b > m || isnan(b)) m = b, bi = 1;
-                if (cc > m || isnan(cc)) m = cc, bi = IW;
-                if (d > m || isnan(d)) m = d, bi = IW + 1;
+                bool t = (b > m) | (b != b);
+                m = t ? b : m;
+                bi = t ? 1 : bi;
+                t = (cc > m) | (cc != cc);
+                m = t ? cc : m;
+                bi = t ? IW : bi;
+                t = (d > m) | (d != d);
+                m = t ? d : m;
+                bi = t ? IW + 1 : bi;
                 y[oh * OW + ow] = m;
                 yi[oh * OW + ow] = base + 2 * ow + bi;
             }
