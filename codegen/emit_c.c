@@ -67,7 +67,7 @@ static void wrap_comment(cg_buf *b, const char *indent, const char *text) {
         }
         char *w = cg_xstrndup(p, (size_t)wl);
         cg_comment_escape(b, w);
-        free(w);
+        cg_free(w);
         col += wl;
         p = e;
     }
@@ -235,7 +235,7 @@ static void emit_entry(cg_buf *b, const cg_op *op) {
             cg_printf(b, ")) {\n        em_set_error(EM_EVALUE, \"%s: argument '%s' must be one of: %s "
                          "(got '%%s')\", %s ? %s : \"NULL\");\n        return NULL;\n    }\n",
                       op->name, a->name, set.data, a->name, a->name);
-            free(set.data);
+            cg_free(set.data);
             continue;
         }
         if (a->type != CG_TENSOR) continue;
@@ -468,7 +468,7 @@ static void emit_table_entry(cg_buf *b, const cg_op *op) {
                  "        .active = %s,\n        .call_unboxed_from_boxed = unboxed_from_boxed_%s,\n"
                  "    },\n",
               mask.data, mask.data, op->name);
-    free(mask.data);
+    cg_free(mask.data);
 }
 
 void cg_emit_ops_c(cg_buf *b, const cg_schema *s) {
