@@ -182,6 +182,15 @@ END_TEST
 
 /* ---- an address-space limit (ulimit -v) ---- */
 
+#if defined(__SANITIZE_ADDRESS__)
+#define FAULTS_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FAULTS_ASAN 1
+#endif
+#endif
+
+#ifndef FAULTS_ASAN
 /* The process's address space in bytes (VmSize), or 0. */
 static size_t vm_size(void) {
     FILE *f = fopen("/proc/self/status", "r");
@@ -193,13 +202,6 @@ static size_t vm_size(void) {
     fclose(f);
     return kb * 1024;
 }
-
-#if defined(__SANITIZE_ADDRESS__)
-#define FAULTS_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FAULTS_ASAN 1
-#endif
 #endif
 
 /* ulimit -v in a child process: the limit is the child's address space plus
