@@ -182,10 +182,12 @@ END_TEST
 
 /* ---- an address-space limit (ulimit -v) ---- */
 
-#if defined(__SANITIZE_ADDRESS__)
+/* AddressSanitizer and ThreadSanitizer reserve terabytes of shadow memory
+ * and report a failed mmap themselves: no address-space limit under them. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define FAULTS_ASAN 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define FAULTS_ASAN 1
 #endif
 #endif
@@ -208,8 +210,9 @@ static size_t vm_size(void) {
  * 768 MiB. A 4 GiB tensor, then 64 MiB tensors until the space is gone,
  * must each be an "out of memory allocating N bytes on cpu (M bytes in
  * use)" error; after the tensors are dropped the state works and the live
- * bytes are back where they were. (Not under AddressSanitizer: its
- * allocator reports a failed mmap itself instead of returning NULL.) */
+ * bytes are back where they were. (Not under AddressSanitizer or
+ * ThreadSanitizer: they report a failed mmap themselves instead of
+ * returning NULL.) */
 START_TEST(test_faults_address_space_limit) {
 #ifdef FAULTS_ASAN
     return;
