@@ -293,7 +293,15 @@ void cg_comment_escape(cg_buf *b, const char *s);
 void cg_write_file(const char *path, const cg_buf *b);
 /* mkdir -p. Exits on failure. */
 void cg_mkdirs(const char *path);
+/* Note [Codegen arena] (util.c): codegen's blocks come from these and go
+ * back through cg_free (never free()); cg_release_all() frees every block
+ * still allocated and the YAML document an error left behind. */
 void *cg_xmalloc(size_t n);
+void *cg_xrealloc(void *p, size_t n);
+void cg_free(void *p);
+void cg_release_all(void);
+/* parse.c: deletes the YAML document an error abandoned mid-parse, if any. */
+void cg_parse_release(void);
 char *cg_xstrdup(const char *s);
 char *cg_xstrndup(const char *s, size_t n);
 /* When set (the codegen fuzz target, tests/fuzz/fuzz_codegen.c), cg_die and

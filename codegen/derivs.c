@@ -259,7 +259,7 @@ static cg_expr *new_expr(cg_ex_kind kind) {
 }
 
 static void add_kid(cg_expr *e, cg_expr *k) {
-    cg_expr **kids = realloc(e->kids, (size_t)(e->nkids + 1) * sizeof *kids);
+    cg_expr **kids = cg_xrealloc(e->kids, (size_t)(e->nkids + 1) * sizeof *kids);
     if (!kids) cg_die("out of memory");
     e->kids = kids;
     e->kids[e->nkids++] = k;
@@ -336,7 +336,7 @@ static cg_expr *parse_ident(fparser *x) {
             ferror_at(x, "%s returns a Tensor[]: pass the list 'grads' to a helper, not 'grad'",
                       op->name);
         cg_expr *e = new_expr(name[0] == 'g' ? CG_EX_GRAD : CG_EX_RESULT);
-        free(name);
+        cg_free(name);
         return e;
     }
     if (strcmp(name, "grads") == 0 || strcmp(name, "results") == 0) {
@@ -387,7 +387,7 @@ static cg_expr *parse_ident(fparser *x) {
         if (!ends_with(name, kinds[k].suffix)) continue;
         char *base = cg_xstrndup(name, strlen(name) - strlen(kinds[k].suffix));
         a = find_arg_index(x->op, base);
-        free(base);
+        cg_free(base);
         bool list_meta = a >= 0 && x->op->args[a].type == CG_TENSORLIST && kinds[k].kind == CG_EX_META;
         if (a >= 0 && (cg_type_is_tensor(x->op->args[a].type) || list_meta)) {
             cg_expr *e = new_expr(kinds[k].kind);
@@ -436,7 +436,7 @@ static cg_expr *parse_unary(fparser *x) {
             char *t = cg_xmalloc(n + 2);
             if (k->text[0] == '-') memcpy(t, k->text + 1, n);
             else { t[0] = '-'; memcpy(t + 1, k->text, n + 1); }
-            free(k->text);
+            cg_free(k->text);
             k->text = t;
             return k;
         }

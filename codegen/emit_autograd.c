@@ -213,11 +213,15 @@ static char *tmp_of(emitter *m, const char *call) {
 
 static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
 static char *fmt(const char *f, ...) {
-    va_list ap;
+    va_list ap, ap2;
     va_start(ap, f);
-    char *p = NULL;
-    if (vasprintf(&p, f, ap) < 0) cg_die("out of memory");
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, f, ap);
     va_end(ap);
+    if (n < 0) cg_die("out of memory");
+    char *p = cg_xmalloc((size_t)n + 1);
+    vsnprintf(p, (size_t)n + 1, f, ap2);
+    va_end(ap2);
     return p;
 }
 
@@ -243,19 +247,19 @@ static char *emit_value(emitter *m, const cg_expr *e, int pt) {
     arg_cvalue(&v, a);
     if (pt == CG_SCALAR && a->type == CG_INT) {
         char *r = fmt("em_scalar_int(%s)", v.data);
-        free(v.data);
+        cg_free(v.data);
         return r;
     }
     if (pt == CG_SCALAR && a->type == CG_FLOAT) {
         char *r = fmt("em_scalar_float(%s)", v.data);
-        free(v.data);
+        cg_free(v.data);
         return r;
     }
     bool opt_int_param = pt == CG_DIM_OPT || pt == CG_INDEX_OPT || pt == CG_INT_OPT;
     if (opt_int_param && (a->type == CG_DIM || a->type == CG_INDEX || a->type == CG_INT)) {
         /* a plain value where the callee takes an optional one */
         char *r = fmt("((const int64_t[]){ %s })", v.data);
-        free(v.data);
+        cg_free(v.data);
         return r;
     }
     return v.data;
@@ -326,11 +330,11 @@ static char *emit_call(emitter *m, const cg_expr *e) {
             v = emit_value(m, e->kids[i], o ? (int)o->args[i].type : -1);
         }
         cg_printf(&call, "%s%s", i ? ", " : "", v);
-        free(v);
+        cg_free(v);
     }
     cg_puts(&call, ")");
     char *r = tmp_of(m, call.data);
-    free(call.data);
+    cg_free(call.data);
     return r;
 }
 
@@ -344,7 +348,7 @@ static char *emit_tensor(emitter *m, const cg_expr *e) {
     case CG_EX_NUM: {
         char *c = fmt("em_ag_scalar(%s)", e->text);
         char *r = tmp_of(m, c);
-        free(c);
+        cg_free(c);
         return r;
     }
     case CG_EX_ARG: {
@@ -354,17 +358,17 @@ static char *emit_tensor(emitter *m, const cg_expr *e) {
         arg_cvalue(&v, a);
         char *c = a->type == CG_SCALAR ? fmt("em_ag_scalar_s(%s)", v.data)
                                        : fmt("em_ag_scalar((double)%s)", v.data);
-        free(v.data);
+        cg_free(v.data);
         char *r = tmp_of(m, c);
-        free(c);
+        cg_free(c);
         return r;
     }
     case CG_EX_NEG: {
         char *k = emit_tensor(m, e->kids[0]);
         char *c = fmt("em_neg(%s)", k);
         char *r = tmp_of(m, c);
-        free(k);
-        free(c);
+        cg_free(k);
+        cg_free(c);
         return r;
     }
     case CG_EX_BIN: {
@@ -375,9 +379,9 @@ static char *emit_tensor(emitter *m, const cg_expr *e) {
         bool alpha = e->text[0] == '+' || e->text[0] == '-';
         char *c = fmt("%s(%s, %s%s)", fn, l, rr, alpha ? ", em_scalar_int(1)" : "");
         char *r = tmp_of(m, c);
-        free(l);
-        free(rr);
-        free(c);
+        cg_free(l);
+        cg_free(rr);
+        cg_free(c);
         return r;
     }
     case CG_EX_CALL: return emit_call(m, e);
@@ -465,7 +469,7 @@ static void emit_apply(cg_buf *b, const cg_schema *s, const cg_op *op, const cha
             char *r = emit_tensor(&m, fm->expr);
             cg_printf(b, "        out[i] = em_ag_reduce_to(em_tensor_retain(%s), &n->%s_meta[i]);\n"
                          "        if (!out[i])\n            goto fail;\n    }\n", r, x);
-            free(r);
+            cg_free(r);
             continue;
         }
         int slot = cg_tensor_slot(op, fm->arg);
@@ -495,7 +499,7 @@ static void emit_apply(cg_buf *b, const cg_schema *s, const cg_op *op, const cha
         cg_printf(b, "        out[%d] = em_ag_reduce_to(em_tensor_retain(%s), &n->%s_meta);\n"
                      "        if (!out[%d])\n            goto fail;\n    }\n",
                   slot, r, x, slot);
-        free(r);
+        cg_free(r);
     }
     cg_puts(b, "    em_ag_scope_end(mark);\n    return EM_OK;\n\nfail:\n    em_ag_scope_end(mark);\n");
     if (la >= 0) cg_puts(b, "    for (int i = 0; i < node->num_next; i++) {\n");
@@ -795,12 +799,12 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
                     any = true;
                 }
             if (any) cg_printf(b, ") {\n%s        goto fail;\n    }\n", rel.data);
-            free(rel.data);
+            cg_free(rel.data);
             cg_puts(b, "    em_node_release(node);\n    return result;\n\nfail:\n"
                        "    em_node_release(node);\n    return NULL;\n}\n\n");
             return;
         }
-        free(rel.data);
+        cg_free(rel.data);
         cg_puts(b, "    if (em_set_history(result, node, 0) != EM_OK) {\n");
     }
     cg_puts(b, "        em_tensor_release(result);\n        goto fail;\n    }\n");

@@ -67,7 +67,7 @@ static void wrap_comment(cg_buf *b, const char *indent, const char *text) {
         }
         char *w = cg_xstrndup(p, (size_t)wl);
         cg_comment_escape(b, w);
-        free(w);
+        cg_free(w);
         col += wl;
         p = e;
     }
@@ -235,7 +235,7 @@ static void emit_entry(cg_buf *b, const cg_op *op) {
             cg_printf(b, ")) {\n        em_set_error(EM_EVALUE, \"%s: argument '%s' must be one of: %s "
                          "(got '%%s')\", %s ? %s : \"NULL\");\n        return NULL;\n    }\n",
                       op->name, a->name, set.data, a->name, a->name);
-            free(set.data);
+            cg_free(set.data);
             continue;
         }
         if (a->type != CG_TENSOR) continue;
@@ -283,9 +283,28 @@ static void emit_entry(cg_buf *b, const cg_op *op) {
             cg_printf(b, "    ks |= EM_KS(em_backend_key(%s));\n", op->args[idev].name);
     }
     cg_printf(b, "    ks = em_disp_compute(&em_op_table[EM_OP_%s], ks);\n", op->name);
-    cg_printf(b, "    return em_redispatch_%s(ks%s", op->name, args_sep(op));
+    if (op->ret_alias_write) { /* in-place, out=: they finish (Note [Interrupts in kernels]) */
+        cg_printf(b, "    return em_redispatch_%s(ks%s", op->name, args_sep(op));
+        cg_emit_arg_names(b, op);
+        cg_puts(b, ");\n}\n\n");
+        return;
+    }
+    cg_printf(b, "    %sem_res_ = em_redispatch_%s(ks%s", cg_ret_ctype(op), op->name, args_sep(op));
     cg_emit_arg_names(b, op);
-    cg_puts(b, ");\n}\n\n");
+    cg_puts(b, ");\n");
+    /* Note [Interrupts in kernels] (em_cpu.h): a stoppable loop may have
+     * left the result half-written: drop it */
+    cg_printf(b, "    if (em_interrupt_pending() && em_res_ && em_take_interrupt(\"%s\") != EM_OK) {\n",
+              op->name);
+    if (cg_op_ret_list(op)) {
+        cg_puts(b, "        em_tensors_free(em_res_, *nresults);\n        *nresults = 0;\n");
+    } else {
+        cg_puts(b, "        em_tensor_release(em_res_);\n");
+        for (int r = 1; r < op->nrets; r++)
+            cg_printf(b, "        em_tensor_release(*%s);\n        *%s = NULL;\n", op->rets[r].name,
+                      op->rets[r].name);
+    }
+    cg_puts(b, "        return NULL;\n    }\n    return em_res_;\n}\n\n");
 }
 
 /* The slow path: resolve, box, call. */
@@ -468,7 +487,7 @@ static void emit_table_entry(cg_buf *b, const cg_op *op) {
                  "        .active = %s,\n        .call_unboxed_from_boxed = unboxed_from_boxed_%s,\n"
                  "    },\n",
               mask.data, mask.data, op->name);
-    free(mask.data);
+    cg_free(mask.data);
 }
 
 void cg_emit_ops_c(cg_buf *b, const cg_schema *s) {

@@ -65,7 +65,7 @@ static void call_form(cg_buf *b, const cg_op *op, bool method, const char *ns) {
     cg_puts(&t, ")");
     roff_escape(b, t.data);
     cg_puts(b, "\n");
-    free(t.data);
+    cg_free(t.data);
 }
 
 void cg_emit_man(cg_buf *b, const cg_schema *s) {

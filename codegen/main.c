@@ -32,8 +32,8 @@ static void emit_to(const char *dir, const char *file, void (*emit)(cg_buf *, co
     emit(&b, s);
     char *path = join(dir, file);
     cg_write_file(path, &b);
-    free(path);
-    free(b.data);
+    cg_free(path);
+    cg_free(b.data);
 }
 
 int main(int argc, char **argv) {

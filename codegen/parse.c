@@ -113,24 +113,51 @@ static const char *node_kind(const yaml_node_t *n) {
     }
 }
 
-/* Loads path into doc. Malformed YAML exits with the parser's mark. */
+/* The document being parsed: a copy of the caller's (parsing only reads
+ * it), so that cg_parse_release can delete it after an error's longjmp
+ * (Note [Codegen arena], util.c). */
+static yaml_document_t live_doc;
+static bool live_doc_set;
+
+void cg_parse_release(void) {
+    if (live_doc_set) yaml_document_delete(&live_doc);
+    live_doc_set = false;
+}
+
+static void done_yaml(yaml_document_t *doc) {
+    live_doc_set = false;
+    yaml_document_delete(doc);
+}
+
+/* Loads path into doc. Malformed YAML exits with the parser's mark; the
+ * file and the parser are released before the exit. */
 static void load_yaml(const char *path, yaml_document_t *doc) {
     FILE *f = fopen(path, "rb");
     if (!f) cg_die("cannot open %s: %s", path, strerror(errno));
     yaml_parser_t p;
-    if (!yaml_parser_initialize(&p)) cg_die("cannot initialise libyaml");
+    if (!yaml_parser_initialize(&p)) {
+        fclose(f);
+        cg_die("cannot initialise libyaml");
+    }
     yaml_parser_set_input_file(&p, f);
     if (!yaml_parser_load(&p, doc)) {
         const yaml_mark_t *m = p.problem_mark.line || p.problem_mark.column ? &p.problem_mark
                                                                             : &p.context_mark;
         int line = (int)m->line + 1;
+        char msg[512];
         if (p.context)
-            cg_error_at(path, line, "malformed YAML: %s %s (started at line %d)",
-                        p.problem ? p.problem : "error", p.context, (int)p.context_mark.line + 1);
-        cg_error_at(path, line, "malformed YAML: %s", p.problem ? p.problem : "error");
+            snprintf(msg, sizeof msg, "malformed YAML: %s %s (started at line %d)",
+                     p.problem ? p.problem : "error", p.context, (int)p.context_mark.line + 1);
+        else
+            snprintf(msg, sizeof msg, "malformed YAML: %s", p.problem ? p.problem : "error");
+        yaml_parser_delete(&p);
+        fclose(f);
+        cg_error_at(path, line, "%s", msg);
     }
     yaml_parser_delete(&p);
     fclose(f);
+    live_doc = *doc;
+    live_doc_set = true;
 }
 
 /* The root sequence's items, or none for an empty document / `[]`. */
@@ -170,10 +197,10 @@ static banner *read_banners(const char *path, int *count) {
         const char *e = strstr(s, "----");
         if (!e) continue;
         char *name = trim_dup(s, (size_t)(e - s));
-        if (!*name) { free(name); continue; }
+        if (!*name) { cg_free(name); continue; }
         if (n == cap) {
             cap = cap ? cap * 2 : 16;
-            v = realloc(v, (size_t)cap * sizeof *v);
+            v = cg_xrealloc(v, (size_t)cap * sizeof *v);
             if (!v) cg_die("out of memory");
         }
         v[n].line = line;
@@ -268,13 +295,13 @@ static void lex_choices(sig_lexer *x, char ***choices, int *n) {
 static cg_type lex_type(sig_lexer *x, char **alias, bool *alias_write) {
     char *base = lex_ident(x, "a type");
     if (strcmp(base, "str") == 0) {
-        free(base);
+        cg_free(base);
         *alias = NULL;
         *alias_write = false;
         return CG_STR;
     }
     if (strcmp(base, "ScalarType") == 0) {
-        free(base);
+        cg_free(base);
         base = cg_xstrdup("dtype");
     }
     char spelled[128];
@@ -298,7 +325,7 @@ static cg_type lex_type(sig_lexer *x, char **alias, bool *alias_write) {
         x->p++;
     }
     snprintf(spelled, sizeof spelled, "%s%s%s", base, list ? "[]" : "", opt ? "?" : "");
-    free(base);
+    cg_free(base);
     for (int t = 0; t < CG_TYPE_COUNT; t++) {
         if (strcmp(cg_types[t].spelling, spelled) == 0) {
             if (*alias && !cg_type_is_tensor((cg_type)t))
@@ -361,9 +388,9 @@ static void parse_default(sig_lexer *x, cg_arg *a, char *text) {
                 sig_error(x, "bad list default '%s' for argument '%s' (integers expected)", text,
                           a->name);
             d->nlist++;
-            free(item);
+            cg_free(item);
         }
-        free(inner);
+        cg_free(inner);
     } else if (text[0] == '"') {
         size_t n = strlen(text);
         if (n < 2 || text[n - 1] != '"') sig_error(x, "bad string default %s for argument '%s'", text, a->name);
@@ -619,7 +646,7 @@ static void parse_variants(const char *path, yaml_document_t *doc, yaml_node_t *
             if (nitems == 8) cg_error_at(path, line, "too many variants");
             items[nitems++] = trim_dup(tok, strlen(tok));
         }
-        free(s);
+        cg_free(s);
     } else if (n->type == YAML_SEQUENCE_NODE) {
         for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
              it++) {
@@ -639,7 +666,7 @@ static void parse_variants(const char *path, yaml_document_t *doc, yaml_node_t *
         else
             cg_error_at(path, line, "unknown variant '%s' (known variants: function, method)",
                         items[i]);
-        free(items[i]);
+        cg_free(items[i]);
     }
 }
 
@@ -685,7 +712,7 @@ static void parse_kernels(const char *path, yaml_document_t *doc, yaml_node_t *n
                         "Default, Composite)", key);
         if (explicit_key[idx]) cg_error_at(path, mark_line(k), "dispatch key %s given twice", key);
         explicit_key[idx] = true;
-        free(op->kernel[idx]);
+        cg_free(op->kernel[idx]);
         op->kernel[idx] = cg_xstrdup(fn);
     }
     if (!count) cg_error_at(path, mark_line(n), "op '%s': kernels is empty", op->name);
@@ -978,8 +1005,8 @@ static void check_kernel_signatures(const cg_schema *s) {
                         cg_error_at(s->ops[a].path, s->ops[a].line,
                                     "kernel '%s' is used by ops '%s' and '%s' with different "
                                     "signatures", fn, s->ops[b].name, s->ops[a].name);
-                    free(pa.data);
-                    free(pb.data);
+                    cg_free(pa.data);
+                    cg_free(pb.data);
                 }
         }
 }
@@ -1002,7 +1029,7 @@ void cg_parse_ops(const char *path, cg_schema *s) {
     int first = s->nops, nnew = (int)(end - it);
     if (!nnew) cg_error_at(path, 1, "no ops defined");
     s->nops += nnew;
-    s->ops = realloc(s->ops, (size_t)s->nops * sizeof *s->ops);
+    s->ops = cg_xrealloc(s->ops, (size_t)s->nops * sizeof *s->ops);
     if (!s->ops) cg_die("out of memory");
     memset(s->ops + first, 0, (size_t)nnew * sizeof *s->ops);
     int nb;
@@ -1028,7 +1055,7 @@ void cg_parse_ops(const char *path, cg_schema *s) {
         for (int b = 0; b < nb; b++)
             if (banners[b].line < op->line) op->group = banners[b].name;
     }
-    yaml_document_delete(&doc);
+    done_yaml(&doc);
 }
 
 void cg_check_ops(cg_schema *s) {
@@ -1145,7 +1172,7 @@ void cg_parse_derivatives(const char *path, cg_schema *s) {
                             "is '%s'", name, same_name->schema);
             if (!op)
                 cg_error_at(path, mark_line(v), "name '%s' matches no op in %s", name, s->ops_path);
-            free(name);
+            cg_free(name);
         }
         if (!op) cg_error_at(path, mark_line(n), "derivatives entry without 'name'");
         if (op->composite)
@@ -1252,5 +1279,5 @@ void cg_parse_derivatives(const char *path, cg_schema *s) {
                             op->args[i].name, s->ops_path);
         }
     }
-    yaml_document_delete(&doc);
+    done_yaml(&doc);
 }

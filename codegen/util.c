@@ -1,6 +1,7 @@
 /* util.c -- growable text buffers, escaping, file output and error exits
  * for the codegen tool (a build-time program: it may exit on error). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,10 +12,65 @@
 
 /* ---- memory ---- */
 
+/* Note [Codegen arena]: every block codegen allocates (cg_xmalloc,
+ * cg_xrealloc) carries a header that links it into one list, and is
+ * released with cg_free, never with free(). The codegen tool exits after
+ * one run and never frees its schema; the fuzz target
+ * (tests/fuzz/fuzz_codegen.c) parses thousands of schemas in one process,
+ * and cg_release_all() frees everything the last one left behind,
+ * including what an error's longjmp abandoned half-built. */
+typedef union cg_block {
+    struct { union cg_block *prev, *next; } l;
+    max_align_t align;
+} cg_block;
+
+static cg_block cg_blocks = { .l = { &cg_blocks, &cg_blocks } };
+
+static void *link_block(cg_block *h) {
+    h->l.prev = cg_blocks.l.prev;
+    h->l.next = &cg_blocks;
+    cg_blocks.l.prev->l.next = h;
+    cg_blocks.l.prev = h;
+    return h + 1;
+}
+
+static void unlink_block(cg_block *h) {
+    h->l.prev->l.next = h->l.next;
+    h->l.next->l.prev = h->l.prev;
+}
+
 void *cg_xmalloc(size_t n) {
-    void *p = calloc(1, n ? n : 1);
-    if (!p) cg_die("out of memory");
-    return p;
+    cg_block *h = calloc(1, sizeof *h + n);
+    if (!h) cg_die("out of memory");
+    return link_block(h);
+}
+
+void *cg_xrealloc(void *p, size_t n) {
+    if (!p) return cg_xmalloc(n);
+    cg_block *h = (cg_block *)p - 1;
+    unlink_block(h);
+    cg_block *q = realloc(h, sizeof *q + n);
+    if (!q) {
+        link_block(h);
+        cg_die("out of memory");
+    }
+    return link_block(q);
+}
+
+void cg_free(void *p) {
+    if (!p) return;
+    cg_block *h = (cg_block *)p - 1;
+    unlink_block(h);
+    free(h);
+}
+
+void cg_release_all(void) {
+    cg_parse_release();
+    while (cg_blocks.l.next != &cg_blocks) {
+        cg_block *h = cg_blocks.l.next;
+        unlink_block(h);
+        free(h);
+    }
 }
 
 char *cg_xstrndup(const char *s, size_t n) {
@@ -58,9 +114,7 @@ static void reserve(cg_buf *b, size_t extra) {
     if (b->len + extra + 1 <= b->cap) return;
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < b->len + extra + 1) cap *= 2;
-    char *p = realloc(b->data, cap);
-    if (!p) cg_die("out of memory");
-    b->data = p;
+    b->data = cg_xrealloc(b->data, cap);
     b->cap = cap;
 }
 
@@ -135,7 +189,7 @@ void cg_mkdirs(const char *path) {
     }
     struct stat st;
     if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) cg_die("%s is not a directory", p);
-    free(p);
+    cg_free(p);
 }
 
 void cg_write_file(const char *path, const cg_buf *b) {
@@ -157,5 +211,5 @@ void cg_write_file(const char *path, const cg_buf *b) {
         remove(tmp);
         cg_die("cannot rename %s to %s: %s", tmp, path, strerror(errno));
     }
-    free(tmp);
+    cg_free(tmp);
 }

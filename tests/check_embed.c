@@ -155,6 +155,13 @@ START_TEST(test_embed_sandbox_and_budgets) {
                                          "assert(not pcall(require, 'socket'))\n"
                                          "assert(load('return 1')() == 1)\n"
                                          "assert(ember.save == nil and ember.load == nil and ember.load_npz == nil)\n"
+                                         /* process-wide settings stay the host's (docs/SANDBOX.md) */
+                                         "assert(ember.set_memory_limit == nil and ember.set_num_threads == nil)\n"
+                                         "assert(ember.get_memory_limit ~= nil and ember.get_num_threads ~= nil)\n"
+                                         /* no finalizers: they would run outside the budgets */
+                                         "assert(not pcall(setmetatable, {}, {__gc = function() end}))\n"
+                                         "local mt = {}; local o = setmetatable({}, mt); assert(getmetatable(o) == mt)\n"
+                                         "mt.__gc = function() while true do end end; o = nil; collectgarbage()\n"
                                          "x = (ember.ones(3) * 2):sum()",
                                       NULL), 0);
     /* a binary chunk is refused by load and by ember_run_string */

@@ -1,16 +1,24 @@
 /* check_faults.c -- behaviour under faults (issue: hardening): every
- * allocation site failing in turn (em_memory_fail_after) and the memory cap
- * (em_memory_set_limit). Each failure must reach Lua as a catchable "out of
- * memory" error, the state must stay usable, and when the state closes every
- * storage must be back (the allocator's live bytes return to where they
- * were: a leaked tensor keeps its storage). */
+ * allocation site failing in turn (em_memory_fail_after: tensor storage and
+ * headers, autograd nodes, saved variables, hooks and the engine's buffers),
+ * the memory cap (em_memory_set_limit), an address-space limit (ulimit -v),
+ * and interrupts between ops, in backward and inside a long kernel. Each
+ * failure must reach Lua as a catchable error, the state must stay usable,
+ * and when the state closes every storage must be back (the allocator's live
+ * bytes return to where they were: a leaked tensor keeps its storage). */
 #include <check.h>
 #include <lauxlib.h>
 #include <lualib.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "core/em_core.h"
 #include "lua/em_lua.h"
@@ -34,6 +42,15 @@ static const char *const scripts[] = {
     "local d = ember.linalg.det(a); (q:sum() + d):backward()",
     "local p = os.tmpname(); ember.save(p, {w = ember.randn(3, 2), b = {ember.ones(2)}}); local t = ember.load(p)\n"
     "os.remove(p); assert(t.b[1])",
+    /* hooks, a custom Function, retain_graph, autograd.grad with
+     * create_graph: the autograd allocations of Note [Autograd allocation
+     * faults] (nodes, saved variables, hooks, the engine's buffers) */
+    "local x = ember.randn(3, {requires_grad = true}); local h = x:register_hook(function(g) return g * 2 end)\n"
+    "local Sq = ember.autograd.Function { forward = function(ctx, a) ctx:save_for_backward(a); return a * a end,\n"
+    "  backward = function(ctx, g) return g * 2 * ctx.saved_tensors[1] end }\n"
+    "local y = (Sq(x) + x:sin()):sum(); y:backward({retain_graph = true}); y:backward(); h:remove()\n"
+    "local z = (x:exp() * x):sum(); z.grad_fn:register_hook(function(gi, go) return gi end)\n"
+    "local g = ember.autograd.grad({z}, {x}, {create_graph = true})[1]; g:sum():backward()",
 };
 
 static lua_State *new_state(void) {
@@ -42,6 +59,15 @@ static lua_State *new_state(void) {
     luaL_requiref(L, "ember", luaopen_ember, 1);
     lua_pop(L, 1);
     return L;
+}
+
+/* A full collection that also runs the registry unrefs that graph nodes
+ * freed during it queued (Note [Deferred unref], lua_callback.c: the next
+ * tensor made drains them), then collects what they held. */
+static void collect(lua_State *L) {
+    lua_gc(L, LUA_GCCOLLECT, 0);
+    ck_assert_int_eq(luaL_dostring(L, "ember.empty(0)"), LUA_OK);
+    lua_gc(L, LUA_GCCOLLECT, 0);
 }
 
 START_TEST(test_faults_every_allocation_site_fails_cleanly) {
@@ -70,7 +96,7 @@ START_TEST(test_faults_every_allocation_site_fails_cleanly) {
                               msg ? msg : "(not a string)");
             }
             lua_settop(L, 0);
-            lua_gc(L, LUA_GCCOLLECT, 0);
+            collect(L);
             em_memory_stats now;
             em_memory_get_stats(&now);
             ck_assert_msg(now.allocated == base.allocated, "script %d, allocation %ld: %zd bytes of storage leaked",
@@ -153,6 +179,169 @@ START_TEST(test_faults_interrupts) {
 }
 END_TEST
 
+
+/* ---- an address-space limit (ulimit -v) ---- */
+
+/* AddressSanitizer and ThreadSanitizer reserve terabytes of shadow memory
+ * and report a failed mmap themselves: no address-space limit under them. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define FAULTS_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define FAULTS_ASAN 1
+#endif
+#endif
+
+#ifndef FAULTS_ASAN
+/* The process's address space in bytes (VmSize), or 0. */
+static size_t vm_size(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    size_t kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmSize: %zu kB", &kb) == 1) break;
+    fclose(f);
+    return kb * 1024;
+}
+#endif
+
+/* ulimit -v in a child process: the limit is the child's address space plus
+ * 768 MiB. A 4 GiB tensor, then 64 MiB tensors until the space is gone,
+ * must each be an "out of memory allocating N bytes on cpu (M bytes in
+ * use)" error; after the tensors are dropped the state works and the live
+ * bytes are back where they were. (Not under AddressSanitizer or
+ * ThreadSanitizer: they report a failed mmap themselves instead of
+ * returning NULL.) */
+START_TEST(test_faults_address_space_limit) {
+#ifdef FAULTS_ASAN
+    return;
+#else
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        lua_State *L = new_state();
+        if (luaL_dostring(L, "ember.ones(10):sum()") != LUA_OK) _exit(2); /* the pool and BLAS are up */
+        size_t vm = vm_size();
+        struct rlimit rl = { vm + (768u << 20), vm + (768u << 20) };
+        if (!vm || setrlimit(RLIMIT_AS, &rl) != 0) _exit(3);
+        int st = luaL_dostring(
+            L, "collectgarbage(); collectgarbage(); local base = ember.memory_stats().allocated\n"
+               "local ok, err = pcall(ember.zeros, 1024, 1024, 1024)\n"
+               "assert(not ok and err:find('out of memory allocating 4294967296 bytes on cpu (', 1, true)\n"
+               "  and err:find('bytes in use)', 1, true), err)\n"
+               "local t = {}\n"
+               "local ok2, err2 = pcall(function() for i = 1, 64 do t[i] = ember.ones(16 * 1024 * 1024) end end)\n"
+               "assert(not ok2 and err2:find('out of memory allocating 67108864 bytes on cpu (', 1, true), err2)\n"
+               "assert(#t >= 2 and #t < 16, #t)\n"
+               "t = nil; collectgarbage(); collectgarbage()\n"
+               "assert(ember.memory_stats().allocated == base, ember.memory_stats().allocated .. ' bytes live, ' .. base .. ' before')\n"
+               "local u = ember.ones(16 * 1024 * 1024)\n"
+               "assert(u:narrow(1, 1, 1000):sum():item() == 1000)\n"
+               "assert((ember.randn(30, 30):matmul(ember.eye(30)) ~= nil))\n");
+        if (st != LUA_OK) {
+            fprintf(stderr, "address-space limit: %s\n", lua_tostring(L, -1));
+            _exit(1);
+        }
+        lua_close(L);
+        _exit(0);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status), "the child under ulimit -v crashed (signal %d)",
+                  WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    ck_assert_msg(WEXITSTATUS(status) == 0, "the child under ulimit -v failed (exit %d)", WEXITSTATUS(status));
+#endif
+}
+END_TEST
+
+/* ---- an interrupt inside a long kernel ---- */
+
+static void on_alarm(int sig) {
+    (void)sig;
+    em_interrupt(); /* async-signal-safe, as the shell's SIGINT handler */
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Note [Interrupts in kernels]: x:tanh() over 2^23 float64 values (unary.c's
+ * contiguous loop, stoppable) is timed on 1/16 of them; SIGALRM then calls
+ * em_interrupt() at 15% of the whole op's estimated time. The op must fail
+ * with "tanh: interrupted" well before it could have finished (at most 60%
+ * of the estimate, and 0.1 s late at most), its result must be gone (the
+ * live bytes are as before), and the next op works. With the pool (2
+ * threads) and serially (1 thread). Retried twice when the machine is so
+ * noisy that the op finished before the alarm. */
+static void interrupt_inside_kernel(lua_State *L, int threads) {
+    char setup[128];
+    snprintf(setup, sizeof setup, "ember.set_num_threads(%d)", threads);
+    ck_assert_int_eq(luaL_dostring(L, setup), LUA_OK);
+    ck_assert_int_eq(luaL_dostring(L, "x = ember.rand(8388608, {dtype = 'float64'})\n"
+                                      "small = x:narrow(1, 1, 524288):contiguous(); small:tanh()"),
+                     LUA_OK);
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    ck_assert_int_eq(sigaction(SIGALRM, &sa, &old), 0);
+    bool stopped = false;
+    for (int attempt = 0; attempt < 3 && !stopped; attempt++) {
+        double t0 = now_s();
+        ck_assert_int_eq(luaL_dostring(L, "small:tanh()"), LUA_OK);
+        double est = 16 * (now_s() - t0);
+        ck_assert_int_eq(luaL_dostring(L, "collectgarbage(); collectgarbage(); base = ember.memory_stats().allocated"),
+                         LUA_OK);
+        double fire = 0.15 * est;
+        struct itimerval it = { { 0, 0 }, { (time_t)fire, (suseconds_t)((fire - (double)(time_t)fire) * 1e6) + 1 } };
+        t0 = now_s();
+        ck_assert_int_eq(setitimer(ITIMER_REAL, &it, NULL), 0);
+        int st = luaL_dostring(L, "y = x:tanh()");
+        double took = now_s() - t0;
+        struct itimerval off = { { 0, 0 }, { 0, 0 } };
+        setitimer(ITIMER_REAL, &off, NULL);
+        if (st == LUA_OK) { /* finished before the alarm: the next op reports it */
+            em_interrupt_clear();
+            lua_settop(L, 0);
+            ck_assert_int_eq(luaL_dostring(L, "y = nil"), LUA_OK);
+            continue;
+        }
+        const char *msg = lua_tostring(L, -1);
+        ck_assert_msg(msg && strstr(msg, "tanh: interrupted"), "threads %d: %s", threads, msg ? msg : "?");
+        lua_settop(L, 0);
+        ck_assert_msg(took < 0.6 * est + 0.1, "threads %d: the interrupted op took %.3f s of an estimated %.3f s",
+                      threads, took, est);
+        stopped = true;
+        if (getenv("EMBER_FAULT_REPORT"))
+            fprintf(stderr, "faults: tanh of 2^23 float64 with %d thread(s): interrupted at %.3f s, returned "
+                            "at %.3f s (the whole op: about %.3f s)\n", threads, fire, took, est);
+    }
+    ck_assert_msg(stopped, "threads %d: the op always finished before the alarm", threads);
+    sigaction(SIGALRM, &old, NULL);
+    ck_assert_int_eq(luaL_dostring(L, "assert(y == nil)\n"
+                                      "collectgarbage(); collectgarbage()\n"
+                                      "assert(ember.memory_stats().allocated == base, 'the result was kept')\n"
+                                      "local z = x:narrow(1, 1, 5):tanh()\n"
+                                      "assert(math.abs(z[1]:item() - math.tanh(x[1]:item())) < 1e-15)\n"
+                                      "x, small = nil, nil; collectgarbage()"),
+                     LUA_OK);
+}
+
+START_TEST(test_faults_interrupt_inside_kernel) {
+    lua_State *L = new_state();
+    ck_assert_int_eq(luaL_dostring(L, "threads0 = ember.get_num_threads()"), LUA_OK);
+    interrupt_inside_kernel(L, 2);
+    interrupt_inside_kernel(L, 1);
+    ck_assert_int_eq(luaL_dostring(L, "ember.set_num_threads(threads0)"), LUA_OK);
+    lua_close(L);
+}
+END_TEST
+
 Suite *make_faults_suite(void) {
     Suite *s = suite_create("faults");
     TCase *tc = tcase_create("alloc");
@@ -160,6 +349,8 @@ Suite *make_faults_suite(void) {
     tcase_add_test(tc, test_faults_every_allocation_site_fails_cleanly);
     tcase_add_test(tc, test_faults_memory_limit);
     tcase_add_test(tc, test_faults_interrupts);
+    tcase_add_test(tc, test_faults_address_space_limit);
+    tcase_add_test(tc, test_faults_interrupt_inside_kernel);
     suite_add_tcase(s, tc);
     return s;
 }

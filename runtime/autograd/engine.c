@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "autograd/em_autograd.h"
+#include "autograd/em_ag_alloc.h"
 #include "em_ops.h"
 
 #define MAX_REENTRANT_DEPTH 60
@@ -120,7 +121,7 @@ static void queue_init(ready_queue *q) {
 static bool heap_push(ready_queue *q, ready_item it) {
     if (q->n == q->cap) {
         size_t cap = q->cap ? q->cap * 2 : 64;
-        ready_item *h = realloc(q->heap, cap * sizeof *h);
+        ready_item *h = em_ag_realloc(q->heap, cap * sizeof *h);
         if (!h) return false;
         q->heap = h;
         q->cap = cap;
@@ -230,7 +231,7 @@ static node_info *info_get_new(graph_task *t, em_node *n, bool create, bool *cre
     if (created) *created = false;
     if (create && (t->info_n + 1) * 2 > t->info_cap) {
         size_t cap = t->info_cap ? t->info_cap * 2 : 64;
-        node_info *ni = calloc(cap, sizeof *ni);
+        node_info *ni = em_ag_calloc(cap, sizeof *ni);
         if (!ni) return NULL;
         for (size_t i = 0; i < t->info_cap; i++) {
             if (!t->info[i].key) continue;
@@ -420,7 +421,7 @@ static void deliver_outputs(graph_task *t, em_node *n, em_tensor **out) {
         }
         bool small = next->num_inputs <= INLINE_INPUTS;
         if (out[j] && (int)nr < next->num_inputs) {
-            if (!small && !ni->buffer) ni->buffer = calloc((size_t)next->num_inputs, sizeof(em_tensor *));
+            if (!small && !ni->buffer) ni->buffer = em_ag_calloc((size_t)next->num_inputs, sizeof(em_tensor *));
             if (!small && !ni->buffer) {
                 task_unlock(t);
                 em_set_error(EM_ENOMEM, "backward: out of memory");
@@ -451,7 +452,7 @@ static void deliver_outputs(graph_task *t, em_node *n, em_tensor **out) {
                 memcpy(inl, ni->inl, sizeof inl);
                 memset(ni->inl, 0, sizeof ni->inl);
             } else {
-                ready = ni->buffer ? ni->buffer : calloc((size_t)next->num_inputs, sizeof(em_tensor *));
+                ready = ni->buffer ? ni->buffer : em_ag_calloc((size_t)next->num_inputs, sizeof(em_tensor *));
                 ni->buffer = NULL;
             }
         }
@@ -488,7 +489,7 @@ static void evaluate(ready_item it) {
         em_status st = run && em_interrupt_pending() ? em_take_interrupt("backward") : EM_OK;
         if (run && st == EM_OK) st = run_pre_hooks(n, buf);
         if (run && st == EM_OK && n->num_next > 0) {
-            out = n->num_next <= 8 ? out_small : calloc((size_t)n->num_next, sizeof *out);
+            out = n->num_next <= 8 ? out_small : em_ag_calloc((size_t)n->num_next, sizeof *out);
             if (out == out_small) memset(out_small, 0, sizeof(em_tensor *) * (size_t)n->num_next);
             if (!out) st = em_set_error(EM_ENOMEM, "backward: out of memory");
         }
@@ -521,7 +522,8 @@ static em_status root_apply(em_node *self, em_tensor **grads, em_tensor **out) {
 }
 static void root_destroy(em_node *self) {
     graph_root *r = (graph_root *)self;
-    for (int i = 0; i < r->n; i++) em_tensor_release(r->grads[i]);
+    /* grads is NULL when make_root could not allocate it */
+    for (int i = 0; r->grads && i < r->n; i++) em_tensor_release(r->grads[i]);
     free(r->grads);
 }
 static const em_node_vtable root_vt = { "GraphRoot", root_apply, NULL, root_destroy };
@@ -635,7 +637,7 @@ static em_status make_root(em_tensor **roots, em_tensor **grad_roots, int n_root
     graph_root *root = (graph_root *)em_node_new(sizeof(graph_root), &root_vt, 0, n_roots);
     if (!root) return em_error_kind();
     root->base.sequence_nr = UINT64_MAX;
-    root->grads = calloc((size_t)n_roots, sizeof(em_tensor *));
+    root->grads = em_ag_calloc((size_t)n_roots, sizeof(em_tensor *));
     root->n = n_roots;
     if (!root->grads) {
         em_node_release(&root->base);
@@ -691,7 +693,7 @@ static em_status make_root(em_tensor **roots, em_tensor **grad_roots, int n_root
  * one, owned by this thread's CPU ready queue (made on first use and freed
  * when the thread exits). NULL when out of memory (slot not set). */
 static graph_task *task_new(const em_backward_opts *o) {
-    graph_task *t = calloc(1, sizeof *t);
+    graph_task *t = em_ag_calloc(1, sizeof *t);
     if (!t) return NULL;
     pthread_mutex_init(&t->lock, NULL);
     t->keep_graph = o->retain_graph || o->create_graph;
@@ -721,8 +723,8 @@ static em_status mark_inputs(graph_task *t, graph_root *root, em_tensor **inputs
     em_status st = EM_OK;
     t->has_exec_info = true;
     if (!o->accumulate) {
-        t->captures = calloc((size_t)n_inputs, sizeof *t->captures);
-        t->captured = calloc((size_t)n_inputs, sizeof *t->captured);
+        t->captures = em_ag_calloc((size_t)n_inputs, sizeof *t->captures);
+        t->captured = em_ag_calloc((size_t)n_inputs, sizeof *t->captured);
         if (!t->captures || !t->captured) return em_set_error(EM_ENOMEM, "%s: out of memory", who);
     }
     for (int i = 0; i < n_inputs; i++) {
@@ -752,7 +754,7 @@ static em_status mark_inputs(graph_task *t, graph_root *root, em_tensor **inputs
      * (another capture counts: grad() w.r.t. y = f(x) and x runs
      * y's node to reach x). Decide for every capture before
      * changing any flag, so the order of the inputs does not matter. */
-    int8_t *beyond = calloc((size_t)t->n_captures + 1, 1);
+    int8_t *beyond = em_ag_calloc((size_t)t->n_captures + 1, 1);
     if (!beyond) return em_set_error(EM_ENOMEM, "%s: out of memory", who);
     for (int c = 0; c < t->n_captures; c++) {
         em_node *cn = t->captures[c].node;
@@ -868,7 +870,7 @@ em_status em_backward(em_tensor **roots, em_tensor **grad_roots, int n_roots, em
     graph_root *root;
     em_status st = make_root(roots, grad_roots, n_roots, who, &root);
     if (st != EM_OK) return st;
-    em_edge *in_edges = n_inputs > 0 ? calloc((size_t)n_inputs, sizeof *in_edges) : NULL;
+    em_edge *in_edges = n_inputs > 0 ? em_ag_calloc((size_t)n_inputs, sizeof *in_edges) : NULL;
     graph_task *t = n_inputs > 0 && !in_edges ? NULL : task_new(&o);
     if (!t) {
         free(in_edges);

@@ -3,6 +3,7 @@
  * Like formulas.c, written with the public ops only (double backward). */
 #include <stdlib.h>
 
+#include "autograd/em_ag_alloc.h"
 #include "autograd/em_formulas.h"
 #include "em_ops.h"
 
@@ -44,7 +45,7 @@ em_tensor *em_ag_fn_cat_grad(em_tensor *grad, const em_input_meta *metas, int64_
 /* grads with zeros in place of the NULL ones, in a new array of new
  * references (*owned), for em_cat / em_stack. */
 static em_tensor **filled(em_tensor **grads, int n, const em_input_meta *metas) {
-    em_tensor **a = calloc((size_t)(n ? n : 1), sizeof *a);
+    em_tensor **a = em_ag_calloc((size_t)(n ? n : 1), sizeof *a);
     if (!a) {
         em_set_error(EM_ENOMEM, "backward: out of memory");
         return NULL;

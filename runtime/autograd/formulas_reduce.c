@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "autograd/em_ag_alloc.h"
 #include "autograd/em_formulas.h"
 #include "em_ops.h"
 
@@ -59,7 +60,7 @@ em_tensor *em_ag_fn_cumsum_backward(em_tensor *grad, int64_t dim) {
  * with 1 in front)), the slots concatenated along d. */
 static em_tensor *cumprod_grad_zeros(em_tensor *grad, em_tensor *self, int d) {
     int64_t n = self->sizes[d];
-    em_tensor **slots = calloc((size_t)n, sizeof *slots);
+    em_tensor **slots = em_ag_calloc((size_t)n, sizeof *slots);
     if (!slots) {
         em_set_error(EM_ENOMEM, "cumprod backward: out of memory");
         return NULL;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "autograd/em_autograd.h"
+#include "autograd/em_ag_alloc.h"
 #include "em_kernels_decl.h"
 #include "em_ops.h"
 
@@ -195,7 +196,7 @@ em_tensor *em_detach(const em_tensor *t) {
 static int next_hook_id = 1;
 
 static em_hook *new_hook(void *fn, void *ud, void (*free_ud)(void *), int slot) {
-    em_hook *h = calloc(1, sizeof *h);
+    em_hook *h = em_ag_calloc(1, sizeof *h);
     if (!h) {
         em_set_error(EM_ENOMEM, "register_hook: out of memory");
         return NULL;
@@ -567,7 +568,7 @@ static em_status copy_slices_apply(em_node *self, em_tensor **grads, em_tensor *
     if (!grad) return EM_OK;
     int n = fn->num_next;
     em_tensor *fn_small[8] = { NULL };
-    em_tensor **fn_out = n <= 8 ? fn_small : calloc((size_t)n, sizeof *fn_out);
+    em_tensor **fn_out = n <= 8 ? fn_small : em_ag_calloc((size_t)n, sizeof *fn_out);
     em_tensor *result = NULL, *slice = NULL, *sc = NULL, *r = NULL;
     em_status st = EM_OK;
     int64_t shift = 0;

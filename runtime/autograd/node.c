@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "autograd/em_autograd.h"
+#include "autograd/em_ag_alloc.h"
 #include "em_ops.h"
 
 static atomic_uint_fast64_t next_sequence_nr;
@@ -62,7 +63,7 @@ em_node *em_node_new(size_t size, const em_node_vtable *vt, int num_inputs, int 
     /* malloc, not the power-of-two caching allocator: a retained graph
      * grows by one node per op, and rounding a 600-byte node up to 1 KiB
      * costs more in fresh pages than the allocator saves */
-    em_node *n = malloc(total);
+    em_node *n = em_ag_malloc(total);
     if (!n) {
         em_set_error(EM_ENOMEM, "autograd: out of memory making a %s node", vt ? vt->name : "graph");
         return NULL;
@@ -157,7 +158,7 @@ void em_node_release(em_node *n) {
     if (atomic_fetch_sub_explicit(&n->refcount, 1, memory_order_acq_rel) != 1) return;
     if (graveyard_n == graveyard_cap) {
         size_t cap = graveyard_cap ? graveyard_cap * 2 : 256;
-        em_node **g = realloc(graveyard, cap * sizeof *g);
+        em_node **g = em_ag_realloc(graveyard, cap * sizeof *g);
         if (!g) { /* no memory for the list: destroy in place (recursion is bounded by memory) */
             destroy_node(n);
             return;

@@ -64,6 +64,8 @@ void em_memory_fail_after(long n)
 
 long em_memory_fail_remaining(void) { return atomic_load(&fail_countdown); }
 
+bool em_memory_test_fail(void) { return em_core_should_fail(); }
+
 void em_memory_set_limit(size_t bytes) { atomic_store(&mem_limit, bytes); }
 
 size_t em_memory_get_limit(void) { return atomic_load(&mem_limit); }

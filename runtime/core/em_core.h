@@ -50,9 +50,12 @@ typedef enum {
  * generated em_NAME) and the backward engine between nodes check the flag
  * and fail with EM_EINTERRUPT ("NAME: interrupted"), consuming it, so the
  * op after that runs normally. Tensors, graphs and the allocator are left
- * as after any failed op. A kernel already running finishes first. The
- * flag is per process: with several threads running ops, one of them
- * stops. */
+ * as after any failed op. Long loops of ember's own kernels stop early
+ * too (Note [Interrupts in kernels] in runtime/kernels/cpu/em_cpu.h): an op
+ * that does not write into an argument checks the flag again when its
+ * kernel returns and then fails, dropping its result; other kernels (and
+ * BLAS calls) finish first. The flag is per process: with several threads
+ * running ops, one of them stops. */
 EM_API void em_interrupt(void);
 EM_API void em_interrupt_clear(void);
 EM_API extern atomic_int em_interrupt_flag;
@@ -236,11 +239,16 @@ typedef struct {
 EM_API void em_memory_get_stats(em_memory_stats *out);
 EM_API void em_memory_empty_cache(void); /* return cached blocks to the OS */
 /* Test hook: make the n-th allocation from now fail (0 disables). Counts
- * the cpu allocator's data blocks and the tensor, storage and version
- * headers (every site that can report EM_ENOMEM). */
+ * the cpu allocator's data blocks, the tensor, storage and version
+ * headers, and the sites that ask em_memory_test_fail (autograd). */
 EM_API void em_memory_fail_after(long n);
 /* Allocations still to go before the hook fires (0: it fired or is off). */
 EM_API long em_memory_fail_remaining(void);
+/* For allocation sites outside core (autograd nodes and their saved
+ * variables, hooks, the backward engine's buffers: EM_TEST_MALLOC in
+ * em_autograd.h): counts one allocation of the hook above and says whether
+ * it is the one to fail; the site then fails as if malloc returned NULL. */
+EM_API bool em_memory_test_fail(void);
 /* A cap on the bytes of live cpu storages (0: none, the default): an
  * allocation that would pass it fails with EM_ENOMEM, naming the request,
  * the bytes in use and the cap. Checked per allocation, so threads

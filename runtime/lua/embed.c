@@ -99,6 +99,27 @@ static int text_load(lua_State *L) {
     return lua_gettop(L) - n;
 }
 
+/* setmetatable that refuses a metatable with a __gc field. Lua runs
+ * finalizers with hooks off (lgc.c, GCTM), so a __gc that loops would run
+ * outside the instruction and time budgets, during any later allocation or
+ * in ember_close. Lua marks an object for finalization only when its
+ * metatable has __gc at setmetatable time, so checking here is enough
+ * (docs/SANDBOX.md). */
+static int sandbox_setmetatable(lua_State *L) {
+    if (lua_type(L, 2) == LUA_TTABLE) {
+        lua_pushliteral(L, "__gc");
+        if (lua_rawget(L, 2) != LUA_TNIL)
+            return luaL_error(L, "setmetatable: __gc metamethods are not allowed in the sandbox "
+                                 "(finalizers would run outside the instruction and time budgets)");
+        lua_pop(L, 1);
+    }
+    int n = lua_gettop(L);
+    lua_pushvalue(L, lua_upvalueindex(1)); /* the real setmetatable */
+    lua_insert(L, 1);
+    lua_call(L, n, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
 /* Opens what an untrusted script may use (ember.h: ember_options.sandbox).
  * Runs protected (lua_pcall'd by ember_open). */
 static int open_sandbox(lua_State *L) {
@@ -119,6 +140,9 @@ static int open_sandbox(lua_State *L) {
     lua_getglobal(L, "load");
     lua_pushcclosure(L, text_load, 1);
     lua_setglobal(L, "load");
+    lua_getglobal(L, "setmetatable");
+    lua_pushcclosure(L, sandbox_setmetatable, 1);
+    lua_setglobal(L, "setmetatable");
     /* string.dump makes binary chunks */
     lua_getglobal(L, "string");
     lua_pushnil(L);
@@ -168,9 +192,16 @@ static int open_ember(lua_State *L) {
     return 0;
 }
 
-/* open_ember, then without the functions that read or write files. */
+/* open_ember, then without the functions that read or write files, nor
+ * the process-wide settings one state must not change for the others and
+ * the host (docs/SANDBOX.md): the tensor memory cap and the thread count. */
 static int open_ember_sandboxed(lua_State *L) {
     open_ember(L);
+    static const char *const process_wide[] = { "set_memory_limit", "set_num_threads", NULL };
+    for (int i = 0; process_wide[i]; i++) {
+        lua_pushnil(L);
+        lua_setfield(L, -2, process_wide[i]);
+    }
     for (int i = 0; em_lua_file_functions[i]; i++) {
         const char *name = em_lua_file_functions[i], *dot = strchr(name, '.');
         if (!dot) {

@@ -334,6 +334,11 @@ int em_lua_function_apply(lua_State *L) {
     snprintf(name, sizeof name, "%sBackward", label[0] ? label : "Function");
     em_node *node = em_custom_node_new(name, n_diff, nargs, fn_apply, f, fn_ud_free);
     if (!node) {
+        /* on the Lua thread: drop the refs now rather than deferred, so
+         * the ctx and what it saved go with the next collection */
+        luaL_unref(L, LUA_REGISTRYINDEX, f->def_ref);
+        luaL_unref(L, LUA_REGISTRYINDEX, f->ctx_ref);
+        f->def_ref = f->ctx_ref = LUA_NOREF;
         fn_ud_free(f);
         return em_lua_error(L, "Function");
     }

@@ -30,7 +30,32 @@ typedef struct {
     int n_gin;
     em_tensor **gout; /* the node's incoming gradients */
     int n_gout;
+    em_node *node;
 } node_hook_call;
+
+/* A node hook's replacement t for gradient i of node (the gradient sent
+ * along its next edge i) must have the shape, dtype and device that the
+ * input at the other end expects (PyTorch: "hook has changed the size /
+ * type of value"); raises otherwise. */
+static void check_replacement(lua_State *L, em_node *node, int i, const em_tensor *t) {
+    if (!node || i >= node->num_next || !node->next[i].fn) return;
+    const em_node *to = node->next[i].fn;
+    if (node->next[i].input_nr >= (uint32_t)to->num_inputs) return;
+    const em_input_meta *m = &to->input_meta[node->next[i].input_nr];
+    if (t->ndim != m->ndim || memcmp(t->sizes, m->sizes, sizeof(int64_t) * (size_t)t->ndim) != 0) {
+        char a[EM_SHAPE_STR_MAX], b[EM_SHAPE_STR_MAX];
+        luaL_error(L, "node hook: gradient %d has shape %s but the input it flows to has shape %s", i + 1,
+                   em_shape_str(t->ndim, t->sizes, a, sizeof a), em_shape_str(m->ndim, m->sizes, b, sizeof b));
+    }
+    if (t->dtype != m->dtype)
+        luaL_error(L, "node hook: gradient %d has dtype %s but the input it flows to has dtype %s", i + 1,
+                   em_dtype_name(t->dtype), em_dtype_name(m->dtype));
+    if (!em_device_eq(t->device, m->device)) {
+        char a[EM_DEVICE_STR_MAX], b[EM_DEVICE_STR_MAX];
+        luaL_error(L, "node hook: gradient %d is on device %s but the input it flows to is on device %s", i + 1,
+                   em_device_str(t->device, a, sizeof a), em_device_str(m->device, b, sizeof b));
+    }
+}
 
 static int node_hook_body(lua_State *L) {
     node_hook_call *c = lua_touserdata(L, 1);
@@ -56,6 +81,8 @@ static int node_hook_body(lua_State *L) {
         if (!lua_isnil(L, -1) && lua_toboolean(L, -1) && !em_lua_totensor(L, -1))
             return luaL_error(L, "node hook: gradient %d: tensor, false or nil expected, got %s",
                               i + 1, luaL_typename(L, -1));
+        em_tensor *t = em_lua_totensor(L, -1);
+        if (t) check_replacement(L, c->node, i, t);
         lua_pop(L, 1);
     }
     for (int i = 0; i < c->n_gin; i++) {
@@ -77,7 +104,7 @@ static em_status node_hook_cb(void *ud, em_node *node, em_tensor **grad_inputs, 
                               em_tensor **grad_outputs, int n_out) {
     /* the engine passes (incoming grads, num_inputs, results, num_next) */
     em_lua_cb *cb = ud;
-    node_hook_call c = { cb, grad_outputs, n_out, grad_inputs, n_in };
+    node_hook_call c = { cb, grad_outputs, n_out, grad_inputs, n_in, node };
     char what[96];
     snprintf(what, sizeof what, "%s hook", em_node_name(node));
     return em_lua_run_protected(cb->tok, node_hook_body, &c, what);
@@ -169,6 +196,15 @@ static int tensor_hook_body(lua_State *L) {
         return luaL_error(L, "hook: returned a gradient of shape %s for a gradient of shape %s",
                           em_shape_str(r->ndim, r->sizes, a, sizeof a),
                           em_shape_str(c->grad->ndim, c->grad->sizes, b, sizeof b));
+    }
+    /* PyTorch: "hook 'hook' has changed the type of value" */
+    if (r->dtype != c->grad->dtype)
+        return luaL_error(L, "hook: returned a gradient of dtype %s for a gradient of dtype %s",
+                          em_dtype_name(r->dtype), em_dtype_name(c->grad->dtype));
+    if (!em_device_eq(r->device, c->grad->device)) {
+        char a[EM_DEVICE_STR_MAX], b[EM_DEVICE_STR_MAX];
+        return luaL_error(L, "hook: returned a gradient on device %s for a gradient on device %s",
+                          em_device_str(r->device, a, sizeof a), em_device_str(c->grad->device, b, sizeof b));
     }
     c->result = em_tensor_retain(r);
     return 0;

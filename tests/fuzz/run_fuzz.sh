@@ -19,11 +19,8 @@ for t in "$@"; do
     done
   fi
   opts="-max_total_time=$S -timeout=20 -rss_limit_mb=3072 -max_len=4096 -print_final_stats=1 -artifact_prefix=build/fuzz/crashes/$t-"
-  [ "$t" = codegen ] && opts="$opts -detect_leaks=0"
   log=build/fuzz/$t.log
-  asan=${ASAN_OPTIONS:-}
-  [ "$t" = codegen ] && asan="detect_leaks=0${asan:+:$asan}"
-  ASAN_OPTIONS=$asan "build/fuzz/fuzz_$t" $opts "$work" "tests/fuzz/corpus/$t" > "$log" 2>&1
+  "build/fuzz/fuzz_$t" $opts "$work" "tests/fuzz/corpus/$t" > "$log" 2>&1
   rc=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)

@@ -284,6 +284,7 @@ binary_fast(em_cpu_loop fn, bin_ctx *ctx, em_tensor *a, em_tensor *b, em_dtype c
         return NULL;
     }
     *handled = true;
+    bool fresh = !out; /* Note [Interrupts in kernels]: only a fresh result may stop half-way */
     if (!out) out = em_tensor_new(big->ndim, big->sizes, out_dtype, em_cpu_dev());
     if (!out) return NULL;
     flat_ctx fc = { fn, ctx, { em_tensor_data(out), pa, pb },
@@ -292,7 +293,7 @@ binary_fast(em_cpu_loop fn, bin_ctx *ctx, em_tensor *a, em_tensor *b, em_dtype c
     if (n < 2 * EM_CPU_GRAIN) {
         if (n > 0) fn(fc.p, fc.s, n, ctx);
     } else {
-        em_cpu_parallel_for(n, EM_CPU_GRAIN, flat_range, &fc);
+        (fresh ? em_cpu_parallel_for_stoppable : em_cpu_parallel_for)(n, EM_CPU_GRAIN, flat_range, &fc);
     }
     return out;
 }

@@ -37,6 +37,23 @@ typedef void (*em_cpu_range_fn)(int64_t begin, int64_t end, void *ctx);
 EM_HIDDEN void em_cpu_parallel_for(int64_t n, int64_t grain, em_cpu_range_fn fn, void *ctx);
 EM_HIDDEN bool em_cpu_in_parallel(void);
 
+/* Note [Interrupts in kernels]
+ * em_cpu_parallel_for_stoppable is em_cpu_parallel_for for a long loop
+ * that may stop half-way: each thread runs its chunk in pieces (about 64,
+ * each at least grain; also when the job runs serially) and, once an
+ * interrupt is pending (Note [Interrupts] in em_core.h), runs no further
+ * piece and returns with some items never visited. The flag stays set: the
+ * generated entry of every op that does not write into an argument (not
+ * in-place, not out=) checks it again when its kernel returns, drops the
+ * result and fails with "NAME: interrupted". So use it only for a loop
+ * that writes a tensor the kernel allocated and returns (no partial result
+ * can then be seen), and whose output no later step of the kernel uses
+ * as addresses. Today: the contiguous paths of unary.c and binary.c when
+ * they allocate the result. In-place and out= ops always finish their
+ * loops (their target is never half-written by an interrupt); the next op
+ * boundary reports it. */
+EM_HIDDEN void em_cpu_parallel_for_stoppable(int64_t n, int64_t grain, em_cpu_range_fn fn, void *ctx);
+
 #define EM_CPU_GRAIN 32768
 
 /* ---- tensor iterator (iter.c) ---- */

@@ -7,6 +7,9 @@
  * on worker i; `pending` counts workers still to finish the current job.
  * Nested calls (from inside a chunk) run serially. After fork() the child
  * has no workers: the atfork handler resets the pool so it restarts them.
+ * A stoppable job (em_cpu_parallel_for_stoppable) runs each chunk in
+ * pieces and stops between pieces once an interrupt is pending (Note
+ * [Interrupts in kernels] in em_cpu.h).
  */
 #include "kernels/cpu/em_cpu.h"
 
@@ -32,6 +35,7 @@ typedef struct {
     em_cpu_range_fn fn;
     void *ctx;
     int64_t n, nchunks;
+    int64_t piece;               /* a stoppable job's piece; 0: whole chunks */
     atomic_int pending;
 } pool_t;
 
@@ -48,6 +52,32 @@ static void chunk_bounds(int64_t n, int64_t nchunks, int64_t i, int64_t *b, int6
     int64_t q = n / nchunks, r = n % nchunks;
     *b = i * q + (i < r ? i : r);
     *e = *b + q + (i < r ? 1 : 0);
+}
+
+/* Runs fn over [b, e): in one call, or for a stoppable job (piece > 0) in
+ * pieces of at most `piece`, checking for a pending interrupt before each
+ * one and returning early when there is one (the flag is left set: the
+ * op's entry consumes it, Note [Interrupts in kernels]). */
+static void run_chunk(int64_t b, int64_t e, int64_t piece, em_cpu_range_fn fn, void *ctx) {
+    if (piece <= 0) {
+        fn(b, e, ctx);
+        return;
+    }
+    while (b < e) {
+        if (em_interrupt_pending()) return;
+        int64_t m = e - b > piece ? b + piece : e;
+        fn(b, m, ctx);
+        b = m;
+    }
+}
+
+/* The piece of a stoppable chunk of len items: at least grain, and small
+ * enough that a chunk has about STOP_PIECES of them (so an interrupt is
+ * seen after about 1/STOP_PIECES of the op's time). */
+#define STOP_PIECES 64
+static int64_t stop_piece(int64_t len, int64_t grain) {
+    int64_t p = (len + STOP_PIECES - 1) / STOP_PIECES;
+    return p > grain ? p : grain;
 }
 
 static inline void cpu_relax(void) {
@@ -69,12 +99,12 @@ static void *worker_main(void *arg) {
         seen = pool.gen;
         em_cpu_range_fn fn = pool.fn;
         void *ctx = pool.ctx;
-        int64_t n = pool.n, nchunks = pool.nchunks;
+        int64_t n = pool.n, nchunks = pool.nchunks, piece = pool.piece;
         pthread_mutex_unlock(&pool.mu);
         if (id < nchunks) {
             int64_t b, e;
             chunk_bounds(n, nchunks, id, &b, &e);
-            if (e > b) fn(b, e, ctx);
+            if (e > b) run_chunk(b, e, piece, fn, ctx);
         }
         pthread_mutex_lock(&pool.mu);
         if (atomic_fetch_sub(&pool.pending, 1) == 1) pthread_cond_signal(&pool.done_cv);
@@ -138,17 +168,25 @@ static void pool_stop(void) {
 
 bool em_cpu_in_parallel(void) { return in_region; }
 
-void em_cpu_parallel_for(int64_t n, int64_t grain, em_cpu_range_fn fn, void *ctx) {
+/* The one body of em_cpu_parallel_for (stoppable false) and
+ * em_cpu_parallel_for_stoppable (true). */
+static void parallel_for(int64_t n, int64_t grain, em_cpu_range_fn fn, void *ctx, bool stoppable) {
     if (n <= 0) return;
     pthread_once(&pool_once, pool_init_once);
     if (grain < 1) grain = 1;
-    if (in_region || n < 2 * grain || pthread_mutex_trylock(&pool.owner_mu) != 0) {
+    /* nested: the outer job stops between its pieces */
+    if (in_region) {
         fn(0, n, ctx);
+        return;
+    }
+    int64_t serial_piece = stoppable && n >= 2 * grain ? stop_piece(n, grain) : 0;
+    if (n < 2 * grain || pthread_mutex_trylock(&pool.owner_mu) != 0) {
+        run_chunk(0, n, serial_piece, fn, ctx);
         return;
     }
     if (pool.nthreads <= 1 || !pool_start()) {
         pthread_mutex_unlock(&pool.owner_mu);
-        fn(0, n, ctx);
+        run_chunk(0, n, serial_piece, fn, ctx);
         return;
     }
     int64_t nchunks = n / grain;
@@ -158,6 +196,7 @@ void em_cpu_parallel_for(int64_t n, int64_t grain, em_cpu_range_fn fn, void *ctx
     pool.ctx = ctx;
     pool.n = n;
     pool.nchunks = nchunks;
+    pool.piece = stoppable ? stop_piece((n + nchunks - 1) / nchunks, grain) : 0;
     atomic_store(&pool.pending, pool.nstarted);
     pool.gen++;
     pthread_cond_broadcast(&pool.work_cv);
@@ -166,7 +205,7 @@ void em_cpu_parallel_for(int64_t n, int64_t grain, em_cpu_range_fn fn, void *ctx
     in_region = true;
     int64_t b, e;
     chunk_bounds(n, nchunks, 0, &b, &e);
-    fn(b, e, ctx);
+    run_chunk(b, e, pool.piece, fn, ctx);
     in_region = false;
 
     /* workers finish soon after us: spin briefly, then sleep */
@@ -177,6 +216,14 @@ void em_cpu_parallel_for(int64_t n, int64_t grain, em_cpu_range_fn fn, void *ctx
         pthread_mutex_unlock(&pool.mu);
     }
     pthread_mutex_unlock(&pool.owner_mu);
+}
+
+void em_cpu_parallel_for(int64_t n, int64_t grain, em_cpu_range_fn fn, void *ctx) {
+    parallel_for(n, grain, fn, ctx, false);
+}
+
+void em_cpu_parallel_for_stoppable(int64_t n, int64_t grain, em_cpu_range_fn fn, void *ctx) {
+    parallel_for(n, grain, fn, ctx, true);
 }
 
 /* The hook em_set_num_threads (core's runtime context, Note [Runtime

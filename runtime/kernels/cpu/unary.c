@@ -152,7 +152,8 @@ static em_tensor *unary(unop op, em_tensor *self, const char *name) {
         if (out->numel < 2 * grain) {
             if (out->numel > 0) fn(fc.p, fc.s, out->numel, NULL);
         } else {
-            em_cpu_parallel_for(out->numel, grain, flat_range, &fc);
+            /* a fresh result: Note [Interrupts in kernels] */
+            em_cpu_parallel_for_stoppable(out->numel, grain, flat_range, &fc);
         }
         return out;
     }
