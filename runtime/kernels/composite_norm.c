@@ -52,6 +52,15 @@ em_tensor *em_comp_group_norm(em_keyset ks, em_tensor *input, int64_t num_groups
                               double eps) {
     (void)ks;
     if (!em_norm_check_group_norm(input, num_groups, weight, bias, "group_norm")) return NULL;
+    /* torch's F.group_norm: _verify_batch_size of (N*C/G, G, spatial...) */
+    int64_t n = input->ndim >= 2 ? input->sizes[0] * input->sizes[1] / num_groups : 0;
+    for (int d = 2; d < input->ndim; d++) n *= input->sizes[d];
+    if (n == 1) {
+        char b[EM_SHAPE_STR_MAX];
+        em_set_error(EM_EVALUE, "group_norm: expected more than 1 value per group, got input of shape %s with "
+                     "%lld groups", em_shape_str(input->ndim, input->sizes, b, sizeof b), (long long)num_groups);
+        return NULL;
+    }
     em_tensor *mean = NULL, *rstd = NULL;
     em_tensor *y = em_native_group_norm(input, weight, bias, num_groups, eps, &mean, &rstd);
     em_tensor_release(mean);

@@ -350,4 +350,12 @@ function T.local_response_norm_values_and_errors()
     "local_response_norm: size must be positive, got 0")
 end
 
+-- torch's F.group_norm refuses one value per group (_verify_batch_size);
+-- found by the difftest (seed 9952)
+function T.group_norm_one_value_per_group()
+  check_error(function() return ember.nn.functional.group_norm(ember.ones(1, 2), 2) end, "group_norm",
+    "more than 1 value", "{1,2}")
+  check_shape(ember.nn.functional.group_norm(ember.ones(2, 2), 2), { 2, 2 })
+end
+
 return T

@@ -312,4 +312,10 @@ function T.gradients_flow_to_the_selected_element()
   check_tensor(b.grad, { 0, 0, 0, 1 })
 end
 
+-- norm's p is a number: a boolean is refused as torch's kernel does
+-- (found by the difftest, seed 9104)
+function T.norm_refuses_boolean_p()
+  check_error(function() return ember.norm(ember.ones(3), true) end, "norm", "p", "boolean")
+end
+
 return T

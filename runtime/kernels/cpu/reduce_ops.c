@@ -248,6 +248,10 @@ em_tensor *em_cpu_norm(em_keyset ks, em_tensor *self, em_scalar p, em_intlist di
     (void)ks;
     const char *name = "norm";
     if (!dtype_ok(dtype, name)) return NULL;
+    if (p.kind == EM_SCALAR_BOOL) { /* as torch's norm kernel */
+        em_set_error(EM_ETYPE, "%s: p must be a number, got a boolean", name);
+        return NULL;
+    }
     /* with a dtype the input is converted first (PyTorch accepts integers then) */
     if (dtype == EM_DTYPE_NONE && !em_dtype_is_floating(self->dtype)) {
         em_set_error(EM_ETYPE, "%s: input dtype should be floating point, got %s (or give a floating dtype)",
