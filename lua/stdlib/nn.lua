@@ -27,6 +27,9 @@ ember.nn: neural-network building blocks (PyTorch's torch.nn).
   nn.Module:extend("Name")     a new module class (__init, forward)
   nn.Parameter(t)              a tensor a module registers as a parameter
   nn.Sequential, ModuleList, ModuleDict, Identity, Flatten, Unflatten, Linear,
+  Bilinear, Conv*, ConvTranspose*, pools, BatchNorm*, LayerNorm, GroupNorm,
+  RMSNorm, Dropout*, Embedding, EmbeddingBag, RNN, LSTM, GRU (and cells),
+  MultiheadAttention, Transformer* layers,
   activations (ReLU, Sigmoid, Tanh, Softmax, LogSoftmax, ... as F provides them)
   and losses as modules; nn.init (initialisers), nn.utils (gradient clipping),
   nn.functional (the ops). help(nn.Module) for the module API.]]
