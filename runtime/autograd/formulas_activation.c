@@ -38,6 +38,7 @@ static em_tensor *finish(tmps *k, em_tensor *r) {
 #define WHERE(c, a, b) (OK_ ? keep(&T, em_where(c, a, b)) : NULL)
 #define LT(a, b) (OK_ ? keep(&T, em_lt(a, b)) : NULL)
 #define GT(a, b) (OK_ ? keep(&T, em_gt(a, b)) : NULL)
+#define LE(a, b) (OK_ ? keep(&T, em_le(a, b)) : NULL)
 #define AND(a, b) (OK_ ? keep(&T, em_logical_and(a, b)) : NULL)
 #define SIGMOID(a) (OK_ ? keep(&T, em_sigmoid(a)) : NULL)
 #define TANH(a) (OK_ ? keep(&T, em_tanh(a)) : NULL)
@@ -127,12 +128,14 @@ em_tensor *em_ag_fn_mish_double_backward(em_tensor *grad, em_tensor *grad_output
 em_tensor *em_ag_fn_softplus_double_backward(em_tensor *grad, em_tensor *grad_output, em_tensor *x, em_scalar beta,
                                              em_scalar threshold) {
     /* softplus' = sigmoid(beta x) (1 where beta x > threshold):
-     * softplus'' = beta s (1 - s), 0 where beta x > threshold */
+     * softplus'' = beta s (1 - s), 0 where beta x > threshold -- as
+     * PyTorch, a product with the mask (beta x <= threshold), so an
+     * infinite grad there gives NaN, not 0 */
     tmps T = { .n = 0, .bad = false };
     em_tensor *b = SCALAR(beta), *bx = MUL(x, b), *s = SIGMOID(bx);
     em_tensor *d = MUL(MUL(s, SUB(NUM(1), s)), b);
     em_tensor *g = MUL(MUL(grad, grad_output), d);
-    return finish(&T, WHERE(GT(bx, SCALAR(threshold)), NUM(0), g));
+    return finish(&T, MUL(g, LE(bx, SCALAR(threshold))));
 }
 
 em_tensor *em_ag_fn_hardswish_double_backward(em_tensor *grad, em_tensor *grad_output, em_tensor *x) {

@@ -7,6 +7,11 @@ rest), gives the out= overloads the out= generator of ops.py, and generates
 round(decimals=...) (an int keyword argument).
 
 Differences accepted (also in the report to the lead):
+  - logical_not_ of a tensor that requires grad: torch 1.13 writes even a
+    leaf (or a view of one) and keeps the old history, so the old gradient
+    passes through unchanged; ember refuses leaves as for every in-place op
+    and gives the step function's zero gradient. Drawn only on tensors
+    that do not require grad.
   - signbit of NaN: the sign of a NaN depends on how it was made (Lua's 0/0
     is a negative NaN on x86, Python's float('nan') positive); signbit is
     drawn on NaN-free tensors.
@@ -113,6 +118,15 @@ for _n in ('isnan', 'isinf', 'isfinite', 'isposinf', 'isneginf', 'signbit', 'log
 MAP['signbit'] = dict(gen=gen_signbit, weight=0.3)
 MAP['logical_not.out'] = dict(gen=_gen_out(gen_generic), weight=0.1)
 MAP['bitwise_not_'] = dict(weight=0.2)
+
+
+def _gen_logical_not_(g, op):
+    """logical_not_ into a tensor that does not require grad (docstring)."""
+    s = g.pick(pred=lambda t: not t.requires_grad, inplace=True)
+    return None if s is None else dict(args=[['var', s]], kw={}, pre=[])
+
+
+MAP['logical_not_'] = dict(gen=_gen_logical_not_, weight=0.2)
 MAP['bitwise_not.out'] = dict(gen=_gen_out(gen_generic), weight=0.1)
 MAP['nan_to_num'] = dict(weight=0.4)
 MAP['nan_to_num_'] = dict(weight=0.25)
