@@ -5,6 +5,23 @@
 
 local dir = (arg and arg[0] or "tests/lua/run.lua"):match("^(.*)/[^/]*$") or "."
 
+-- ---- running programs (globals for the tests of examples/ and tools) ----
+
+-- the ember under test (the runner's own interpreter unless $EMBER)
+EMBER = os.getenv("EMBER") or (arg and arg[-1]) or "ember"
+
+-- s quoted for sh
+function shell_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+-- run_cmd(cmd [, stderr=true]) -> output, exit code: runs cmd through sh;
+-- the output has stderr too unless stderr is false (then it is dropped).
+function run_cmd(cmd, stderr)
+  local p = io.popen(cmd .. (stderr == false and " 2>/dev/null" or " 2>&1"))
+  local out = p:read("a")
+  local _, _, code = p:close()
+  return out, code
+end
+
 -- ---- assertions (globals for the test files) ----
 
 local function fail(msg, level)

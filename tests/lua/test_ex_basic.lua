@@ -3,15 +3,7 @@
 -- the examples claim (weaker where the full run takes longer), and
 -- man/ember-lua.7 renders without warnings and names only things that exist.
 local T = {}
-local EMBER = os.getenv("EMBER") or (arg and arg[-1]) or "ember"
-
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-local function run(cmd)
-  local p = io.popen(cmd .. " 2>&1")
-  local out = p:read("a")
-  local _, _, code = p:close()
-  return out, code
-end
+local q, run = shell_quote, run_cmd
 
 function T.micrograd_moons_reaches_100_percent()
   local out, code = run(q(EMBER) .. " examples/micrograd_moons.lua --short")

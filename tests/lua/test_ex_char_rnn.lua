@@ -2,14 +2,10 @@
 -- the loss falls under the entropy of the character frequencies (so the LSTM
 -- learnt from context) and it prints a sample.
 local T = {}
-local EMBER = os.getenv("EMBER") or (arg and arg[-1]) or "ember"
-
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local q, run = shell_quote, run_cmd
 
 function T.char_rnn_short_learns()
-  local p = io.popen(q(EMBER) .. " examples/char_rnn.lua --short 2>/dev/null")
-  local out = p:read("a")
-  local _, _, code = p:close()
+  local out, code = run(q(EMBER) .. " examples/char_rnn.lua --short", false)
   check(code == 0, out)
   local first, final, uniform, freq = out:match("loss ([%d.]+) %-> ([%d.]+) %(mean of the last %d+ steps%); " ..
     "uniform ([%d.]+), frequencies ([%d.]+)")
@@ -24,9 +20,7 @@ function T.char_rnn_short_learns()
 end
 
 function T.char_rnn_rejects_unknown_arguments()
-  local p = io.popen(q(EMBER) .. " examples/char_rnn.lua --bogus 2>&1")
-  local out = p:read("a")
-  local _, _, code = p:close()
+  local out, code = run(q(EMBER) .. " examples/char_rnn.lua --bogus")
   check(code ~= 0 and out:find("unknown argument --bogus", 1, true), out)
 end
 

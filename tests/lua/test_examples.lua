@@ -1,14 +1,6 @@
 -- test_examples.lua -- the scripts in examples/ run and print what they claim.
 local T = {}
-local EMBER = os.getenv("EMBER") or (arg and arg[-1]) or "ember"
-
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-local function run(cmd)
-  local p = io.popen(cmd .. " 2>&1")
-  local out = p:read("a")
-  local _, _, code = p:close()
-  return out, code
-end
+local q, run = shell_quote, run_cmd
 
 function T.autodiff_example()
   local dot = os.tmpname()
