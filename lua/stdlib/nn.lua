@@ -782,6 +782,12 @@ function Sequential:__init(...)
   local n = select("#", ...)
   local first = ...
   if n == 1 and type(first) == "table" and not is_module(first) then
+    for k in pairs(first) do
+      if math.type(k) ~= "integer" or k < 1 or k > #first then
+        error(string.format("Sequential: key %s: named modules go as a list of {name, module} pairs "
+          .. "(a Lua table's keys have no order), e.g. nn.Sequential{ {\"fc\", nn.Linear(2, 3)} }", tostring(k)), 3)
+      end
+    end
     for i, e in ipairs(first) do
       if type(e) ~= "table" or type(e[1]) ~= "string" or not is_module(e[2]) then
         error(string.format("Sequential: entry %d: {name, module} expected", i), 3)

@@ -322,6 +322,8 @@ function T.sequential()
   check(rawequal(empty(x), x), "an empty Sequential is the identity")
   check_error(function() nn.Sequential(nn.ReLU(), 3) end, "Sequential", "argument 2", "Module expected")
   check_error(function() nn.Sequential({ { "a", 3 } }) end, "Sequential", "entry 1")
+  -- a hash table of names has no order: refused rather than an empty Sequential
+  check_error(function() nn.Sequential({ fc = nn.Linear(2, 3) }) end, "Sequential", "key fc", "{name, module}")
 end
 
 function T.module_list_and_dict()
