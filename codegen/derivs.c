@@ -112,6 +112,9 @@ const cg_helper cg_helpers[] = {
     { "max_pool_double_backward", "ttv" }, { "adaptive_avg_pool_double_backward", "tmv" },
     { "max_unpool_backward", "ttv" },
 
+    /* ---- family: grid ---- */
+    { "grid_sampler_2d_grad", "tttvvvv" }, { "upsample_aa_grad", "tmvvvvv" },
+
     { NULL, NULL }
 };
 
