@@ -164,13 +164,18 @@ em_tensor *em_comp_grid_sample(em_keyset ks, em_tensor *input, em_tensor *grid, 
 /* ---- rrelu ---- */
 
 /* rrelu_: rrelu_with_noise's output copied into self (copy_, so autograd
- * sees an in-place op on self: refused on a leaf that requires grad; the
- * gradient reaches self's old value through the saved noise). */
+ * sees an in-place op on self: refused on a leaf that requires grad). When
+ * self requires grad, rrelu_with_noise runs on a clone of self: its node
+ * saves its input, which copy_ must not change under it; the gradient
+ * reaches self's old value through the clone. */
 em_tensor *em_comp_rrelu_(em_keyset ks, em_tensor *self, em_scalar lower, em_scalar upper, bool training,
                           em_generator *generator) {
     (void)ks;
     em_tensor *noise = NULL;
-    em_tensor *r = em_rrelu_with_noise(self, lower, upper, training, generator, &noise);
+    em_tensor *src = em_requires_grad(self) && em_is_grad_enabled() ? em_clone(self) : em_tensor_retain(self);
+    if (!src) return NULL;
+    em_tensor *r = em_rrelu_with_noise(src, lower, upper, training, generator, &noise);
+    em_tensor_release(src);
     em_tensor_release(noise);
     if (!r) return as_op_error(NULL, "rrelu_with_noise", "rrelu_");
     em_tensor *w = em_copy_(self, r);

@@ -16,6 +16,13 @@ area and antialias=true. upsample_aa_backward is not drawn (no aten
 counterpart with ember's arguments): it is gradchecked, and drawn through
 upsample_aa's and interpolate's gradients.
 
+rrelu (torch: F.rrelu) and rrelu_ (torch: torch.rrelu_) are drawn in
+evaluation mode, or training with lower == upper (the slopes are random,
+from another generator than torch's; their range, mean and reproducibility
+are tested in tests/lua/test_grid.lua); rrelu_with_noise (torch's takes a
+noise tensor to write) is not drawn: it is gradchecked and drawn through
+rrelu.
+
 Accepted differences:
   - no double backward of grid_sample (grid_sampler_2d_backward has no
     derivative in either): torch records a node that raises only when a
@@ -129,7 +136,27 @@ def _no_gen(g, op):
     return None
 
 
+def _rrelu_bounds(g, training):
+    lo = g.r.choice([0.1, 0.125, 0.25, 0.5])
+    hi = lo if training else g.r.choice([0.3, 1 / 3, 0.5, 0.05])  # 0.05 < lo: refused
+    return ['num', lo], ['num', hi]
+
+
+def gen_rrelu(g, op):
+    inplace = op.name == 'rrelu_'
+    x = g.pick(inplace=inplace)
+    if x is None:
+        return None
+    training = g.r.random() < 0.5
+    lo, hi = _rrelu_bounds(g, training)
+    args = [['var', x], lo, hi, ['bool', training]]
+    return dict(args=args, style='function')
+
+
 MAP = {
+    'rrelu': dict(gen=gen_rrelu),
+    'rrelu_': dict(gen=gen_rrelu, weight=0.5),
+    'rrelu_with_noise': dict(gen=_no_gen, weight=0.01),
     'upsample_aa': dict(gen=gen_upsample_aa, py=_py_upsample_aa, weight=0.5),
     'upsample_aa_backward': dict(gen=_no_gen, weight=0.01),
     'grid_sample': dict(gen=gen_grid_sample),

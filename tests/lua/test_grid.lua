@@ -297,6 +297,12 @@ function T.rrelu_eval_is_leaky_relu_with_the_mean_slope()
   local a = f64({ -2, 3, 0 / 0 }):requires_grad_()
   F.rrelu(a):sum():backward()
   check_tensor(a.grad, { m, 1, m }, 1e-12)
+  -- with create_graph the gradient depends on the input (a zero derivative), as PyTorch's
+  local s = f64({ -2, 3 }):requires_grad_()
+  local gs = ember.autograd.grad({ F.rrelu(s):sum() }, { s }, { create_graph = true })
+  check(gs[1].requires_grad, "create_graph gradient requires grad")
+  local g2 = ember.autograd.grad({ (gs[1] * gs[1]):sum() }, { s }, { allow_unused = true })
+  check_tensor(g2[1], { 0, 0 })
   -- float32 and bfloat16 as PyTorch; empty and 0-dim
   check_tensor(F.rrelu(ember.tensor({ -1.0, 2.0 })), { -0.2291667, 2 }, 1e-6)
   check(F.rrelu(ember.tensor({ -1.0, 2.0 }, { dtype = "bfloat16" })).dtype == "bfloat16")
