@@ -30,7 +30,14 @@ Accepted differences:
     grid_sampler_2d_backward runs on inputs that require grad in grad mode
     (autograd.grad(..., {create_graph = true}) through grid_sample, or a
     direct call). Seen as "error:ember in grad"; the generator gives
-    grid_sampler_2d_backward leaves that do not require grad. Not drawn: 5-d inputs (ember refuses
+    grid_sampler_2d_backward leaves that do not require grad.
+  - grid_sampler_2d_backward at non-finite grid points with border or
+    reflection padding: torch's vectorised backward keeps a NaN coordinate
+    there (its clip propagates NaN in the backward, not in the forward)
+    and then reads and writes at the integer that NaN converts to; ember
+    clamps NaN to 0 in both directions, as torch's forward does. Seen as
+    NaN against -inf/finite values in grad_input/grad_grid (seed 204 of
+    --ops grid_sample,...,rrelu_). Not drawn: 5-d inputs (ember refuses
 volumetric grid_sample; torch's grid_sampler_3d is not implemented here).
 """
 from ops import *  # noqa: F401,F403
