@@ -122,6 +122,8 @@ const cg_helper cg_helpers[] = {
     { "bce_target_grad", "ttttv" }, { "bce_double_backward", "tttttvv" },
     { "bcewl_target_grad", "tttttv" }, { "bcewl_double_backward", "ttttttvv" },
     { "ctc_double_backward", "t" },
+    /* ---- family: grid ---- */
+    { "grid_sampler_2d_grad", "tttvvvv" }, { "upsample_aa_grad", "tmvvvvv" },
 
     { NULL, NULL }
 };

@@ -1184,6 +1184,12 @@ wrap("CELU", "celu", { { "alpha", 1.0 }, { "inplace", false } })
 wrap("GELU", "gelu", { { "approximate", "none" } })
 wrap("SiLU", "silu", { { "inplace", false } })
 wrap("Mish", "mish", { { "inplace", false } })
+local RReLU = wrap("RReLU", "rrelu", { { "lower", 1 / 8 }, { "upper", 1 / 3 }, { "inplace", false } })
+if RReLU then -- slopes are drawn in training mode (the module's, as PyTorch's nn.RReLU)
+  function RReLU:forward(x)
+    return F.rrelu(x, { lower = self.lower, upper = self.upper, training = self.training, inplace = self.inplace })
+  end
+end
 wrap("Softplus", "softplus", { { "beta", 1 }, { "threshold", 20 } })
 wrap("Softsign", "softsign", {})
 wrap("Hardtanh", "hardtanh", { { "min_val", -1.0 }, { "max_val", 1.0 }, { "inplace", false } })

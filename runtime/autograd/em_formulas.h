@@ -381,5 +381,15 @@ EM_HIDDEN em_tensor *em_ag_fn_bcewl_double_backward(em_tensor *grad, em_tensor *
                                                     const char *reduction, int64_t which);
 /* _ctc_loss_backward's derivative: not implemented (as PyTorch); sets the error. */
 EM_HIDDEN em_tensor *em_ag_fn_ctc_double_backward(em_tensor *log_probs);
+/* ---- family: grid (formulas_grid.c) ---- */
+/* grid_sampler_2d's gradient w.r.t. input (which 0) or grid (which 1):
+ * that result of grid_sampler_2d_backward, computed alone. */
+EM_HIDDEN em_tensor *em_ag_fn_grid_sampler_2d_grad(em_tensor *grad, em_tensor *input, em_tensor *grid,
+                                                   const char *interpolation_mode, const char *padding_mode,
+                                                   bool align_corners, int64_t which);
+/* upsample_aa's gradient: upsample_aa_backward to self's sizes. */
+EM_HIDDEN em_tensor *em_ag_fn_upsample_aa_grad(em_tensor *grad, const em_input_meta *self_meta, em_intlist output_size,
+                                               const char *mode, bool align_corners, const em_scalar *scales_h,
+                                               const em_scalar *scales_w);
 
 #endif

@@ -68,8 +68,9 @@ em_tensor *em_comp_pad(em_keyset ks, em_tensor *input, em_intlist pad, const cha
 /* F.interpolate as PyTorch 1.13's Python function: the argument checks in
  * its order, the output size (given, or trunc(in * scale_factor); with
  * recompute_scale_factor floor(in * scale_factor) and no scales passed on),
- * then upsample_nd with the scale factors for the coordinates. area and
- * antialias are refused (not implemented here). */
+ * then upsample_nd with the scale factors for the coordinates; area is
+ * adaptive_avg_poolNd to the output size, antialias (bilinear, bicubic)
+ * upsample_aa. */
 em_tensor *em_comp_interpolate(em_keyset ks, em_tensor *input, em_intlist size, em_floatlist scale_factor,
                                const char *mode, const em_scalar *align_corners, const em_scalar *recompute_scale_factor,
                                bool antialias) {
@@ -115,16 +116,9 @@ em_tensor *em_comp_interpolate(em_keyset ks, em_tensor *input, em_intlist size, 
         em_set_error(EM_EVALUE, "%s: argument 'recompute_scale_factor' is not meaningful with an explicit size", op);
         return NULL;
     }
-    if (mi == 5) {
-        em_set_error(EM_EVALUE, "%s: mode 'area' is not supported (use nn.functional.adaptive_avg_pool1d/2d/3d)", op);
-        return NULL;
-    }
-    if (antialias) {
-        if (!((mi == 2 || mi == 3) && input->ndim == 4))
-            em_set_error(EM_EVALUE, "%s: argument 'antialias' is only supported for the bilinear and bicubic modes "
-                         "(of 4-d input)", op);
-        else
-            em_set_error(EM_EVALUE, "%s: argument 'antialias' = true is not supported", op);
+    if (antialias && !((mi == 2 || mi == 3) && input->ndim == 4)) {
+        em_set_error(EM_EVALUE, "%s: argument 'antialias' is only supported for the bilinear and bicubic modes "
+                     "(of 4-d input)", op);
         return NULL;
     }
     static const int need[] = { 0, 3, 4, 4, 5, 0, 0 }; /* the input dims a mode needs (0: 3, 4 or 5) */
@@ -157,9 +151,18 @@ em_tensor *em_comp_interpolate(em_keyset ks, em_tensor *input, em_intlist size, 
         out[i] = (int64_t)v;
         sc[i] = em_scalar_float(f);
     }
+    if (mi == 5) { /* area: adaptive average pooling to the output size, as PyTorch */
+        em_intlist os = { out, dim };
+        if (dim == 1) return as_op_error(em_adaptive_avg_pool1d(input, os), "adaptive_avg_pool1d", op);
+        if (dim == 2) return as_op_error(em_adaptive_avg_pool2d(input, os), "adaptive_avg_pool2d", op);
+        return as_op_error(em_adaptive_avg_pool3d(input, os), "adaptive_avg_pool3d", op);
+    }
     const em_scalar *s3[3] = { NULL, NULL, NULL };
     if (use_scales)
         for (int i = 0; i < dim; i++) s3[3 - dim + i] = &sc[i];
+    if (antialias) /* the separable filters of upsample_aa (grid family; Note [Antialiased interpolation]) */
+        return as_op_error(em_upsample_aa(input, (em_intlist){ out, 2 }, mi == 2 ? "linear" : "cubic", ac, s3[1], s3[2]),
+                           "upsample_aa", op);
     const char *kmode = mi == 0 ? "nearest" : mi == 6 ? "nearest_exact" : mi == 3 ? "cubic" : "linear";
     return as_op_error(em_upsample_nd(input, (em_intlist){ out, dim }, kmode, ac, s3[0], s3[1], s3[2]), "upsample_nd", op);
 }

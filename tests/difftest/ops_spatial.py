@@ -157,7 +157,7 @@ def _py_pad_mode_backward(st, pa, pk):
     return 'torch.ops.aten.%s_pad%dd_backward(%s, %s, %s)' % (fn, k, pa[0], pa[1], pa[2])
 
 
-_MODES = ['nearest', 'nearest-exact', 'linear', 'bilinear', 'bicubic', 'trilinear']
+_MODES = ['nearest', 'nearest-exact', 'linear', 'bilinear', 'bicubic', 'trilinear', 'area']
 _NEED = {'linear': 3, 'bilinear': 4, 'bicubic': 4, 'trilinear': 5}
 
 
@@ -187,10 +187,14 @@ def gen_interpolate(g, op):
     if op.name in ('upsample_nearest', 'upsample_bilinear'):
         return dict(args=args, style='function')
     args.append(['str', mode])
-    if mode not in ('nearest', 'nearest-exact') and g.r.random() < 0.6:
+    if mode not in ('nearest', 'nearest-exact', 'area') and g.r.random() < 0.6:
         args.append(['bool', g.r.random() < 0.5])
     if op.name == 'interpolate' and args[2][0] == 'ints' and g.r.random() < 0.3:
         if len(args) == 4:
+            args.append(['none'])
+        args.append(['bool', True])
+    if op.name == 'interpolate' and mode in ('bilinear', 'bicubic') and g.r.random() < 0.4:
+        while len(args) < 6:  # antialias (grid family: upsample_aa)
             args.append(['none'])
         args.append(['bool', True])
     return dict(args=args, style='function')
