@@ -124,6 +124,7 @@ const cg_helper cg_helpers[] = {
     { "ctc_double_backward", "t" },
     /* ---- family: grid ---- */
     { "grid_sampler_2d_grad", "tttvvvv" }, { "upsample_aa_grad", "tmvvvvv" },
+    { "grid_sampler_double_backward", "tt" },
 
     { NULL, NULL }
 };

@@ -24,3 +24,14 @@ em_tensor *em_ag_fn_upsample_aa_grad(em_tensor *grad, const em_input_meta *self_
     return em_upsample_aa_backward(grad, (em_intlist){ self_meta->sizes, self_meta->ndim }, output_size, mode,
                                    align_corners, scales_h, scales_w);
 }
+
+/* PyTorch 1.13 has no double backward of grid_sample: a create_graph
+ * backward records grid_sampler_2d_backward's node, and differentiating
+ * through it fails here with a catchable error. */
+em_tensor *em_ag_fn_grid_sampler_double_backward(em_tensor *ggI, em_tensor *ggG) {
+    (void)ggI;
+    (void)ggG;
+    em_set_error(EM_ETYPE, "grid_sampler_2d_backward: the derivative of grid_sample's gradient is not implemented "
+                 "(as in PyTorch)");
+    return NULL;
+}

@@ -24,13 +24,11 @@ noise tensor to write) is not drawn: it is gradchecked and drawn through
 rrelu.
 
 Accepted differences:
-  - no double backward of grid_sample (grid_sampler_2d_backward has no
-    derivative in either): torch records a node that raises only when a
-    second backward reaches it; ember refuses at once, when
-    grid_sampler_2d_backward runs on inputs that require grad in grad mode
-    (autograd.grad(..., {create_graph = true}) through grid_sample, or a
-    direct call). Seen as "error:ember in grad"; the generator gives
-    grid_sampler_2d_backward leaves that do not require grad.
+  - (no longer a difference: like torch, a create_graph backward through
+    grid_sample records grid_sampler_2d_backward's node, whose formulas
+    raise "not implemented" only when a second backward reaches it.) The
+    generator still gives grid_sampler_2d_backward leaves that do not
+    require grad.
   - grid_sampler_2d_backward at non-finite grid points with border or
     reflection padding: torch's vectorised backward keeps a NaN coordinate
     there (its clip propagates NaN in the backward, not in the forward)

@@ -2,7 +2,7 @@
 -- (schema/ops/grid.yaml), keyed by C name. See op_samples.lua for the format.
 -- grid_sampler_2d's samples say gradgrad = false: its gradients are
 -- grid_sampler_2d_backward's, which has no derivative in PyTorch 1.13 either
--- (a create_graph backward through it is refused). Grid points stay away from
+-- (differentiating its node raises, as PyTorch). Grid points stay away from
 -- the kinks (integer pixel coordinates, the clamp and reflection edges).
 return function(H)
   local many = H.many
@@ -43,6 +43,9 @@ return function(H)
     end
     return nogg(many(r))
   end
+  -- grid_sampler_2d_backward's formulas are PyTorch's "not implemented"
+  -- (they only raise; test_grid.lua checks that): no samples
+  S.grid_sampler_2d_backward = function() return {} end
   S.grid_sample = function()
     return nogg(many({
       { { seq(1, 3, 4, 5), grid(1, 3, 2, 2) }, function(a, g) return F.grid_sample(a, g) end },
