@@ -462,15 +462,18 @@ static int m_item(lua_State *L) {
     return 1;
 }
 
-static void push_list(lua_State *L, const em_tensor *t, const char *p, int d, size_t esize) {
+/* The nested table of t's elements from dim d on, element offset off (in
+ * bytes) from base. An empty tensor's data may be NULL: the offset is
+ * applied only at an element, which an empty tensor never reaches. */
+static void push_list(lua_State *L, const em_tensor *t, const char *base, int64_t off, int d, size_t esize) {
     if (d == t->ndim) {
-        em_lua_push_element(L, p, t->dtype);
+        em_lua_push_element(L, base + off, t->dtype);
         return;
     }
     int64_t n = t->sizes[d];
     lua_createtable(L, n > INT_MAX ? INT_MAX : (int)n, 0);
     for (int64_t i = 0; i < n; i++) {
-        push_list(L, t, p + i * t->strides[d] * (int64_t)esize, d + 1, esize);
+        push_list(L, t, base, off + i * t->strides[d] * (int64_t)esize, d + 1, esize);
         lua_rawseti(L, -2, (lua_Integer)(i + 1));
     }
 }
@@ -480,7 +483,7 @@ static int m_tolist(lua_State *L) {
     luaL_checkstack(L, t->ndim + 5, "tolist");
     em_tensor *h = em_lua_host_tensor(t); /* Note [Host copies] */
     em_lua_push_tensor(L, h, "tolist");   /* owned by Lua: errors below cannot leak it */
-    push_list(L, h, (const char *)em_tensor_data(h), 0, em_dtype_size(h->dtype));
+    push_list(L, h, (const char *)em_tensor_data(h), 0, 0, em_dtype_size(h->dtype));
     return 1;
 }
 

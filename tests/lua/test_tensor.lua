@@ -67,6 +67,14 @@ function T.item_values()
   check_eq(ember.tensor({ { 4 } }):item(), 4)
 end
 
+-- an empty tensor's data may be NULL: tolist must not offset it (UBSan,
+-- found by make fuzz)
+function T.tolist_of_empty_tensors()
+  local l = ember.zeros(2, 0, 3):tolist()
+  check(#l == 2 and #l[1] == 0 and #l[2] == 0)
+  check(#ember.zeros(0):tolist() == 0)
+end
+
 function T.tolist_nested()
   local l = ember.tensor({ { 1, 2 }, { 3, 4 } }):tolist()
   check_eq(#l, 2)
