@@ -75,6 +75,18 @@ function T.tolist_of_empty_tensors()
   check(#ember.zeros(0):tolist() == 0)
 end
 
+-- float -> integer casts of NaN and out-of-range values give what x86's
+-- conversions (and so PyTorch) give, never C's undefined behaviour (found
+-- by make fuzz under UBSan)
+function T.float_to_integer_casts_out_of_range()
+  local x = ember.tensor({ 0 / 0, 1e30, -1e30, 3.7, -2.5, 300.5, -129.5, 1e10, 255.9 })
+  check_eq(x:long():tolist()[1], math.mininteger)
+  check_eq(x:long():tolist()[4], 3)
+  check_tensor(x:int(), { -2147483648, -2147483648, -2147483648, 3, -2, 300, -129, -2147483648, 255 })
+  check_tensor(x:to("uint8"), { 0, 0, 0, 3, 254, 44, 127, 0, 255 })
+  check_tensor(x:double():to("int8"), { 0, 0, 0, 3, -2, 44, 127, 0, -1 })
+end
+
 function T.tolist_nested()
   local l = ember.tensor({ { 1, 2 }, { 3, 4 } }):tolist()
   check_eq(#l, 2)

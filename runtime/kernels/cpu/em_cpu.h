@@ -130,12 +130,26 @@ em_tensor *em_cpu_zero_(em_keyset ks, em_tensor *self);
 #define EM_LDW_bf16(x) ((double)em_bf16_to_float(x))
 #define EM_LDW_f32(x) ((double)(x))
 #define EM_LDW_f64(x) ((double)(x))
-/* Store any arithmetic value (integers wrap, floats round). */
+/* A floating value as int64 the way x86's conversion gives it (and so
+ * PyTorch on x86): truncated, and INT64_MIN for NaN or a value out of
+ * range -- a plain C cast of those is undefined behaviour. */
+static inline int64_t em_cpu_f2i64(double v) {
+    return v >= -0x1p63 && v < 0x1p63 ? (int64_t)v : INT64_MIN;
+}
+static inline int32_t em_cpu_f2i32(double v) {
+    return v >= -0x1p31 && v < 0x1p31 ? (int32_t)v : INT32_MIN;
+}
+#define EM_TO_I64(v) _Generic((v), float: em_cpu_f2i64((double)(v)), double: em_cpu_f2i64((double)(v)), \
+                              default: (int64_t)(v))
+#define EM_TO_I32(v) _Generic((v), float: em_cpu_f2i32((double)(v)), double: em_cpu_f2i32((double)(v)), \
+                              default: (int32_t)(int64_t)(v))
+/* Store any arithmetic value: integers wrap; floats truncate through int32
+ * (to int32, int8, uint8) or int64 as x86's conversions do; floats round. */
 #define EM_ST_b(v) ((v) != 0)
-#define EM_ST_u8(v) ((uint8_t)(int64_t)(v))
-#define EM_ST_i8(v) ((int8_t)(int64_t)(v))
-#define EM_ST_i32(v) ((int32_t)(int64_t)(v))
-#define EM_ST_i64(v) ((int64_t)(v))
+#define EM_ST_u8(v) ((uint8_t)EM_TO_I32(v))
+#define EM_ST_i8(v) ((int8_t)EM_TO_I32(v))
+#define EM_ST_i32(v) (EM_TO_I32(v))
+#define EM_ST_i64(v) (EM_TO_I64(v))
 #define EM_ST_f16(v) em_float_to_half((float)(v))
 #define EM_ST_bf16(v) em_float_to_bf16((float)(v))
 #define EM_ST_f32(v) ((float)(v))
