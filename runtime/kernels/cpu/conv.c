@@ -155,7 +155,8 @@ CONV_PLANE_FNS(double, f64)
  * each row of a tap is one unconditional strided copy (im2col) or add
  * (col2im, into the zeroed bordered copy, whose inside is then copied
  * out). They give the same values as the checked versions, in the same
- * order of additions. Used when the bordered plane is small (pad_fits). */
+ * order of additions (each ISA clone too: copies and one add per element).
+ * Used when the bordered plane is small (pad_fits). */
 
 /* The bordered plane's sizes: the image plus the padding before it and
  * room for the farthest tap read after it. */
@@ -178,8 +179,8 @@ static bool pad_fits(const em_conv_geom *g) {
 }
 
 #define CONV_PAD_FNS(T, SFX)                                                                                     \
-    static void im2col_pad_##SFX(const T *restrict img, const em_conv_geom *g, T *restrict row, int64_t ld,     \
-                                 T *restrict pad) {                                                             \
+    CLONE_##SFX static void im2col_pad_##SFX(const T *restrict img, const em_conv_geom *g, T *restrict row,     \
+                                             int64_t ld, T *restrict pad) {                                     \
         int64_t P[3];                                                                                            \
         pad_dims(g, P);                                                                                          \
         const int64_t I0 = g->img[0], I1 = g->img[1], I2 = g->img[2];                                           \
@@ -207,8 +208,8 @@ static bool pad_fits(const em_conv_geom *g) {
                         }                                                                                        \
                 }                                                                                                \
     }                                                                                                            \
-    static void col2im_pad_##SFX(T *restrict img, const em_conv_geom *g, const T *restrict row, int64_t ld,     \
-                                 T *restrict pad) {                                                             \
+    CLONE_##SFX static void col2im_pad_##SFX(T *restrict img, const em_conv_geom *g, const T *restrict row,     \
+                                             int64_t ld, T *restrict pad) {                                     \
         int64_t P[3];                                                                                            \
         pad_dims(g, P);                                                                                          \
         const int64_t I0 = g->img[0], I1 = g->img[1], I2 = g->img[2];                                           \
