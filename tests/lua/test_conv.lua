@@ -138,6 +138,38 @@ function T.empty_and_noncontiguous()
   check_tensor(big, { { { { 4, 4 }, { 4, 4 } } }, { { { 4, 4 }, { 4, 4 } } }, { { { 4, 4 }, { 4, 4 } } } })
 end
 
+-- The kernels copy a plane through a zero-bordered copy when it is small
+-- (Note [Padded planes], conv.c) and with per-row bounds checks when it is
+-- not (here a 1 x 40000 plane); both must agree with unfold/fold + matmul
+-- (which always take the checked copies): forward, both gradients and the
+-- transposed convolution, with stride, dilation and padding.
+function T.bordered_and_checked_planes()
+  local cases = {
+    { { 2, 3, 9, 11 }, { 4, 3, 3, 2 }, { 2, 1 }, { 3, 1 }, { 1, 2 } },
+    { { 1, 2, 1, 40000 }, { 3, 2, 1, 3 }, { 1, 1 }, { 0, 1 }, { 1, 1 } },
+    { { 1, 2, 1, 40000 }, { 3, 2, 1, 3 }, { 1, 3 }, { 0, 2 }, { 1, 2 } },
+  }
+  for _, c in ipairs(cases) do
+    ember.manual_seed(1)
+    local xs, ws, st, pd, dl = c[1], c[2], c[3], c[4], c[5]
+    local xx = ember.randn(xs, { dtype = "float64" })
+    local ww = ember.randn(ws, { dtype = "float64" })
+    local y = F.conv2d(xx, ww, nil, st, pd, dl)
+    local N, Co, L = xs[1], ws[1], y.shape[3] * y.shape[4]
+    local k = { ws[3], ws[4] }
+    local cols = F.unfold(xx, k, dl, pd, st)
+    local wm = ww:reshape(Co, -1)
+    check_tensor(y:reshape(N, Co, L), ember.matmul(wm, cols):tolist(), 1e-12)
+    local go = ember.randn(y.shape, { dtype = "float64" })
+    local gi, gw = ember.convolution_backward(go, xx, ww, nil, st, pd, dl, false, { 0, 0 }, 1, { 1, 1, 0 })
+    local gom = go:reshape(N, Co, L)
+    check_tensor(gi, F.fold(ember.matmul(wm:t(), gom), { xs[3], xs[4] }, k, dl, pd, st):tolist(), 1e-12)
+    check_tensor(gw:reshape(Co, -1), ember.matmul(gom, cols:transpose(2, 3)):sum(1):tolist(), 1e-10)
+    -- conv_transpose2d of y with ww (its weight is {in, out, ...}) is the input gradient above
+    check_tensor(F.conv_transpose2d(go, ww, nil, st, pd, 0, 1, dl), gi:tolist(), 1e-12)
+  end
+end
+
 function T.convolution_backward_op()
   local go, xx, ww = ember.randn(1, 3, 2, 3, { dtype = "float64" }), ember.randn(1, 2, 3, 4, { dtype = "float64" }),
       ember.randn(3, 2, 2, 2, { dtype = "float64" })

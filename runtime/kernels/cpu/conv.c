@@ -20,12 +20,13 @@
  */
 /* O3: the copy, bias and sum loops below vectorise (the file's hot loops
  * besides BLAS; the same pragma as the elementwise kernels). */
-#pragma GCC optimize("O3", "no-trapping-math", "no-math-errno")
+#pragma GCC optimize("O3", "no-trapping-math", "no-math-errno", "no-tree-loop-distribute-patterns")
 #include "kernels/cpu/em_cpu.h"
 #include "kernels/em_conv.h"
 
 #include <cblas.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- scratch and dtypes ---- */
@@ -54,9 +55,19 @@ static em_tensor *scratch(int64_t n, em_dtype ct) {
     return em_tensor_new(1, &sz, ct, em_cpu_dev());
 }
 
-/* C (M x N, ldc) = alpha op(A) op(B) + beta C, row-major, in ct. */
+/* C (M x N, ldc) = alpha op(A) op(B) + beta C, row-major, in ct. beta 0
+ * zeroes C here (a vectorised memset) and asks BLAS for beta 1: OpenBLAS's
+ * own beta-0 pass stores one element at a time and cost a tenth of a conv
+ * step, and its kernels then add the product to the zeroed C exactly so. */
 static void gemm(em_dtype ct, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
                  const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
+    if (beta == 0.0 && M > 0 && N > 0) {
+        size_t es = em_dtype_size(ct);
+        if (ldc == N) memset(C, 0, (size_t)(M * N) * es);
+        else
+            for (int64_t i = 0; i < M; i++) memset((char *)C + (size_t)(i * ldc) * es, 0, (size_t)N * es);
+        beta = 1.0;
+    }
     if (ct == EM_FLOAT64)
         cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N,
                     (int)K, 1.0, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
@@ -136,6 +147,99 @@ static inline void valid_range(int64_t n_out, int64_t n_in, int64_t s, int64_t o
 CONV_PLANE_FNS(float, f32)
 CONV_PLANE_FNS(double, f64)
 
+/* Note [Padded planes]: im2col and col2im above test every row against the
+ * image's bounds and copy rows of a few elements between zero runs; on a
+ * CNN's small planes that bookkeeping costs more than the copy. The _pad
+ * variants first place the plane in a zero-bordered copy (pad, of the
+ * sizes pad_dims gives: every position the taps read lies inside it), so
+ * each row of a tap is one unconditional strided copy (im2col) or add
+ * (col2im, into the zeroed bordered copy, whose inside is then copied
+ * out). They give the same values as the checked versions, in the same
+ * order of additions (each ISA clone too: copies and one add per element).
+ * Used when the bordered plane is small (pad_fits). */
+
+/* The bordered plane's sizes: the image plus the padding before it and
+ * room for the farthest tap read after it. */
+static void pad_dims(const em_conv_geom *g, int64_t P[3]) {
+    for (int d = 0; d < 3; d++) {
+        int64_t far = (g->col[d] - 1) * g->stride[d] + (g->k[d] - 1) * g->dil[d] - g->pad[d] + 1;
+        P[d] = g->pad[d] + (far > g->img[d] ? far : g->img[d]);
+    }
+}
+
+#ifndef PAD_PLANE_MAX
+#define PAD_PLANE_MAX ((int64_t)1 << 15)
+#endif
+/* Whether the bordered plane of g is at most PAD_PLANE_MAX elements. */
+static bool pad_fits(const em_conv_geom *g) {
+    int64_t P[3];
+    pad_dims(g, P);
+    return P[0] <= PAD_PLANE_MAX && P[1] <= PAD_PLANE_MAX && P[2] <= PAD_PLANE_MAX && P[0] * P[1] <= PAD_PLANE_MAX &&
+           P[0] * P[1] * P[2] <= PAD_PLANE_MAX;
+}
+
+#define CONV_PAD_FNS(T, SFX)                                                                                     \
+    CLONE_##SFX static void im2col_pad_##SFX(const T *restrict img, const em_conv_geom *g, T *restrict row,     \
+                                             int64_t ld, T *restrict pad) {                                     \
+        int64_t P[3];                                                                                            \
+        pad_dims(g, P);                                                                                          \
+        const int64_t I0 = g->img[0], I1 = g->img[1], I2 = g->img[2];                                           \
+        const int64_t O0 = g->col[0], O1 = g->col[1], O2 = g->col[2];                                           \
+        const int64_t s0 = g->stride[0], s1 = g->stride[1], s2 = g->stride[2];                                  \
+        memset(pad, 0, sizeof(T) * (size_t)(P[0] * P[1] * P[2]));                                                \
+        for (int64_t i0 = 0; i0 < I0; i0++)                                                                      \
+            for (int64_t i1 = 0; i1 < I1; i1++) {                                                                \
+                T *restrict d = pad + ((i0 + g->pad[0]) * P[1] + i1 + g->pad[1]) * P[2] + g->pad[2];             \
+                const T *restrict s = img + (i0 * I1 + i1) * I2;                                                 \
+                for (int64_t i2 = 0; i2 < I2; i2++) d[i2] = s[i2];                                               \
+            }                                                                                                    \
+        for (int64_t k0 = 0; k0 < g->k[0]; k0++)                                                                 \
+            for (int64_t k1 = 0; k1 < g->k[1]; k1++)                                                             \
+                for (int64_t k2 = 0; k2 < g->k[2]; k2++, row += ld) {                                            \
+                    const T *base = pad + (k0 * g->dil[0] * P[1] + k1 * g->dil[1]) * P[2] + k2 * g->dil[2];      \
+                    T *restrict dst = row;                                                                       \
+                    for (int64_t o0 = 0; o0 < O0; o0++)                                                          \
+                        for (int64_t o1 = 0; o1 < O1; o1++, dst += O2) {                                         \
+                            const T *restrict src = base + (o0 * s0 * P[1] + o1 * s1) * P[2];                    \
+                            if (s2 == 1)                                                                         \
+                                for (int64_t o2 = 0; o2 < O2; o2++) dst[o2] = src[o2];                           \
+                            else                                                                                 \
+                                for (int64_t o2 = 0; o2 < O2; o2++) dst[o2] = src[o2 * s2];                      \
+                        }                                                                                        \
+                }                                                                                                \
+    }                                                                                                            \
+    CLONE_##SFX static void col2im_pad_##SFX(T *restrict img, const em_conv_geom *g, const T *restrict row,     \
+                                             int64_t ld, T *restrict pad) {                                     \
+        int64_t P[3];                                                                                            \
+        pad_dims(g, P);                                                                                          \
+        const int64_t I0 = g->img[0], I1 = g->img[1], I2 = g->img[2];                                           \
+        const int64_t O0 = g->col[0], O1 = g->col[1], O2 = g->col[2];                                           \
+        const int64_t s0 = g->stride[0], s1 = g->stride[1], s2 = g->stride[2];                                  \
+        memset(pad, 0, sizeof(T) * (size_t)(P[0] * P[1] * P[2]));                                                \
+        for (int64_t k0 = 0; k0 < g->k[0]; k0++)                                                                 \
+            for (int64_t k1 = 0; k1 < g->k[1]; k1++)                                                             \
+                for (int64_t k2 = 0; k2 < g->k[2]; k2++, row += ld) {                                            \
+                    T *base = pad + (k0 * g->dil[0] * P[1] + k1 * g->dil[1]) * P[2] + k2 * g->dil[2];            \
+                    const T *restrict src = row;                                                                 \
+                    for (int64_t o0 = 0; o0 < O0; o0++)                                                          \
+                        for (int64_t o1 = 0; o1 < O1; o1++, src += O2) {                                         \
+                            T *restrict dst = base + (o0 * s0 * P[1] + o1 * s1) * P[2];                          \
+                            if (s2 == 1)                                                                         \
+                                for (int64_t o2 = 0; o2 < O2; o2++) dst[o2] += src[o2];                          \
+                            else                                                                                 \
+                                for (int64_t o2 = 0; o2 < O2; o2++) dst[o2 * s2] += src[o2];                     \
+                        }                                                                                        \
+                }                                                                                                \
+        for (int64_t i0 = 0; i0 < I0; i0++)                                                                      \
+            for (int64_t i1 = 0; i1 < I1; i1++) {                                                                \
+                const T *restrict s = pad + ((i0 + g->pad[0]) * P[1] + i1 + g->pad[1]) * P[2] + g->pad[2];       \
+                T *restrict d = img + (i0 * I1 + i1) * I2;                                                       \
+                for (int64_t i2 = 0; i2 < I2; i2++) d[i2] = s[i2];                                               \
+            }                                                                                                    \
+    }
+CONV_PAD_FNS(float, f32)
+CONV_PAD_FNS(double, f64)
+
 /* ---- the pool jobs: one item per (sample of the chunk, channel) ---- */
 
 typedef enum { J_IM2COL, J_COL2IM, J_GATHER, J_SCATTER } job_kind;
@@ -162,22 +266,37 @@ static void job_range(int64_t b, int64_t e, void *vctx) {
     const em_conv_geom *g = j->g;
     size_t es = em_dtype_size(j->ct);
     int64_t L = col_plane(g), IP = img_plane(g), kk = kk_of(g), ld = j->nb * L;
+    /* Note [Padded planes]: this range's bordered plane (NULL: the checked copies) */
+    void *pad = NULL;
+    if ((j->kind == J_IM2COL || j->kind == J_COL2IM) && pad_fits(g)) {
+        int64_t P[3];
+        pad_dims(g, P);
+        pad = malloc((size_t)(P[0] * P[1] * P[2]) * es);
+    }
     for (int64_t it = b; it < e; it++) {
         int64_t s = it / j->nc, c = it % j->nc, n = j->n0 + s;
         switch (j->kind) {
         case J_IM2COL: {
             const char *img = j->src + (size_t)(((n * g->C_img) + j->grp * j->nc + c) * IP) * es;
             char *row = j->dst + (size_t)(c * kk * ld + s * L) * es;
-            if (j->ct == EM_FLOAT64) im2col_f64((const double *)img, g, (double *)row, ld);
+            if (pad && j->ct == EM_FLOAT64) im2col_pad_f64((const double *)img, g, (double *)row, ld, pad);
+            else if (pad) im2col_pad_f32((const float *)img, g, (float *)row, ld, pad);
+            else if (j->ct == EM_FLOAT64) im2col_f64((const double *)img, g, (double *)row, ld);
             else im2col_f32((const float *)img, g, (float *)row, ld);
             break;
         }
         case J_COL2IM: {
             char *img = j->dst + (size_t)(((n * g->C_img) + j->grp * j->nc + c) * IP) * es;
             const char *row = j->src + (size_t)(c * kk * ld + s * L) * es;
-            memset(img, 0, (size_t)IP * es);
-            if (j->ct == EM_FLOAT64) col2im_f64((double *)img, g, (const double *)row, ld);
-            else col2im_f32((float *)img, g, (const float *)row, ld);
+            if (pad && j->ct == EM_FLOAT64) {
+                col2im_pad_f64((double *)img, g, (const double *)row, ld, pad);
+            } else if (pad) {
+                col2im_pad_f32((float *)img, g, (const float *)row, ld, pad);
+            } else {
+                memset(img, 0, (size_t)IP * es);
+                if (j->ct == EM_FLOAT64) col2im_f64((double *)img, g, (const double *)row, ld);
+                else col2im_f32((float *)img, g, (const float *)row, ld);
+            }
             break;
         }
         case J_GATHER:
@@ -190,6 +309,7 @@ static void job_range(int64_t b, int64_t e, void *vctx) {
             break;
         }
     }
+    free(pad);
 }
 
 static void run_job(job_kind kind, const em_conv_geom *g, em_dtype ct, int64_t n0, int64_t grp, int64_t nb,
