@@ -128,6 +128,15 @@ START_TEST(test_vmath_special_values) {
     ck_assert(ulps(out[3], (float)sin(0.5)) <= 2);
     em_vm_sincosf_n(in, in, 5, 1); /* in place */
     ck_assert(in[0] == cosf(1e6f) && in[1] == cosf(-3e7f) && isnan(in[2]));
+    /* a block of small arguments only (the vector path), in place and not */
+    float xs[600], ys[600];
+    for (int i = 0; i < 600; i++) xs[i] = (float)(i - 300) * 0.37f;
+    em_vm_sincosf_n(ys, xs, 600, 0);
+    em_vm_sincosf_n(xs, xs, 600, 0);
+    for (int i = 0; i < 600; i++) {
+        ck_assert(xs[i] == ys[i]);
+        ck_assert(ulps(ys[i], (float)sin((double)((float)(i - 300) * 0.37f))) <= 2);
+    }
 }
 END_TEST
 

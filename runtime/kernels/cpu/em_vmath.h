@@ -75,6 +75,25 @@ EM_VM_INLINE float em_vm_expf(float x) {
     return p * em_vm_float((uint32_t)(k1 + 127) << 23) * em_vm_float((uint32_t)(k2 + 127) << 23);
 }
 
+/* e^x for x in [-87, 88] (or NaN) only, where 2^k is one normal factor:
+ * em_vm_expf without its clamps and second factor, for callers that bound
+ * their argument (em_vm_tanhf). */
+EM_VM_INLINE float em_vm_expf_mid(float x) {
+    float kb = x * 1.44269504088896341f + 12582912.0f;
+    float k = kb - 12582912.0f;
+    float r = x - k * 0.693359375f;
+    r = r - k * -2.12194440e-4f;
+    float p = 1.9875691500E-4f;
+    p = p * r + 1.3981999507E-3f;
+    p = p * r + 8.3334519073E-3f;
+    p = p * r + 4.1665795894E-2f;
+    p = p * r + 1.6666665459E-1f;
+    p = p * r + 5.0000001201E-1f;
+    p = p * (r * r) + r;
+    p = p + 1.0f;
+    return p * em_vm_float((em_vm_bits(kb) - 0x4b400000u + 127u) << 23);
+}
+
 /* log(x): x = 2^k m with m in [sqrt(2)/2, sqrt(2)), f = m - 1, s = f/(2+f),
  * log(1+f) = f - f^2/2 + s (f^2/2 + R(s^2)); subnormals are scaled by 2^25
  * first. x < 0 and NaN give NaN, 0 gives -inf, inf gives inf. */
@@ -130,7 +149,8 @@ EM_VM_INLINE float em_vm_expm1f(float x) {
  * x's sign bit, and NaN propagates through both paths. */
 EM_VM_INLINE float em_vm_tanhf(float x) {
     float ax = __builtin_fabsf(x);
-    float e = em_vm_expf(2.0f * ax); /* inf past 44: t = 1 */
+    float a10 = ax > 10.0f ? 10.0f : ax; /* tanh(10) rounds to 1 (tanh(9) does not); NaN stays */
+    float e = em_vm_expf_mid(2.0f * a10);
     float t = 1.0f - 2.0f / (e + 1.0f);
     float z = x * x;
     float p = -3.333333101e-01f + z * (1.333321249e-01f + z * (-5.394745229e-02f +
@@ -180,21 +200,26 @@ EM_VM_INLINE float em_vm_sinf(float x) { return em_vm_sincosf(x, 0); }
 EM_VM_INLINE float em_vm_cosf(float x) { return em_vm_sincosf(x, 1); }
 
 /* out[i] = sin(in[i]) (cos with want_cos) for n contiguous floats; out may
- * be in. Vectorised loop in blocks, then libm for |x| > EM_VM_TRIG_MAX and
- * infinities (NaN). */
+ * be in (each out[i] is written after in[i] is read). In blocks of 512: a
+ * vector OR over the block first; a block without |x| > EM_VM_TRIG_MAX,
+ * infinities or NaN (the common case) is one vector loop straight from in
+ * to out, a rare other block goes element by element, those arguments to
+ * libm. */
 EM_VM_INLINE void em_vm_sincosf_n(float *out, const float *in, int64_t n, int want_cos) {
-    float xs[512];
     for (int64_t b = 0; b < n; b += 512) {
         int64_t m = n - b < 512 ? n - b : 512;
-        memcpy(xs, in + b, (size_t)m * sizeof(float));
+        const float *x = in + b;
         float *o = out + b;
-        for (int64_t i = 0; i < m; i++) o[i] = em_vm_sincosf(xs[i], want_cos);
-        int big = 0; /* a vector OR first: the scalar pass below is rare */
-        for (int64_t i = 0; i < m; i++) big |= !(__builtin_fabsf(xs[i]) <= EM_VM_TRIG_MAX);
-        if (!big) continue;
-        for (int64_t i = 0; i < m; i++)
-            if (!(__builtin_fabsf(xs[i]) <= EM_VM_TRIG_MAX) && xs[i] == xs[i])
-                o[i] = want_cos ? cosf(xs[i]) : sinf(xs[i]);
+        int big = 0;
+        for (int64_t i = 0; i < m; i++) big |= !(__builtin_fabsf(x[i]) <= EM_VM_TRIG_MAX);
+        if (!big) {
+            for (int64_t i = 0; i < m; i++) o[i] = em_vm_sincosf(x[i], want_cos);
+            continue;
+        }
+        for (int64_t i = 0; i < m; i++) {
+            float v = x[i];
+            o[i] = __builtin_fabsf(v) <= EM_VM_TRIG_MAX ? em_vm_sincosf(v, want_cos) : want_cos ? cosf(v) : sinf(v);
+        }
     }
 }
 
