@@ -4,12 +4,15 @@
  * libm's expf/logf/sinf are calls the vectoriser cannot inline, so a loop
  * over them runs one element at a time. These are branch-free versions
  * (selects instead of branches, no calls) that GCC turns into AVX2/AVX-512
- * code inside the kernels' EM_CPU_CLONES loops. Each is within 2 ulp of
- * the correctly rounded result over its whole domain (tests/check_kernels.c
- * measures it against double-precision libm), returns NaN for NaN, and
+ * code inside the kernels' EM_CPU_CLONES / EM_VM_CLONES loops (the latter
+ * add an AVX2+FMA clone and contract into FMAs; unary.c's and
+ * unary_math.c's float32 loops use them). Each is within 2 ulp of the
+ * correctly rounded result over its whole domain, with and without FMAs
+ * (tests/check_vmath.c measures both against double-precision libm;
+ * extend it when adding a function), returns NaN for NaN, and
  * gives IEEE's special values (exp(-inf) = 0, log(0) = -inf, log(-1) =
- * NaN, ...). sin/cos reduce the argument with a four-part pi/4 in float,
- * exact enough up to EM_VM_TRIG_MAX; em_vm_sinf_n / em_vm_cosf_n redo the
+ * NaN, ...). sin/cos reduce the argument with a four-part pi/2 in float,
+ * exact enough up to EM_VM_TRIG_MAX; em_vm_sincosf_n redoes the
  * rare larger arguments with libm. Methods: Cody-Waite range reduction and
  * minimax polynomials (the classic Cephes/fdlibm coefficients).
  */
