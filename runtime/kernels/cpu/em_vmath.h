@@ -4,12 +4,15 @@
  * libm's expf/logf/sinf are calls the vectoriser cannot inline, so a loop
  * over them runs one element at a time. These are branch-free versions
  * (selects instead of branches, no calls) that GCC turns into AVX2/AVX-512
- * code inside the kernels' EM_CPU_CLONES loops. Each is within 2 ulp of
- * the correctly rounded result over its whole domain (tests/check_kernels.c
- * measures it against double-precision libm), returns NaN for NaN, and
+ * code inside the kernels' EM_CPU_CLONES / EM_VM_CLONES loops (the latter
+ * add an AVX2+FMA clone and contract into FMAs; unary.c's and
+ * unary_math.c's float32 loops use them). Each is within 2 ulp of the
+ * correctly rounded result over its whole domain, with and without FMAs
+ * (tests/check_vmath.c measures both against double-precision libm;
+ * extend it when adding a function), returns NaN for NaN, and
  * gives IEEE's special values (exp(-inf) = 0, log(0) = -inf, log(-1) =
- * NaN, ...). sin/cos reduce the argument with a four-part pi/4 in float,
- * exact enough up to EM_VM_TRIG_MAX; em_vm_sinf_n / em_vm_cosf_n redo the
+ * NaN, ...). sin/cos reduce the argument with a four-part pi/2 in float,
+ * exact enough up to EM_VM_TRIG_MAX; em_vm_sincosf_n redoes the
  * rare larger arguments with libm. Methods: Cody-Waite range reduction and
  * minimax polynomials (the classic Cephes/fdlibm coefficients).
  */
@@ -24,6 +27,19 @@
  * copy with that ISA's vectors; an out-of-line copy would get the default. */
 #define EM_VM_INLINE static inline __attribute__((always_inline))
 
+/* EM_VM_CLONES: the clone attribute for loops over these functions. Like
+ * EM_CPU_CLONES, plus an x86-64-v3 clone (AVX2 with FMA: plain "avx2"
+ * does not enable FMA) and contraction of a * b + c into fused
+ * multiply-adds (-std=c11 turns contraction off). Every function here is
+ * within its bound both with and without contraction (tests/check_vmath.c
+ * sweeps both builds). */
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && !defined(EM_NO_CLONES)
+#define EM_VM_CLONES \
+    __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default"), optimize("fp-contract=fast")))
+#else
+#define EM_VM_CLONES
+#endif
+
 EM_VM_INLINE uint32_t em_vm_bits(float x) {
     uint32_t u;
     memcpy(&u, &x, 4);
@@ -37,11 +53,17 @@ EM_VM_INLINE float em_vm_float(uint32_t u) {
 
 /* e^x: x = k ln2 + r with |r| <= ln2/2, a degree-6 polynomial for e^r, and
  * 2^k applied as two factors so that k in [-150, 128] stays representable
- * (gradual underflow to 0, overflow to inf). */
+ * (gradual underflow to 0, overflow to inf). The clamps are written as
+ * `x < c ? c : x` so that they compile to one maxps/minps each that passes
+ * NaN through (the polynomial then carries it to the result: no fix-up).
+ * k is read from the rounding constant's low mantissa bits (the integer
+ * k + 0x4b400000 as bits), not converted. Exact with or without fused
+ * multiply-adds (EM_VM_CLONES contracts them). */
 EM_VM_INLINE float em_vm_expf(float x) {
-    float xc = x >= -104.0f ? x : -104.0f; /* NaN -> -104; fixed up below */
-    xc = xc <= 89.0f ? xc : 89.0f;
-    float k = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
+    float xc = x < -104.0f ? -104.0f : x; /* NaN stays NaN */
+    xc = xc > 89.0f ? 89.0f : xc;
+    float kb = xc * 1.44269504088896341f + 12582912.0f; /* round to nearest */
+    float k = kb - 12582912.0f;
     float r = xc - k * 0.693359375f;
     r = r - k * -2.12194440e-4f;
     float p = 1.9875691500E-4f;
@@ -50,10 +72,29 @@ EM_VM_INLINE float em_vm_expf(float x) {
     p = p * r + 4.1665795894E-2f;
     p = p * r + 1.6666665459E-1f;
     p = p * r + 5.0000001201E-1f;
-    p = p * r * r + r + 1.0f;
-    int32_t ki = (int32_t)k, k1 = ki >> 1, k2 = ki - k1;
-    float res = p * em_vm_float((uint32_t)(k1 + 127) << 23) * em_vm_float((uint32_t)(k2 + 127) << 23);
-    return x != x ? x : res;
+    p = p * (r * r) + r;
+    p = p + 1.0f;
+    int32_t ki = (int32_t)(em_vm_bits(kb) - 0x4b400000u), k1 = ki >> 1, k2 = ki - k1;
+    return p * em_vm_float((uint32_t)(k1 + 127) << 23) * em_vm_float((uint32_t)(k2 + 127) << 23);
+}
+
+/* e^x for x in [-87, 88] (or NaN) only, where 2^k is one normal factor:
+ * em_vm_expf without its clamps and second factor, for callers that bound
+ * their argument (em_vm_tanhf). */
+EM_VM_INLINE float em_vm_expf_mid(float x) {
+    float kb = x * 1.44269504088896341f + 12582912.0f;
+    float k = kb - 12582912.0f;
+    float r = x - k * 0.693359375f;
+    r = r - k * -2.12194440e-4f;
+    float p = 1.9875691500E-4f;
+    p = p * r + 1.3981999507E-3f;
+    p = p * r + 8.3334519073E-3f;
+    p = p * r + 4.1665795894E-2f;
+    p = p * r + 1.6666665459E-1f;
+    p = p * r + 5.0000001201E-1f;
+    p = p * (r * r) + r;
+    p = p + 1.0f;
+    return p * em_vm_float((em_vm_bits(kb) - 0x4b400000u + 127u) << 23);
 }
 
 /* log(x): x = 2^k m with m in [sqrt(2)/2, sqrt(2)), f = m - 1, s = f/(2+f),
@@ -106,26 +147,29 @@ EM_VM_INLINE float em_vm_expm1f(float x) {
 
 /* tanh(x) = sign(x) (1 - 2 / (e^(2|x|) + 1)) for |x| >= 0.625 (the
  * subtraction loses under an ulp there); below, x + x^3 P(x^2) with a
- * degree-5 fit in x^2 (relative error under 0.003 ulp before rounding). */
+ * degree-5 fit in x^2 (relative error under 0.003 ulp before rounding).
+ * Both are computed (branch-free), one division; the sign goes back on as
+ * x's sign bit, and NaN propagates through both paths. */
 EM_VM_INLINE float em_vm_tanhf(float x) {
     float ax = __builtin_fabsf(x);
-    float e = em_vm_expf(2.0f * ax); /* inf past 44: t = 1 */
+    float a10 = ax > 10.0f ? 10.0f : ax; /* tanh(10) rounds to 1 (tanh(9) does not); NaN stays */
+    float e = em_vm_expf_mid(2.0f * a10);
     float t = 1.0f - 2.0f / (e + 1.0f);
     float z = x * x;
     float p = -3.333333101e-01f + z * (1.333321249e-01f + z * (-5.394745229e-02f +
               z * (2.170398953e-02f + z * (-8.184633580e-03f + z * 2.148957376e-03f))));
     float s = ax + ax * z * p;
     t = ax < 0.625f ? s : t;
-    t = __builtin_copysignf(t, x);
-    return x != x ? x : t;
+    return em_vm_float(em_vm_bits(t) | (em_vm_bits(x) & 0x80000000u));
 }
 
 /* 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below: one exp of -|x|,
- * which never overflows, so tiny results stay (subnormal) rather than 0. */
+ * which never overflows, so tiny results stay (subnormal) rather than 0;
+ * one division (the numerator is selected, not the quotient). */
 EM_VM_INLINE float em_vm_sigmoidf(float x) {
     float e = em_vm_expf(-__builtin_fabsf(x));
-    float d = 1.0f + e;
-    return (em_vm_bits(x) >> 31) ? e / d : 1.0f / d;
+    float num = (int32_t)em_vm_bits(x) < 0 ? e : 1.0f;
+    return num / (1.0f + e);
 }
 
 /* Arguments up to this size reduce exactly enough in float (Note [Vector math]). */
@@ -149,30 +193,36 @@ EM_VM_INLINE float em_vm_sincosf(float x, int want_cos) {
     float ps = r + r * z * (-1.6666654611E-1f + z * (8.3321608736E-3f + z * -1.9515295891E-4f));
     float pc = 1.0f - 0.5f * z + z * z * (4.166664568298827E-2f + z * (-1.388731625493765E-3f + z * 2.443315711809948E-5f));
     float v = (q & 1) ? pc : ps;
-    v = (q & 2) ? -v : v;
-    /* sin is odd: the sign of x; cos is even */
-    float sgn = (!want_cos && (em_vm_bits(x) >> 31)) ? -1.0f : 1.0f; /* sin(-0) = -0 */
-    return x != x ? x : v * sgn;
+    /* the sign as one xor: quadrants 2 and 3 negate, and sin is odd (x's
+     * sign bit; sin(-0) = -0); NaN and inf give NaN through r */
+    uint32_t sgn = (q << 30) & 0x80000000u;
+    if (!want_cos) sgn ^= em_vm_bits(x) & 0x80000000u;
+    return em_vm_float(em_vm_bits(v) ^ sgn);
 }
 EM_VM_INLINE float em_vm_sinf(float x) { return em_vm_sincosf(x, 0); }
 EM_VM_INLINE float em_vm_cosf(float x) { return em_vm_sincosf(x, 1); }
 
 /* out[i] = sin(in[i]) (cos with want_cos) for n contiguous floats; out may
- * be in. Vectorised loop in blocks, then libm for |x| > EM_VM_TRIG_MAX and
- * infinities (NaN). */
+ * be in (each out[i] is written after in[i] is read). In blocks of 512: a
+ * vector OR over the block first; a block without |x| > EM_VM_TRIG_MAX,
+ * infinities or NaN (the common case) is one vector loop straight from in
+ * to out, a rare other block goes element by element, those arguments to
+ * libm. */
 EM_VM_INLINE void em_vm_sincosf_n(float *out, const float *in, int64_t n, int want_cos) {
-    float xs[512];
     for (int64_t b = 0; b < n; b += 512) {
         int64_t m = n - b < 512 ? n - b : 512;
-        memcpy(xs, in + b, (size_t)m * sizeof(float));
+        const float *x = in + b;
         float *o = out + b;
-        for (int64_t i = 0; i < m; i++) o[i] = em_vm_sincosf(xs[i], want_cos);
-        int big = 0; /* a vector OR first: the scalar pass below is rare */
-        for (int64_t i = 0; i < m; i++) big |= !(__builtin_fabsf(xs[i]) <= EM_VM_TRIG_MAX);
-        if (!big) continue;
-        for (int64_t i = 0; i < m; i++)
-            if (!(__builtin_fabsf(xs[i]) <= EM_VM_TRIG_MAX) && xs[i] == xs[i])
-                o[i] = want_cos ? cosf(xs[i]) : sinf(xs[i]);
+        int big = 0;
+        for (int64_t i = 0; i < m; i++) big |= !(__builtin_fabsf(x[i]) <= EM_VM_TRIG_MAX);
+        if (!big) {
+            for (int64_t i = 0; i < m; i++) o[i] = em_vm_sincosf(x[i], want_cos);
+            continue;
+        }
+        for (int64_t i = 0; i < m; i++) {
+            float v = x[i];
+            o[i] = __builtin_fabsf(v) <= EM_VM_TRIG_MAX ? em_vm_sincosf(v, want_cos) : want_cos ? cosf(v) : sinf(v);
+        }
     }
 }
 

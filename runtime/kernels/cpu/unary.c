@@ -77,9 +77,11 @@ static inline uint64_t signu_(uint64_t x) { return (int64_t)x > 0 ? 1 : (int64_t
     X(SIGMOID, sigmoid, FLT)
 
 #define UFN(OP, N, T, CT) UN_FN(OP##_##N, T, CT, LA_##N, EM_ST_##N, U_##OP, CLONE_##N)
+/* the float32 loops carry EM_VM_CLONES (an FMA clone; Note [Vector math]) */
 #define LOOPS_FLT(OP)                                                                 \
     UFN(OP, f16, em_half, float) UFN(OP, bf16, em_bfloat16, float)                    \
-    UFN(OP, f32, float, float) UFN(OP, f64, double, double)
+    UN_FN(OP##_f32, float, float, LA_f32, EM_ST_f32, U_##OP, EM_VM_CLONES)            \
+    UFN(OP, f64, double, double)
 #define LOOPS_NUM(OP)                                                                 \
     UFN(OP, u8, uint8_t, uint64_t) UFN(OP, i8, int8_t, uint64_t)                      \
     UFN(OP, i32, int32_t, uint64_t) UFN(OP, i64, int64_t, uint64_t) LOOPS_FLT(OP)

@@ -403,11 +403,11 @@ static inline __attribute__((always_inline)) void vm_trig_f32(char **d, const in
                                                                         : sinf(x);
     }
 }
-EM_CPU_CLONES static void vm_sin_f32(char **d, const int64_t *s, int64_t n, void *ctx) {
+EM_VM_CLONES static void vm_sin_f32(char **d, const int64_t *s, int64_t n, void *ctx) {
     (void)ctx;
     vm_trig_f32(d, s, n, 0);
 }
-EM_CPU_CLONES static void vm_cos_f32(char **d, const int64_t *s, int64_t n, void *ctx) {
+EM_VM_CLONES static void vm_cos_f32(char **d, const int64_t *s, int64_t n, void *ctx) {
     (void)ctx;
     vm_trig_f32(d, s, n, 1);
 }
