@@ -23,6 +23,12 @@
  * A `Tensor[]` argument is an em_tensorlist {data, n} of borrowed tensors;
  * in Lua an array of tensors (an element that is not a tensor is an error
  * naming the op, the argument and the element's 1-based position).
+ * A `Tensor?[]` argument (PyTorch's list of optional tensors, index_put's
+ * indices) is the same em_tensorlist whose elements may be NULL (None; in
+ * Lua a nil hole in the array, up to its length #t). Its elements are not
+ * differentiable inputs, so it may sit beside other Tensor arguments, but
+ * only in a composite op (Note [Composite ops]: autograd comes from its
+ * parts); a Tensor[] argument stays its op's only tensor argument.
  */
 #ifndef CODEGEN_H
 #define CODEGEN_H
@@ -57,6 +63,7 @@ typedef enum {
     CG_STR,        /* str{a,b,c}: const char *, one of the values listed in the schema */
     CG_FLOATLIST_OPT, /* float[]?: em_floatlist, n == -1 when absent */
     CG_DEVICE, CG_DEVICE_OPT, CG_GENERATOR_OPT, /* devices: em_device, em_generator * */
+    CG_TENSORLIST_OPT, /* Tensor?[]: em_tensorlist whose elements may be NULL; Note [Tensor lists] */
     CG_TYPE_COUNT
 } cg_type;
 
@@ -269,6 +276,8 @@ bool cg_op_has_formulas(const cg_op *op);
 bool cg_type_is_ptr_opt(cg_type t);
 bool cg_type_is_tensor(cg_type t);
 bool cg_type_is_list(cg_type t);
+/* Whether t is Tensor[] or Tensor?[] (an em_tensorlist). */
+bool cg_type_is_tlist(cg_type t);
 /* Whether list type t holds dims (1-based in Lua, 0-based in C). */
 bool cg_type_is_dims(cg_type t);
 /* Whether op returns a Tensor[] (its C entry returns em_tensor ** and a count). */

@@ -187,7 +187,7 @@ static const char *box_fn(cg_type t) {
     case CG_DTYPE: case CG_DTYPE_OPT: return "iv_dtype";
     case CG_DEVICE: case CG_DEVICE_OPT: return "em_iv_device";
     case CG_GENERATOR_OPT: return "em_iv_generator";
-    case CG_TENSORLIST: return "iv_tensorlist";
+    case CG_TENSORLIST: case CG_TENSORLIST_OPT: return "iv_tensorlist";
     default: return NULL;
     }
 }
@@ -196,7 +196,7 @@ static const char *box_fn(cg_type t) {
 static void emit_entry(cg_buf *b, const cg_op *op) {
     int ntensor = 0;
     for (int i = 0; i < op->nargs; i++)
-        if (cg_type_is_tensor(op->args[i].type) || op->args[i].type == CG_TENSORLIST) ntensor++;
+        if (cg_type_is_tensor(op->args[i].type) || cg_type_is_tlist(op->args[i].type)) ntensor++;
     op_comment(b, op, "");
     cg_printf(b, "%sem_%s(", cg_ret_ctype(op), op->name);
     cg_emit_params(b, op, false);
@@ -205,6 +205,15 @@ static void emit_entry(cg_buf *b, const cg_op *op) {
     cg_printf(b, "    if (em_interrupt_pending() && em_take_interrupt(\"%s\") != EM_OK)\n        return NULL;\n", op->name);
     for (int i = 0; i < op->nargs; i++) {
         const cg_arg *a = &op->args[i];
+        if (a->type == CG_TENSORLIST_OPT) { /* NULL elements are None (Note [Tensor lists]) */
+            cg_printf(b, "    if (%s.n < 0 || (%s.n > 0 && !%s.data)) {\n"
+                         "        em_set_error(EM_EVALUE, \"%s: argument '%s' is not a valid tensor list\");\n"
+                         "        return NULL;\n    }\n"
+                         "    for (int i = 0; i < %s.n; i++)\n"
+                         "        if (%s.data[i])\n            ks |= %s.data[i]->keyset;\n",
+                      a->name, a->name, a->name, op->name, a->name, a->name, a->name, a->name);
+            continue;
+        }
         if (a->type == CG_TENSORLIST) {
             cg_printf(b, "    if (%s.n < 0 || (%s.n > 0 && !%s.data)) {\n"
                          "        em_set_error(EM_EVALUE, \"%s: argument '%s' is not a valid tensor list\");\n"
@@ -368,7 +377,7 @@ static const char *zero_value(cg_type t) {
     case CG_DTYPE: case CG_DTYPE_OPT: return "EM_DTYPE_NONE";
     case CG_DEVICE: case CG_DEVICE_OPT: return "em_no_device()";
     case CG_GENERATOR_OPT: return "NULL";
-    case CG_TENSORLIST: return "{ NULL, 0 }";
+    case CG_TENSORLIST: case CG_TENSORLIST_OPT: return "{ NULL, 0 }";
     default: return "0";
     }
 }
@@ -435,7 +444,7 @@ static void emit_adapter(cg_buf *b, const cg_op *op) {
             cg_printf(b, "(em_un_generator(st, %d, &%s) ? EM_OK : bad_arg(st, %d, op->name, \"%s\"))",
                       i, a->name, i, a->name);
             break;
-        case CG_TENSORLIST:
+        case CG_TENSORLIST: case CG_TENSORLIST_OPT:
             cg_printf(b, "un_tensorlist(st, %d, op->name, \"%s\", &%s)", i, a->name, a->name);
             break;
         default:

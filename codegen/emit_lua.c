@@ -119,7 +119,7 @@ static void emit_locals(cg_buf *b, const cg_op *op) {
         case CG_GENERATOR_OPT:
             cg_printf(b, "    em_generator *a_%s = NULL;\n", a->name);
             break;
-        case CG_TENSORLIST:
+        case CG_TENSORLIST: case CG_TENSORLIST_OPT:
             cg_printf(b, "    em_tensorlist a_%s = { NULL, 0 };\n", a->name);
             break;
         default:
@@ -211,6 +211,8 @@ static void emit_convert(cg_buf *b, const cg_op *op, int i) {
     }
     if (a->type == CG_TENSORLIST)
         cg_printf(b, "        a_%s = em_lua_check_tensorlist(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
+    if (a->type == CG_TENSORLIST_OPT)
+        cg_printf(b, "        a_%s = em_lua_check_opt_tensorlist(L, i_%s, \"%s\", \"%s\");\n", n, n, o, n);
     if (cg_type_is_ptr_opt(a->type)) cg_printf(b, "        a_%s = &v_%s;\n", n, n);
     /* a pointer optional with a non-None default points at its default */
     if (cg_type_is_ptr_opt(a->type) && a->def.kind != CG_DEF_NONE_GIVEN && a->def.kind != CG_DEF_NULL)
@@ -226,7 +228,7 @@ static void emit_binding(cg_buf *b, const cg_op *op) {
     bool factory = true; /* no Tensor argument: accepts requires_grad (a leaf option) */
     for (int i = 0; i < op->nargs; i++) {
         cg_printf(b, "\"%s\", ", op->args[i].name);
-        if (cg_type_is_tensor(op->args[i].type) || op->args[i].type == CG_TENSORLIST) factory = false;
+        if (cg_type_is_tensor(op->args[i].type) || cg_type_is_tlist(op->args[i].type)) factory = false;
     }
     if (factory) cg_puts(b, "\"requires_grad\", ");
     int nreq = 0; /* required positional arguments */
@@ -376,7 +378,7 @@ static const char *lua_type_test(cg_type t) {
     case CG_STR: return "(lt == LUA_TSTRING)";
     case CG_FLOATLIST_OPT: return "(lt == LUA_TTABLE || lt == LUA_TNUMBER)";
     case CG_DTYPE: case CG_DTYPE_OPT: return "(lt == LUA_TSTRING)";
-    case CG_TENSORLIST: return "(lt == LUA_TTABLE)";
+    case CG_TENSORLIST: case CG_TENSORLIST_OPT: return "(lt == LUA_TTABLE)";
     case CG_DEVICE: case CG_DEVICE_OPT: return "(lt == LUA_TSTRING || lt == LUA_TUSERDATA)";
     case CG_GENERATOR_OPT: return "(lt == LUA_TUSERDATA)";
     default: return "false";

@@ -43,6 +43,7 @@ const cg_type_info cg_types[CG_TYPE_COUNT] = {
     [CG_DEVICE]       = { "Device",    "em_device ",        false },
     [CG_DEVICE_OPT]   = { "Device?",   "em_device ",        true }, /* EM_DEVICE_NONE: absent */
     [CG_GENERATOR_OPT] = { "Generator?", "em_generator *",  true }, /* NULL: the default */
+    [CG_TENSORLIST_OPT] = { "Tensor?[]", "em_tensorlist ",  false }, /* elements may be NULL */
 };
 
 const char *const cg_key_names[CG_KEY_COUNT] = { "CPU", "CUDA", "PrivateUse1", "Autograd" };
@@ -66,6 +67,7 @@ bool cg_type_is_tensor(cg_type t) { return t == CG_TENSOR || t == CG_TENSOR_OPT;
 bool cg_type_is_list(cg_type t) {
     return t == CG_INTLIST || t == CG_DIMLIST || t == CG_DIMLIST_OPT || t == CG_INTLIST_OPT;
 }
+bool cg_type_is_tlist(cg_type t) { return t == CG_TENSORLIST || t == CG_TENSORLIST_OPT; }
 bool cg_type_is_dims(cg_type t) { return t == CG_DIMLIST || t == CG_DIMLIST_OPT; }
 bool cg_op_ret_list(const cg_op *op) { return op->nrets == 1 && op->rets[0].list; }
 const char *cg_ret_ctype(const cg_op *op) { return cg_op_ret_list(op) ? "em_tensor **" : "em_tensor *"; }
@@ -324,7 +326,12 @@ static cg_type lex_type(sig_lexer *x, char **alias, bool *alias_write) {
         opt = true;
         x->p++;
     }
-    snprintf(spelled, sizeof spelled, "%s%s%s", base, list ? "[]" : "", opt ? "?" : "");
+    if (opt && !list && strncmp(x->p, "[]", 2) == 0) { /* Tensor?[]: a list of optionals */
+        x->p += 2;
+        snprintf(spelled, sizeof spelled, "%s?[]", base);
+    } else {
+        snprintf(spelled, sizeof spelled, "%s%s%s", base, list ? "[]" : "", opt ? "?" : "");
+    }
     cg_free(base);
     for (int t = 0; t < CG_TYPE_COUNT; t++) {
         if (strcmp(cg_types[t].spelling, spelled) == 0) {
@@ -593,8 +600,9 @@ static void parse_signature(const char *path, int line, const char *func, cg_op 
                     sig_error(&x, "argument '%s' given twice", a->name);
             a->def.kind = CG_DEF_NONE_GIVEN;
             if (lex_accept(&x, "=")) {
-                if (a->type == CG_TENSORLIST)
-                    sig_error(&x, "argument '%s' of type Tensor[] cannot have a default", a->name);
+                if (cg_type_is_tlist(a->type))
+                    sig_error(&x, "argument '%s' of type %s cannot have a default", a->name,
+                              cg_types[a->type].spelling);
                 parse_default(&x, a, lex_default(&x));
                 if (!kwonly) seen_default = true;
             } else if (!kwonly && seen_default) {
@@ -612,9 +620,13 @@ static void parse_signature(const char *path, int line, const char *func, cg_op 
         nlists += op->args[i].type == CG_TENSORLIST;
         ntensors += cg_type_is_tensor(op->args[i].type);
     }
-    if (nlists > 1 || (nlists && ntensors))
+    int noptlists = 0;
+    for (int i = 0; i < op->nargs; i++) noptlists += op->args[i].type == CG_TENSORLIST_OPT;
+    if (nlists > 1 || (nlists && (ntensors || noptlists)))
         sig_error(&x, "an op with a Tensor[] argument may have no other Tensor or Tensor[] "
                   "argument (its autograd edges are the list's elements)");
+    if (noptlists > 1) sig_error(&x, "an op may have at most one Tensor?[] argument");
+    /* a Tensor?[] op must be composite: checked once its kernels are read */
     lex_expect(&x, "->");
     parse_returns(&x, op);
     skip_ws(&x);
@@ -847,6 +859,10 @@ static void parse_op(const char *path, yaml_document_t *doc, yaml_node_t *n, cg_
     if (variants) parse_variants(path, doc, variants, op);
     else op->v_function = true;
     if (kernels) parse_kernels(path, doc, kernels, op);
+    for (int i = 0; i < op->nargs; i++) /* Note [Tensor lists] */
+        if (op->args[i].type == CG_TENSORLIST_OPT && !op->composite)
+            cg_error_at(path, mark_line(func), "op '%s': a Tensor?[] argument needs a Composite kernel "
+                        "(its elements are no autograd inputs)", op->name);
     if (ns) parse_namespaces(path, doc, ns, op);
     op->lua_name = op->msg_name = op->base; /* Note [Namespace prefixes] (codegen.h) */
     if (op->nnamespaces == 1 && *op->namespaces[0]) {

@@ -59,6 +59,11 @@ EM_API em_tensor *em_lua_check_tensor(lua_State *L, int idx, const char *op,
  * (see Note [Tensor lists] in codegen/codegen.h). */
 EM_API em_tensorlist em_lua_check_tensorlist(lua_State *L, int idx, const char *op,
                                              const char *arg);
+/* A Tensor?[] argument (Note [Tensor lists]): an array whose entries are
+ * tensors or nil (None) up to its length #t (lua_rawlen: a trailing nil is
+ * not counted, so write { nil, i } or { i, nil, j }); nil entries are NULL.
+ * Raises naming op, arg and the element on anything else. */
+EM_API em_tensorlist em_lua_check_opt_tensorlist(lua_State *L, int idx, const char *op, const char *arg);
 /* float[]?: a Lua array of numbers, or one number (a list of one); the
  * storage is a userdata pushed onto the stack (collected with it). */
 EM_API em_floatlist em_lua_check_floatlist(lua_State *L, int idx, const char *op, const char *arg);

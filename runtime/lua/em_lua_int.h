@@ -47,10 +47,6 @@ EM_HIDDEN bool em_lua_index_is_advanced(lua_State *L, int kidx);
 EM_HIDDEN em_tensor *em_lua_index_advanced(lua_State *L, em_tensor *t, int kidx);
 /* x[key] = value (at vidx): writes into t in place. Raises on error. */
 EM_HIDDEN void em_lua_newindex_advanced(lua_State *L, em_tensor *t, int kidx, int vidx);
-/* ember.index_put, x:index_put, x:index_put_ (hand-written: a Tensor[]
- * argument beside other tensors is beyond the generated bindings). */
-EM_HIDDEN void em_lua_register_index(lua_State *L, int module_idx, int methods_idx);
-
 /* Makes the tensor metatable (once per state) with the methods table as
  * __index's first stop; leaves nothing on the stack. methods_idx is an
  * absolute index. */

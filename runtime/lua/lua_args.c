@@ -174,6 +174,38 @@ em_tensorlist em_lua_check_tensorlist(lua_State *L, int idx, const char *op, con
     return out;
 }
 
+em_tensorlist em_lua_check_opt_tensorlist(lua_State *L, int idx, const char *op, const char *arg) {
+    em_tensorlist out = { NULL, 0 };
+    idx = lua_absindex(L, idx);
+    if (lua_type(L, idx) != LUA_TTABLE)
+        em_lua_argerror(L, idx, op, "%s: table of tensors (or nil) expected, got %s", arg,
+                        luaL_typename(L, idx));
+    lua_Unsigned len = lua_rawlen(L, idx);
+    if (len > (lua_Unsigned)INT32_MAX / sizeof(em_tensor *))
+        em_lua_argerror(L, idx, op, "%s: too many tensors (%d)", arg, (int)len);
+    /* the backing array is a userdata left on the stack: the GC frees it,
+     * whatever error is raised later */
+    em_tensor **buf = lua_newuserdatauv(L, (len ? len : 1) * sizeof *buf, 0);
+    for (lua_Unsigned i = 1; i <= len; i++) {
+        lua_rawgeti(L, idx, (lua_Integer)i);
+        if (lua_isnil(L, -1)) { /* None: a full slice in index_put */
+            buf[i - 1] = NULL;
+            lua_pop(L, 1);
+            continue;
+        }
+        em_tensor **slot = em_lua_toslot(L, -1);
+        if (!slot)
+            em_lua_raise(L, "%s: argument '%s' element %d is not a tensor or nil (got %s)", op, arg, (int)i,
+                         luaL_typename(L, -1));
+        if (!*slot) em_lua_raise(L, "%s: argument '%s' element %d: tensor used after close", op, arg, (int)i);
+        buf[i - 1] = *slot; /* the table keeps it alive */
+        lua_pop(L, 1);
+    }
+    out.data = buf;
+    out.n = (int)len;
+    return out;
+}
+
 void em_lua_push_results(lua_State *L, em_tensor *r, em_tensor **outs, int k, const char *op) {
     if (!r) {
         for (int i = 0; i < k - 1; i++) em_tensor_release(outs[i]);

@@ -372,11 +372,6 @@ static const char *const extra_docs[][3] = {
     { "autograd.differentiable_ops", "ember.autograd.differentiable_ops()",
       "The names of the ops that have a backward formula." },
     { "storage_offset", "x:storage_offset()", "The offset into the storage, in elements." },
-    { "index_put_", "x:index_put_({i1, i2, ...}, values, [{accumulate=false}])",
-      "Writes values at x[i1, i2, ...] (index tensors, 1-based, negative from the end; PyTorch's "
-      "advanced indexing), adding them up instead with accumulate; returns x. Keeps autograd history." },
-    { "index_put", "ember.index_put(x, {i1, i2, ...}, values, [{accumulate=false}])",
-      "index_put_ on a copy of x." },
     { "set_printoptions", "ember.set_printoptions{precision=4, threshold=1000, edgeitems=3, linewidth=80, "
       "sci_mode=\"auto\", profile=}",
       "How tensors print (this Lua state), as PyTorch's: digits, the element count past which "
@@ -627,7 +622,6 @@ int luaopen_ember(lua_State *L) {
     int methods = lua_gettop(L);
     em_lua_register_ops(L, mod, methods);
     em_lua_register_methods(L, methods);
-    em_lua_register_index(L, mod, methods);
     em_lua_register_autograd(L, mod, methods);
     em_lua_register_devices(L, mod, methods);
     em_lua_register_serialize(L, mod);

@@ -5,7 +5,13 @@ values in both languages); the torch call subtracts 1 (take and
 take_along_dim keep negative values, which count from the end in both).
 nonzero's result gets + 1 on the torch side (INDEX_RESULTS). Positions that
 several index entries write (scatter, index_copy) are drawn distinct where
-PyTorch leaves the winner unspecified. Not drawn: nonzero_tuple (a Tensor[]
+PyTorch leaves the winner unspecified. index_put(_) (schema/ops/index_put.yaml,
+a Tensor?[] list) is drawn without nil entries (torch 1.13's index_put
+refuses None) and with values of self's dtype (ember casts values to
+self's dtype, as x[i] = v does; torch 1.13's index_put refuses a
+mismatch: accepted difference). index_put_ into a tensor whose elements
+overlap (an expand): torch 1.13 writes with a deprecation warning, ember
+refuses (as its other in-place writes do); not drawn. Not drawn: nonzero_tuple (a Tensor[]
 result; test_index.lua covers it).
 
 Accepted differences: scatter_reduce with amax/amin and include_self=false:
@@ -328,6 +334,77 @@ def _py_one_hot(st, pa, pk):
     return 'torch.nn.functional.one_hot(%s)' % ', '.join(['(%s - 1)' % pa[0]] + pa[1:])
 
 
+def gen_index_put(g, op):
+    """index_put(_): k index entries for self's first dims (int64 tensors of
+    one broadcast shape, or one bool mask over the leading dims), values of
+    the indexed result's shape (or a suffix of it, or 0-dim). Without
+    accumulate the written positions are distinct (PyTorch leaves the
+    winner of a repeat unspecified). No nil entries: torch 1.13's
+    index_put refuses None (test_index_put.lua covers them)."""
+    # in place, no self with overlapping elements (an expanded tensor: see the docstring)
+    s = g.pick(pred=lambda t: t.dim() > 0 and (not op.inplace or all(
+        st != 0 or n <= 1 for st, n in zip(t.stride(), t.shape))), inplace=op.inplace)
+    if s is None:
+        return None
+    t = g.t(s)
+    dt = g.dtype_name(t)
+    acc = dt != 'bool' and g.r.random() < 0.5
+    shape = list(t.shape)
+    if g.r.random() < 0.2:  # a bool mask over the first m dims
+        m = g.r.randint(1, len(shape))
+        idx, pre = _bool_leaf(g, shape[:m])
+        count = sum(1 for v in pre[0]['values'] if v)
+        entries, rshape = [idx[1]], [count] + shape[m:]
+    else:
+        k = g.r.randint(1, len(shape))
+        sizes = shape[:k]
+        n = 0 if 0 in sizes else g.r.randint(0, 4)
+        if acc:
+            tuples = [tuple(g.r.randint(1, z) for z in sizes) for _ in range(n)]
+        else:
+            import itertools
+            allpos = list(itertools.product(*[range(1, z + 1) for z in sizes]))
+            tuples = g.r.sample(allpos, min(n, len(allpos)))
+            n = len(tuples)
+        # B = [n], or [1] for an entry that is the same everywhere (broadcast)
+        entries, pre = [], []
+        for j in range(k):
+            col = [tp[j] for tp in tuples]
+            if n > 1 and len(set(col)) == 1 and g.r.random() < 0.5:
+                col = col[:1]
+            if g.r.random() < 0.3:  # negative positions count from the end
+                col = [v - sizes[j] - 1 for v in col]
+            a, p2 = _int_leaf(g, [len(col)], col)
+            entries.append(a[1])
+            pre += p2
+        rshape = [n] + shape[k:]
+    r = g.r.random()
+    if r < 0.25:
+        vshape = []
+    elif r < 0.4 and rshape:
+        vshape = rshape[1:]
+    else:
+        vshape = rshape
+    val, p3 = _like_leaf(g, vshape, dt)
+    args, kw = [['var', s], ['vars', entries], val], {}
+    if acc or g.r.random() < 0.3:
+        if g.r.random() < 0.5:
+            kw['accumulate'] = ['bool', acc]
+        else:
+            args.append(['bool', acc])
+    return dict(args=args, kw=kw, pre=pre + p3)
+
+
+def _py_index_put(st, pa, pk):
+    names = st['args'][1][1]
+    idx = '(%s,)' % ', '.join('(%s if %s.dtype == torch.bool else torch.where(%s < 0, %s, %s - 1))'
+                              % (n, n, n, n, n) for n in names)
+    rest = [pa[0], idx] + pa[2:] + ['%s=%s' % kv for kv in sorted(pk.items())]
+    if st['style'] == 'method':
+        return '%s.%s(%s)' % (rest[0], st['op'], ', '.join(rest[1:]))
+    return 'torch.%s(%s)' % (st['op'], ', '.join(rest))
+
+
 MAP = {
     'index_select': dict(gen=gen_index_select, py=_py_idx('index_select', [2])),
     'index_add': dict(gen=gen_index_write('add'), py=_py_idx('index_add', [2])),
@@ -355,6 +432,8 @@ MAP = {
     'nonzero_tuple': dict(gen=lambda g, op: None),
     'scatter_reduce.two': dict(gen=gen_scatter_reduce, py=_py_idx('scatter_reduce', [2])),
     'scatter_reduce_.two': dict(gen=gen_scatter_reduce, py=_py_idx('scatter_reduce_', [2])),
+    'index_put': dict(gen=gen_index_put, py=_py_index_put),
+    'index_put_': dict(gen=gen_index_put, py=_py_index_put),
 }
 
 INDEX_RESULTS = {'nonzero': [0]}
