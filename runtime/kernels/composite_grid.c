@@ -10,21 +10,7 @@
 #include "autograd/em_autograd.h"
 #include "em_ops.h"
 #include "em_kernels_decl.h"
-
-/* r, or with r NULL the error of the op `part` (its message starts
- * "part: ") renamed to the user's op: "op: ...". Returns r. */
-static em_tensor *as_op_error(em_tensor *r, const char *part, const char *op) {
-    if (r) return r;
-    const char *msg = em_error_message();
-    size_t n = strlen(part);
-    if (strncmp(msg, part, n) == 0 && strncmp(msg + n, ": ", 2) == 0) {
-        char *copy = strdup(msg + n + 2);
-        em_status kind = em_error_kind();
-        if (copy) em_set_error(kind, "%s: %s", op, copy);
-        free(copy);
-    }
-    return NULL;
-}
+#include "kernels/em_comp_error.h"
 
 /* ---- affine_grid ---- */
 
@@ -125,7 +111,7 @@ em_tensor *em_comp_affine_grid(em_keyset ks, em_tensor *theta, em_intlist size, 
     em_tensor *g = tt ? em_matmul(bt, tt) : NULL;              /* (N, pts, nsp) */
     em_tensor_release(tt);
     em_tensor_release(bt);
-    if (!g) return as_op_error(NULL, "matmul", op);
+    if (!g) return em_comp_as_op_error(NULL, "matmul", op);
     int64_t osizes[5] = { size.data[0] };
     for (int i = 2; i < size.n; i++) osizes[i - 1] = size.data[i];
     osizes[size.n - 1] = nsp;
@@ -158,7 +144,7 @@ em_tensor *em_comp_grid_sample(em_keyset ks, em_tensor *input, em_tensor *grid, 
                      em_shape_str(grid->ndim, grid->sizes, b, sizeof b));
         return NULL;
     }
-    return as_op_error(em_grid_sampler_2d(input, grid, mode, padding_mode, align_corners), "grid_sampler_2d", op);
+    return em_comp_as_op_error(em_grid_sampler_2d(input, grid, mode, padding_mode, align_corners), "grid_sampler_2d", op);
 }
 
 /* ---- rrelu ---- */
@@ -177,10 +163,10 @@ em_tensor *em_comp_rrelu_(em_keyset ks, em_tensor *self, em_scalar lower, em_sca
     em_tensor *r = em_rrelu_with_noise(src, lower, upper, training, generator, &noise);
     em_tensor_release(src);
     em_tensor_release(noise);
-    if (!r) return as_op_error(NULL, "rrelu_with_noise", "rrelu_");
+    if (!r) return em_comp_as_op_error(NULL, "rrelu_with_noise", "rrelu_");
     em_tensor *w = em_copy_(self, r);
     em_tensor_release(r);
-    return as_op_error(w, "copy_", "rrelu_");
+    return em_comp_as_op_error(w, "copy_", "rrelu_");
 }
 
 /* F.rrelu: rrelu_with_noise's output (the default generator), or rrelu_
@@ -188,9 +174,9 @@ em_tensor *em_comp_rrelu_(em_keyset ks, em_tensor *self, em_scalar lower, em_sca
 em_tensor *em_comp_rrelu(em_keyset ks, em_tensor *input, em_scalar lower, em_scalar upper, bool training,
                          bool inplace) {
     (void)ks;
-    if (inplace) return as_op_error(em_rrelu_(input, lower, upper, training, NULL), "rrelu_", "rrelu");
+    if (inplace) return em_comp_as_op_error(em_rrelu_(input, lower, upper, training, NULL), "rrelu_", "rrelu");
     em_tensor *noise = NULL;
     em_tensor *r = em_rrelu_with_noise(input, lower, upper, training, NULL, &noise);
     em_tensor_release(noise);
-    return as_op_error(r, "rrelu_with_noise", "rrelu");
+    return em_comp_as_op_error(r, "rrelu_with_noise", "rrelu");
 }

@@ -12,23 +12,9 @@
 #include "autograd/em_autograd.h"
 #include "em_ops.h"
 #include "em_kernels_decl.h"
+#include "kernels/em_comp_error.h"
 
 /* ---- pad ---- */
-
-/* r, or with r NULL the error of the kernel op `part` (its message starts
- * "part: ") renamed to the user's op: "op: ...". Returns r. */
-static em_tensor *as_op_error(em_tensor *r, const char *part, const char *op) {
-    if (r) return r;
-    const char *msg = em_error_message();
-    size_t n = strlen(part);
-    if (strncmp(msg, part, n) == 0 && strncmp(msg + n, ": ", 2) == 0) {
-        char *copy = strdup(msg + n + 2);
-        em_status kind = em_error_kind();
-        if (copy) em_set_error(kind, "%s: %s", op, copy);
-        free(copy);
-    }
-    return NULL;
-}
 
 /* F.pad as PyTorch 1.13's C++ pad: the pad list's checks, then constant ->
  * constant_pad_nd(value or 0); other modes take no value (0 is accepted)
@@ -47,7 +33,7 @@ em_tensor *em_comp_pad(em_keyset ks, em_tensor *input, em_intlist pad, const cha
         return NULL;
     }
     if (strcmp(mode, "constant") == 0)
-        return as_op_error(em_constant_pad_nd(input, pad, value ? *value : em_scalar_int(0)), "constant_pad_nd", "pad");
+        return em_comp_as_op_error(em_constant_pad_nd(input, pad, value ? *value : em_scalar_int(0)), "constant_pad_nd", "pad");
     if (value && em_scalar_to_double(*value) != 0) {
         em_set_error(EM_EVALUE, "pad: mode '%s' takes no argument 'value' (got %g)", mode, em_scalar_to_double(*value));
         return NULL;
@@ -59,8 +45,8 @@ em_tensor *em_comp_pad(em_keyset ks, em_tensor *input, em_intlist pad, const cha
                      mode, pad.n, em_shape_str(input->ndim, input->sizes, b, sizeof b));
         return NULL;
     }
-    if (strcmp(mode, "circular") == 0) return as_op_error(em_pad_circular(input, pad), "pad_circular", "pad");
-    return as_op_error(em_pad_mode(input, pad, mode), "pad_mode", "pad");
+    if (strcmp(mode, "circular") == 0) return em_comp_as_op_error(em_pad_circular(input, pad), "pad_circular", "pad");
+    return em_comp_as_op_error(em_pad_mode(input, pad, mode), "pad_mode", "pad");
 }
 
 /* ---- interpolate ---- */
@@ -153,37 +139,37 @@ em_tensor *em_comp_interpolate(em_keyset ks, em_tensor *input, em_intlist size, 
     }
     if (mi == 5) { /* area: adaptive average pooling to the output size, as PyTorch */
         em_intlist os = { out, dim };
-        if (dim == 1) return as_op_error(em_adaptive_avg_pool1d(input, os), "adaptive_avg_pool1d", op);
-        if (dim == 2) return as_op_error(em_adaptive_avg_pool2d(input, os), "adaptive_avg_pool2d", op);
-        return as_op_error(em_adaptive_avg_pool3d(input, os), "adaptive_avg_pool3d", op);
+        if (dim == 1) return em_comp_as_op_error(em_adaptive_avg_pool1d(input, os), "adaptive_avg_pool1d", op);
+        if (dim == 2) return em_comp_as_op_error(em_adaptive_avg_pool2d(input, os), "adaptive_avg_pool2d", op);
+        return em_comp_as_op_error(em_adaptive_avg_pool3d(input, os), "adaptive_avg_pool3d", op);
     }
     const em_scalar *s3[3] = { NULL, NULL, NULL };
     if (use_scales)
         for (int i = 0; i < dim; i++) s3[3 - dim + i] = &sc[i];
     if (antialias) /* the separable filters of upsample_aa (grid family; Note [Antialiased interpolation]) */
-        return as_op_error(em_upsample_aa(input, (em_intlist){ out, 2 }, mi == 2 ? "linear" : "cubic", ac, s3[1], s3[2]),
+        return em_comp_as_op_error(em_upsample_aa(input, (em_intlist){ out, 2 }, mi == 2 ? "linear" : "cubic", ac, s3[1], s3[2]),
                            "upsample_aa", op);
     const char *kmode = mi == 0 ? "nearest" : mi == 6 ? "nearest_exact" : mi == 3 ? "cubic" : "linear";
-    return as_op_error(em_upsample_nd(input, (em_intlist){ out, dim }, kmode, ac, s3[0], s3[1], s3[2]), "upsample_nd", op);
+    return em_comp_as_op_error(em_upsample_nd(input, (em_intlist){ out, dim }, kmode, ac, s3[0], s3[1], s3[2]), "upsample_nd", op);
 }
 
 em_tensor *em_comp_upsample(em_keyset ks, em_tensor *input, em_intlist size, em_floatlist scale_factor, const char *mode,
                             const em_scalar *align_corners) {
     (void)ks;
-    return as_op_error(em_interpolate(input, size, scale_factor, mode, align_corners, NULL, false), "interpolate",
+    return em_comp_as_op_error(em_interpolate(input, size, scale_factor, mode, align_corners, NULL, false), "interpolate",
                        "upsample");
 }
 
 em_tensor *em_comp_upsample_nearest(em_keyset ks, em_tensor *input, em_intlist size, em_floatlist scale_factor) {
     (void)ks;
-    return as_op_error(em_interpolate(input, size, scale_factor, "nearest", NULL, NULL, false), "interpolate",
+    return em_comp_as_op_error(em_interpolate(input, size, scale_factor, "nearest", NULL, NULL, false), "interpolate",
                        "upsample_nearest");
 }
 
 em_tensor *em_comp_upsample_bilinear(em_keyset ks, em_tensor *input, em_intlist size, em_floatlist scale_factor) {
     (void)ks;
     em_scalar t = em_scalar_bool(true);
-    return as_op_error(em_interpolate(input, size, scale_factor, "bilinear", &t, NULL, false), "interpolate",
+    return em_comp_as_op_error(em_interpolate(input, size, scale_factor, "bilinear", &t, NULL, false), "interpolate",
                        "upsample_bilinear");
 }
 
@@ -238,7 +224,7 @@ em_tensor *em_comp_scaled_dot_product_attention(em_keyset ks, em_tensor *query, 
     if (!kt) return NULL;
     em_tensor *w = em_matmul(query, kt);
     em_tensor_release(kt);
-    if (!w) return as_op_error(NULL, "matmul", op);
+    if (!w) return em_comp_as_op_error(NULL, "matmul", op);
     em_tensor *s = em_tensor_wrapped_scalar(em_scalar_float(sc));
     bool ok = s && step(&w, em_mul(w, s));
     em_tensor_release(s);
@@ -275,7 +261,7 @@ em_tensor *em_comp_scaled_dot_product_attention(em_keyset ks, em_tensor *query, 
     ok = ok && step(&w, em_matmul(w, value));
     if (!ok) {
         em_tensor_release(w);
-        return as_op_error(NULL, "matmul", op);
+        return em_comp_as_op_error(NULL, "matmul", op);
     }
     return w;
 }

@@ -147,11 +147,13 @@ em_tensor *em_lua_opt_tensor(lua_State *L, int idx, const char *op, const char *
 
 /* ---- tensor lists (Note [Tensor lists] in codegen/codegen.h) ---- */
 
-em_tensorlist em_lua_check_tensorlist(lua_State *L, int idx, const char *op, const char *arg) {
+/* The array at idx as a borrowed tensor list; with allow_nil, nil entries
+ * (up to the array's length) become NULL (PyTorch's None in Tensor?[]). */
+static em_tensorlist check_tensorlist(lua_State *L, int idx, const char *op, const char *arg, bool allow_nil) {
     em_tensorlist out = { NULL, 0 };
     idx = lua_absindex(L, idx);
     if (lua_type(L, idx) != LUA_TTABLE)
-        em_lua_argerror(L, idx, op, "%s: table of tensors expected, got %s", arg,
+        em_lua_argerror(L, idx, op, "%s: table of tensors%s expected, got %s", arg, allow_nil ? " (or nil)" : "",
                         luaL_typename(L, idx));
     lua_Unsigned len = lua_rawlen(L, idx);
     if (len > (lua_Unsigned)INT32_MAX / sizeof(em_tensor *))
@@ -161,10 +163,15 @@ em_tensorlist em_lua_check_tensorlist(lua_State *L, int idx, const char *op, con
     em_tensor **buf = lua_newuserdatauv(L, (len ? len : 1) * sizeof *buf, 0);
     for (lua_Unsigned i = 1; i <= len; i++) {
         lua_rawgeti(L, idx, (lua_Integer)i);
+        if (allow_nil && lua_isnil(L, -1)) { /* None: a full slice in index_put */
+            buf[i - 1] = NULL;
+            lua_pop(L, 1);
+            continue;
+        }
         em_tensor **slot = em_lua_toslot(L, -1);
         if (!slot)
-            em_lua_raise(L, "%s: argument '%s' element %d is not a tensor (got %s)", op, arg, (int)i,
-                         luaL_typename(L, -1));
+            em_lua_raise(L, "%s: argument '%s' element %d is not a tensor%s (got %s)", op, arg, (int)i,
+                         allow_nil ? " or nil" : "", luaL_typename(L, -1));
         if (!*slot) em_lua_raise(L, "%s: argument '%s' element %d: tensor used after close", op, arg, (int)i);
         buf[i - 1] = *slot; /* the table keeps it alive */
         lua_pop(L, 1);
@@ -174,36 +181,12 @@ em_tensorlist em_lua_check_tensorlist(lua_State *L, int idx, const char *op, con
     return out;
 }
 
+em_tensorlist em_lua_check_tensorlist(lua_State *L, int idx, const char *op, const char *arg) {
+    return check_tensorlist(L, idx, op, arg, false);
+}
+
 em_tensorlist em_lua_check_opt_tensorlist(lua_State *L, int idx, const char *op, const char *arg) {
-    em_tensorlist out = { NULL, 0 };
-    idx = lua_absindex(L, idx);
-    if (lua_type(L, idx) != LUA_TTABLE)
-        em_lua_argerror(L, idx, op, "%s: table of tensors (or nil) expected, got %s", arg,
-                        luaL_typename(L, idx));
-    lua_Unsigned len = lua_rawlen(L, idx);
-    if (len > (lua_Unsigned)INT32_MAX / sizeof(em_tensor *))
-        em_lua_argerror(L, idx, op, "%s: too many tensors (%d)", arg, (int)len);
-    /* the backing array is a userdata left on the stack: the GC frees it,
-     * whatever error is raised later */
-    em_tensor **buf = lua_newuserdatauv(L, (len ? len : 1) * sizeof *buf, 0);
-    for (lua_Unsigned i = 1; i <= len; i++) {
-        lua_rawgeti(L, idx, (lua_Integer)i);
-        if (lua_isnil(L, -1)) { /* None: a full slice in index_put */
-            buf[i - 1] = NULL;
-            lua_pop(L, 1);
-            continue;
-        }
-        em_tensor **slot = em_lua_toslot(L, -1);
-        if (!slot)
-            em_lua_raise(L, "%s: argument '%s' element %d is not a tensor or nil (got %s)", op, arg, (int)i,
-                         luaL_typename(L, -1));
-        if (!*slot) em_lua_raise(L, "%s: argument '%s' element %d: tensor used after close", op, arg, (int)i);
-        buf[i - 1] = *slot; /* the table keeps it alive */
-        lua_pop(L, 1);
-    }
-    out.data = buf;
-    out.n = (int)len;
-    return out;
+    return check_tensorlist(L, idx, op, arg, true);
 }
 
 void em_lua_push_results(lua_State *L, em_tensor *r, em_tensor **outs, int k, const char *op) {
