@@ -244,7 +244,7 @@ fuzz:
 	    $$(pkg-config --libs lua5.4 openblas jansson zlib) -lm -pthread || exit 1; done
 	clang -std=c11 -D_GNU_SOURCE $(FUZZ_FLAGS) -I codegen -o build/fuzz/fuzz_codegen tests/fuzz/fuzz_codegen.c \
 	  $(filter-out codegen/main.c,$(CG_SRC)) $$(pkg-config --libs yaml-0.1)
-	FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run_fuzz.sh $(FUZZ_TARGETS)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_REPLAY=$(FUZZ_REPLAY) sh tests/fuzz/run_fuzz.sh $(FUZZ_TARGETS)
 
 # make install PREFIX=/usr/local [DESTDIR=/tmp/stage]; make uninstall removes
 # exactly these files. The Lua C module goes where Debian's lua5.4 looks

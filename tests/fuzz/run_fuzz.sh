@@ -5,7 +5,8 @@
 # and the inputs earlier runs kept in build/fuzz/corpus/NAME. The codegen
 # target is also seeded with the project's own schema files. Prints one
 # summary line per target (runs, exec/s, corpus size) and fails on a crash,
-# leaving the input in build/fuzz/crashes/.
+# leaving the input in build/fuzz/crashes/. With FUZZ_REPLAY set, each
+# target only replays its saved inputs once (CI: deterministic).
 S=${FUZZ_SECONDS:-60}
 mkdir -p build/fuzz/crashes
 status=0
@@ -18,15 +19,24 @@ for t in "$@"; do
       { cat "$f"; printf '\n#8<\n'; [ -f "schema/derivatives/$fam" ] && cat "schema/derivatives/$fam"; } > "$work/seed-$fam"
     done
   fi
-  opts="-max_total_time=$S -timeout=20 -rss_limit_mb=3072 -max_len=4096 -print_final_stats=1 -artifact_prefix=build/fuzz/crashes/$t-"
+  opts="-timeout=20 -rss_limit_mb=3072 -max_len=4096 -print_final_stats=1 -artifact_prefix=build/fuzz/crashes/$t-"
   log=build/fuzz/$t.log
-  "build/fuzz/fuzz_$t" $opts "$work" "tests/fuzz/corpus/$t" > "$log" 2>&1
+  if [ -n "$FUZZ_REPLAY" ]; then
+    # replay only: every saved input once, no new ones (what CI runs)
+    "build/fuzz/fuzz_$t" $opts -runs=0 "$work" "tests/fuzz/corpus/$t" > "$log" 2>&1
+  else
+    "build/fuzz/fuzz_$t" $opts -max_total_time=$S "$work" "tests/fuzz/corpus/$t" > "$log" 2>&1
+  fi
   rc=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   n=$(ls "$work" | wc -l)
   if [ $rc -eq 0 ]; then
-    echo "fuzz $t: ok, ${runs:-?} runs in ${S}s (${speed:-?}/s), corpus $n inputs"
+    if [ -n "$FUZZ_REPLAY" ]; then
+      echo "fuzz $t: ok, ${runs:-?} saved inputs replayed"
+    else
+      echo "fuzz $t: ok, ${runs:-?} runs in ${S}s (${speed:-?}/s), corpus $n inputs"
+    fi
   else
     echo "fuzz $t: FAILED (exit $rc) after ${runs:-?} runs; the input is in build/fuzz/crashes/, the log in $log:"
     grep -m 20 -E "ERROR|SUMMARY|runtime error|#[0-9]+ 0x" "$log" | head -30

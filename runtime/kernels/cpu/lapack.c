@@ -166,6 +166,7 @@ static void get_mat(const em_tensor *t, const batch_t *bt, int64_t b, double *ds
         int64_t tmp = r; r = c; c = tmp;
         tmp = s0; s0 = s1; s1 = tmp;
     }
+    if (r == 0 || c == 0) return; /* an empty matrix's data may be NULL: no offset into it */
     if (t->dtype == EM_FLOAT64) {
         const double *p = (const double *)t->storage->data + off;
         for (int64_t j = 0; j < c; j++)
@@ -185,6 +186,7 @@ static void put_mat(em_tensor *out, int64_t b, const double *src, int64_t ld) {
     int nd = out->ndim;
     int64_t r = out->sizes[nd - 2], c = out->sizes[nd - 1], s0 = out->strides[nd - 2], s1 = out->strides[nd - 1];
     int64_t off = out->offset + (nd > 2 ? b * out->strides[nd - 3] : 0);
+    if (r == 0 || c == 0) return; /* an empty matrix's data may be NULL */
     if (out->dtype == EM_FLOAT64) {
         double *p = (double *)out->storage->data + off;
         for (int64_t j = 0; j < c; j++)
