@@ -80,14 +80,9 @@ local function conv_class(name, nd, transposed)
     end
     self:reset_parameters()
   end
-  function C:reset_parameters()
-    nn.init.kaiming_uniform_(self.weight, math.sqrt(5))
-    if self.bias ~= nil then
-      local fan_in = nn.init._calculate_fan_in_and_fan_out(self.weight)
-      local bound = fan_in > 0 and 1 / math.sqrt(fan_in) or 0
-      nn.init.uniform_(self.bias, -bound, bound)
-    end
-  end
+  -- PyTorch's _ConvNd.reset_parameters is Linear's: kaiming_uniform_(a=sqrt(5)),
+  -- bias uniform in +-1/sqrt(fan_in)
+  C.reset_parameters = nn.Linear.reset_parameters
   if transposed then
     function C:forward(x)
       return F[fname](x, self.weight, self.bias, self.stride, self.padding, self.output_padding, self.groups,
