@@ -50,7 +50,7 @@ const cg_helper cg_helpers[] = {
     { "clamp_grad_max", "tttt" }, { "polygamma_backward", "ttv" },
 
     /* ---- family: binary ---- */
-    { "fmod_other_backward", "ttt" },
+    { "fmod_other_backward", "ttt" }, { "div_mode_backward", "ttt" },
 
     /* ---- family: reduce ---- */
     { "cumsum_backward", "tv" }, { "cumprod_grad", "ttvt" }, { "logcumsumexp_backward", "tttv" },
@@ -92,7 +92,7 @@ const cg_helper cg_helpers[] = {
     /* ---- family: lapack ---- */
     { "det_backward", "ttt" }, { "slogdet_backward", "tt" }, { "inv_backward", "tt" },
     { "solve_backward_A", "ttmtv" }, { "solve_backward_B", "ttv" }, { "cholesky_backward", "ttv" },
-    { "qr_backward", "ttttvt" }, { "eigh_backward", "tttt" },
+    { "qr_backward", "ttttv" }, { "eigh_backward", "tttt" },
     { "svd_backward", "ttttttv" }, { "pinv_backward", "ttt" },
     { "lstsq_backward_self", "ttt" }, { "lstsq_backward_b", "ttt" }, { "matrix_exp_backward", "tt" },
 

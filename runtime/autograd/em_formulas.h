@@ -92,6 +92,9 @@ EM_HIDDEN em_tensor *em_ag_fn_polygamma_backward(em_tensor *grad, em_tensor *sel
 /* ---- family: binary (formulas_binary.c) ---- */
 /* fmod's gradient for other: -grad * trunc(self / other) (PyTorch 1.13) */
 EM_HIDDEN em_tensor *em_ag_fn_fmod_other_backward(em_tensor *grad, em_tensor *self, em_tensor *other);
+/* div with a rounding mode: zeros; takes self and other so the node saves
+ * them as PyTorch's DivBackward2 does (same in-place version errors). */
+EM_HIDDEN em_tensor *em_ag_fn_div_mode_backward(em_tensor *grad, em_tensor *self, em_tensor *other);
 
 /* ---- family: reduce (formulas_reduce.c) ---- */
 /* cumsum: grad summed from the back along dim (PyTorch's reversed_cumsum). */
@@ -265,7 +268,7 @@ EM_HIDDEN em_tensor *em_ag_fn_solve_backward_A(em_tensor *grad, em_tensor *A, co
 EM_HIDDEN em_tensor *em_ag_fn_solve_backward_B(em_tensor *grad, em_tensor *A, bool left);
 EM_HIDDEN em_tensor *em_ag_fn_cholesky_backward(em_tensor *grad, em_tensor *L, bool upper);
 EM_HIDDEN em_tensor *em_ag_fn_qr_backward(em_tensor *gQ, em_tensor *gR, em_tensor *Q, em_tensor *R,
-                                          const char *mode, em_tensor *A);
+                                          const char *mode);
 EM_HIDDEN em_tensor *em_ag_fn_eigh_backward(em_tensor *gL, em_tensor *gV, em_tensor *L, em_tensor *V);
 EM_HIDDEN em_tensor *em_ag_fn_svd_backward(em_tensor *gU, em_tensor *gS, em_tensor *gVh, em_tensor *U,
                                            em_tensor *S, em_tensor *Vh, bool full_matrices);

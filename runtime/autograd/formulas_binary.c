@@ -14,3 +14,14 @@ em_tensor *em_ag_fn_fmod_other_backward(em_tensor *grad, em_tensor *self, em_ten
     em_tensor_release(g);
     return r;
 }
+
+/* div with a rounding mode: zero gradients for self and other (piecewise
+ * constant). It takes self and other, which it does not read, so that the
+ * node saves both as PyTorch 1.13's DivBackward2 does: an in-place write to
+ * either before backward is then the same "modified by an in-place
+ * operation" error in both (`t:div_(t, {rounding_mode = "floor"})`). */
+em_tensor *em_ag_fn_div_mode_backward(em_tensor *grad, em_tensor *self, em_tensor *other) {
+    (void)self;
+    (void)other;
+    return em_zeros_like(grad, EM_DTYPE_NONE);
+}

@@ -241,8 +241,7 @@ static em_tensor *qr_backward_tall(em_tensor *gQ, em_tensor *gR, em_tensor *Q, e
     return mm(add(gQ, mm(Q, C)), mT(inv(mul(R, mT(tril_mask(n, R, 1.0))))));
 }
 
-em_tensor *em_ag_fn_qr_backward(em_tensor *gQ, em_tensor *gR, em_tensor *Q, em_tensor *R, const char *mode,
-                                em_tensor *A) {
+em_tensor *em_ag_fn_qr_backward(em_tensor *gQ, em_tensor *gR, em_tensor *Q, em_tensor *R, const char *mode) {
     if (strcmp(mode, "r") == 0) {
         em_set_error(EM_EVALUE, "linalg.qr: the derivative of linalg.qr depends on Q, which is not computed when "
                      "mode='r'; use mode='reduced' to differentiate through linalg.qr");
@@ -258,13 +257,18 @@ em_tensor *em_ag_fn_qr_backward(em_tensor *gQ, em_tensor *gR, em_tensor *Q, em_t
     em_tensor *r;
     if (m >= n) {
         r = qr_backward_tall(gQ, gR, Q, R);
-    } else { /* A = [X | Y] = Q [R1 | R2]: X = Q R1 is square; Y (read from A, as torch) = Q R2 */
+    } else {
+        /* m < n (Q m x m, R = [R1 | R2] m x n), torch 1.13's form (which the
+         * double backward follows too): with B = gR R^T - Q^T gQ,
+         * gA = [Q tril(B^T - B) R1^-T | 0] + Q gR. */
+        em_tensor *B = sub(mm(gR, mT(R)), mm(mT(Q), gQ));
+        em_tensor *S = sub(mT(B), B);
+        em_tensor *skew = S ? OP(em_tril(S, 0)) : NULL;
         em_tensor *R1 = narrow(R, -1, 0, m);
-        em_tensor *gR1 = narrow(gR, -1, 0, m), *gR2 = narrow(gR, -1, m, n - m);
-        em_tensor *Y = narrow(A, -1, m, n - m);
-        em_tensor *gY = mm(Q, gR2);
-        em_tensor *gX = qr_backward_tall(add(gQ, mm(Y, mT(gR2))), gR1, Q, R1);
-        r = cat2(gX, gY, -1);
+        em_tensor *left = mm(mm(Q, skew), mT(inv(mul(R1, mT(tril_mask(m, R1, 1.0))))));
+        em_tensor *R2 = narrow(R, -1, m, n - m);
+        em_tensor *zero = R2 ? OP(em_zeros_like(R2, EM_DTYPE_NONE)) : NULL;
+        r = add(cat2(left, zero, -1), mm(Q, gR));
     }
     return finish(mark, r);
 }

@@ -336,6 +336,10 @@ def _family(label):
 # makes ember's backward refuse where torch's passes.
 SAVED_DIFFERS = __import__('re').compile(
     r'(MatmulBackward|DivBackward)\w*: a tensor needed for gradient computation was modified by an in-place')
+# README, "Differences accepted": torch 1.13's retain_grad hook adds an
+# undefined gradient when a double backward reaches the retained tensor's node
+# without a gradient for it (internal error; ember passes)
+TORCH_UNDEFINED = __import__('re').compile(r'Expected a proper Tensor but got None')
 COMPARISONS = {'eq', 'ne', 'lt', 'le', 'gt', 'ge'}
 
 
@@ -406,6 +410,8 @@ def compare(prog, e, t):
             return []  # README, "Differences accepted": what a node saves
         if not e['ok']:
             return [('error:ember', 'ember raised at statement %s, torch did not: %s' % (e['step'], e['err']))]
+        if TORCH_UNDEFINED.search(str(t['err'])) and any(st['s'] == 'retain_grad' for st in _flatten(prog)):
+            return []  # README, "Differences accepted": retain_grad in a double backward
         return [('error:torch', 'torch raised at statement %s, ember did not: %s' % (t['step'], t['err']))]
     if not e['ok']:
         if e['step'] < t['step']:

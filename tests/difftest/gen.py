@@ -406,7 +406,7 @@ class Gen:
                     if k < len(outs):
                         self.frozen.add(outs[k])
                 src = st.get('args', [[None, None]])[0]
-                if st['op'] in VIEW_OPS and src[0] == 'var' and src[1] in self.frozen:
+                if (st['op'] in VIEW_OPS or st['op'] in OPS.ALIASING) and src[0] == 'var' and src[1] in self.frozen:
                     self.frozen.update(outs)
                 if st['op'] in OPS.COMPOSITE:
                     self.composite_outs.update(outs)

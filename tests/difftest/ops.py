@@ -592,6 +592,9 @@ MAP = {
 # torch.nn.functional.NAME), and composite ops.
 NAMESPACE = {}
 COMPOSITE = set()
+# ops whose result shares self's storage (schema `Tensor(a) self`, no `!`:
+# views, split/chunk/unbind, ...): filled by surface()
+ALIASING = set()
 # Ops whose result at position k (0-based) is an index tensor: torch's values
 # get + 1 in a new tensor, so an in-place write into it would not reach what
 # torch saved -- the generator never writes into these (gen.py).
@@ -640,6 +643,8 @@ def surface(ops_yaml):
             NAMESPACE[o.name] = o.namespace
         if o.composite:
             COMPOSITE.add(o.name)
+        if o.args and '(a' in o.args[0].raw_type and '!' not in o.args[0].raw_type:
+            ALIASING.add(o.name)
         spec = MAP.get(o.name, {})
         if spec.get('gen') or generic_problem(o) is None:
             sup.append(o)

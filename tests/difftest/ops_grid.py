@@ -35,11 +35,14 @@ Accepted differences:
     and then reads and writes at the integer that NaN converts to; ember
     clamps NaN to 0 in both directions, as torch's forward does. Seen as
     NaN against -inf/finite values in grad_input/grad_grid (seed 204 of
-    --ops grid_sample,...,rrelu_). Not drawn: 5-d inputs (ember refuses
+    --ops grid_sample,...,rrelu_). The generator gives the op
+    grid_sampler_2d_backward only finite grid values with those paddings
+    (seed 1171 of the default run drew one). Not drawn: 5-d inputs (ember refuses
 volumetric grid_sample; torch's grid_sampler_3d is not implemented here).
 """
 from ops import *  # noqa: F401,F403
 import ops as _ops  # noqa: F401
+import math as _math
 
 _MODES = ['bilinear', 'nearest', 'bicubic']
 _PADS = ['zeros', 'border', 'reflection']
@@ -80,7 +83,11 @@ def gen_grid_sample(g, op):
 def gen_grid_sampler_2d_backward(g, op):
     a, b, pre, dt, shape, gshape = _sampler_leaves(g, rg=False)  # see the docstring
     go, st = g.leaf(shape=[shape[0], shape[1], gshape[1], gshape[2]], dtype=dt, rg=False)
-    args = [['var', go], ['var', a], ['var', b], ['str', g.r.choice(_MODES)], ['str', g.r.choice(_PADS)],
+    pad = g.r.choice(_PADS)
+    if pad != 'zeros':  # the docstring: non-finite grid points are not drawn here
+        pre[1]['values'] = [0.5 if isinstance(v, float) and not _math.isfinite(v) else v
+                            for v in pre[1]['values']]
+    args = [['var', go], ['var', a], ['var', b], ['str', g.r.choice(_MODES)], ['str', pad],
             ['bool', g.r.random() < 0.5]]
     return dict(args=args, pre=pre + [st], style='function')
 

@@ -340,7 +340,7 @@ def _py_one_hot(st, pa, pk):
 # Until then they are drawn only when asked for (--ops index_put,index_put_:
 # 3000 seeds passed).
 import os as _os
-_W_INDEX_PUT = 1.0 if _os.environ.get('EMBER_DIFFTEST_OPS') else 0.0
+_W_INDEX_PUT = 1.0 if _os.environ.get("EMBER_DIFFTEST_OPS") else 0.0
 
 
 def gen_index_put(g, op):

@@ -44,6 +44,11 @@ Accepted differences with PyTorch 1.13 (none is drawn):
   uninitialised values (NaN seen); ember ignores self. beta = 0 is not drawn
   for baddbmm. With alpha = 0 both multiply the product by 0 (torch's loop
   for small sizes; its BLAS path for large ones would not read it).
+- addmv/baddbmm/addbmm with alpha = 0: ember's product gets a zero
+  gradient (the result ignores it, as BLAS does); torch multiplies the
+  product's gradient by 0, NaN where that gradient is infinite (seed 3569
+  of the run that drew index_put: inf reached it from a later tensordot).
+  alpha = 0 is drawn only when no product operand requires grad.
 - matrix_power follows torch's association ((a @ a) @ a for n = 3, binary
   powering otherwise), so inf * 0 lands in the same places.
 - addmv with an empty mat ({n, 0}): torch 1.13 returns beta * self in
@@ -100,15 +105,24 @@ def gen_outer(g, op):
     return dict(args=[['var', s], other], pre=pre)
 
 
-def _scales(g, t, beta0=True):
+def _needs_grad(g, args, pre):
+    """Whether one of the operands args (['var', name]) requires grad."""
+    fresh = {st['out']: st.get('rg') for st in pre}
+    return any(a[0] == 'var' and (fresh[a[1]] if a[1] in fresh else g.t(a[1]).requires_grad) for a in args)
+
+
+def _scales(g, t, beta0=True, alpha0=True):
     """beta/alpha keywords, sometimes; integers for integer operands.
     beta0: beta may be 0 (not for baddbmm: torch 1.13's baddbmm with
-    beta = 0 and a broadcast self can return uninitialised values)."""
+    beta = 0 and a broadcast self can return uninitialised values).
+    alpha0: alpha may be 0 (not when a product operand requires grad: the
+    docstring)."""
     kw = {}
     for k in ('beta', 'alpha'):
         if g.r.random() < 0.4:
             if t.is_floating_point():
-                kw[k] = ['num', g.r.choice([0.0, 0.5, -1.5, 2.0, 1.0] if beta0 or k == 'alpha' else [0.5, -1.5, 2.0])]
+                zero = beta0 if k == 'beta' else alpha0
+                kw[k] = ['num', g.r.choice([0.0, 0.5, -1.5, 2.0, 1.0] if zero else [0.5, -1.5, 2.0, 1.0])]
             else:
                 kw[k] = ['int', g.r.choice([0, 1, 2, -1] if beta0 or k == 'alpha' else [1, 2, -1])]
     return kw
@@ -132,7 +146,8 @@ def gen_addmv(g, op):
     t = g.t(m)
     vec, pre = _mat_partner(g, m, [t.shape[1]], g.dtype_name(t))
     sf, pre2 = _self_for(g, m, [t.shape[0]], t)
-    return dict(args=[sf, ['var', m], vec], kw=_scales(g, t), pre=pre + pre2, style='function')
+    kw = _scales(g, t, alpha0=not _needs_grad(g, [['var', m], vec], pre))
+    return dict(args=[sf, ['var', m], vec], kw=kw, pre=pre + pre2, style='function')
 
 
 def _gen_batch_add(reduce_batch):
@@ -145,8 +160,8 @@ def _gen_batch_add(reduce_batch):
         b2, pre = _mat_partner(g, b1, [t.shape[0], t.shape[2], mm], g.dtype_name(t))
         out = [t.shape[1], mm] if reduce_batch else [t.shape[0], t.shape[1], mm]
         sf, pre2 = _self_for(g, b1, out, t)
-        return dict(args=[sf, ['var', b1], b2], kw=_scales(g, t, beta0=reduce_batch), pre=pre + pre2,
-                    style='function')
+        kw = _scales(g, t, beta0=reduce_batch, alpha0=not _needs_grad(g, [['var', b1], b2], pre))
+        return dict(args=[sf, ['var', b1], b2], kw=kw, pre=pre + pre2, style='function')
     return gen
 
 

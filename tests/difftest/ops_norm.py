@@ -12,6 +12,11 @@ Accepted differences (the lead copies them into README.md):
     flags (input_mask, weight_mask, bias_mask); a result masked out, or the
     gradient of an absent weight/bias, is an empty tensor in ember and None
     in torch (the Python side maps None to an empty tensor).
+  - group_norm of bfloat16 is not drawn: torch 1.13's result is often an ulp
+    of bfloat16 below the correctly rounded one (1.0547 where the float32
+    result 1.0608 rounds to 1.0625, ember's value), and a steep later op
+    (acosh_ near 1, seed 3950 of the run that drew index_put) amplifies
+    that beyond the tolerance. float32/float64 group_norm are drawn.
 """
 import torch
 
@@ -247,6 +252,8 @@ def gen_group_norm(g, op):
     """input (N, C, ...) with C divisible by num_groups (sometimes not)."""
     x, pre = _float_input(g, min_dim=2)
     shape, dt = _shape_of(g, x, pre)
+    if dt == 'bfloat16':
+        return None  # the docstring: torch's bfloat16 group_norm is an ulp off
     C = shape[1]
     divs = [d for d in range(1, C + 1) if C % d == 0] or [1]
     G = g.r.choice(divs) if g.r.random() < 0.95 else C + 1
