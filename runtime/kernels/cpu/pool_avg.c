@@ -6,7 +6,9 @@
  * window's size counted up to the padded input's end (count_include_pad),
  * or the input positions it covers (count_include_pad false), or
  * divisor_override; a window over padding alone gives 0. int64 inputs sum
- * in int64 and divide truncating, as PyTorch's kernel does.
+ * in int64 and divide truncating, as PyTorch's kernel does. The same loops
+ * serve adaptive average pooling (pool_adaptive.c), whose geometry has
+ * adaptive windows (em_cpu_pool_geom.adaptive) each divided by its size.
  */
 #include <string.h>
 
@@ -21,8 +23,13 @@ typedef struct {
 } avg_ctx;
 
 /* The window of output o along dim i: [*lo, *hi) clamped to the input, and
- * its size up to the padded end (PyTorch's pool_size factor). */
+ * its size up to the padded end (PyTorch's pool_size factor); adaptive
+ * windows (g->adaptive) are never padded. */
 static inline int64_t avg_window(const em_cpu_pool_geom *g, int i, int64_t o, int64_t *lo, int64_t *hi) {
+    if (g->adaptive) {
+        em_cpu_adaptive_window(o, g->in[i], g->out[i], lo, hi);
+        return *hi - *lo;
+    }
     int64_t a = o * g->s[i] - g->p[i];
     int64_t b = a + g->k[i];
     if (b > g->in[i] + g->p[i]) b = g->in[i] + g->p[i];
@@ -38,34 +45,41 @@ static inline int64_t avg_divisor(const avg_ctx *c, int64_t padded, int64_t cove
     return c->divisor ? c->divisor : c->count_include_pad ? padded : covered;
 }
 
+/* The loops over the planes [begin, end) of c and their output positions,
+ * shared by the forward and the backward: for each, __VA_ARGS__ runs with
+ * pl (the plane), o (the output's offset in its plane), the window
+ * [d0,d1) x [h0,h1) x [w0,w1) and its divisor div (0: no input covered). */
+#define AVG_WINDOWS(c, ...)                                                                         \
+    for (int64_t pl = begin; pl < end; pl++)                                                        \
+        for (int64_t od = 0; od < (c)->g->out[0]; od++) {                                           \
+            int64_t d0, d1, pd = avg_window((c)->g, 0, od, &d0, &d1);                               \
+            for (int64_t oh = 0; oh < (c)->g->out[1]; oh++) {                                       \
+                int64_t h0, h1, ph = avg_window((c)->g, 1, oh, &h0, &h1);                           \
+                for (int64_t ow = 0; ow < (c)->g->out[2]; ow++) {                                   \
+                    int64_t w0, w1, pw = avg_window((c)->g, 2, ow, &w0, &w1);                       \
+                    int64_t cov = d1 > d0 && h1 > h0 && w1 > w0 ? (d1 - d0) * (h1 - h0) * (w1 - w0) : 0; \
+                    int64_t div = avg_divisor(c, pd * ph * pw, cov);                                \
+                    int64_t o = (od * (c)->g->out[1] + oh) * (c)->g->out[2] + ow;                   \
+                    __VA_ARGS__                                                                     \
+                }                                                                                   \
+            }                                                                                       \
+        }
+
 /* Forward over a plane range for element type T summed in A. */
 #define AVG_FWD(NAME, T, A, LD, ST)                                                                 \
     static void NAME(int64_t begin, int64_t end, void *vctx) {                                      \
         const avg_ctx *c = vctx;                                                                    \
-        const em_cpu_pool_geom *g = c->g;                                                           \
-        const int64_t IH = g->in[1], IW = g->in[2];                                                 \
-        for (int64_t pl = begin; pl < end; pl++) {                                                  \
-            const T *x = (const T *)c->in + pl * g->in_numel;                                       \
-            T *y = (T *)c->out + pl * g->out_numel;                                                 \
-            for (int64_t od = 0; od < g->out[0]; od++) {                                            \
-                int64_t d0, d1, pd = avg_window(g, 0, od, &d0, &d1);                                \
-                for (int64_t oh = 0; oh < g->out[1]; oh++) {                                        \
-                    int64_t h0, h1, ph = avg_window(g, 1, oh, &h0, &h1);                            \
-                    for (int64_t ow = 0; ow < g->out[2]; ow++) {                                    \
-                        int64_t w0, w1, pw = avg_window(g, 2, ow, &w0, &w1);                        \
-                        int64_t cov = d1 > d0 && h1 > h0 && w1 > w0 ? (d1 - d0) * (h1 - h0) * (w1 - w0) : 0; \
-                        int64_t div = avg_divisor(c, pd * ph * pw, cov);                            \
-                        A sum = 0;                                                                  \
-                        for (int64_t id = d0; id < d1; id++)                                        \
-                            for (int64_t ih = h0; ih < h1; ih++) {                                  \
-                                const T *row = x + (id * IH + ih) * IW;                             \
-                                for (int64_t iw = w0; iw < w1; iw++) sum += LD(row[iw]);            \
-                            }                                                                       \
-                        y[(od * g->out[1] + oh) * g->out[2] + ow] = div ? ST(sum / (A)div) : ST(0); \
-                    }                                                                               \
+        const int64_t IH = c->g->in[1], IW = c->g->in[2];                                           \
+        AVG_WINDOWS(c, {                                                                            \
+            const T *x = (const T *)c->in + pl * c->g->in_numel;                                    \
+            A sum = 0;                                                                              \
+            for (int64_t id = d0; id < d1; id++)                                                    \
+                for (int64_t ih = h0; ih < h1; ih++) {                                              \
+                    const T *row = x + (id * IH + ih) * IW;                                         \
+                    for (int64_t iw = w0; iw < w1; iw++) sum += LD(row[iw]);                        \
                 }                                                                                   \
-            }                                                                                       \
-        }                                                                                           \
+            ((T *)c->out)[pl * c->g->out_numel + o] = div ? ST(sum / (A)div) : ST(0);               \
+        })                                                                                          \
     }
 
 /* Backward: each output's gradient / its divisor added over its window,
@@ -73,30 +87,17 @@ static inline int64_t avg_divisor(const avg_ctx *c, int64_t padded, int64_t cove
 #define AVG_BWD(NAME, T, A, LD, ST)                                                                 \
     static void NAME(int64_t begin, int64_t end, void *vctx) {                                      \
         const avg_ctx *c = vctx;                                                                    \
-        const em_cpu_pool_geom *g = c->g;                                                           \
-        const int64_t IH = g->in[1], IW = g->in[2];                                                 \
-        for (int64_t pl = begin; pl < end; pl++) {                                                  \
-            const T *go = (const T *)c->in + pl * g->out_numel;                                     \
-            T *gi = (T *)c->out + pl * g->in_numel;                                                 \
-            for (int64_t od = 0; od < g->out[0]; od++) {                                            \
-                int64_t d0, d1, pd = avg_window(g, 0, od, &d0, &d1);                                \
-                for (int64_t oh = 0; oh < g->out[1]; oh++) {                                        \
-                    int64_t h0, h1, ph = avg_window(g, 1, oh, &h0, &h1);                            \
-                    for (int64_t ow = 0; ow < g->out[2]; ow++) {                                    \
-                        int64_t w0, w1, pw = avg_window(g, 2, ow, &w0, &w1);                        \
-                        int64_t cov = d1 > d0 && h1 > h0 && w1 > w0 ? (d1 - d0) * (h1 - h0) * (w1 - w0) : 0; \
-                        int64_t div = avg_divisor(c, pd * ph * pw, cov);                            \
-                        if (!div) continue;                                                         \
-                        A v = (A)LD(go[(od * g->out[1] + oh) * g->out[2] + ow]) / (A)div;           \
-                        for (int64_t id = d0; id < d1; id++)                                        \
-                            for (int64_t ih = h0; ih < h1; ih++) {                                  \
-                                T *row = gi + (id * IH + ih) * IW;                                  \
-                                for (int64_t iw = w0; iw < w1; iw++) row[iw] = ST((A)LD(row[iw]) + v); \
-                            }                                                                       \
-                    }                                                                               \
+        const int64_t IH = c->g->in[1], IW = c->g->in[2];                                           \
+        AVG_WINDOWS(c, {                                                                            \
+            if (!div) continue;                                                                     \
+            T *gi = (T *)c->out + pl * c->g->in_numel;                                              \
+            A v = (A)LD(((const T *)c->in)[pl * c->g->out_numel + o]) / (A)div;                     \
+            for (int64_t id = d0; id < d1; id++)                                                    \
+                for (int64_t ih = h0; ih < h1; ih++) {                                              \
+                    T *row = gi + (id * IH + ih) * IW;                                              \
+                    for (int64_t iw = w0; iw < w1; iw++) row[iw] = ST((A)LD(row[iw]) + v);          \
                 }                                                                                   \
-            }                                                                                       \
-        }                                                                                           \
+        })                                                                                          \
     }
 
 #define ID_LD(x) (x)
@@ -108,6 +109,57 @@ AVG_BWD(avg_bwd_f32, float, float, ID_LD, ID_LD)
 AVG_BWD(avg_bwd_f64, double, double, ID_LD, ID_LD)
 AVG_BWD(avg_bwd_bf16, em_bfloat16, float, em_bf16_to_float, em_float_to_bf16)
 AVG_BWD(avg_bwd_f16, em_half, float, em_half_to_float, em_float_to_half)
+
+/* Planes per task: a window's elements are the work of an output (the
+ * input and output elements for adaptive windows). */
+static int64_t grain_for(const em_cpu_pool_geom *g) {
+    int64_t work = g->adaptive ? g->in_numel + g->out_numel : g->out_numel * g->k[0] * g->k[1] * g->k[2];
+    return work >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / (work ? work : 1);
+}
+
+/* Runs fn over g's planes from in (the input, or grad_output) into out
+ * (the output, or the zeroed grad_input) unless the pooling's output is
+ * empty; releases in; returns out (NULL, releasing both, when either is
+ * NULL). */
+static em_tensor *avg_launch(const em_cpu_pool_geom *g, bool count_include_pad, int64_t divisor, em_tensor *in,
+                             em_tensor *out, em_cpu_range_fn fn) {
+    if (!in || !out) {
+        em_tensor_release(in);
+        em_tensor_release(out);
+        return NULL;
+    }
+    if (g->planes * g->out_numel > 0) {
+        avg_ctx c = { g, count_include_pad, divisor, (const char *)em_tensor_data(in), (char *)em_tensor_data(out) };
+        em_cpu_parallel_for(g->planes, grain_for(g), fn, &c);
+    }
+    em_tensor_release(in);
+    return out;
+}
+
+em_tensor *em_cpu_avg_pool_run(const em_cpu_pool_geom *g, em_tensor *self, bool count_include_pad,
+                               int64_t divisor) {
+    em_tensor *x = em_cpu_contiguous(EM_KS(EM_KEY_CPU), self);
+    em_tensor *y = x ? em_tensor_new(g->ndim, g->out_sizes, self->dtype, self->device) : NULL;
+    em_cpu_range_fn fn = self->dtype == EM_FLOAT64    ? avg_fwd_f64
+                         : self->dtype == EM_BFLOAT16 ? avg_fwd_bf16
+                         : self->dtype == EM_INT64    ? avg_fwd_i64
+                                                      : avg_fwd_f32;
+    return avg_launch(g, count_include_pad, divisor, x, y, fn);
+}
+
+em_tensor *em_cpu_avg_pool_backward_run(const em_cpu_pool_geom *g, em_tensor *grad_output, em_tensor *self,
+                                        bool count_include_pad, int64_t divisor, const char *op) {
+    em_tensor *gi = em_cpu_zeros(EM_KS(EM_KEY_CPU), (em_intlist){ self->sizes, self->ndim }, self->dtype,
+                                 self->device);
+    em_tensor *go = gi ? (grad_output->dtype == self->dtype ? em_cpu_contiguous(EM_KS(EM_KEY_CPU), grad_output)
+                                                            : em_cpu_to_dtype(grad_output, self->dtype, op))
+                       : NULL;
+    em_cpu_range_fn fn = self->dtype == EM_FLOAT64    ? avg_bwd_f64
+                         : self->dtype == EM_BFLOAT16 ? avg_bwd_bf16
+                         : self->dtype == EM_FLOAT16  ? avg_bwd_f16
+                                                      : avg_bwd_f32;
+    return avg_launch(g, count_include_pad, divisor, go, gi, fn);
+}
 
 /* The checks avg pooling adds to the geometry's: divisor_override non-zero. */
 static em_status avg_geom(em_cpu_pool_geom *g, const em_tensor *self, int nsp, em_intlist kernel_size,
@@ -131,34 +183,13 @@ static em_status avg_geom(em_cpu_pool_geom *g, const em_tensor *self, int nsp, e
     return EM_OK;
 }
 
-static int64_t grain_for(const em_cpu_pool_geom *g) {
-    int64_t work = g->out_numel * g->k[0] * g->k[1] * g->k[2];
-    return work >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / (work ? work : 1);
-}
-
 static em_tensor *avg_pool_forward(em_tensor *self, int nsp, em_intlist kernel_size, em_intlist stride,
                                    em_intlist padding, bool ceil_mode, bool count_include_pad,
                                    const int64_t *divisor_override, const char *op) {
     em_cpu_pool_geom g;
     if (avg_geom(&g, self, nsp, kernel_size, stride, padding, ceil_mode, divisor_override, op) != EM_OK)
         return NULL;
-    em_tensor *x = em_cpu_contiguous(EM_KS(EM_KEY_CPU), self);
-    em_tensor *y = x ? em_tensor_new(g.ndim, g.out_sizes, self->dtype, self->device) : NULL;
-    if (!y) {
-        em_tensor_release(x);
-        return NULL;
-    }
-    if (y->numel > 0) {
-        avg_ctx c = { &g, count_include_pad, divisor_override ? *divisor_override : 0,
-                      (const char *)em_tensor_data(x), (char *)em_tensor_data(y) };
-        em_cpu_range_fn fn = self->dtype == EM_FLOAT64    ? avg_fwd_f64
-                             : self->dtype == EM_BFLOAT16 ? avg_fwd_bf16
-                             : self->dtype == EM_INT64    ? avg_fwd_i64
-                                                          : avg_fwd_f32;
-        em_cpu_parallel_for(g.planes, grain_for(&g), fn, &c);
-    }
-    em_tensor_release(x);
-    return y;
+    return em_cpu_avg_pool_run(&g, self, count_include_pad, divisor_override ? *divisor_override : 0);
 }
 
 static em_tensor *avg_pool_backward(em_tensor *grad_output, em_tensor *self, int nsp, em_intlist kernel_size,
@@ -178,26 +209,8 @@ static em_tensor *avg_pool_backward(em_tensor *grad_output, em_tensor *self, int
                      em_shape_str(g.ndim, g.out_sizes, sb, sizeof sb));
         return NULL;
     }
-    em_tensor *gi = em_cpu_zeros(EM_KS(EM_KEY_CPU), (em_intlist){ self->sizes, self->ndim }, self->dtype,
-                                 self->device);
-    em_tensor *go = gi ? (grad_output->dtype == self->dtype ? em_cpu_contiguous(EM_KS(EM_KEY_CPU), grad_output)
-                                                            : em_cpu_to_dtype(grad_output, self->dtype, op))
-                       : NULL;
-    if (!go) {
-        em_tensor_release(gi);
-        return NULL;
-    }
-    if (go->numel > 0) {
-        avg_ctx c = { &g, count_include_pad, divisor_override ? *divisor_override : 0,
-                      (const char *)em_tensor_data(go), (char *)em_tensor_data(gi) };
-        em_cpu_range_fn fn = self->dtype == EM_FLOAT64    ? avg_bwd_f64
-                             : self->dtype == EM_BFLOAT16 ? avg_bwd_bf16
-                             : self->dtype == EM_FLOAT16  ? avg_bwd_f16
-                                                          : avg_bwd_f32;
-        em_cpu_parallel_for(g.planes, grain_for(&g), fn, &c);
-    }
-    em_tensor_release(go);
-    return gi;
+    return em_cpu_avg_pool_backward_run(&g, grad_output, self, count_include_pad,
+                                        divisor_override ? *divisor_override : 0, op);
 }
 
 em_tensor *em_cpu_avg_pool2d(em_keyset ks, em_tensor *input, em_intlist kernel_size, em_intlist stride,
