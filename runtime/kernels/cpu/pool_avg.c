@@ -22,14 +22,16 @@ typedef struct {
     char *out;        /* contiguous output (forward) or zeroed grad_input (backward) */
 } avg_ctx;
 
-/* The window of output o along dim i: [*lo, *hi) clamped to the input, and
- * its size up to the padded end (PyTorch's pool_size factor); adaptive
- * windows (g->adaptive) are never padded. */
-static inline int64_t avg_window(const em_cpu_pool_geom *g, int i, int64_t o, int64_t *lo, int64_t *hi) {
-    if (g->adaptive) {
-        em_cpu_adaptive_window(o, g->in[i], g->out[i], lo, hi);
-        return *hi - *lo;
-    }
+/* Two kinds of windows, each a pair KIND_window / KIND_divisor:
+ * KIND_window(g, i, o, &lo, &hi): the window of output o along dim i,
+ * [lo, hi) within the input, returning its size counted up to the padded
+ * input's end (PyTorch's pool_size factor); KIND_divisor(c, padded, d0,
+ * d1, h0, h1, w0, w1): the divisor of the window [d0,d1) x [h0,h1) x
+ * [w0,w1) (0: it covers no input).
+ * kernel: avg_pool's windows (k, s, p; count_include_pad,
+ * divisor_override); adaptive: PyTorch's adaptive windows (g->adaptive),
+ * never empty nor padded, each divided by its size. */
+static inline int64_t kernel_window(const em_cpu_pool_geom *g, int i, int64_t o, int64_t *lo, int64_t *hi) {
     int64_t a = o * g->s[i] - g->p[i];
     int64_t b = a + g->k[i];
     if (b > g->in[i] + g->p[i]) b = g->in[i] + g->p[i];
@@ -39,76 +41,104 @@ static inline int64_t avg_window(const em_cpu_pool_geom *g, int i, int64_t o, in
     return padded;
 }
 
-/* The divisor of one window (0: the window covers no input). */
-static inline int64_t avg_divisor(const avg_ctx *c, int64_t padded, int64_t covered) {
+static inline int64_t kernel_divisor(const avg_ctx *c, int64_t padded, int64_t d0, int64_t d1, int64_t h0,
+                                     int64_t h1, int64_t w0, int64_t w1) {
+    int64_t covered = d1 > d0 && h1 > h0 && w1 > w0 ? (d1 - d0) * (h1 - h0) * (w1 - w0) : 0;
     if (covered == 0) return 0;
     return c->divisor ? c->divisor : c->count_include_pad ? padded : covered;
 }
 
-/* The loops over the planes [begin, end) of c and their output positions,
- * shared by the forward and the backward: for each, __VA_ARGS__ runs with
- * pl (the plane), o (the output's offset in its plane), the window
- * [d0,d1) x [h0,h1) x [w0,w1) and its divisor div (0: no input covered). */
-#define AVG_WINDOWS(c, ...)                                                                         \
-    for (int64_t pl = begin; pl < end; pl++)                                                        \
-        for (int64_t od = 0; od < (c)->g->out[0]; od++) {                                           \
-            int64_t d0, d1, pd = avg_window((c)->g, 0, od, &d0, &d1);                               \
-            for (int64_t oh = 0; oh < (c)->g->out[1]; oh++) {                                       \
-                int64_t h0, h1, ph = avg_window((c)->g, 1, oh, &h0, &h1);                           \
-                for (int64_t ow = 0; ow < (c)->g->out[2]; ow++) {                                   \
-                    int64_t w0, w1, pw = avg_window((c)->g, 2, ow, &w0, &w1);                       \
-                    int64_t cov = d1 > d0 && h1 > h0 && w1 > w0 ? (d1 - d0) * (h1 - h0) * (w1 - w0) : 0; \
-                    int64_t div = avg_divisor(c, pd * ph * pw, cov);                                \
-                    int64_t o = (od * (c)->g->out[1] + oh) * (c)->g->out[2] + ow;                   \
-                    __VA_ARGS__                                                                     \
-                }                                                                                   \
+static inline int64_t adaptive_window(const em_cpu_pool_geom *g, int i, int64_t o, int64_t *lo, int64_t *hi) {
+    em_cpu_adaptive_window(o, g->in[i], g->out[i], lo, hi);
+    return *hi - *lo;
+}
+
+static inline int64_t adaptive_divisor(const avg_ctx *c, int64_t padded, int64_t d0, int64_t d1, int64_t h0,
+                                       int64_t h1, int64_t w0, int64_t w1) {
+    (void)c, (void)padded;
+    return (d1 - d0) * (h1 - h0) * (w1 - w0);
+}
+
+/* The loops over one plane's output positions, shared by the forward and
+ * the backward (g: the geometry, c: the avg_ctx, KIND: kernel or adaptive,
+ * fixed per instantiated kernel): for each, __VA_ARGS__ runs with the
+ * window [d0,d1) x [h0,h1) x [w0,w1), its divisor div (0: no input
+ * covered) and AVG_OUT(g), the output's offset in the plane (an expression
+ * evaluated where it is used: after the forward's sum). */
+#define AVG_OUT(g) ((od * (g)->out[1] + oh) * (g)->out[2] + ow)
+#define AVG_WINDOWS(g, c, KIND, ...)                                                                \
+    for (int64_t od = 0; od < (g)->out[0]; od++) {                                                  \
+        int64_t d0, d1, pd = KIND##_window(g, 0, od, &d0, &d1);                                     \
+        for (int64_t oh = 0; oh < (g)->out[1]; oh++) {                                              \
+            int64_t h0, h1, ph = KIND##_window(g, 1, oh, &h0, &h1);                                 \
+            for (int64_t ow = 0; ow < (g)->out[2]; ow++) {                                          \
+                int64_t w0, w1, pw = KIND##_window(g, 2, ow, &w0, &w1);                             \
+                int64_t div = KIND##_divisor(c, pd * ph * pw, d0, d1, h0, h1, w0, w1);              \
+                __VA_ARGS__                                                                         \
             }                                                                                       \
-        }
+        }                                                                                           \
+    }
 
 /* Forward over a plane range for element type T summed in A. */
-#define AVG_FWD(NAME, T, A, LD, ST)                                                                 \
+#define AVG_FWD(NAME, KIND, T, A, LD, ST)                                                           \
     static void NAME(int64_t begin, int64_t end, void *vctx) {                                      \
         const avg_ctx *c = vctx;                                                                    \
-        const int64_t IH = c->g->in[1], IW = c->g->in[2];                                           \
-        AVG_WINDOWS(c, {                                                                            \
-            const T *x = (const T *)c->in + pl * c->g->in_numel;                                    \
-            A sum = 0;                                                                              \
-            for (int64_t id = d0; id < d1; id++)                                                    \
-                for (int64_t ih = h0; ih < h1; ih++) {                                              \
-                    const T *row = x + (id * IH + ih) * IW;                                         \
-                    for (int64_t iw = w0; iw < w1; iw++) sum += LD(row[iw]);                        \
-                }                                                                                   \
-            ((T *)c->out)[pl * c->g->out_numel + o] = div ? ST(sum / (A)div) : ST(0);               \
-        })                                                                                          \
+        const em_cpu_pool_geom *g = c->g;                                                           \
+        const int64_t IH = g->in[1], IW = g->in[2];                                                 \
+        for (int64_t pl = begin; pl < end; pl++) {                                                  \
+            const T *x = (const T *)c->in + pl * g->in_numel;                                       \
+            T *y = (T *)c->out + pl * g->out_numel;                                                 \
+            AVG_WINDOWS(g, c, KIND, {                                                               \
+                A sum = 0;                                                                          \
+                for (int64_t id = d0; id < d1; id++)                                                \
+                    for (int64_t ih = h0; ih < h1; ih++) {                                          \
+                        const T *row = x + (id * IH + ih) * IW;                                     \
+                        for (int64_t iw = w0; iw < w1; iw++) sum += LD(row[iw]);                    \
+                    }                                                                               \
+                y[AVG_OUT(g)] = div ? ST(sum / (A)div) : ST(0);                                     \
+            })                                                                                      \
+        }                                                                                           \
     }
 
 /* Backward: each output's gradient / its divisor added over its window,
  * one plane per iteration (no two threads write one element; fixed order). */
-#define AVG_BWD(NAME, T, A, LD, ST)                                                                 \
+#define AVG_BWD(NAME, KIND, T, A, LD, ST)                                                           \
     static void NAME(int64_t begin, int64_t end, void *vctx) {                                      \
         const avg_ctx *c = vctx;                                                                    \
-        const int64_t IH = c->g->in[1], IW = c->g->in[2];                                           \
-        AVG_WINDOWS(c, {                                                                            \
-            if (!div) continue;                                                                     \
-            T *gi = (T *)c->out + pl * c->g->in_numel;                                              \
-            A v = (A)LD(((const T *)c->in)[pl * c->g->out_numel + o]) / (A)div;                     \
-            for (int64_t id = d0; id < d1; id++)                                                    \
-                for (int64_t ih = h0; ih < h1; ih++) {                                              \
-                    T *row = gi + (id * IH + ih) * IW;                                              \
-                    for (int64_t iw = w0; iw < w1; iw++) row[iw] = ST((A)LD(row[iw]) + v);          \
-                }                                                                                   \
-        })                                                                                          \
+        const em_cpu_pool_geom *g = c->g;                                                           \
+        const int64_t IH = g->in[1], IW = g->in[2];                                                 \
+        for (int64_t pl = begin; pl < end; pl++) {                                                  \
+            const T *go = (const T *)c->in + pl * g->out_numel;                                     \
+            T *gi = (T *)c->out + pl * g->in_numel;                                                 \
+            AVG_WINDOWS(g, c, KIND, {                                                               \
+                if (!div) continue;                                                                 \
+                A v = (A)LD(go[AVG_OUT(g)]) / (A)div;                                               \
+                for (int64_t id = d0; id < d1; id++)                                                \
+                    for (int64_t ih = h0; ih < h1; ih++) {                                          \
+                        T *row = gi + (id * IH + ih) * IW;                                          \
+                        for (int64_t iw = w0; iw < w1; iw++) row[iw] = ST((A)LD(row[iw]) + v);      \
+                    }                                                                               \
+            })                                                                                      \
+        }                                                                                           \
     }
 
+/* Forward: f32, f64, bf16, i64; backward: f32, f64, bf16, f16; then the
+ * same over adaptive windows (float32/float64/bfloat16 only). */
 #define ID_LD(x) (x)
-AVG_FWD(avg_fwd_f32, float, float, ID_LD, ID_LD)
-AVG_FWD(avg_fwd_f64, double, double, ID_LD, ID_LD)
-AVG_FWD(avg_fwd_bf16, em_bfloat16, float, em_bf16_to_float, em_float_to_bf16)
-AVG_FWD(avg_fwd_i64, int64_t, int64_t, ID_LD, ID_LD)
-AVG_BWD(avg_bwd_f32, float, float, ID_LD, ID_LD)
-AVG_BWD(avg_bwd_f64, double, double, ID_LD, ID_LD)
-AVG_BWD(avg_bwd_bf16, em_bfloat16, float, em_bf16_to_float, em_float_to_bf16)
-AVG_BWD(avg_bwd_f16, em_half, float, em_half_to_float, em_float_to_half)
+AVG_FWD(avg_fwd_f32, kernel, float, float, ID_LD, ID_LD)
+AVG_FWD(avg_fwd_f64, kernel, double, double, ID_LD, ID_LD)
+AVG_FWD(avg_fwd_bf16, kernel, em_bfloat16, float, em_bf16_to_float, em_float_to_bf16)
+AVG_FWD(avg_fwd_i64, kernel, int64_t, int64_t, ID_LD, ID_LD)
+AVG_BWD(avg_bwd_f32, kernel, float, float, ID_LD, ID_LD)
+AVG_BWD(avg_bwd_f64, kernel, double, double, ID_LD, ID_LD)
+AVG_BWD(avg_bwd_bf16, kernel, em_bfloat16, float, em_bf16_to_float, em_float_to_bf16)
+AVG_BWD(avg_bwd_f16, kernel, em_half, float, em_half_to_float, em_float_to_half)
+AVG_FWD(ad_fwd_f32, adaptive, float, float, ID_LD, ID_LD)
+AVG_FWD(ad_fwd_f64, adaptive, double, double, ID_LD, ID_LD)
+AVG_FWD(ad_fwd_bf16, adaptive, em_bfloat16, float, em_bf16_to_float, em_float_to_bf16)
+AVG_BWD(ad_bwd_f32, adaptive, float, float, ID_LD, ID_LD)
+AVG_BWD(ad_bwd_f64, adaptive, double, double, ID_LD, ID_LD)
+AVG_BWD(ad_bwd_bf16, adaptive, em_bfloat16, float, em_bf16_to_float, em_float_to_bf16)
 
 /* Planes per task: a window's elements are the work of an output (the
  * input and output elements for adaptive windows). */
@@ -140,10 +170,12 @@ em_tensor *em_cpu_avg_pool_run(const em_cpu_pool_geom *g, em_tensor *self, bool 
                                int64_t divisor) {
     em_tensor *x = em_cpu_contiguous(EM_KS(EM_KEY_CPU), self);
     em_tensor *y = x ? em_tensor_new(g->ndim, g->out_sizes, self->dtype, self->device) : NULL;
-    em_cpu_range_fn fn = self->dtype == EM_FLOAT64    ? avg_fwd_f64
-                         : self->dtype == EM_BFLOAT16 ? avg_fwd_bf16
-                         : self->dtype == EM_INT64    ? avg_fwd_i64
-                                                      : avg_fwd_f32;
+    bool f64 = self->dtype == EM_FLOAT64, bf16 = self->dtype == EM_BFLOAT16;
+    em_cpu_range_fn fn = g->adaptive                 ? (f64 ? ad_fwd_f64 : bf16 ? ad_fwd_bf16 : ad_fwd_f32)
+                         : f64                       ? avg_fwd_f64
+                         : bf16                      ? avg_fwd_bf16
+                         : self->dtype == EM_INT64   ? avg_fwd_i64
+                                                     : avg_fwd_f32;
     return avg_launch(g, count_include_pad, divisor, x, y, fn);
 }
 
@@ -154,10 +186,12 @@ em_tensor *em_cpu_avg_pool_backward_run(const em_cpu_pool_geom *g, em_tensor *gr
     em_tensor *go = gi ? (grad_output->dtype == self->dtype ? em_cpu_contiguous(EM_KS(EM_KEY_CPU), grad_output)
                                                             : em_cpu_to_dtype(grad_output, self->dtype, op))
                        : NULL;
-    em_cpu_range_fn fn = self->dtype == EM_FLOAT64    ? avg_bwd_f64
-                         : self->dtype == EM_BFLOAT16 ? avg_bwd_bf16
-                         : self->dtype == EM_FLOAT16  ? avg_bwd_f16
-                                                      : avg_bwd_f32;
+    bool f64 = self->dtype == EM_FLOAT64, bf16 = self->dtype == EM_BFLOAT16;
+    em_cpu_range_fn fn = g->adaptive                 ? (f64 ? ad_bwd_f64 : bf16 ? ad_bwd_bf16 : ad_bwd_f32)
+                         : f64                       ? avg_bwd_f64
+                         : bf16                      ? avg_bwd_bf16
+                         : self->dtype == EM_FLOAT16 ? avg_bwd_f16
+                                                     : avg_bwd_f32;
     return avg_launch(g, count_include_pad, divisor, go, gi, fn);
 }
 
