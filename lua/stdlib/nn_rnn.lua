@@ -28,6 +28,10 @@ local F = nn.functional
 local Module = nn.Module
 
 local function errorf(fmt, ...) error(string.format(fmt, ...), 4) end
+-- errorf for the check helpers below, called by the functions that would
+-- otherwise raise the error themselves: one level up, so the message (and
+-- the position it names) is the one those functions gave.
+local function errorf_up(fmt, ...) error(string.format(fmt, ...), 5) end
 
 local function shape_str(s)
   return "{" .. table.concat(s, ", ") .. "}"
@@ -73,6 +77,52 @@ local function gru_step(xg, h, whh_t, bhh)
   return ember.addcmul(n, z, h - n)
 end
 
+-- One step of the cell of mode ("RNN", "LSTM" or "GRU"; act: the RNN's
+-- nonlinearity, bhh: GRU's b_hh, whr_t: an LSTM's W_hr^T or nil); returns
+-- the new state (LSTM: h, c).
+local function cell_step(mode, act, xg, h, c, whh_t, bhh, whr_t)
+  if mode == "LSTM" then return lstm_step(xg, h, c, whh_t, whr_t) end
+  if mode == "GRU" then return gru_step(xg, h, whh_t, bhh) end
+  return rnn_step(act, xg, h, whh_t)
+end
+
+-- ---- argument checks shared by the layers and the cells ----
+
+-- The nonlinearity option of nn.RNN / nn.RNNCell (mode "RNN"; "tanh" when
+-- nil); the other modes refuse one. owner names the class that takes it.
+local function check_nonlinearity(name, mode, nl, owner)
+  if mode == "RNN" then
+    nl = nl or "tanh"
+    if nl ~= "tanh" and nl ~= "relu" then
+      errorf_up("%s: nonlinearity: \"tanh\" or \"relu\" expected, got %s", name,
+        type(nl) == "string" and ("\"" .. nl .. "\"") or tostring(nl))
+    end
+  elseif nl ~= nil then
+    errorf_up("%s: nonlinearity: only %s takes a nonlinearity", name, owner)
+  end
+end
+
+-- Checks a forward's input: a tensor of nd - 1 (unbatched) or nd dims,
+-- the last input_size, of the parameters' dtype. Returns its dims.
+local function check_input(name, input, nd, input_size, dtype)
+  if not ember.is_tensor(input) then errorf_up("%s: input: tensor expected, got %s", name, type(input)) end
+  local dims = #input.shape
+  if dims ~= nd - 1 and dims ~= nd then
+    errorf_up("%s: input: expected a %d-d (unbatched) or %d-d tensor, got shape %s", name, nd - 1, nd,
+      shape_str(input.shape))
+  end
+  if input.shape[dims] ~= input_size then
+    local want = { table.unpack(input.shape) }
+    want[dims] = input_size
+    errorf_up("%s: input: expected shape %s (last dim input_size=%d), got %s", name, shape_str(want), input_size,
+      shape_str(input.shape))
+  end
+  if input.dtype ~= dtype then
+    errorf_up("%s: input: dtype %s expected (the parameters' dtype), got %s", name, dtype, input.dtype)
+  end
+  return dims
+end
+
 -- ---- the multi-layer modules ----
 
 local RNNBase = Module:extend("RNNBase")
@@ -91,15 +141,8 @@ function RNNBase:__init(mode, name, input_size, hidden_size, opts)
   if hidden_size == 0 then errorf("%s: hidden_size: must be positive, got 0", name) end
   self.num_layers = nonneg_int(opts.num_layers or 1, name, "num_layers")
   if self.num_layers == 0 then errorf("%s: num_layers: must be positive, got 0", name) end
+  check_nonlinearity(name, mode, opts.nonlinearity, "nn.RNN")
   self.nonlinearity = opts.nonlinearity or "tanh"
-  if mode == "RNN" then
-    if self.nonlinearity ~= "tanh" and self.nonlinearity ~= "relu" then
-      errorf("%s: nonlinearity: \"tanh\" or \"relu\" expected, got %s", name,
-        type(self.nonlinearity) == "string" and ("\"" .. self.nonlinearity .. "\"") or tostring(self.nonlinearity))
-    end
-  elseif opts.nonlinearity ~= nil then
-    errorf("%s: nonlinearity: only nn.RNN takes a nonlinearity", name)
-  end
   self.bias = opts.bias ~= false
   self.batch_first = opts.batch_first == true
   local p = opts.dropout or 0
@@ -217,14 +260,7 @@ function RNNBase:_run_direction(xg, h0, c0, whh_t, bhh, whr_t, reverse, masks)
   local t0, t1, dt = 1, L, 1
   if reverse then t0, t1, dt = L, 1, -1 end
   for t = t0, t1, dt do
-    local hn, cn
-    if mode == "LSTM" then
-      hn, cn = lstm_step(xg[t], h, c, whh_t, whr_t)
-    elseif mode == "GRU" then
-      hn = gru_step(xg[t], h, whh_t, bhh)
-    else
-      hn = rnn_step(act, xg[t], h, whh_t)
-    end
+    local hn, cn = cell_step(mode, act, xg[t], h, c, whh_t, bhh, whr_t)
     local m = masks and masks[t]
     if m then
       outs[t] = hn:masked_fill(m[2], 0)
@@ -237,19 +273,43 @@ function RNNBase:_run_direction(xg, h0, c0, whh_t, bhh, whr_t, reverse, masks)
   return outs, h, c
 end
 
--- Checks an initial state t against the shape want and the dtype of the input.
+-- Checks an initial state t against the shape want and the dtype of the
+-- input. Called by read_state only: its errors are raised one level up
+-- (errorf_up), as when the forwards called it directly.
 local function check_state(name, what, t, want, unbatched, dtype)
-  if not ember.is_tensor(t) then errorf("%s: %s: tensor expected, got %s", name, what, type(t)) end
-  if t.dtype ~= dtype then errorf("%s: %s: dtype %s expected (the input's), got %s", name, what, dtype, t.dtype) end
+  if not ember.is_tensor(t) then errorf_up("%s: %s: tensor expected, got %s", name, what, type(t)) end
+  if t.dtype ~= dtype then
+    errorf_up("%s: %s: dtype %s expected (the input's), got %s", name, what, dtype, t.dtype)
+  end
   local s = t.shape
   local ok = #s == #want
   for i = 1, #want do ok = ok and s[i] == want[i] end
   if not ok then
     if unbatched and #s ~= 2 then
-      errorf("%s: %s: for unbatched 2-d input, %s should also be 2-d, got shape %s", name, what, what, shape_str(s))
+      errorf_up("%s: %s: for unbatched 2-d input, %s should also be 2-d, got shape %s", name, what, what,
+        shape_str(s))
     end
-    errorf("%s: %s: expected shape %s, got %s", name, what, shape_str(want), shape_str(s))
+    errorf_up("%s: %s: expected shape %s, got %s", name, what, shape_str(want), shape_str(s))
   end
+end
+
+-- The initial state hx given to a forward, checked against the input's
+-- dtype: for an LSTM a list of two tensors named names[1], names[2] of
+-- shapes hwant, cwant, else one tensor hx of shape hwant (unbatched2d: the
+-- input is an unbatched 2-d one, for check_state's message). Returns h, c
+-- (c nil but for an LSTM).
+local function read_state(name, mode, hx, names, hwant, cwant, unbatched2d, dtype)
+  if mode ~= "LSTM" then
+    check_state(name, "hx", hx, hwant, unbatched2d, dtype)
+    return hx, nil
+  end
+  if type(hx) ~= "table" or ember.is_tensor(hx) or #hx ~= 2 then
+    errorf_up("%s: hx: a list {%s, %s} of two tensors expected, got %s", name, names[1], names[2],
+      ember.is_tensor(hx) and "a tensor" or type(hx))
+  end
+  check_state(name, names[1], hx[1], hwant, unbatched2d, dtype)
+  check_state(name, names[2], hx[2], cwant, unbatched2d, dtype)
+  return hx[1], hx[2]
 end
 
 --- rnn:forward(input [, hx] [, {lengths=}]) -> output, h_n (LSTM: output,
@@ -264,24 +324,10 @@ function RNNBase:forward(input, hx, opts)
     hx, opts = nil, hx
   end
   opts = opts or {}
-  if not ember.is_tensor(input) then errorf("%s: input: tensor expected, got %s", name, type(input)) end
   local D = self.bidirectional and 2 or 1
   local H, P = self.hidden_size, self.proj_size
   local H_out = P > 0 and P or H
-  local w1 = self[self._weight_names[1][1]]
-  local dims = #input.shape
-  if dims ~= 2 and dims ~= 3 then
-    errorf("%s: input: expected a 2-d (unbatched) or 3-d tensor, got shape %s", name, shape_str(input.shape))
-  end
-  if input.shape[dims] ~= self.input_size then
-    local want = { table.unpack(input.shape) }
-    want[dims] = self.input_size
-    errorf("%s: input: expected shape %s (last dim input_size=%d), got %s", name, shape_str(want), self.input_size,
-      shape_str(input.shape))
-  end
-  if input.dtype ~= w1.dtype then
-    errorf("%s: input: dtype %s expected (the parameters' dtype), got %s", name, w1.dtype, input.dtype)
-  end
+  local dims = check_input(name, input, 3, self.input_size, self[self._weight_names[1][1]].dtype)
   local unbatched = dims == 2
   local x = input
   if unbatched then x = x:unsqueeze(2)
@@ -300,18 +346,7 @@ function RNNBase:forward(input, hx, opts)
     h0s = z:unbind(1)
     if mode == "LSTM" then c0s = ember.zeros(nl, N, H, { dtype = x.dtype }):unbind(1) end
   else
-    local h0, c0 = hx, nil
-    if mode == "LSTM" then
-      if type(hx) ~= "table" or ember.is_tensor(hx) or #hx ~= 2 then
-        errorf("%s: hx: a list {h_0, c_0} of two tensors expected, got %s", name,
-          ember.is_tensor(hx) and "a tensor" or type(hx))
-      end
-      h0, c0 = hx[1], hx[2]
-      check_state(name, "h_0", h0, hwant, unbatched, x.dtype)
-      check_state(name, "c_0", c0, cwant, unbatched, x.dtype)
-    else
-      check_state(name, "hx", h0, hwant, unbatched, x.dtype)
-    end
+    local h0, c0 = read_state(name, mode, hx, { "h_0", "c_0" }, hwant, cwant, unbatched, x.dtype)
     if unbatched then
       h0 = h0:unsqueeze(2)
       c0 = c0 and c0:unsqueeze(2)
@@ -405,16 +440,8 @@ local function cell_class(mode)
     self.input_size = nonneg_int(input_size, name, "input_size")
     self.hidden_size = nonneg_int(hidden_size, name, "hidden_size")
     self.bias = bias
-    if mode == "RNN" then
-      local nl = opts.nonlinearity or "tanh"
-      if nl ~= "tanh" and nl ~= "relu" then
-        errorf("%s: nonlinearity: \"tanh\" or \"relu\" expected, got %s", name,
-          type(nl) == "string" and ("\"" .. nl .. "\"") or tostring(nl))
-      end
-      self.nonlinearity = nl
-    elseif opts.nonlinearity ~= nil then
-      errorf("%s: nonlinearity: only nn.RNNCell takes a nonlinearity", name)
-    end
+    check_nonlinearity(name, mode, opts.nonlinearity, "nn.RNNCell")
+    if mode == "RNN" then self.nonlinearity = opts.nonlinearity or "tanh" end
     local G = GATES[mode] * hidden_size
     local fk = { dtype = opts.dtype, device = opts.device }
     self.weight_ih = nn.Parameter(ember.empty(G, input_size, fk))
@@ -441,21 +468,7 @@ local function cell_class(mode)
   -- forward(input [, hx]): input {N, input_size} or unbatched {input_size};
   -- hx {N, H} (LSTMCell: {h, c}), zeros by default. Returns h' (LSTMCell: h', c').
   function C:forward(input, hx)
-    if not ember.is_tensor(input) then errorf("%s: input: tensor expected, got %s", name, type(input)) end
-    local dims = #input.shape
-    if dims ~= 1 and dims ~= 2 then
-      errorf("%s: input: expected a 1-d (unbatched) or 2-d tensor, got shape %s", name, shape_str(input.shape))
-    end
-    if input.shape[dims] ~= self.input_size then
-      local want = { table.unpack(input.shape) }
-      want[dims] = self.input_size
-      errorf("%s: input: expected shape %s (last dim input_size=%d), got %s", name, shape_str(want),
-        self.input_size, shape_str(input.shape))
-    end
-    if input.dtype ~= self.weight_ih.dtype then
-      errorf("%s: input: dtype %s expected (the parameters' dtype), got %s", name, self.weight_ih.dtype, input.dtype)
-    end
-    local unbatched = dims == 1
+    local unbatched = check_input(name, input, 2, self.input_size, self.weight_ih.dtype) == 1
     local x = unbatched and input:unsqueeze(1) or input
     local N, H = x.shape[1], self.hidden_size
     local want = unbatched and { H } or { N, H }
@@ -464,18 +477,7 @@ local function cell_class(mode)
       h = ember.zeros(N, H, { dtype = x.dtype })
       c = mode == "LSTM" and ember.zeros(N, H, { dtype = x.dtype }) or nil
     else
-      if mode == "LSTM" then
-        if type(hx) ~= "table" or ember.is_tensor(hx) or #hx ~= 2 then
-          errorf("%s: hx: a list {h, c} of two tensors expected, got %s", name,
-            ember.is_tensor(hx) and "a tensor" or type(hx))
-        end
-        h, c = hx[1], hx[2]
-        check_state(name, "h", h, want, false, x.dtype)
-        check_state(name, "c", c, want, false, x.dtype)
-      else
-        h = hx
-        check_state(name, "hx", h, want, false, x.dtype)
-      end
+      h, c = read_state(name, mode, hx, { "h", "c" }, want, want, false, x.dtype)
       if unbatched then
         h = h:unsqueeze(1)
         c = c and c:unsqueeze(1)
@@ -483,15 +485,7 @@ local function cell_class(mode)
     end
     local xg = F.linear(x, self.weight_ih, self.bias_ih)
     if self.bias_hh ~= nil and mode ~= "GRU" then xg = xg + self.bias_hh end
-    local whh_t = self.weight_hh:t()
-    local h1, c1
-    if mode == "LSTM" then
-      h1, c1 = lstm_step(xg, h, c, whh_t)
-    elseif mode == "GRU" then
-      h1 = gru_step(xg, h, whh_t, self.bias_hh)
-    else
-      h1 = rnn_step(self.nonlinearity, xg, h, whh_t)
-    end
+    local h1, c1 = cell_step(mode, self.nonlinearity, xg, h, c, self.weight_hh:t(), self.bias_hh)
     if unbatched then
       h1 = h1:squeeze(1)
       c1 = c1 and c1:squeeze(1)

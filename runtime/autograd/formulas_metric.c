@@ -6,37 +6,11 @@
 #include "autograd/em_formulas.h"
 #include "autograd/em_autograd.h"
 #include "em_ops.h"
+#include "kernels/em_tmp_scope.h"
 
 /* ---- temporaries (as the composites' scopes) ---- */
 
-#define FS_MAX 48
-typedef struct {
-    em_tensor *t[FS_MAX];
-    int n;
-    bool failed;
-} fs_scope;
-
-static em_tensor *fs_keep(fs_scope *s, em_tensor *t) {
-    if (!t || s->n == FS_MAX) {
-        if (t) {
-            em_tensor_release(t);
-            em_set_error(EM_EINTERNAL, "metric formula: too many temporaries");
-        }
-        s->failed = true;
-        return NULL;
-    }
-    s->t[s->n++] = t;
-    return t;
-}
-
-static em_tensor *fs_finish(fs_scope *s, em_tensor *keep) {
-    em_tensor *r = NULL;
-    for (int i = 0; i < s->n; i++) {
-        if (s->t[i] == keep && !s->failed && !r) r = s->t[i];
-        else em_tensor_release(s->t[i]);
-    }
-    return r;
-}
+EM_TMP_SCOPE(fs, 48, "metric formula")
 
 #define FS_OK(s) (!(s)->failed)
 #define FS(s, expr) (FS_OK(s) ? fs_keep((s), (expr)) : NULL)

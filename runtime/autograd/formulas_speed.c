@@ -20,34 +20,25 @@
 #include "autograd/em_formulas.h"
 #include "em_ops.h"
 
-em_tensor *em_ag_fn_mm_mat1_backward(em_tensor *grad, em_tensor *mat2, const em_input_meta *self_meta) {
-    if (!self_meta->col_major) {
-        em_tensor *m2t = em_t(mat2);
-        em_tensor *r = m2t ? em_mm(grad, m2t) : NULL;
-        em_tensor_release(m2t);
-        return r;
-    }
-    /* (grad @ mat2^T)^T = mat2 @ grad^T */
-    em_tensor *gt = em_t(grad);
-    em_tensor *p = gt ? em_mm(mat2, gt) : NULL;
-    em_tensor *r = p ? em_t(p) : NULL;
-    em_tensor_release(gt);
-    em_tensor_release(p);
+/* op(a) @ op(b), op(x) = x^T where its flag says so, transposed again
+ * (a view) when t_out: the one mm of a gradient below. New reference, or
+ * NULL with the error set. */
+static em_tensor *mm_t(em_tensor *a, bool ta, em_tensor *b, bool tb, bool t_out) {
+    em_tensor *at = ta ? em_t(a) : a, *bt = at && tb ? em_t(b) : b;
+    em_tensor *p = at && bt ? em_mm(at, bt) : NULL;
+    em_tensor *r = p && t_out ? em_t(p) : p;
+    if (ta) em_tensor_release(at);
+    if (tb && at) em_tensor_release(bt);
+    if (t_out) em_tensor_release(p);
     return r;
 }
 
+/* grad @ mat2^T, or as (mat2 @ grad^T)^T for a column-major self */
+em_tensor *em_ag_fn_mm_mat1_backward(em_tensor *grad, em_tensor *mat2, const em_input_meta *self_meta) {
+    return self_meta->col_major ? mm_t(mat2, false, grad, true, true) : mm_t(grad, false, mat2, true, false);
+}
+
+/* self^T @ grad, or as (grad^T @ self)^T for a column-major mat2 */
 em_tensor *em_ag_fn_mm_mat2_backward(em_tensor *grad, em_tensor *self, const em_input_meta *mat2_meta) {
-    if (!mat2_meta->col_major) {
-        em_tensor *st = em_t(self);
-        em_tensor *r = st ? em_mm(st, grad) : NULL;
-        em_tensor_release(st);
-        return r;
-    }
-    /* (self^T @ grad)^T = grad^T @ self */
-    em_tensor *gt = em_t(grad);
-    em_tensor *p = gt ? em_mm(gt, self) : NULL;
-    em_tensor *r = p ? em_t(p) : NULL;
-    em_tensor_release(gt);
-    em_tensor_release(p);
-    return r;
+    return mat2_meta->col_major ? mm_t(grad, true, self, false, true) : mm_t(self, true, grad, false, false);
 }

@@ -18,41 +18,12 @@
 #include "autograd/em_autograd.h"
 #include "em_ops.h"
 #include "em_kernels_decl.h"
+#include "kernels/em_tmp_scope.h"
 
 /* ---- temporaries ---- */
 
-#define CS_MAX 16
-typedef struct {
-    em_tensor *t[CS_MAX];
-    int n;
-    bool failed;
-} cs_scope;
-
-/* Takes ownership of t (NULL marks the scope failed) and returns it. */
-static em_tensor *cs_keep(cs_scope *s, em_tensor *t) {
-    if (!t || s->n == CS_MAX) {
-        if (t) { /* cannot happen with the fixed recipes below; fail cleanly */
-            em_tensor_release(t);
-            em_set_error(EM_EINTERNAL, "composite: too many temporaries");
-        }
-        s->failed = true;
-        return NULL;
-    }
-    s->t[s->n++] = t;
-    return t;
-}
-
-/* Releases every temporary except keep (returned to the caller, owned);
- * NULL when the scope failed. */
-static em_tensor *cs_finish(cs_scope *s, em_tensor *keep) {
-    em_tensor *r = NULL;
-    for (int i = 0; i < s->n; i++) {
-        if (s->t[i] == keep && !s->failed && !r) r = s->t[i];
-        else em_tensor_release(s->t[i]);
-    }
-    s->n = 0;
-    return r;
-}
+/* Note [Temporaries scopes]; the fixed recipes below need few slots. */
+EM_TMP_SCOPE(cs, 16, "composite")
 
 /* A wrapped-number 0-dim tensor (it does not promote, like a Lua number
  * operand). */

@@ -13,39 +13,22 @@
 #include "autograd/em_autograd.h"
 #include "em_ops.h"
 #include "em_kernels_decl.h"
+#include "kernels/em_tmp_scope.h"
 
 /* ---- temporaries ---- */
 
-/* A scope owning the temporaries of one composite: mk_keep takes a result
- * (NULL marks the scope failed, the error stays set) and mk_finish releases
- * everything but the tensors asked to survive. */
-#define MK_MAX 96
-typedef struct {
-    em_tensor *t[MK_MAX];
-    int n;
-    bool failed;
-} mk_scope;
-
-static em_tensor *mk_keep(mk_scope *s, em_tensor *t) {
-    if (!t || s->n == MK_MAX) {
-        if (t) {
-            em_tensor_release(t);
-            em_set_error(EM_EINTERNAL, "multi_head_attention_forward: too many temporaries");
-        }
-        s->failed = true;
-        return NULL;
-    }
-    s->t[s->n++] = t;
-    return t;
-}
+/* A scope owning the temporaries of one composite (Note [Temporaries
+ * scopes]): mk_keep takes a result (NULL marks the scope failed, the error
+ * stays set) and mk_finish releases everything but the tensors asked to
+ * survive. */
+EM_TMP_SCOPE_KEEP(mk, 96, "multi_head_attention_forward")
 
 /* Releases every temporary; a and b (either NULL) are retained first, so
  * they survive with one reference of their own for the caller. */
 static void mk_finish(mk_scope *s, em_tensor *a, em_tensor *b) {
     if (a) em_tensor_retain(a);
     if (b) em_tensor_retain(b);
-    for (int i = 0; i < s->n; i++) em_tensor_release(s->t[i]);
-    s->n = 0;
+    em_tmp_finish(s->t, &s->n, true, NULL);
 }
 
 static em_intlist mk_list(int64_t *v, int n) { return (em_intlist){ v, n }; }

@@ -17,39 +17,18 @@
 #include "autograd/em_autograd.h"
 #include "em_ops.h"
 #include "em_kernels_decl.h"
+#include "kernels/em_tmp_scope.h"
 
 /* ---- temporaries ---- */
 
-#define LS_MAX 768 /* einsum: up to 64 operands, about 10 temporaries each */
-typedef struct {
-    em_tensor *t[LS_MAX];
-    int n;
-    bool failed;
-} ls_scope;
-
-/* Takes ownership of t (NULL marks the scope failed) and returns it. */
-static em_tensor *ls_keep(ls_scope *s, em_tensor *t) {
-    if (!t || s->n == LS_MAX) {
-        if (t) {
-            em_tensor_release(t);
-            em_set_error(EM_EINTERNAL, "linalg composite: too many temporaries");
-        }
-        s->failed = true;
-        return NULL;
-    }
-    s->t[s->n++] = t;
-    return t;
-}
+/* Note [Temporaries scopes]; einsum: up to 64 operands, about 10
+ * temporaries each. */
+EM_TMP_SCOPE_KEEP(ls, 768, "linalg composite")
 
 /* Releases every temporary except keep (returned owned; retained when it is
  * not one of the scope's); NULL when the scope failed. */
 static em_tensor *ls_finish(ls_scope *s, em_tensor *keep) {
-    em_tensor *r = NULL;
-    for (int i = 0; i < s->n; i++) {
-        if (s->t[i] == keep && !s->failed && !r) r = s->t[i];
-        else em_tensor_release(s->t[i]);
-    }
-    s->n = 0;
+    em_tensor *r = em_tmp_finish(s->t, &s->n, s->failed, keep);
     if (!r && keep && !s->failed) r = em_tensor_retain(keep);
     return r;
 }

@@ -16,41 +16,12 @@
 #include "autograd/em_autograd.h"
 #include "em_ops.h"
 #include "em_kernels_decl.h"
+#include "kernels/em_tmp_scope.h"
 
 /* ---- temporaries ---- */
 
-#define MS_MAX 64
-typedef struct {
-    em_tensor *t[MS_MAX];
-    int n;
-    bool failed;
-} ms_scope;
-
-/* Takes ownership of t (NULL marks the scope failed) and returns it. */
-static em_tensor *ms_keep(ms_scope *s, em_tensor *t) {
-    if (!t || s->n == MS_MAX) {
-        if (t) {
-            em_tensor_release(t);
-            em_set_error(EM_EINTERNAL, "metric composite: too many temporaries");
-        }
-        s->failed = true;
-        return NULL;
-    }
-    s->t[s->n++] = t;
-    return t;
-}
-
-/* Releases every temporary except keep (returned owned); NULL when the
- * scope failed. */
-static em_tensor *ms_finish(ms_scope *s, em_tensor *keep) {
-    em_tensor *r = NULL;
-    for (int i = 0; i < s->n; i++) {
-        if (s->t[i] == keep && !s->failed && !r) r = s->t[i];
-        else em_tensor_release(s->t[i]);
-    }
-    s->n = 0;
-    return r;
-}
+/* Note [Temporaries scopes] */
+EM_TMP_SCOPE(ms, 64, "metric composite")
 
 /* Fails the scope with an error already set (returns NULL). */
 static em_tensor *ms_fail(ms_scope *s) {

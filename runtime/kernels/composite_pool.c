@@ -14,7 +14,7 @@
 #include "em_kernels_decl.h"
 #include "kernels/cpu/em_cpu.h" /* em_cpu_pool_geom_init: the argument checks */
 
-/* ---- max pooling ---- */
+/* ---- 1-d pooling as 2-d pooling over a height of 1 ---- */
 
 /* values of op(...) and, with return_indices, its indices (else NULL). */
 static em_tensor *keep_indices(em_tensor *values, em_tensor *ix, bool return_indices, em_tensor **indices) {
@@ -26,13 +26,43 @@ static em_tensor *keep_indices(em_tensor *values, em_tensor *ix, bool return_ind
     return values;
 }
 
-/* The kernels' argument checks under the caller's name (so that an error
- * reads "max_pool2d: ..." rather than naming the op underneath). */
-static bool pool_args_ok(em_tensor *input, int nsp, em_intlist kernel_size, em_intlist stride, em_intlist padding,
-                         em_intlist dilation, bool ceil_mode, const char *op) {
+/* A 1-d max/avg pooling's arguments, checked under op's name (so errors
+ * name it rather than the 2-d op underneath), as the 2-d pooling's over a
+ * height of 1: kernel 1, stride 1, no padding, dilation 1 in the height. */
+typedef struct {
+    int64_t k[2], s[2], p[2], d[2];
+} height1_args;
+
+static em_status height1(height1_args *a, em_tensor *input, em_intlist kernel_size, em_intlist stride,
+                         em_intlist padding, em_intlist dilation, bool ceil_mode, bool avg, const char *op) {
     em_cpu_pool_geom g;
-    return em_cpu_pool_geom_init(&g, input, nsp, kernel_size, stride, padding, dilation, ceil_mode, false, op) == EM_OK;
+    if (em_cpu_pool_geom_init(&g, input, 1, kernel_size, stride, padding, dilation, ceil_mode, avg, op) != EM_OK)
+        return EM_EVALUE;
+    *a = (height1_args){ { 1, g.k[2] }, { 1, g.s[2] }, { 0, g.p[2] }, { 1, g.d[2] } };
+    return EM_OK;
 }
+
+/* The result of a 2-d pooling over a height of 1 back in 1-d: dim -2
+ * squeezed out of v and, with ix, of *ix. Releases v (and *ix); returns the
+ * squeezed values, *ix the squeezed indices; NULL (nothing left) when
+ * either is missing. */
+static em_tensor *drop_height(em_tensor *v, em_tensor **ix) {
+    int64_t h = -2;
+    em_tensor *vs = v ? em_squeeze(v, &h) : NULL;
+    em_tensor_release(v);
+    if (ix) {
+        em_tensor *is = vs ? em_squeeze(*ix, &h) : NULL;
+        em_tensor_release(*ix);
+        *ix = is;
+        if (!is) {
+            em_tensor_release(vs);
+            vs = NULL;
+        }
+    }
+    return vs;
+}
+
+/* ---- max pooling ---- */
 
 /* max_pool1d as max_pool2d over a height of 1: (N, C, L) -> (N, C, 1, L);
  * a 1-d index is then the flat position in the 1 x L plane. The arguments
@@ -41,38 +71,35 @@ em_tensor *em_comp_max_pool1d_with_indices(em_keyset ks, em_tensor *self, em_int
                                            em_intlist padding, em_intlist dilation, bool ceil_mode,
                                            em_tensor **indices) {
     (void)ks;
-    em_cpu_pool_geom g;
-    if (em_cpu_pool_geom_init(&g, self, 1, kernel_size, stride, padding, dilation, ceil_mode, false,
-                              "max_pool1d_with_indices") != EM_OK)
+    height1_args a;
+    if (height1(&a, self, kernel_size, stride, padding, dilation, ceil_mode, false, "max_pool1d_with_indices") !=
+        EM_OK)
         return NULL;
-    int64_t k[2] = { 1, g.k[2] }, s[2] = { 1, g.s[2] }, p[2] = { 0, g.p[2] }, d[2] = { 1, g.d[2] };
     em_tensor *x = em_unsqueeze(self, -2);
     if (!x) return NULL;
     em_tensor *ix = NULL;
-    em_tensor *v = em_max_pool2d_with_indices(x, (em_intlist){ k, 2 }, (em_intlist){ s, 2 }, (em_intlist){ p, 2 },
-                                              (em_intlist){ d, 2 }, ceil_mode, &ix);
+    em_tensor *v = em_max_pool2d_with_indices(x, (em_intlist){ a.k, 2 }, (em_intlist){ a.s, 2 },
+                                              (em_intlist){ a.p, 2 }, (em_intlist){ a.d, 2 }, ceil_mode, &ix);
     em_tensor_release(x);
-    int64_t h = -2;
-    em_tensor *vs = v ? em_squeeze(v, &h) : NULL;
-    em_tensor *is = vs ? em_squeeze(ix, &h) : NULL;
-    em_tensor_release(v);
-    em_tensor_release(ix);
-    if (!is) {
-        em_tensor_release(vs);
-        return NULL;
-    }
-    *indices = is;
-    return vs;
+    v = drop_height(v, &ix);
+    if (v) *indices = ix;
+    return v;
 }
 
-em_tensor *em_comp_max_pool1d(em_keyset ks, em_tensor *input, em_intlist kernel_size, em_intlist stride,
+/* max_pool1d/2d/3d (nsp spatial dims): the arguments checked under op's
+ * name, then max_poolNd_with_indices; the indices only with
+ * return_indices (Note [Optional results]). */
+static em_tensor *max_pool_nd(em_tensor *input, int nsp, em_intlist kernel_size, em_intlist stride,
                               em_intlist padding, em_intlist dilation, bool ceil_mode, bool return_indices,
-                              em_tensor **indices) {
-    (void)ks;
-    if (!pool_args_ok(input, 1, kernel_size, stride, padding, dilation, ceil_mode, "max_pool1d")) return NULL;
+                              em_tensor **indices, const char *op) {
+    em_cpu_pool_geom g;
+    if (em_cpu_pool_geom_init(&g, input, nsp, kernel_size, stride, padding, dilation, ceil_mode, false, op) != EM_OK)
+        return NULL;
+    em_tensor *(*with_indices)(em_tensor *, em_intlist, em_intlist, em_intlist, em_intlist, bool, em_tensor **) =
+        nsp == 1 ? em_max_pool1d_with_indices : nsp == 2 ? em_max_pool2d_with_indices : em_max_pool3d_with_indices;
     em_tensor *ix = NULL;
-    em_tensor *v = em_max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode, &ix);
-    if (v && !return_indices && !em_requires_grad(input)) {
+    em_tensor *v = with_indices(input, kernel_size, stride, padding, dilation, ceil_mode, &ix);
+    if (nsp == 1 && v && !return_indices && !em_requires_grad(input)) {
         /* PyTorch's max_pool1d returns a fresh tensor, not the squeezed
          * view of a height-1 max_pool2d, when the input does not require
          * grad and no indices are asked for: a view made under no_grad
@@ -86,24 +113,28 @@ em_tensor *em_comp_max_pool1d(em_keyset ks, em_tensor *input, em_intlist kernel_
     return keep_indices(v, ix, return_indices, indices);
 }
 
+em_tensor *em_comp_max_pool1d(em_keyset ks, em_tensor *input, em_intlist kernel_size, em_intlist stride,
+                              em_intlist padding, em_intlist dilation, bool ceil_mode, bool return_indices,
+                              em_tensor **indices) {
+    (void)ks;
+    return max_pool_nd(input, 1, kernel_size, stride, padding, dilation, ceil_mode, return_indices, indices,
+                       "max_pool1d");
+}
+
 em_tensor *em_comp_max_pool2d(em_keyset ks, em_tensor *input, em_intlist kernel_size, em_intlist stride,
                               em_intlist padding, em_intlist dilation, bool ceil_mode, bool return_indices,
                               em_tensor **indices) {
     (void)ks;
-    if (!pool_args_ok(input, 2, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")) return NULL;
-    em_tensor *ix = NULL;
-    em_tensor *v = em_max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode, &ix);
-    return keep_indices(v, ix, return_indices, indices);
+    return max_pool_nd(input, 2, kernel_size, stride, padding, dilation, ceil_mode, return_indices, indices,
+                       "max_pool2d");
 }
 
 em_tensor *em_comp_max_pool3d(em_keyset ks, em_tensor *input, em_intlist kernel_size, em_intlist stride,
                               em_intlist padding, em_intlist dilation, bool ceil_mode, bool return_indices,
                               em_tensor **indices) {
     (void)ks;
-    if (!pool_args_ok(input, 3, kernel_size, stride, padding, dilation, ceil_mode, "max_pool3d")) return NULL;
-    em_tensor *ix = NULL;
-    em_tensor *v = em_max_pool3d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode, &ix);
-    return keep_indices(v, ix, return_indices, indices);
+    return max_pool_nd(input, 3, kernel_size, stride, padding, dilation, ceil_mode, return_indices, indices,
+                       "max_pool3d");
 }
 
 /* ---- average pooling ---- */
@@ -112,21 +143,15 @@ em_tensor *em_comp_max_pool3d(em_keyset ks, em_tensor *input, em_intlist kernel_
 em_tensor *em_comp_avg_pool1d(em_keyset ks, em_tensor *input, em_intlist kernel_size, em_intlist stride,
                               em_intlist padding, bool ceil_mode, bool count_include_pad) {
     (void)ks;
-    em_cpu_pool_geom g;
+    height1_args a;
     em_intlist none = { NULL, -1 };
-    if (em_cpu_pool_geom_init(&g, input, 1, kernel_size, stride, padding, none, ceil_mode, true, "avg_pool1d") !=
-        EM_OK)
-        return NULL;
-    int64_t k[2] = { 1, g.k[2] }, s[2] = { 1, g.s[2] }, p[2] = { 0, g.p[2] };
+    if (height1(&a, input, kernel_size, stride, padding, none, ceil_mode, true, "avg_pool1d") != EM_OK) return NULL;
     em_tensor *x = em_unsqueeze(input, -2);
-    em_tensor *v = x ? em_avg_pool2d(x, (em_intlist){ k, 2 }, (em_intlist){ s, 2 }, (em_intlist){ p, 2 }, ceil_mode,
-                                     count_include_pad, NULL)
+    em_tensor *v = x ? em_avg_pool2d(x, (em_intlist){ a.k, 2 }, (em_intlist){ a.s, 2 }, (em_intlist){ a.p, 2 },
+                                     ceil_mode, count_include_pad, NULL)
                      : NULL;
-    int64_t h = -2;
-    em_tensor *r = v ? em_squeeze(v, &h) : NULL;
     em_tensor_release(x);
-    em_tensor_release(v);
-    return r;
+    return drop_height(v, NULL);
 }
 
 /* ---- adaptive pooling ---- */
@@ -177,35 +202,25 @@ em_tensor *em_comp_adaptive_avg_pool3d(em_keyset ks, em_tensor *input, em_intlis
 
 em_tensor *em_comp_adaptive_avg_pool1d(em_keyset ks, em_tensor *input, em_intlist output_size) {
     (void)ks;
-    int64_t os[2], h = -2;
+    int64_t os[2];
     if (adaptive_1d_args(input, output_size, os, "adaptive_avg_pool1d") != EM_OK) return NULL;
     em_tensor *x = em_unsqueeze(input, -2);
     em_tensor *v = x ? em_adaptive_avg_pool2d(x, (em_intlist){ os, 2 }) : NULL;
-    em_tensor *r = v ? em_squeeze(v, &h) : NULL;
     em_tensor_release(x);
-    em_tensor_release(v);
-    return r;
+    return drop_height(v, NULL);
 }
 
 em_tensor *em_comp_adaptive_max_pool1d(em_keyset ks, em_tensor *input, em_intlist output_size, bool return_indices,
                                        em_tensor **indices) {
     (void)ks;
-    int64_t os[2], h = -2;
+    int64_t os[2];
     if (adaptive_1d_args(input, output_size, os, "adaptive_max_pool1d") != EM_OK) return NULL;
     em_tensor *x = em_unsqueeze(input, -2);
     em_tensor *ix = NULL;
     em_tensor *v = x ? em_adaptive_max_pool2d_with_indices(x, (em_intlist){ os, 2 }, &ix) : NULL;
-    em_tensor *vs = v ? em_squeeze(v, &h) : NULL;
-    em_tensor *is = vs && return_indices ? em_squeeze(ix, &h) : NULL;
     em_tensor_release(x);
-    em_tensor_release(v);
-    em_tensor_release(ix);
-    if (vs && return_indices && !is) {
-        em_tensor_release(vs);
-        return NULL;
-    }
-    *indices = is;
-    return vs;
+    v = drop_height(v, return_indices ? &ix : NULL);
+    return keep_indices(v, ix, return_indices, indices);
 }
 
 em_tensor *em_comp_adaptive_max_pool2d(em_keyset ks, em_tensor *input, em_intlist output_size, bool return_indices,

@@ -306,6 +306,7 @@ typedef struct em_cpu_pool_geom {
     int64_t k[3], s[3], p[3], d[3]; /* kernel, stride, padding, dilation */
     int64_t in_numel, out_numel;    /* elements of one input / output plane */
     int64_t out_sizes[EM_MAX_DIMS]; /* the output's shape */
+    bool adaptive;             /* adaptive pooling's windows (pool_adaptive.c): k/s/p/d unused */
 } em_cpu_pool_geom;
 
 /* Checks a max/avg pooling's input (nsp + 1 or nsp + 2 dims, only the batch
@@ -323,6 +324,25 @@ EM_HIDDEN em_status em_cpu_pool_geom_init(em_cpu_pool_geom *g, const em_tensor *
  * index outside 1..g->in_numel is an error naming op. */
 EM_HIDDEN em_tensor *em_cpu_pool_scatter_backward(em_tensor *grad_output, em_tensor *self,
                                                   const em_cpu_pool_geom *g, em_tensor *indices, const char *op);
+/* Adaptive pooling's window of output o along a dim of input size n and
+ * output size m: PyTorch's [start_index, end_index) =
+ * [floor(o * n / m), ceil((o + 1) * n / m)), never empty when n > 0. */
+static inline void em_cpu_adaptive_window(int64_t o, int64_t n, int64_t m, int64_t *lo, int64_t *hi) {
+    *lo = (o * n) / m;
+    *hi = ((o + 1) * n + m - 1) / m;
+}
+/* Average pooling over g's windows (pool_avg.c; adaptive ones when
+ * g->adaptive, each divided by its size): a new tensor of g's output shape
+ * and self's dtype (float32/float64/bfloat16/int64); divisor is
+ * divisor_override (0 when absent). g is checked; NULL on allocation failure. */
+EM_HIDDEN em_tensor *em_cpu_avg_pool_run(const em_cpu_pool_geom *g, em_tensor *self, bool count_include_pad,
+                                         int64_t divisor);
+/* Its backward: a new gradient of self's shape and (floating) dtype with
+ * grad_output (g's output shape, checked; converted to self's dtype, errors
+ * naming op) spread over the windows. */
+EM_HIDDEN em_tensor *em_cpu_avg_pool_backward_run(const em_cpu_pool_geom *g, em_tensor *grad_output,
+                                                  em_tensor *self, bool count_include_pad, int64_t divisor,
+                                                  const char *op);
 
 /* ---- family: embed ---- */
 

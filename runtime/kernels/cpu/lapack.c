@@ -29,56 +29,38 @@
 
 /* ---- LAPACK (Fortran ABI; trailing size_t: hidden lengths of char args) ---- */
 
-extern void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info);
-extern void dgetrs_(const char *trans, const int *n, const int *nrhs, const double *a, const int *lda,
-                    const int *ipiv, double *b, const int *ldb, int *info, size_t);
-extern void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info, size_t);
-extern void dgeqrf_(const int *m, const int *n, double *a, const int *lda, double *tau, double *work,
-                    const int *lwork, int *info);
-extern void dorgqr_(const int *m, const int *n, const int *k, double *a, const int *lda, const double *tau,
-                    double *work, const int *lwork, int *info);
-extern void dsyevd_(const char *jobz, const char *uplo, const int *n, double *a, const int *lda, double *w,
-                    double *work, const int *lwork, int *iwork, const int *liwork, int *info, size_t, size_t);
-extern void dgesdd_(const char *jobz, const int *m, const int *n, double *a, const int *lda, double *s, double *u,
-                    const int *ldu, double *vt, const int *ldvt, double *work, const int *lwork, int *iwork,
-                    int *info, size_t);
-extern void dgels_(const char *trans, const int *m, const int *n, const int *nrhs, double *a, const int *lda,
-                   double *b, const int *ldb, double *work, const int *lwork, int *info, size_t);
-extern void dgelsy_(const int *m, const int *n, const int *nrhs, double *a, const int *lda, double *b,
-                    const int *ldb, int *jpvt, const double *rcond, int *rank, double *work, const int *lwork,
-                    int *info);
-extern void dgelsd_(const int *m, const int *n, const int *nrhs, double *a, const int *lda, double *b,
-                    const int *ldb, double *s, const double *rcond, int *rank, double *work, const int *lwork,
-                    int *iwork, int *info);
-extern void dgelss_(const int *m, const int *n, const int *nrhs, double *a, const int *lda, double *b,
-                    const int *ldb, double *s, const double *rcond, int *rank, double *work, const int *lwork,
-                    int *info);
+/* The routines of one precision: P the prefix (d: double, s: float), T the
+ * element type; the float32 ones have the float64 ones' signatures. */
+#define LAPACK_DECLS(P, T)                                                                                   \
+    extern void P##getrf_(const int *m, const int *n, T *a, const int *lda, int *ipiv, int *info);          \
+    extern void P##getrs_(const char *trans, const int *n, const int *nrhs, const T *a, const int *lda,      \
+                          const int *ipiv, T *b, const int *ldb, int *info, size_t);                        \
+    extern void P##potrf_(const char *uplo, const int *n, T *a, const int *lda, int *info, size_t);          \
+    extern void P##geqrf_(const int *m, const int *n, T *a, const int *lda, T *tau, T *work, const int *lwork, \
+                          int *info);                                                                       \
+    extern void P##orgqr_(const int *m, const int *n, const int *k, T *a, const int *lda, const T *tau,      \
+                          T *work, const int *lwork, int *info);                                            \
+    extern void P##syevd_(const char *jobz, const char *uplo, const int *n, T *a, const int *lda, T *w,      \
+                          T *work, const int *lwork, int *iwork, const int *liwork, int *info, size_t,      \
+                          size_t);                                                                          \
+    extern void P##gesdd_(const char *jobz, const int *m, const int *n, T *a, const int *lda, T *s, T *u,    \
+                          const int *ldu, T *vt, const int *ldvt, T *work, const int *lwork, int *iwork,    \
+                          int *info, size_t);                                                               \
+    extern void P##gels_(const char *trans, const int *m, const int *n, const int *nrhs, T *a,               \
+                         const int *lda, T *b, const int *ldb, T *work, const int *lwork, int *info,        \
+                         size_t);                                                                           \
+    extern void P##gelsy_(const int *m, const int *n, const int *nrhs, T *a, const int *lda, T *b,           \
+                          const int *ldb, int *jpvt, const T *rcond, int *rank, T *work, const int *lwork,  \
+                          int *info);                                                                       \
+    extern void P##gelsd_(const int *m, const int *n, const int *nrhs, T *a, const int *lda, T *b,           \
+                          const int *ldb, T *s, const T *rcond, int *rank, T *work, const int *lwork,       \
+                          int *iwork, int *info);                                                           \
+    extern void P##gelss_(const int *m, const int *n, const int *nrhs, T *a, const int *lda, T *b,           \
+                          const int *ldb, T *s, const T *rcond, int *rank, T *work, const int *lwork,       \
+                          int *info);
 
-/* the float32 routines (same signatures, float for double) */
-extern void sgetrf_(const int *m, const int *n, float *a, const int *lda, int *ipiv, int *info);
-extern void sgetrs_(const char *trans, const int *n, const int *nrhs, const float *a, const int *lda,
-                    const int *ipiv, float *b, const int *ldb, int *info, size_t);
-extern void spotrf_(const char *uplo, const int *n, float *a, const int *lda, int *info, size_t);
-extern void sgeqrf_(const int *m, const int *n, float *a, const int *lda, float *tau, float *work,
-                    const int *lwork, int *info);
-extern void sorgqr_(const int *m, const int *n, const int *k, float *a, const int *lda, const float *tau,
-                    float *work, const int *lwork, int *info);
-extern void ssyevd_(const char *jobz, const char *uplo, const int *n, float *a, const int *lda, float *w,
-                    float *work, const int *lwork, int *iwork, const int *liwork, int *info, size_t, size_t);
-extern void sgesdd_(const char *jobz, const int *m, const int *n, float *a, const int *lda, float *s, float *u,
-                    const int *ldu, float *vt, const int *ldvt, float *work, const int *lwork, int *iwork,
-                    int *info, size_t);
-extern void sgels_(const char *trans, const int *m, const int *n, const int *nrhs, float *a, const int *lda,
-                   float *b, const int *ldb, float *work, const int *lwork, int *info, size_t);
-extern void sgelsy_(const int *m, const int *n, const int *nrhs, float *a, const int *lda, float *b,
-                    const int *ldb, int *jpvt, const float *rcond, int *rank, float *work, const int *lwork,
-                    int *info);
-extern void sgelsd_(const int *m, const int *n, const int *nrhs, float *a, const int *lda, float *b,
-                    const int *ldb, float *s, const float *rcond, int *rank, float *work, const int *lwork,
-                    int *iwork, int *info);
-extern void sgelss_(const int *m, const int *n, const int *nrhs, float *a, const int *lda, float *b,
-                    const int *ldb, float *s, const float *rcond, int *rank, float *work, const int *lwork,
-                    int *info);
+LAPACK_DECLS(d, double)
+LAPACK_DECLS(s, float)
 
 /* ---- checks ---- */
 

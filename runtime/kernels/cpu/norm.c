@@ -65,6 +65,22 @@ static void release_all(em_tensor **t, int n) {
     }
 }
 
+/* A backward's results: dx returned, dw and db through grad_weight and
+ * grad_bias; when any is NULL (its error set) all three are released and
+ * NULL is returned. */
+static em_tensor *three_results(em_tensor *dx, em_tensor *dw, em_tensor *db, em_tensor **grad_weight,
+                                em_tensor **grad_bias) {
+    if (!dx || !dw || !db) {
+        em_tensor_release(dx);
+        em_tensor_release(dw);
+        em_tensor_release(db);
+        return NULL;
+    }
+    *grad_weight = dw;
+    *grad_bias = db;
+    return dx;
+}
+
 /* Rows per parallel chunk for rows of n elements: about EM_CPU_GRAIN. */
 static int64_t row_grain(int64_t n) { return n >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / (n > 0 ? n : 1); }
 
@@ -292,15 +308,7 @@ em_tensor *em_cpu_native_layer_norm_backward(em_keyset ks, em_tensor *grad_out, 
     em_tensor *dx = to_result(tmp[5], dt, op), *dw = to_result(tmp[6], dt, op), *db = to_result(tmp[7], dt, op);
     tmp[5] = tmp[6] = tmp[7] = NULL;
     release_all(tmp, 9);
-    if (!dx || !dw || !db) {
-        em_tensor_release(dx);
-        em_tensor_release(dw);
-        em_tensor_release(db);
-        return NULL;
-    }
-    *grad_weight = dw;
-    *grad_bias = db;
-    return dx;
+    return three_results(dx, dw, db, grad_weight, grad_bias);
 }
 
 /* ---- batch_norm ----
@@ -317,6 +325,26 @@ typedef struct {
     int64_t N, C, S;
     bool train;
 } bn_ctx;
+
+/* sa = the sum of go[j] and sd = the sum of go[j] * (x[j] - m) over
+ * j < S, for element type T: 8 lanes, then the tail in order (one fixed
+ * summation order; shared by batch_norm's and group_norm's backward). */
+#define GO_SUMS(T, x, go, m, S, sa, sd)                                                         \
+    do {                                                                                        \
+        T a_[8] = { 0 }, d_[8] = { 0 };                                                         \
+        int64_t j_ = 0;                                                                         \
+        for (; j_ + 8 <= (S); j_ += 8)                                                          \
+            for (int k_ = 0; k_ < 8; k_++) {                                                    \
+                a_[k_] += (go)[j_ + k_];                                                        \
+                d_[k_] += (go)[j_ + k_] * ((x)[j_ + k_] - (m));                                 \
+            }                                                                                   \
+        (sa) = ((a_[0] + a_[1]) + (a_[2] + a_[3])) + ((a_[4] + a_[5]) + (a_[6] + a_[7]));       \
+        (sd) = ((d_[0] + d_[1]) + (d_[2] + d_[3])) + ((d_[4] + d_[5]) + (d_[6] + d_[7]));       \
+        for (; j_ < (S); j_++) {                                                                \
+            (sa) += (go)[j_];                                                                   \
+            (sd) += (go)[j_] * ((x)[j_] - (m));                                                 \
+        }                                                                                       \
+    } while (0)
 
 #define BN_KERNELS(SFX, T)                                                                      \
     /* batch statistics of channels [begin, end): mean and biased variance (in invstd) */     \
@@ -358,19 +386,8 @@ typedef struct {
             for (int64_t i = 0; i < c->N; i++) {                                                \
                 const T *x = (const T *)c->x + (i * c->C + ch) * c->S;                          \
                 const T *go = (const T *)c->go + (i * c->C + ch) * c->S;                        \
-                T a[8] = { 0 }, d[8] = { 0 };                                                   \
-                int64_t j = 0;                                                                  \
-                for (; j + 8 <= c->S; j += 8)                                                   \
-                    for (int k = 0; k < 8; k++) {                                               \
-                        a[k] += go[j + k];                                                      \
-                        d[k] += go[j + k] * (x[j + k] - m);                                     \
-                    }                                                                           \
-                T sa = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));      \
-                T sd = ((d[0] + d[1]) + (d[2] + d[3])) + ((d[4] + d[5]) + (d[6] + d[7]));      \
-                for (; j < c->S; j++) {                                                         \
-                    sa += go[j];                                                                \
-                    sd += go[j] * (x[j] - m);                                                   \
-                }                                                                               \
+                T sa, sd;                                                                       \
+                GO_SUMS(T, x, go, m, c->S, sa, sd);                                             \
                 sg += (double)sa;                                                               \
                 dot += (double)sd;                                                              \
             }                                                                                   \
@@ -565,15 +582,7 @@ em_tensor *em_cpu_native_batch_norm_backward(em_keyset ks, em_tensor *grad_out, 
     em_tensor *dw = want_dw ? from_doubles(c.dw, C, dt) : empty_result(dt);
     em_tensor *db = bias_mask ? from_doubles(c.db, C, dt) : empty_result(dt);
     free(stats);
-    if (!dx || !dw || !db) {
-        em_tensor_release(dx);
-        em_tensor_release(dw);
-        em_tensor_release(db);
-        return NULL;
-    }
-    *grad_weight = dw;
-    *grad_bias = db;
-    return dx;
+    return three_results(dx, dw, db, grad_weight, grad_bias);
 }
 
 /* ---- group_norm ----
@@ -599,19 +608,8 @@ typedef struct {
                 T m = ((const T *)c->mean)[row], rs = ((const T *)c->rstd)[row];               \
                 const T *x = (const T *)c->x + (n * c->C + ch) * c->S;                         \
                 const T *go = (const T *)c->go + (n * c->C + ch) * c->S;                       \
-                T a[8] = { 0 }, d[8] = { 0 };                                                  \
-                int64_t j = 0;                                                                 \
-                for (; j + 8 <= c->S; j += 8)                                                  \
-                    for (int k = 0; k < 8; k++) {                                              \
-                        a[k] += go[j + k];                                                     \
-                        d[k] += go[j + k] * (x[j + k] - m);                                    \
-                    }                                                                          \
-                T sa = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));     \
-                T sd = ((d[0] + d[1]) + (d[2] + d[3])) + ((d[4] + d[5]) + (d[6] + d[7]));     \
-                for (; j < c->S; j++) {                                                        \
-                    sa += go[j];                                                               \
-                    sd += go[j] * (x[j] - m);                                                  \
-                }                                                                              \
+                T sa, sd;                                                                      \
+                GO_SUMS(T, x, go, m, c->S, sa, sd);                                            \
                 sb += (double)sa;                                                              \
                 sw += (double)sd * (double)rs;                                                 \
             }                                                                                  \
@@ -744,13 +742,5 @@ em_tensor *em_cpu_native_group_norm_backward(em_keyset ks, em_tensor *grad_out, 
     em_tensor *dw = want_dw ? from_doubles(sums, C, dt) : empty_result(dt);
     em_tensor *db = bias_mask ? from_doubles(sums + C, C, dt) : empty_result(dt);
     free(sums);
-    if (!dx || !dw || !db) {
-        em_tensor_release(dx);
-        em_tensor_release(dw);
-        em_tensor_release(db);
-        return NULL;
-    }
-    *grad_weight = dw;
-    *grad_bias = db;
-    return dx;
+    return three_results(dx, dw, db, grad_weight, grad_bias);
 }

@@ -4,8 +4,10 @@
  *
  * Output position o of a dim of input size n and output size m pools the
  * input positions [floor(o * n / m), ceil((o + 1) * n / m)), as PyTorch's
- * start_index/end_index. Same layout as pool_max.c: three spatial dims over
- * contiguous planes, parallel over planes; max indices are 1-based plane
+ * start_index/end_index (em_cpu_adaptive_window). Same layout as
+ * pool_max.c: three spatial dims over contiguous planes, parallel over
+ * planes; the average forward and backward are pool_avg.c's loops over the
+ * adaptive geometry (em_cpu_avg_pool_run); max indices are 1-based plane
  * positions (Note [Pooling indices]) and the max backward is pool_max.c's
  * scatter (em_cpu_pool_scatter_backward).
  */
@@ -63,139 +65,85 @@ static em_status adaptive_geom(em_cpu_pool_geom *g, const em_tensor *self, int n
     }
     g->in_numel = g->in[0] * g->in[1] * g->in[2];
     g->out_numel = g->out[0] * g->out[1] * g->out[2];
+    g->adaptive = true;
     return EM_OK;
 }
 
-static inline int64_t ad_start(int64_t o, int64_t n, int64_t m) { return (o * n) / m; }
-static inline int64_t ad_end(int64_t o, int64_t n, int64_t m) { return ((o + 1) * n + m - 1) / m; }
-
 typedef struct {
     const em_cpu_pool_geom *g;
-    const char *in;  /* contiguous input (forward) or grad_output (avg backward) */
-    char *out;       /* contiguous output (forward) or zeroed grad_input (avg backward) */
-    int64_t *idx;    /* max: contiguous 1-based indices */
+    const char *in;  /* contiguous input */
+    char *out;       /* contiguous values */
+    int64_t *idx;    /* contiguous 1-based indices */
 } ad_ctx;
 
-/* The loops over one plane's output positions with their windows
- * [d0,d1) x [h0,h1) x [w0,w1); BODY sees o (the output offset). */
-#define AD_LOOP(g, BODY)                                                                     \
-    for (int64_t od = 0; od < (g)->out[0]; od++) {                                           \
-        int64_t d0 = ad_start(od, (g)->in[0], (g)->out[0]), d1 = ad_end(od, (g)->in[0], (g)->out[0]); \
-        for (int64_t oh = 0; oh < (g)->out[1]; oh++) {                                       \
-            int64_t h0 = ad_start(oh, (g)->in[1], (g)->out[1]), h1 = ad_end(oh, (g)->in[1], (g)->out[1]); \
-            for (int64_t ow = 0; ow < (g)->out[2]; ow++) {                                   \
-                int64_t w0 = ad_start(ow, (g)->in[2], (g)->out[2]);                          \
-                int64_t w1 = ad_end(ow, (g)->in[2], (g)->out[2]);                            \
-                int64_t o = (od * (g)->out[1] + oh) * (g)->out[2] + ow;                      \
-                BODY                                                                         \
-            }                                                                                \
-        }                                                                                    \
-    }
-
-#define AD_AVG_FWD(NAME, T, A, LD, ST)                                                       \
-    static void NAME(int64_t begin, int64_t end, void *vctx) {                               \
-        const ad_ctx *c = vctx;                                                              \
-        const em_cpu_pool_geom *g = c->g;                                                    \
-        for (int64_t pl = begin; pl < end; pl++) {                                           \
-            const T *x = (const T *)c->in + pl * g->in_numel;                                \
-            T *y = (T *)c->out + pl * g->out_numel;                                          \
-            AD_LOOP(g, {                                                                     \
-                A sum = 0;                                                                   \
-                for (int64_t id = d0; id < d1; id++)                                         \
-                    for (int64_t ih = h0; ih < h1; ih++)                                     \
-                        for (int64_t iw = w0; iw < w1; iw++)                                 \
-                            sum += LD(x[(id * g->in[1] + ih) * g->in[2] + iw]);              \
-                y[o] = ST(sum / (A)((d1 - d0) * (h1 - h0) * (w1 - w0)));                     \
-            })                                                                               \
-        }                                                                                    \
-    }
-
-#define AD_AVG_BWD(NAME, T, A, LD, ST)                                                       \
-    static void NAME(int64_t begin, int64_t end, void *vctx) {                               \
-        const ad_ctx *c = vctx;                                                              \
-        const em_cpu_pool_geom *g = c->g;                                                    \
-        for (int64_t pl = begin; pl < end; pl++) {                                           \
-            const T *go = (const T *)c->in + pl * g->out_numel;                              \
-            T *gi = (T *)c->out + pl * g->in_numel;                                          \
-            AD_LOOP(g, {                                                                     \
-                A v = (A)LD(go[o]) / (A)((d1 - d0) * (h1 - h0) * (w1 - w0));                 \
-                for (int64_t id = d0; id < d1; id++)                                         \
-                    for (int64_t ih = h0; ih < h1; ih++)                                     \
-                        for (int64_t iw = w0; iw < w1; iw++) {                               \
-                            T *p = gi + (id * g->in[1] + ih) * g->in[2] + iw;                \
-                            *p = ST((A)LD(*p) + v);                                          \
-                        }                                                                    \
-            })                                                                               \
-        }                                                                                    \
-    }
-
-/* NaN wins; the first of equal maxima is kept (PyTorch's CPU kernel). */
-#define AD_MAX_FWD(NAME, T, A, LD, ST)                                                       \
-    static void NAME(int64_t begin, int64_t end, void *vctx) {                               \
-        const ad_ctx *c = vctx;                                                              \
-        const em_cpu_pool_geom *g = c->g;                                                    \
-        for (int64_t pl = begin; pl < end; pl++) {                                           \
-            const T *x = (const T *)c->in + pl * g->in_numel;                                \
-            T *y = (T *)c->out + pl * g->out_numel;                                          \
-            int64_t *yi = c->idx + pl * g->out_numel;                                        \
-            AD_LOOP(g, {                                                                     \
-                A m = -(A)INFINITY;                                                          \
-                int64_t best = (d0 * g->in[1] + h0) * g->in[2] + w0;                         \
-                for (int64_t id = d0; id < d1; id++)                                         \
-                    for (int64_t ih = h0; ih < h1; ih++)                                     \
-                        for (int64_t iw = w0; iw < w1; iw++) {                               \
-                            int64_t j = (id * g->in[1] + ih) * g->in[2] + iw;                \
-                            A v = LD(x[j]);                                                  \
-                            if (v > m || isnan(v)) {                                         \
-                                m = v;                                                       \
-                                best = j;                                                    \
-                            }                                                                \
-                        }                                                                    \
-                y[o] = ST(m);                                                                \
-                yi[o] = best + 1;                                                            \
-            })                                                                               \
-        }                                                                                    \
+/* The max forward over a plane range: NaN wins; the first of equal maxima
+ * is kept (PyTorch's CPU kernel). */
+#define AD_MAX_FWD(NAME, T, A, LD, ST)                                                           \
+    static void NAME(int64_t begin, int64_t end, void *vctx) {                                   \
+        const ad_ctx *c = vctx;                                                                  \
+        const em_cpu_pool_geom *g = c->g;                                                        \
+        for (int64_t pl = begin; pl < end; pl++) {                                               \
+            const T *x = (const T *)c->in + pl * g->in_numel;                                    \
+            T *y = (T *)c->out + pl * g->out_numel;                                              \
+            int64_t *yi = c->idx + pl * g->out_numel;                                            \
+            for (int64_t od = 0; od < g->out[0]; od++) {                                         \
+                int64_t d0, d1, h0, h1, w0, w1;                                                  \
+                em_cpu_adaptive_window(od, g->in[0], g->out[0], &d0, &d1);                       \
+                for (int64_t oh = 0; oh < g->out[1]; oh++) {                                     \
+                    em_cpu_adaptive_window(oh, g->in[1], g->out[1], &h0, &h1);                   \
+                    for (int64_t ow = 0; ow < g->out[2]; ow++) {                                 \
+                        em_cpu_adaptive_window(ow, g->in[2], g->out[2], &w0, &w1);               \
+                        int64_t o = (od * g->out[1] + oh) * g->out[2] + ow;                      \
+                        A m = -(A)INFINITY;                                                      \
+                        int64_t best = (d0 * g->in[1] + h0) * g->in[2] + w0;                     \
+                        for (int64_t id = d0; id < d1; id++)                                     \
+                            for (int64_t ih = h0; ih < h1; ih++)                                 \
+                                for (int64_t iw = w0; iw < w1; iw++) {                           \
+                                    int64_t j = (id * g->in[1] + ih) * g->in[2] + iw;            \
+                                    A v = LD(x[j]);                                              \
+                                    if (v > m || isnan(v)) {                                     \
+                                        m = v;                                                   \
+                                        best = j;                                                \
+                                    }                                                            \
+                                }                                                                \
+                        y[o] = ST(m);                                                            \
+                        yi[o] = best + 1;                                                        \
+                    }                                                                            \
+                }                                                                                \
+            }                                                                                    \
+        }                                                                                        \
     }
 
 #define ID_LD(x) (x)
-AD_AVG_FWD(ad_avg_f32, float, float, ID_LD, ID_LD)
-AD_AVG_FWD(ad_avg_f64, double, double, ID_LD, ID_LD)
-AD_AVG_FWD(ad_avg_bf16, em_bfloat16, float, em_bf16_to_float, em_float_to_bf16)
-AD_AVG_BWD(ad_avgb_f32, float, float, ID_LD, ID_LD)
-AD_AVG_BWD(ad_avgb_f64, double, double, ID_LD, ID_LD)
-AD_AVG_BWD(ad_avgb_bf16, em_bfloat16, float, em_bf16_to_float, em_float_to_bf16)
 AD_MAX_FWD(ad_max_f32, float, float, ID_LD, ID_LD)
 AD_MAX_FWD(ad_max_f64, double, double, ID_LD, ID_LD)
 AD_MAX_FWD(ad_max_bf16, em_bfloat16, float, em_bf16_to_float, em_float_to_bf16)
 
-static int64_t ad_grain(const em_cpu_pool_geom *g) {
-    int64_t work = g->in_numel + g->out_numel;
-    return work >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / (work ? work : 1);
-}
-
-/* Forward: values (and with idx_out, 1-based indices) of the output shape. */
+/* Forward: values (and with idx_out, 1-based indices, the max pooling) of
+ * the output shape; without idx_out pool_avg.c's average. */
 static em_tensor *adaptive_forward(em_tensor *self, int nsp, em_intlist output_size, em_tensor **idx_out,
                                    const char *op) {
     em_cpu_pool_geom g;
     if (adaptive_geom(&g, self, nsp, output_size, idx_out != NULL, op) != EM_OK) return NULL;
+    if (!idx_out) return em_cpu_avg_pool_run(&g, self, false, 0);
     em_tensor *x = em_cpu_contiguous(EM_KS(EM_KEY_CPU), self);
     em_tensor *y = x ? em_tensor_new(g.ndim, g.out_sizes, self->dtype, self->device) : NULL;
-    em_tensor *yi = y && idx_out ? em_tensor_new(g.ndim, g.out_sizes, EM_INT64, self->device) : NULL;
-    if (!y || (idx_out && !yi)) {
+    em_tensor *yi = y ? em_tensor_new(g.ndim, g.out_sizes, EM_INT64, self->device) : NULL;
+    if (!yi) {
         em_tensor_release(x);
         em_tensor_release(y);
         return NULL;
     }
     if (y->numel > 0) {
-        ad_ctx c = { &g, (const char *)em_tensor_data(x), (char *)em_tensor_data(y),
-                     yi ? (int64_t *)em_tensor_data(yi) : NULL };
-        bool f64 = self->dtype == EM_FLOAT64, bf16 = self->dtype == EM_BFLOAT16;
-        em_cpu_range_fn fn = idx_out ? (f64 ? ad_max_f64 : bf16 ? ad_max_bf16 : ad_max_f32)
-                                     : (f64 ? ad_avg_f64 : bf16 ? ad_avg_bf16 : ad_avg_f32);
-        em_cpu_parallel_for(g.planes, ad_grain(&g), fn, &c);
+        ad_ctx c = { &g, (const char *)em_tensor_data(x), (char *)em_tensor_data(y), (int64_t *)em_tensor_data(yi) };
+        em_cpu_range_fn fn = self->dtype == EM_FLOAT64    ? ad_max_f64
+                             : self->dtype == EM_BFLOAT16 ? ad_max_bf16
+                                                          : ad_max_f32;
+        int64_t work = g.in_numel + g.out_numel;
+        em_cpu_parallel_for(g.planes, work >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / (work ? work : 1), fn, &c);
     }
     em_tensor_release(x);
-    if (idx_out) *idx_out = yi;
+    *idx_out = yi;
     return y;
 }
 
@@ -241,23 +189,7 @@ static em_status backward_geom(em_cpu_pool_geom *g, em_tensor *grad_output, em_t
 static em_tensor *adaptive_avg_backward(em_tensor *grad_output, em_tensor *self, int nsp, const char *op) {
     em_cpu_pool_geom g;
     if (backward_geom(&g, grad_output, self, nsp, false, op) != EM_OK) return NULL;
-    em_tensor *gi = em_cpu_zeros(EM_KS(EM_KEY_CPU), (em_intlist){ self->sizes, self->ndim }, self->dtype,
-                                 self->device);
-    em_tensor *go = gi ? (grad_output->dtype == self->dtype ? em_cpu_contiguous(EM_KS(EM_KEY_CPU), grad_output)
-                                                            : em_cpu_to_dtype(grad_output, self->dtype, op))
-                       : NULL;
-    if (!go) {
-        em_tensor_release(gi);
-        return NULL;
-    }
-    if (go->numel > 0) {
-        ad_ctx c = { &g, (const char *)em_tensor_data(go), (char *)em_tensor_data(gi), NULL };
-        em_cpu_range_fn fn = self->dtype == EM_FLOAT64 ? ad_avgb_f64 : self->dtype == EM_BFLOAT16 ? ad_avgb_bf16
-                                                                                                   : ad_avgb_f32;
-        em_cpu_parallel_for(g.planes, ad_grain(&g), fn, &c);
-    }
-    em_tensor_release(go);
-    return gi;
+    return em_cpu_avg_pool_backward_run(&g, grad_output, self, false, 0, op);
 }
 
 em_tensor *em_cpu_adaptive_avg_pool2d_backward(em_keyset ks, em_tensor *grad_output, em_tensor *self) {

@@ -6,7 +6,9 @@
  * window's size counted up to the padded input's end (count_include_pad),
  * or the input positions it covers (count_include_pad false), or
  * divisor_override; a window over padding alone gives 0. int64 inputs sum
- * in int64 and divide truncating, as PyTorch's kernel does.
+ * in int64 and divide truncating, as PyTorch's kernel does. The same loops
+ * serve adaptive average pooling (pool_adaptive.c), whose geometry has
+ * adaptive windows (em_cpu_pool_geom.adaptive) each divided by its size.
  */
 #include <string.h>
 
@@ -20,9 +22,16 @@ typedef struct {
     char *out;        /* contiguous output (forward) or zeroed grad_input (backward) */
 } avg_ctx;
 
-/* The window of output o along dim i: [*lo, *hi) clamped to the input, and
- * its size up to the padded end (PyTorch's pool_size factor). */
-static inline int64_t avg_window(const em_cpu_pool_geom *g, int i, int64_t o, int64_t *lo, int64_t *hi) {
+/* Two kinds of windows, each a pair KIND_window / KIND_divisor:
+ * KIND_window(g, i, o, &lo, &hi): the window of output o along dim i,
+ * [lo, hi) within the input, returning its size counted up to the padded
+ * input's end (PyTorch's pool_size factor); KIND_divisor(c, padded, d0,
+ * d1, h0, h1, w0, w1): the divisor of the window [d0,d1) x [h0,h1) x
+ * [w0,w1) (0: it covers no input).
+ * kernel: avg_pool's windows (k, s, p; count_include_pad,
+ * divisor_override); adaptive: PyTorch's adaptive windows (g->adaptive),
+ * never empty nor padded, each divided by its size. */
+static inline int64_t kernel_window(const em_cpu_pool_geom *g, int i, int64_t o, int64_t *lo, int64_t *hi) {
     int64_t a = o * g->s[i] - g->p[i];
     int64_t b = a + g->k[i];
     if (b > g->in[i] + g->p[i]) b = g->in[i] + g->p[i];
@@ -32,14 +41,46 @@ static inline int64_t avg_window(const em_cpu_pool_geom *g, int i, int64_t o, in
     return padded;
 }
 
-/* The divisor of one window (0: the window covers no input). */
-static inline int64_t avg_divisor(const avg_ctx *c, int64_t padded, int64_t covered) {
+static inline int64_t kernel_divisor(const avg_ctx *c, int64_t padded, int64_t d0, int64_t d1, int64_t h0,
+                                     int64_t h1, int64_t w0, int64_t w1) {
+    int64_t covered = d1 > d0 && h1 > h0 && w1 > w0 ? (d1 - d0) * (h1 - h0) * (w1 - w0) : 0;
     if (covered == 0) return 0;
     return c->divisor ? c->divisor : c->count_include_pad ? padded : covered;
 }
 
+static inline int64_t adaptive_window(const em_cpu_pool_geom *g, int i, int64_t o, int64_t *lo, int64_t *hi) {
+    em_cpu_adaptive_window(o, g->in[i], g->out[i], lo, hi);
+    return *hi - *lo;
+}
+
+static inline int64_t adaptive_divisor(const avg_ctx *c, int64_t padded, int64_t d0, int64_t d1, int64_t h0,
+                                       int64_t h1, int64_t w0, int64_t w1) {
+    (void)c, (void)padded;
+    return (d1 - d0) * (h1 - h0) * (w1 - w0);
+}
+
+/* The loops over one plane's output positions, shared by the forward and
+ * the backward (g: the geometry, c: the avg_ctx, KIND: kernel or adaptive,
+ * fixed per instantiated kernel): for each, __VA_ARGS__ runs with the
+ * window [d0,d1) x [h0,h1) x [w0,w1), its divisor div (0: no input
+ * covered) and AVG_OUT(g), the output's offset in the plane (an expression
+ * evaluated where it is used: after the forward's sum). */
+#define AVG_OUT(g) ((od * (g)->out[1] + oh) * (g)->out[2] + ow)
+#define AVG_WINDOWS(g, c, KIND, ...)                                                                \
+    for (int64_t od = 0; od < (g)->out[0]; od++) {                                                  \
+        int64_t d0, d1, pd = KIND##_window(g, 0, od, &d0, &d1);                                     \
+        for (int64_t oh = 0; oh < (g)->out[1]; oh++) {                                              \
+            int64_t h0, h1, ph = KIND##_window(g, 1, oh, &h0, &h1);                                 \
+            for (int64_t ow = 0; ow < (g)->out[2]; ow++) {                                          \
+                int64_t w0, w1, pw = KIND##_window(g, 2, ow, &w0, &w1);                             \
+                int64_t div = KIND##_divisor(c, pd * ph * pw, d0, d1, h0, h1, w0, w1);              \
+                __VA_ARGS__                                                                         \
+            }                                                                                       \
+        }                                                                                           \
+    }
+
 /* Forward over a plane range for element type T summed in A. */
-#define AVG_FWD(NAME, T, A, LD, ST)                                                                 \
+#define AVG_FWD(NAME, KIND, T, A, LD, ST)                                                           \
     static void NAME(int64_t begin, int64_t end, void *vctx) {                                      \
         const avg_ctx *c = vctx;                                                                    \
         const em_cpu_pool_geom *g = c->g;                                                           \
@@ -47,30 +88,21 @@ static inline int64_t avg_divisor(const avg_ctx *c, int64_t padded, int64_t cove
         for (int64_t pl = begin; pl < end; pl++) {                                                  \
             const T *x = (const T *)c->in + pl * g->in_numel;                                       \
             T *y = (T *)c->out + pl * g->out_numel;                                                 \
-            for (int64_t od = 0; od < g->out[0]; od++) {                                            \
-                int64_t d0, d1, pd = avg_window(g, 0, od, &d0, &d1);                                \
-                for (int64_t oh = 0; oh < g->out[1]; oh++) {                                        \
-                    int64_t h0, h1, ph = avg_window(g, 1, oh, &h0, &h1);                            \
-                    for (int64_t ow = 0; ow < g->out[2]; ow++) {                                    \
-                        int64_t w0, w1, pw = avg_window(g, 2, ow, &w0, &w1);                        \
-                        int64_t cov = d1 > d0 && h1 > h0 && w1 > w0 ? (d1 - d0) * (h1 - h0) * (w1 - w0) : 0; \
-                        int64_t div = avg_divisor(c, pd * ph * pw, cov);                            \
-                        A sum = 0;                                                                  \
-                        for (int64_t id = d0; id < d1; id++)                                        \
-                            for (int64_t ih = h0; ih < h1; ih++) {                                  \
-                                const T *row = x + (id * IH + ih) * IW;                             \
-                                for (int64_t iw = w0; iw < w1; iw++) sum += LD(row[iw]);            \
-                            }                                                                       \
-                        y[(od * g->out[1] + oh) * g->out[2] + ow] = div ? ST(sum / (A)div) : ST(0); \
+            AVG_WINDOWS(g, c, KIND, {                                                               \
+                A sum = 0;                                                                          \
+                for (int64_t id = d0; id < d1; id++)                                                \
+                    for (int64_t ih = h0; ih < h1; ih++) {                                          \
+                        const T *row = x + (id * IH + ih) * IW;                                     \
+                        for (int64_t iw = w0; iw < w1; iw++) sum += LD(row[iw]);                    \
                     }                                                                               \
-                }                                                                                   \
-            }                                                                                       \
+                y[AVG_OUT(g)] = div ? ST(sum / (A)div) : ST(0);                                     \
+            })                                                                                      \
         }                                                                                           \
     }
 
 /* Backward: each output's gradient / its divisor added over its window,
  * one plane per iteration (no two threads write one element; fixed order). */
-#define AVG_BWD(NAME, T, A, LD, ST)                                                                 \
+#define AVG_BWD(NAME, KIND, T, A, LD, ST)                                                           \
     static void NAME(int64_t begin, int64_t end, void *vctx) {                                      \
         const avg_ctx *c = vctx;                                                                    \
         const em_cpu_pool_geom *g = c->g;                                                           \
@@ -78,36 +110,90 @@ static inline int64_t avg_divisor(const avg_ctx *c, int64_t padded, int64_t cove
         for (int64_t pl = begin; pl < end; pl++) {                                                  \
             const T *go = (const T *)c->in + pl * g->out_numel;                                     \
             T *gi = (T *)c->out + pl * g->in_numel;                                                 \
-            for (int64_t od = 0; od < g->out[0]; od++) {                                            \
-                int64_t d0, d1, pd = avg_window(g, 0, od, &d0, &d1);                                \
-                for (int64_t oh = 0; oh < g->out[1]; oh++) {                                        \
-                    int64_t h0, h1, ph = avg_window(g, 1, oh, &h0, &h1);                            \
-                    for (int64_t ow = 0; ow < g->out[2]; ow++) {                                    \
-                        int64_t w0, w1, pw = avg_window(g, 2, ow, &w0, &w1);                        \
-                        int64_t cov = d1 > d0 && h1 > h0 && w1 > w0 ? (d1 - d0) * (h1 - h0) * (w1 - w0) : 0; \
-                        int64_t div = avg_divisor(c, pd * ph * pw, cov);                            \
-                        if (!div) continue;                                                         \
-                        A v = (A)LD(go[(od * g->out[1] + oh) * g->out[2] + ow]) / (A)div;           \
-                        for (int64_t id = d0; id < d1; id++)                                        \
-                            for (int64_t ih = h0; ih < h1; ih++) {                                  \
-                                T *row = gi + (id * IH + ih) * IW;                                  \
-                                for (int64_t iw = w0; iw < w1; iw++) row[iw] = ST((A)LD(row[iw]) + v); \
-                            }                                                                       \
+            AVG_WINDOWS(g, c, KIND, {                                                               \
+                if (!div) continue;                                                                 \
+                A v = (A)LD(go[AVG_OUT(g)]) / (A)div;                                               \
+                for (int64_t id = d0; id < d1; id++)                                                \
+                    for (int64_t ih = h0; ih < h1; ih++) {                                          \
+                        T *row = gi + (id * IH + ih) * IW;                                          \
+                        for (int64_t iw = w0; iw < w1; iw++) row[iw] = ST((A)LD(row[iw]) + v);      \
                     }                                                                               \
-                }                                                                                   \
-            }                                                                                       \
+            })                                                                                      \
         }                                                                                           \
     }
 
+/* Forward: f32, f64, bf16, i64; backward: f32, f64, bf16, f16; then the
+ * same over adaptive windows (float32/float64/bfloat16 only). */
 #define ID_LD(x) (x)
-AVG_FWD(avg_fwd_f32, float, float, ID_LD, ID_LD)
-AVG_FWD(avg_fwd_f64, double, double, ID_LD, ID_LD)
-AVG_FWD(avg_fwd_bf16, em_bfloat16, float, em_bf16_to_float, em_float_to_bf16)
-AVG_FWD(avg_fwd_i64, int64_t, int64_t, ID_LD, ID_LD)
-AVG_BWD(avg_bwd_f32, float, float, ID_LD, ID_LD)
-AVG_BWD(avg_bwd_f64, double, double, ID_LD, ID_LD)
-AVG_BWD(avg_bwd_bf16, em_bfloat16, float, em_bf16_to_float, em_float_to_bf16)
-AVG_BWD(avg_bwd_f16, em_half, float, em_half_to_float, em_float_to_half)
+AVG_FWD(avg_fwd_f32, kernel, float, float, ID_LD, ID_LD)
+AVG_FWD(avg_fwd_f64, kernel, double, double, ID_LD, ID_LD)
+AVG_FWD(avg_fwd_bf16, kernel, em_bfloat16, float, em_bf16_to_float, em_float_to_bf16)
+AVG_FWD(avg_fwd_i64, kernel, int64_t, int64_t, ID_LD, ID_LD)
+AVG_BWD(avg_bwd_f32, kernel, float, float, ID_LD, ID_LD)
+AVG_BWD(avg_bwd_f64, kernel, double, double, ID_LD, ID_LD)
+AVG_BWD(avg_bwd_bf16, kernel, em_bfloat16, float, em_bf16_to_float, em_float_to_bf16)
+AVG_BWD(avg_bwd_f16, kernel, em_half, float, em_half_to_float, em_float_to_half)
+AVG_FWD(ad_fwd_f32, adaptive, float, float, ID_LD, ID_LD)
+AVG_FWD(ad_fwd_f64, adaptive, double, double, ID_LD, ID_LD)
+AVG_FWD(ad_fwd_bf16, adaptive, em_bfloat16, float, em_bf16_to_float, em_float_to_bf16)
+AVG_BWD(ad_bwd_f32, adaptive, float, float, ID_LD, ID_LD)
+AVG_BWD(ad_bwd_f64, adaptive, double, double, ID_LD, ID_LD)
+AVG_BWD(ad_bwd_bf16, adaptive, em_bfloat16, float, em_bf16_to_float, em_float_to_bf16)
+
+/* Planes per task: a window's elements are the work of an output (the
+ * input and output elements for adaptive windows). */
+static int64_t grain_for(const em_cpu_pool_geom *g) {
+    int64_t work = g->adaptive ? g->in_numel + g->out_numel : g->out_numel * g->k[0] * g->k[1] * g->k[2];
+    return work >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / (work ? work : 1);
+}
+
+/* Runs fn over g's planes from in (the input, or grad_output) into out
+ * (the output, or the zeroed grad_input) unless the pooling's output is
+ * empty; releases in; returns out (NULL, releasing both, when either is
+ * NULL). */
+static em_tensor *avg_launch(const em_cpu_pool_geom *g, bool count_include_pad, int64_t divisor, em_tensor *in,
+                             em_tensor *out, em_cpu_range_fn fn) {
+    if (!in || !out) {
+        em_tensor_release(in);
+        em_tensor_release(out);
+        return NULL;
+    }
+    if (g->planes * g->out_numel > 0) {
+        avg_ctx c = { g, count_include_pad, divisor, (const char *)em_tensor_data(in), (char *)em_tensor_data(out) };
+        em_cpu_parallel_for(g->planes, grain_for(g), fn, &c);
+    }
+    em_tensor_release(in);
+    return out;
+}
+
+em_tensor *em_cpu_avg_pool_run(const em_cpu_pool_geom *g, em_tensor *self, bool count_include_pad,
+                               int64_t divisor) {
+    em_tensor *x = em_cpu_contiguous(EM_KS(EM_KEY_CPU), self);
+    em_tensor *y = x ? em_tensor_new(g->ndim, g->out_sizes, self->dtype, self->device) : NULL;
+    bool f64 = self->dtype == EM_FLOAT64, bf16 = self->dtype == EM_BFLOAT16;
+    em_cpu_range_fn fn = g->adaptive                 ? (f64 ? ad_fwd_f64 : bf16 ? ad_fwd_bf16 : ad_fwd_f32)
+                         : f64                       ? avg_fwd_f64
+                         : bf16                      ? avg_fwd_bf16
+                         : self->dtype == EM_INT64   ? avg_fwd_i64
+                                                     : avg_fwd_f32;
+    return avg_launch(g, count_include_pad, divisor, x, y, fn);
+}
+
+em_tensor *em_cpu_avg_pool_backward_run(const em_cpu_pool_geom *g, em_tensor *grad_output, em_tensor *self,
+                                        bool count_include_pad, int64_t divisor, const char *op) {
+    em_tensor *gi = em_cpu_zeros(EM_KS(EM_KEY_CPU), (em_intlist){ self->sizes, self->ndim }, self->dtype,
+                                 self->device);
+    em_tensor *go = gi ? (grad_output->dtype == self->dtype ? em_cpu_contiguous(EM_KS(EM_KEY_CPU), grad_output)
+                                                            : em_cpu_to_dtype(grad_output, self->dtype, op))
+                       : NULL;
+    bool f64 = self->dtype == EM_FLOAT64, bf16 = self->dtype == EM_BFLOAT16;
+    em_cpu_range_fn fn = g->adaptive                 ? (f64 ? ad_bwd_f64 : bf16 ? ad_bwd_bf16 : ad_bwd_f32)
+                         : f64                       ? avg_bwd_f64
+                         : bf16                      ? avg_bwd_bf16
+                         : self->dtype == EM_FLOAT16 ? avg_bwd_f16
+                                                     : avg_bwd_f32;
+    return avg_launch(g, count_include_pad, divisor, go, gi, fn);
+}
 
 /* The checks avg pooling adds to the geometry's: divisor_override non-zero. */
 static em_status avg_geom(em_cpu_pool_geom *g, const em_tensor *self, int nsp, em_intlist kernel_size,
@@ -131,34 +217,13 @@ static em_status avg_geom(em_cpu_pool_geom *g, const em_tensor *self, int nsp, e
     return EM_OK;
 }
 
-static int64_t grain_for(const em_cpu_pool_geom *g) {
-    int64_t work = g->out_numel * g->k[0] * g->k[1] * g->k[2];
-    return work >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / (work ? work : 1);
-}
-
 static em_tensor *avg_pool_forward(em_tensor *self, int nsp, em_intlist kernel_size, em_intlist stride,
                                    em_intlist padding, bool ceil_mode, bool count_include_pad,
                                    const int64_t *divisor_override, const char *op) {
     em_cpu_pool_geom g;
     if (avg_geom(&g, self, nsp, kernel_size, stride, padding, ceil_mode, divisor_override, op) != EM_OK)
         return NULL;
-    em_tensor *x = em_cpu_contiguous(EM_KS(EM_KEY_CPU), self);
-    em_tensor *y = x ? em_tensor_new(g.ndim, g.out_sizes, self->dtype, self->device) : NULL;
-    if (!y) {
-        em_tensor_release(x);
-        return NULL;
-    }
-    if (y->numel > 0) {
-        avg_ctx c = { &g, count_include_pad, divisor_override ? *divisor_override : 0,
-                      (const char *)em_tensor_data(x), (char *)em_tensor_data(y) };
-        em_cpu_range_fn fn = self->dtype == EM_FLOAT64    ? avg_fwd_f64
-                             : self->dtype == EM_BFLOAT16 ? avg_fwd_bf16
-                             : self->dtype == EM_INT64    ? avg_fwd_i64
-                                                          : avg_fwd_f32;
-        em_cpu_parallel_for(g.planes, grain_for(&g), fn, &c);
-    }
-    em_tensor_release(x);
-    return y;
+    return em_cpu_avg_pool_run(&g, self, count_include_pad, divisor_override ? *divisor_override : 0);
 }
 
 static em_tensor *avg_pool_backward(em_tensor *grad_output, em_tensor *self, int nsp, em_intlist kernel_size,
@@ -178,26 +243,8 @@ static em_tensor *avg_pool_backward(em_tensor *grad_output, em_tensor *self, int
                      em_shape_str(g.ndim, g.out_sizes, sb, sizeof sb));
         return NULL;
     }
-    em_tensor *gi = em_cpu_zeros(EM_KS(EM_KEY_CPU), (em_intlist){ self->sizes, self->ndim }, self->dtype,
-                                 self->device);
-    em_tensor *go = gi ? (grad_output->dtype == self->dtype ? em_cpu_contiguous(EM_KS(EM_KEY_CPU), grad_output)
-                                                            : em_cpu_to_dtype(grad_output, self->dtype, op))
-                       : NULL;
-    if (!go) {
-        em_tensor_release(gi);
-        return NULL;
-    }
-    if (go->numel > 0) {
-        avg_ctx c = { &g, count_include_pad, divisor_override ? *divisor_override : 0,
-                      (const char *)em_tensor_data(go), (char *)em_tensor_data(gi) };
-        em_cpu_range_fn fn = self->dtype == EM_FLOAT64    ? avg_bwd_f64
-                             : self->dtype == EM_BFLOAT16 ? avg_bwd_bf16
-                             : self->dtype == EM_FLOAT16  ? avg_bwd_f16
-                                                          : avg_bwd_f32;
-        em_cpu_parallel_for(g.planes, grain_for(&g), fn, &c);
-    }
-    em_tensor_release(go);
-    return gi;
+    return em_cpu_avg_pool_backward_run(&g, grad_output, self, count_include_pad,
+                                        divisor_override ? *divisor_override : 0, op);
 }
 
 em_tensor *em_cpu_avg_pool2d(em_keyset ks, em_tensor *input, em_intlist kernel_size, em_intlist stride,
