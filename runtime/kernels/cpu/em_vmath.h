@@ -220,21 +220,19 @@ EM_VM_INLINE float em_vm_expm1f(float x) {
     return x != x ? x : res;
 }
 
-/* tanh(x) = sign(x) (1 - 2 / (e^(2|x|) + 1)) for |x| >= 0.625 (the
- * subtraction loses under an ulp there); below, x + x^3 P(x^2) with a
- * degree-5 fit in x^2 (relative error under 0.003 ulp before rounding).
- * Both are computed (branch-free), one division; the sign goes back on as
- * x's sign bit, and NaN propagates through both paths. */
+/* tanh(x) = sign(x) m / (m + 2) with m = e^(2|x|) - 1 = 2^k q + (2^k - 1)
+ * (em_vm_exp_q; no cancellation: for k = 0 it is q itself, so tiny x
+ * give x), |x| clamped to 10 (tanh(10) rounds to 1, tanh(9) does not).
+ * One path for every x, one division; the sign goes back on as x's sign
+ * bit, and NaN propagates through the clamp and the polynomial. */
 EM_VM_INLINE float em_vm_tanhf(float x) {
     float ax = __builtin_fabsf(x);
-    float a10 = ax > 10.0f ? 10.0f : ax; /* tanh(10) rounds to 1 (tanh(9) does not); NaN stays */
-    float e = em_vm_expf_fast(2.0f * a10);
-    float t = 1.0f - 2.0f / (e + 1.0f);
-    float z = x * x;
-    float p = -3.333333101e-01f + z * (1.333321249e-01f + z * (-5.394745229e-02f +
-              z * (2.170398953e-02f + z * (-8.184633580e-03f + z * 2.148957376e-03f))));
-    float s = ax + ax * z * p;
-    t = ax < 0.625f ? s : t;
+    float a10 = ax > 10.0f ? 10.0f : ax; /* NaN stays */
+    float kb;
+    float q = em_vm_exp_q(2.0f * a10, &kb);
+    float s = em_vm_float((em_vm_bits(kb) - 0x4b400000u + 127u) << 23);
+    float m = s * q + (s - 1.0f);
+    float t = m / (m + 2.0f);
     return em_vm_float(em_vm_bits(t) | (em_vm_bits(x) & 0x80000000u));
 }
 
