@@ -40,13 +40,15 @@ VEC_FN(loop_expm1, em_vm_expm1f(x))
 VEC_FN(loop_log_general, em_vm_logf(x))
 VEC_FN(loop_tanh, em_vm_tanhf(x))
 VEC_FN(loop_sigmoid_general, em_vm_sigmoidf(x))
+VEC_FN(loop_sin_any, em_vm_sinf_any(x))
+VEC_FN(loop_cos_any, em_vm_cosf_any(x))
 /* the array forms (Note [Vector math blocks]), as the kernels call them;
  * out may be in */
 EM_VM_CLONES static void loop_exp(float *out, const float *in, int64_t n) { em_vm_expf_n(out, in, n); }
 EM_VM_CLONES static void loop_log(float *out, const float *in, int64_t n) { em_vm_logf_n(out, in, n); }
 EM_VM_CLONES static void loop_sigmoid(float *out, const float *in, int64_t n) { em_vm_sigmoidf_n(out, in, n); }
-EM_VM_CLONES static void loop_sin(float *restrict out, const float *restrict in, int64_t n) { em_vm_sincosf_n(out, in, n, 0); }
-EM_VM_CLONES static void loop_cos(float *restrict out, const float *restrict in, int64_t n) { em_vm_sincosf_n(out, in, n, 1); }
+EM_VM_CLONES static void loop_sin(float *out, const float *in, int64_t n) { em_vm_sincosf_n(out, in, n, 0); }
+EM_VM_CLONES static void loop_cos(float *out, const float *in, int64_t n) { em_vm_sincosf_n(out, in, n, 1); }
 
 typedef struct {
     const char *name;
@@ -111,19 +113,19 @@ END_TEST
 
 /* Note [Vector math blocks]: an array form's fast blocks give the general
  * function's bits, so a result does not depend on its neighbours. Every
- * 7th bit pattern in blocks that are all fast-path arguments, through the
- * array form and through a vector loop of the general function. */
+ * stride-th bit pattern in blocks that are all fast-path arguments,
+ * through the array form and through a loop of the general function. */
 typedef void (*vec_fn)(float *, const float *, int64_t);
-static void same_bits(const char *name, vec_fn arr, vec_fn general, float lo, float hi) {
+static void same_bits(const char *name, vec_fn arr, vec_fn general, float lo, float hi, uint32_t stride) {
     enum { B = 4096 };
     static float xs[B], ya[B], yg[B];
     int64_t m = 0, checked = 0;
-    for (uint64_t u = 0; u < 0x100000000ull; u += 7) {
+    for (uint64_t u = 0; u < 0x100000000ull; u += stride) {
         float x;
         uint32_t b = (uint32_t)u;
         memcpy(&x, &b, 4);
         if (x >= lo && x <= hi) xs[m++] = x;
-        if (m < B && u + 7 < 0x100000000ull) continue;
+        if (m < B && u + stride < 0x100000000ull) continue;
         arr(ya, xs, m);
         general(yg, xs, m);
         ck_assert_msg(memcmp(ya, yg, (size_t)m * 4) == 0, "%s: the array form's fast path differs from the general function", name);
@@ -137,9 +139,11 @@ static void same_bits(const char *name, vec_fn arr, vec_fn general, float lo, fl
 }
 
 START_TEST(test_vmath_fast_paths_same_bits) {
-    same_bits("exp", loop_exp, loop_exp_general, -EM_VM_EXP_FAST, EM_VM_EXP_FAST);
-    same_bits("sigmoid", loop_sigmoid, loop_sigmoid_general, -EM_VM_EXP_FAST, EM_VM_EXP_FAST);
-    same_bits("log", loop_log, loop_log_general, 1.17549435e-38f, 3.40282347e38f);
+    same_bits("exp", loop_exp, loop_exp_general, -EM_VM_EXP_FAST, EM_VM_EXP_FAST, 7);
+    same_bits("sigmoid", loop_sigmoid, loop_sigmoid_general, -EM_VM_EXP_FAST, EM_VM_EXP_FAST, 7);
+    same_bits("log", loop_log, loop_log_general, 1.17549435e-38f, 3.40282347e38f, 7);
+    same_bits("sin", loop_sin, loop_sin_any, -EM_VM_TRIG_MAX, EM_VM_TRIG_MAX, 31);
+    same_bits("cos", loop_cos, loop_cos_any, -EM_VM_TRIG_MAX, EM_VM_TRIG_MAX, 31);
     /* a block with one special value runs the general function on all its elements */
     float xs[1000], ya[1000], yg[1000];
     for (int i = 0; i < 1000; i++) xs[i] = (float)(i - 500) * 0.173f;

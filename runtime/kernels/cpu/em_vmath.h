@@ -287,28 +287,21 @@ EM_VM_INLINE float em_vm_sincosf(float x, int want_cos) {
 EM_VM_INLINE float em_vm_sinf(float x) { return em_vm_sincosf(x, 0); }
 EM_VM_INLINE float em_vm_cosf(float x) { return em_vm_sincosf(x, 1); }
 
-/* out[i] = sin(in[i]) (cos with want_cos) for n contiguous floats; out may
- * be in (each out[i] is written after in[i] is read). In blocks of 512: a
- * vector OR over the block first; a block without |x| > EM_VM_TRIG_MAX,
- * infinities or NaN (the common case) is one vector loop straight from in
- * to out, a rare other block goes element by element, those arguments to
- * libm. */
+/* sin and cos of any float: em_vm_sincosf up to EM_VM_TRIG_MAX, libm
+ * beyond (and for inf and NaN) */
+EM_VM_INLINE float em_vm_sinf_any(float x) { return __builtin_fabsf(x) <= EM_VM_TRIG_MAX ? em_vm_sincosf(x, 0) : sinf(x); }
+EM_VM_INLINE float em_vm_cosf_any(float x) { return __builtin_fabsf(x) <= EM_VM_TRIG_MAX ? em_vm_sincosf(x, 1) : cosf(x); }
+#define EM_VM_TRIG_MAX_BITS 0x46000000u /* EM_VM_TRIG_MAX */
+
+/* out[i] = sin(in[i]) (cos with want_cos) for n contiguous floats (Note
+ * [Vector math blocks]): a block without |x| > EM_VM_TRIG_MAX, infinities
+ * or NaN (the common case) is one vector loop, a rare other block goes
+ * element by element, those arguments to libm. */
 EM_VM_INLINE void em_vm_sincosf_n(float *out, const float *in, int64_t n, int want_cos) {
-    for (int64_t b = 0; b < n; b += 512) {
-        int64_t m = n - b < 512 ? n - b : 512;
-        const float *x = in + b;
-        float *o = out + b;
-        int big = 0;
-        for (int64_t i = 0; i < m; i++) big |= !(__builtin_fabsf(x[i]) <= EM_VM_TRIG_MAX);
-        if (!big) {
-            for (int64_t i = 0; i < m; i++) o[i] = em_vm_sincosf(x[i], want_cos);
-            continue;
-        }
-        for (int64_t i = 0; i < m; i++) {
-            float v = x[i];
-            o[i] = __builtin_fabsf(v) <= EM_VM_TRIG_MAX ? em_vm_sincosf(v, want_cos) : want_cos ? cosf(v) : sinf(v);
-        }
-    }
+    if (want_cos)
+        EM_VM_BLOCKED(out, in, n, em_vm_cosf, em_vm_cosf_any, 0x7fffffffu, 0u, EM_VM_TRIG_MAX_BITS);
+    else
+        EM_VM_BLOCKED(out, in, n, em_vm_sinf, em_vm_sinf_any, 0x7fffffffu, 0u, EM_VM_TRIG_MAX_BITS);
 }
 
 #endif
