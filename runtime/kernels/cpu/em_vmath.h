@@ -81,12 +81,12 @@ EM_VM_INLINE float em_vm_exp_q(float x, float *kb) {
 }
 
 /* Note [exp's fast path]
- * e^x = 2^k (1 + q) is computed as s q + s with s = 2^k: one rounding,
- * contracted to one FMA, and bit-identical to 2^k rounded(1 + q) (the
- * scaling by a power of two is exact while s and the result are normal).
+ * e^x = 2^k (1 + q) is computed as s q + s with s = 2^k: one rounding
+ * when contracted to one FMA (two without FMAs, the product rounded
+ * first where it is subnormal).
  * em_vm_expf_fast is that with one factor s, for |x| <= EM_VM_EXP_FAST
  * (k in [-126, 126]); em_vm_expf covers every x with k split into two
- * factors (s1 q + s1) s2, which is the same number for those x, so an
+ * factors (s1 q + s1) s2, where s1 = s and s2 = 1 for those x, so an
  * array loop may take either for any element (em_vm_expf_n picks per
  * block) and a result never depends on its neighbours. */
 #define EM_VM_EXP_FAST 87.0f
@@ -99,8 +99,12 @@ EM_VM_INLINE float em_vm_expf_fast(float x) {
 }
 
 /* e^x for every x: em_vm_expf_fast with x clamped to [-104, 89] and 2^k
- * applied as two factors so that k in [-150, 128] stays representable
- * (gradual underflow to 0, overflow to inf). The clamps are written as
+ * applied as two factors 2^k1 2^k2 with k1 = k clamped to [-126, 127],
+ * so that k in [-150, 128] stays representable (gradual underflow to 0,
+ * overflow to inf) while for a normal 2^k the second factor is 1 and the
+ * result em_vm_expf_fast's bits, with or without FMAs (s q is exact
+ * then only when s is normal: a split such as k1 = k / 2 would differ
+ * from the fast path without FMAs where s q is subnormal). The clamps are written as
  * `x < c ? c : x` so that NaN passes them (and the polynomial carries it
  * to the result: no fix-up). Within 2 ulp with or without fused
  * multiply-adds (EM_VM_CLONES contracts them). */
@@ -109,7 +113,8 @@ EM_VM_INLINE float em_vm_expf(float x) {
     xc = xc > 89.0f ? 89.0f : xc;
     float kb;
     float q = em_vm_exp_q(xc, &kb);
-    int32_t ki = (int32_t)(em_vm_bits(kb) - 0x4b400000u), k1 = ki >> 1, k2 = ki - k1;
+    int32_t ki = (int32_t)(em_vm_bits(kb) - 0x4b400000u);
+    int32_t k1 = ki < -126 ? -126 : ki > 127 ? 127 : ki, k2 = ki - k1; /* k2 = 0 for normal 2^k */
     float s1 = em_vm_float((uint32_t)(k1 + 127) << 23);
     return (q * s1 + s1) * em_vm_float((uint32_t)(k2 + 127) << 23);
 }
