@@ -35,13 +35,20 @@ static double sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }
             out[i] = EXPR;                                                    \
         }                                                                     \
     }
-VEC_FN(loop_exp, em_vm_expf(x))
+VEC_FN(loop_exp_general, em_vm_expf(x))
 VEC_FN(loop_expm1, em_vm_expm1f(x))
-VEC_FN(loop_log, em_vm_logf(x))
+VEC_FN(loop_log_general, em_vm_logf(x))
 VEC_FN(loop_tanh, em_vm_tanhf(x))
-VEC_FN(loop_sigmoid, em_vm_sigmoidf(x))
-EM_VM_CLONES static void loop_sin(float *restrict out, const float *restrict in, int64_t n) { em_vm_sincosf_n(out, in, n, 0); }
-EM_VM_CLONES static void loop_cos(float *restrict out, const float *restrict in, int64_t n) { em_vm_sincosf_n(out, in, n, 1); }
+VEC_FN(loop_sigmoid_general, em_vm_sigmoidf(x))
+VEC_FN(loop_sin_any, em_vm_sinf_any(x))
+VEC_FN(loop_cos_any, em_vm_cosf_any(x))
+/* the array forms (Note [Vector math blocks]), as the kernels call them;
+ * out may be in */
+EM_VM_CLONES static void loop_exp(float *out, const float *in, int64_t n) { em_vm_expf_n(out, in, n); }
+EM_VM_CLONES static void loop_log(float *out, const float *in, int64_t n) { em_vm_logf_n(out, in, n); }
+EM_VM_CLONES static void loop_sigmoid(float *out, const float *in, int64_t n) { em_vm_sigmoidf_n(out, in, n); }
+EM_VM_CLONES static void loop_sin(float *out, const float *in, int64_t n) { em_vm_sincosf_n(out, in, n, 0); }
+EM_VM_CLONES static void loop_cos(float *out, const float *in, int64_t n) { em_vm_sincosf_n(out, in, n, 1); }
 
 typedef struct {
     const char *name;
@@ -55,7 +62,9 @@ static float sin_f(float x) { return em_vm_sinf(x); }
 static float cos_f(float x) { return em_vm_cosf(x); }
 
 /* Max ulp error over every 257th float bit pattern in [lo, hi], of the
- * scalar calls and of the vector loop (in blocks of 4096). */
+ * scalar calls and of the vector loop (in blocks of 4096: the bit
+ * patterns ascend, so an array form's blocks are mostly all fast or all
+ * general, and both kinds run). */
 static int64_t sweep(const fn_case *c, float *worst_x) {
     enum { B = 4096 };
     static float xs[B], ys[B];
@@ -99,6 +108,56 @@ START_TEST(test_vmath_within_2_ulp) {
         int64_t e = sweep(&cases[i], &wx);
         ck_assert_msg(e <= 2, "%s: %lld ulp at x = %.9g", cases[i].name, (long long)e, wx);
     }
+}
+END_TEST
+
+/* Note [Vector math blocks]: an array form's fast blocks give the general
+ * function's bits, so a result does not depend on its neighbours. Every
+ * stride-th bit pattern in blocks that are all fast-path arguments,
+ * through the array form and through a loop of the general function. */
+typedef void (*vec_fn)(float *, const float *, int64_t);
+static void same_bits(const char *name, vec_fn arr, vec_fn general, float lo, float hi, uint32_t stride) {
+    enum { B = 4096 };
+    static float xs[B], ya[B], yg[B];
+    int64_t m = 0, checked = 0;
+    for (uint64_t u = 0; u < 0x100000000ull; u += stride) {
+        float x;
+        uint32_t b = (uint32_t)u;
+        memcpy(&x, &b, 4);
+        if (x >= lo && x <= hi) xs[m++] = x;
+        if (m < B && u + stride < 0x100000000ull) continue;
+        arr(ya, xs, m);
+        general(yg, xs, m);
+        ck_assert_msg(memcmp(ya, yg, (size_t)m * 4) == 0, "%s: the array form's fast path differs from the general function", name);
+        memcpy(ya, xs, (size_t)m * 4);
+        arr(ya, ya, m); /* in place: the separate reduction pass */
+        ck_assert_msg(memcmp(ya, yg, (size_t)m * 4) == 0, "%s: the array form in place differs from the general function", name);
+        checked += m;
+        m = 0;
+    }
+    ck_assert(checked > 1000000);
+}
+
+START_TEST(test_vmath_fast_paths_same_bits) {
+    same_bits("exp", loop_exp, loop_exp_general, -EM_VM_EXP_FAST, EM_VM_EXP_FAST, 7);
+    same_bits("sigmoid", loop_sigmoid, loop_sigmoid_general, -EM_VM_EXP_FAST, EM_VM_EXP_FAST, 7);
+    same_bits("log", loop_log, loop_log_general, 1.17549435e-38f, 3.40282347e38f, 7);
+    same_bits("sin", loop_sin, loop_sin_any, -EM_VM_TRIG_MAX, EM_VM_TRIG_MAX, 31);
+    same_bits("cos", loop_cos, loop_cos_any, -EM_VM_TRIG_MAX, EM_VM_TRIG_MAX, 31);
+    /* a block with one special value runs the general function on all its elements */
+    float xs[1000], ya[1000], yg[1000];
+    for (int i = 0; i < 1000; i++) xs[i] = (float)(i - 500) * 0.173f;
+    xs[700] = NAN;
+    loop_exp(ya, xs, 1000);
+    loop_exp_general(yg, xs, 1000);
+    ck_assert(memcmp(ya, yg, 700 * 4) == 0 && isnan(ya[700]) && memcmp(ya + 701, yg + 701, 299 * 4) == 0);
+    xs[700] = -0.0f;
+    loop_log(ya, xs, 1000);
+    loop_log_general(yg, xs, 1000);
+    for (int i = 0; i < 1000; i++) ck_assert(memcmp(&ya[i], &yg[i], 4) == 0 || (isnan(ya[i]) && isnan(yg[i])));
+    ck_assert(ya[700] == -INFINITY && isnan(ya[0]));
+    loop_log(xs, xs, 1000); /* in place, the same */
+    for (int i = 0; i < 1000; i++) ck_assert(memcmp(&xs[i], &yg[i], 4) == 0 || (isnan(xs[i]) && isnan(yg[i])));
 }
 END_TEST
 
@@ -146,6 +205,7 @@ Suite *make_vmath_suite(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_vmath_within_2_ulp);
     tcase_add_test(tc, test_vmath_special_values);
+    tcase_add_test(tc, test_vmath_fast_paths_same_bits);
     suite_add_tcase(s, tc);
     return s;
 }

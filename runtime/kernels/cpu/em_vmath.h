@@ -14,7 +14,15 @@
  * NaN, ...). sin/cos reduce the argument with a four-part pi/2 in float,
  * exact enough up to EM_VM_TRIG_MAX; em_vm_sincosf_n redoes the
  * rare larger arguments with libm. Methods: Cody-Waite range reduction and
- * minimax polynomials (the classic Cephes/fdlibm coefficients).
+ * minimax polynomials (the classic Cephes/fdlibm coefficients); every e^x
+ * (exp, expm1, tanh, sigmoid) shares one polynomial, em_vm_exp_q.
+ * Array forms (em_vm_expf_n, logf_n, sigmoidf_n, sincosf_n) are what a
+ * contiguous kernel loop should call: they skip the special-value
+ * handling on blocks that need none (Note [Vector math blocks]), with
+ * the same bits. Speed notes: the loops are bound by instruction count
+ * and latency, not memory, at 1e7 floats; the block check is fused into
+ * the compute pass; non-temporal stores through a staging buffer and
+ * software prefetch were measured slower (AMD EPYC, Zen 2).
  */
 #ifndef EMBER_KERNELS_CPU_EM_VMATH_H
 #define EMBER_KERNELS_CPU_EM_VMATH_H
@@ -51,61 +59,133 @@ EM_VM_INLINE float em_vm_float(uint32_t u) {
     return x;
 }
 
-/* e^x: x = k ln2 + r with |r| <= ln2/2, a degree-6 polynomial for e^r, and
- * 2^k applied as two factors so that k in [-150, 128] stays representable
- * (gradual underflow to 0, overflow to inf). The clamps are written as
- * `x < c ? c : x` so that they compile to one maxps/minps each that passes
- * NaN through (the polynomial then carries it to the result: no fix-up).
- * k is read from the rounding constant's low mantissa bits (the integer
- * k + 0x4b400000 as bits), not converted. Exact with or without fused
+/* The shared part of every e^x here: x = k ln2 + r with |r| <= ln2/2 (k
+ * by the round-to-nearest constant 1.5 * 2^23; Cody-Waite ln2 in two
+ * parts), and q = e^r - 1 = r + r^2 P(r) with the degree-5 P evaluated by
+ * Estrin's scheme (depth 3 instead of Horner's 5: the loops are limited
+ * by this latency as much as by their instruction count). *kb gets
+ * k + 0x4b400000 as float bits (k in the low mantissa bits). Valid for
+ * |x| < 2^22 (and NaN, which propagates into q). */
+EM_VM_INLINE float em_vm_exp_q(float x, float *kb) {
+    float b = x * 1.44269504088896341f + 12582912.0f;
+    float k = b - 12582912.0f;
+    float r = x - k * 0.693359375f;
+    r = r - k * -2.12194440e-4f;
+    float r2 = r * r;
+    float p01 = 1.6666665459E-1f * r + 5.0000001201E-1f;
+    float p23 = 8.3334519073E-3f * r + 4.1665795894E-2f;
+    float p45 = 1.9875691500E-4f * r + 1.3981999507E-3f;
+    float p = (p45 * r2 + p23) * r2 + p01;
+    *kb = b;
+    return p * r2 + r;
+}
+
+/* Note [exp's fast path]
+ * e^x = 2^k (1 + q) is computed as s q + s with s = 2^k: one rounding
+ * when contracted to one FMA (two without FMAs, the product rounded
+ * first where it is subnormal).
+ * em_vm_expf_fast is that with one factor s, for |x| <= EM_VM_EXP_FAST
+ * (k in [-126, 126]); em_vm_expf covers every x with k split into two
+ * factors (s1 q + s1) s2, where s1 = s and s2 = 1 for those x, so an
+ * array loop may take either for any element (em_vm_expf_n picks per
+ * block) and a result never depends on its neighbours. */
+#define EM_VM_EXP_FAST 87.0f
+
+EM_VM_INLINE float em_vm_expf_fast(float x) {
+    float kb;
+    float q = em_vm_exp_q(x, &kb);
+    float s = em_vm_float((em_vm_bits(kb) - 0x4b400000u + 127u) << 23);
+    return q * s + s;
+}
+
+/* e^x for every x: em_vm_expf_fast with x clamped to [-104, 89] and 2^k
+ * applied as two factors 2^k1 2^k2 with k1 = k clamped to [-126, 127],
+ * so that k in [-150, 128] stays representable (gradual underflow to 0,
+ * overflow to inf) while for a normal 2^k the second factor is 1 and the
+ * result em_vm_expf_fast's bits, with or without FMAs (s q is exact
+ * then only when s is normal: a split such as k1 = k / 2 would differ
+ * from the fast path without FMAs where s q is subnormal). The clamps are written as
+ * `x < c ? c : x` so that NaN passes them (and the polynomial carries it
+ * to the result: no fix-up). Within 2 ulp with or without fused
  * multiply-adds (EM_VM_CLONES contracts them). */
 EM_VM_INLINE float em_vm_expf(float x) {
     float xc = x < -104.0f ? -104.0f : x; /* NaN stays NaN */
     xc = xc > 89.0f ? 89.0f : xc;
-    float kb = xc * 1.44269504088896341f + 12582912.0f; /* round to nearest */
-    float k = kb - 12582912.0f;
-    float r = xc - k * 0.693359375f;
-    r = r - k * -2.12194440e-4f;
-    float p = 1.9875691500E-4f;
-    p = p * r + 1.3981999507E-3f;
-    p = p * r + 8.3334519073E-3f;
-    p = p * r + 4.1665795894E-2f;
-    p = p * r + 1.6666665459E-1f;
-    p = p * r + 5.0000001201E-1f;
-    p = p * (r * r) + r;
-    p = p + 1.0f;
-    int32_t ki = (int32_t)(em_vm_bits(kb) - 0x4b400000u), k1 = ki >> 1, k2 = ki - k1;
-    return p * em_vm_float((uint32_t)(k1 + 127) << 23) * em_vm_float((uint32_t)(k2 + 127) << 23);
+    float kb;
+    float q = em_vm_exp_q(xc, &kb);
+    int32_t ki = (int32_t)(em_vm_bits(kb) - 0x4b400000u);
+    int32_t k1 = ki < -126 ? -126 : ki > 127 ? 127 : ki, k2 = ki - k1; /* k2 = 0 for normal 2^k */
+    float s1 = em_vm_float((uint32_t)(k1 + 127) << 23);
+    return (q * s1 + s1) * em_vm_float((uint32_t)(k2 + 127) << 23);
 }
 
-/* e^x for x in [-87, 88] (or NaN) only, where 2^k is one normal factor:
- * em_vm_expf without its clamps and second factor, for callers that bound
- * their argument (em_vm_tanhf). */
-EM_VM_INLINE float em_vm_expf_mid(float x) {
-    float kb = x * 1.44269504088896341f + 12582912.0f;
-    float k = kb - 12582912.0f;
-    float r = x - k * 0.693359375f;
-    r = r - k * -2.12194440e-4f;
-    float p = 1.9875691500E-4f;
-    p = p * r + 1.3981999507E-3f;
-    p = p * r + 8.3334519073E-3f;
-    p = p * r + 4.1665795894E-2f;
-    p = p * r + 1.6666665459E-1f;
-    p = p * r + 5.0000001201E-1f;
-    p = p * (r * r) + r;
-    p = p + 1.0f;
-    return p * em_vm_float((em_vm_bits(kb) - 0x4b400000u + 127u) << 23);
+/* Note [Vector math blocks]
+ * The array forms (em_vm_expf_n, ...) run in blocks of EM_VM_BLOCK
+ * elements: a first vector pass over the block reduces its largest |x|
+ * (as integer bits, so that NaN counts as the largest), and a block
+ * without special arguments -- the common case -- runs the lean fast
+ * version, free of the clamps and selects the special values need; any
+ * other block runs the general one. Both give the same bits wherever the
+ * fast one is valid, so the split is invisible. out may be in (each
+ * out[i] is written after in[i] is read). */
+#define EM_VM_BLOCK 512
+
+/* max over x[0..m) of ((bits of x[i]) & mask) - lo, as unsigned integers:
+ * with mask 0x7fffffff and lo 0 the largest |x| as bits (NaN above inf);
+ * with mask ~0 and lo = FLT_MIN's bits, above 0x7effffff iff some x[i]
+ * is not a positive normal finite float. */
+EM_VM_INLINE uint32_t em_vm_maxbits(const float *x, int64_t m, uint32_t mask, uint32_t lo) {
+    uint32_t mx = 0;
+    for (int64_t i = 0; i < m; i++) {
+        uint32_t b = (em_vm_bits(x[i]) & mask) - lo;
+        mx = b > mx ? b : mx;
+    }
+    return mx;
 }
 
-/* log(x): x = 2^k m with m in [sqrt(2)/2, sqrt(2)), f = m - 1, s = f/(2+f),
- * log(1+f) = f - f^2/2 + s (f^2/2 + R(s^2)); subnormals are scaled by 2^25
- * first. x < 0 and NaN give NaN, 0 gives -inf, inf gives inf. */
-EM_VM_INLINE float em_vm_logf(float x) {
-    int32_t k = 0;
-    float xs = x < 1.17549435e-38f ? x * 33554432.0f : x; /* 2^25 */
-    k = x < 1.17549435e-38f ? -25 : 0;
-    uint32_t ix = em_vm_bits(xs) + (0x3f800000u - 0x3f3504f3u);
-    k += (int32_t)(ix >> 23) - 0x7f;
+/* The loop of every array form: out[i] = FAST(in[i]) over a block whose
+ * em_vm_maxbits(MASK, LO) is at most MAX, GENERAL(in[i]) elsewhere. When
+ * out and in do not overlap, one pass computes FAST and the reduction
+ * together (one load of each x) and a block found special is redone from
+ * in; otherwise (in place) the reduction is a pass of its own first. */
+#define EM_VM_BLOCKED(out, in, n, FAST, GENERAL, MASK, LO, MAX)                                   \
+    do {                                                                                          \
+        int apart_ = (uintptr_t)((out) + (n)) <= (uintptr_t)(in) ||                               \
+                     (uintptr_t)((in) + (n)) <= (uintptr_t)(out);                                 \
+        for (int64_t b_ = 0; b_ < (n); b_ += EM_VM_BLOCK) {                                       \
+            int64_t m_ = (n) - b_ < EM_VM_BLOCK ? (n) - b_ : EM_VM_BLOCK;                         \
+            const float *x_ = (in) + b_;                                                          \
+            float *o_ = (out) + b_;                                                               \
+            uint32_t mx_ = 0;                                                                     \
+            if (apart_) {                                                                         \
+                for (int64_t i_ = 0; i_ < m_; i_++) {                                             \
+                    float v_ = x_[i_];                                                            \
+                    uint32_t u_ = (em_vm_bits(v_) & (MASK)) - (LO);                               \
+                    mx_ = u_ > mx_ ? u_ : mx_;                                                    \
+                    o_[i_] = FAST(v_);                                                            \
+                }                                                                                 \
+            } else {                                                                              \
+                mx_ = em_vm_maxbits(x_, m_, MASK, LO);                                            \
+                if (mx_ <= (MAX))                                                                 \
+                    for (int64_t i_ = 0; i_ < m_; i_++) o_[i_] = FAST(x_[i_]);                    \
+            }                                                                                     \
+            if (mx_ > (MAX))                                                                      \
+                for (int64_t i_ = 0; i_ < m_; i_++) o_[i_] = GENERAL(x_[i_]);                     \
+        }                                                                                         \
+    } while (0)
+
+/* out[i] = e^in[i], i < n (Note [Vector math blocks]) */
+#define EM_VM_EXP_FAST_BITS 0x42ae0000u /* EM_VM_EXP_FAST */
+EM_VM_INLINE void em_vm_expf_n(float *out, const float *in, int64_t n) {
+    EM_VM_BLOCKED(out, in, n, em_vm_expf_fast, em_vm_expf, 0x7fffffffu, 0u, EM_VM_EXP_FAST_BITS);
+}
+
+/* log(x) for positive normal finite x: x = 2^k m with m in [sqrt(2)/2,
+ * sqrt(2)), f = m - 1, s = f/(2+f), log(1+f) = f - f^2/2 + s (f^2/2 +
+ * R(s^2)), result k ln2 + log(1+f) (fdlibm's method). */
+EM_VM_INLINE float em_vm_logf_fast(float x) {
+    uint32_t ix = em_vm_bits(x) + (0x3f800000u - 0x3f3504f3u);
+    int32_t k = (int32_t)(ix >> 23) - 0x7f;
     float m = em_vm_float((ix & 0x007fffffu) + 0x3f3504f3u);
     float f = m - 1.0f;
     float s = f / (2.0f + f);
@@ -114,30 +194,38 @@ EM_VM_INLINE float em_vm_logf(float x) {
     float t2 = z * (0.66666662693f + w * 0.28498786688f);
     float hfsq = 0.5f * f * f;
     float dk = (float)k;
-    float r = s * (hfsq + t1 + t2) + dk * 9.0580006145e-06f - hfsq + f + dk * 6.9313812256e-01f;
+    return s * (hfsq + t1 + t2) + dk * 9.0580006145e-06f - hfsq + f + dk * 6.9313812256e-01f;
+}
+
+/* log(x): em_vm_logf_fast, the same bits for positive normal x (the
+ * array form relies on it: Note [exp's fast path]), which is why the
+ * subnormals, scaled by 2^25 first, get their -25 ln2 added after it (in
+ * two parts) rather than inside. x < 0 and NaN give NaN, 0 gives -inf,
+ * inf gives inf. */
+EM_VM_INLINE float em_vm_logf(float x) {
+    int sub = x < 1.17549435e-38f;
+    float r = em_vm_logf_fast(sub ? x * 33554432.0f : x); /* 2^25 */
+    r = sub ? (r - 17.333984375f) + 5.30486100e-3f : r; /* 25 ln2 = 17.333984375 - 5.304861e-3 */
     r = x == 0.0f ? -INFINITY : r;
     r = x < 0.0f ? NAN : r;
     r = x == INFINITY ? x : r;
     return x != x ? x : r;
 }
 
-/* e^x - 1 without cancellation: with x = k ln2 + r as in em_vm_expf,
- * e^r - 1 is the polynomial without its 1, and e^x - 1 = 2^k (e^r - 1) +
+/* out[i] = log(in[i]), i < n (Note [Vector math blocks]) */
+EM_VM_INLINE void em_vm_logf_n(float *out, const float *in, int64_t n) {
+    EM_VM_BLOCKED(out, in, n, em_vm_logf_fast, em_vm_logf, 0xffffffffu, 0x00800000u, 0x7effffffu);
+}
+
+/* e^x - 1 without cancellation: with x = k ln2 + r and q = e^r - 1 as in
+ * em_vm_exp_q, e^x - 1 = 2^k (e^r - 1) +
  * (2^k - 1). x below -88 gives -1, above 89 inf. */
 EM_VM_INLINE float em_vm_expm1f(float x) {
     float xc = x >= -88.0f ? x : -88.0f; /* NaN -> -88; fixed up below */
     xc = xc <= 89.0f ? xc : 89.0f;
-    float k = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    float r = xc - k * 0.693359375f;
-    r = r - k * -2.12194440e-4f;
-    float p = 1.9875691500E-4f;
-    p = p * r + 1.3981999507E-3f;
-    p = p * r + 8.3334519073E-3f;
-    p = p * r + 4.1665795894E-2f;
-    p = p * r + 1.6666665459E-1f;
-    p = p * r + 5.0000001201E-1f;
-    p = p * r * r + r; /* e^r - 1 */
-    int32_t ki = (int32_t)k, k1 = ki >> 1, k2 = ki - k1;
+    float kb;
+    float p = em_vm_exp_q(xc, &kb); /* e^r - 1 */
+    int32_t ki = (int32_t)(em_vm_bits(kb) - 0x4b400000u), k1 = ki >> 1, k2 = ki - k1;
     float s1 = em_vm_float((uint32_t)(k1 + 127) << 23), s2 = em_vm_float((uint32_t)(k2 + 127) << 23);
     float s = s1 * s2; /* inf for k = 128: then the product form below */
     float res = ki == 0 ? p : s * p + (s - 1.0f);
@@ -145,31 +233,41 @@ EM_VM_INLINE float em_vm_expm1f(float x) {
     return x != x ? x : res;
 }
 
-/* tanh(x) = sign(x) (1 - 2 / (e^(2|x|) + 1)) for |x| >= 0.625 (the
- * subtraction loses under an ulp there); below, x + x^3 P(x^2) with a
- * degree-5 fit in x^2 (relative error under 0.003 ulp before rounding).
- * Both are computed (branch-free), one division; the sign goes back on as
- * x's sign bit, and NaN propagates through both paths. */
+/* tanh(x) = sign(x) m / (m + 2) with m = e^(2|x|) - 1 = 2^k q + (2^k - 1)
+ * (em_vm_exp_q; no cancellation: for k = 0 it is q itself, so tiny x
+ * give x), |x| clamped to 10 (tanh(10) rounds to 1, tanh(9) does not).
+ * One path for every x, one division; the sign goes back on as x's sign
+ * bit, and NaN propagates through the clamp and the polynomial. */
 EM_VM_INLINE float em_vm_tanhf(float x) {
     float ax = __builtin_fabsf(x);
-    float a10 = ax > 10.0f ? 10.0f : ax; /* tanh(10) rounds to 1 (tanh(9) does not); NaN stays */
-    float e = em_vm_expf_mid(2.0f * a10);
-    float t = 1.0f - 2.0f / (e + 1.0f);
-    float z = x * x;
-    float p = -3.333333101e-01f + z * (1.333321249e-01f + z * (-5.394745229e-02f +
-              z * (2.170398953e-02f + z * (-8.184633580e-03f + z * 2.148957376e-03f))));
-    float s = ax + ax * z * p;
-    t = ax < 0.625f ? s : t;
+    float a10 = ax > 10.0f ? 10.0f : ax; /* NaN stays */
+    float kb;
+    float q = em_vm_exp_q(2.0f * a10, &kb);
+    float s = em_vm_float((em_vm_bits(kb) - 0x4b400000u + 127u) << 23);
+    float m = s * q + (s - 1.0f);
+    float t = m / (m + 2.0f);
     return em_vm_float(em_vm_bits(t) | (em_vm_bits(x) & 0x80000000u));
 }
 
 /* 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below: one exp of -|x|,
  * which never overflows, so tiny results stay (subnormal) rather than 0;
- * one division (the numerator is selected, not the quotient). */
+ * one division (the numerator is selected, not the quotient). The fast
+ * version, for |x| <= EM_VM_EXP_FAST, takes em_vm_expf_fast (the same
+ * bits: Note [exp's fast path]). */
 EM_VM_INLINE float em_vm_sigmoidf(float x) {
     float e = em_vm_expf(-__builtin_fabsf(x));
     float num = (int32_t)em_vm_bits(x) < 0 ? e : 1.0f;
     return num / (1.0f + e);
+}
+EM_VM_INLINE float em_vm_sigmoidf_fast(float x) {
+    float e = em_vm_expf_fast(-__builtin_fabsf(x));
+    float num = (int32_t)em_vm_bits(x) < 0 ? e : 1.0f;
+    return num / (1.0f + e);
+}
+
+/* out[i] = sigmoid(in[i]), i < n (Note [Vector math blocks]) */
+EM_VM_INLINE void em_vm_sigmoidf_n(float *out, const float *in, int64_t n) {
+    EM_VM_BLOCKED(out, in, n, em_vm_sigmoidf_fast, em_vm_sigmoidf, 0x7fffffffu, 0u, EM_VM_EXP_FAST_BITS);
 }
 
 /* Arguments up to this size reduce exactly enough in float (Note [Vector math]). */
@@ -202,28 +300,21 @@ EM_VM_INLINE float em_vm_sincosf(float x, int want_cos) {
 EM_VM_INLINE float em_vm_sinf(float x) { return em_vm_sincosf(x, 0); }
 EM_VM_INLINE float em_vm_cosf(float x) { return em_vm_sincosf(x, 1); }
 
-/* out[i] = sin(in[i]) (cos with want_cos) for n contiguous floats; out may
- * be in (each out[i] is written after in[i] is read). In blocks of 512: a
- * vector OR over the block first; a block without |x| > EM_VM_TRIG_MAX,
- * infinities or NaN (the common case) is one vector loop straight from in
- * to out, a rare other block goes element by element, those arguments to
- * libm. */
+/* sin and cos of any float: em_vm_sincosf up to EM_VM_TRIG_MAX, libm
+ * beyond (and for inf and NaN) */
+EM_VM_INLINE float em_vm_sinf_any(float x) { return __builtin_fabsf(x) <= EM_VM_TRIG_MAX ? em_vm_sincosf(x, 0) : sinf(x); }
+EM_VM_INLINE float em_vm_cosf_any(float x) { return __builtin_fabsf(x) <= EM_VM_TRIG_MAX ? em_vm_sincosf(x, 1) : cosf(x); }
+#define EM_VM_TRIG_MAX_BITS 0x46000000u /* EM_VM_TRIG_MAX */
+
+/* out[i] = sin(in[i]) (cos with want_cos) for n contiguous floats (Note
+ * [Vector math blocks]): a block without |x| > EM_VM_TRIG_MAX, infinities
+ * or NaN (the common case) is one vector loop, a rare other block goes
+ * element by element, those arguments to libm. */
 EM_VM_INLINE void em_vm_sincosf_n(float *out, const float *in, int64_t n, int want_cos) {
-    for (int64_t b = 0; b < n; b += 512) {
-        int64_t m = n - b < 512 ? n - b : 512;
-        const float *x = in + b;
-        float *o = out + b;
-        int big = 0;
-        for (int64_t i = 0; i < m; i++) big |= !(__builtin_fabsf(x[i]) <= EM_VM_TRIG_MAX);
-        if (!big) {
-            for (int64_t i = 0; i < m; i++) o[i] = em_vm_sincosf(x[i], want_cos);
-            continue;
-        }
-        for (int64_t i = 0; i < m; i++) {
-            float v = x[i];
-            o[i] = __builtin_fabsf(v) <= EM_VM_TRIG_MAX ? em_vm_sincosf(v, want_cos) : want_cos ? cosf(v) : sinf(v);
-        }
-    }
+    if (want_cos)
+        EM_VM_BLOCKED(out, in, n, em_vm_cosf, em_vm_cosf_any, 0x7fffffffu, 0u, EM_VM_TRIG_MAX_BITS);
+    else
+        EM_VM_BLOCKED(out, in, n, em_vm_sinf, em_vm_sinf_any, 0x7fffffffu, 0u, EM_VM_TRIG_MAX_BITS);
 }
 
 #endif

@@ -57,38 +57,58 @@ static inline uint64_t signu_(uint64_t x) { return (int64_t)x > 0 ? 1 : (int64_t
     }
 
 /* Note [Unary op list]
- * UNARY_OPS is the one list of unary ops: X(ENUM, name, FAMILY). Adding an
+ * UNARY_OPS is the one list of unary ops: X(ENUM, name, FAMILY, F32). Adding an
  * op is one line here plus its element function U_<name>(x) above (and its
  * schema entry): the line makes the enum U_<ENUM>_OP, the loops
  * <name>_<dtype>, the row of the loop table and the kernel
- * em_cpu_<name>(ks, self).
+ * em_cpu_<name>(ks, self). The last column is the float32 loop's kind:
+ *   ELEM   U_<name> element by element (vectorised by the compiler)
+ *   ARR    contiguous runs through the array form UN_ARRAY_<name>
+ *          (em_vmath.h's Note [Vector math blocks]), strided ones ELEM
  *   NUM    integer and floating dtypes, computing in the input's dtype
  *   FLT    floating dtypes; integer/bool inputs compute in float32 (and
  *          get a smaller parallel grain: transcendental loops cost more) */
-#define UNARY_OPS(X)        \
-    X(NEG, neg, NUM)        \
-    X(ABS, abs, NUM)        \
-    X(RELU, relu, NUM)      \
-    X(SIGN, sign, NUM)      \
-    X(EXP, exp, FLT)        \
-    X(LOG, log, FLT)        \
-    X(SQRT, sqrt, FLT)      \
-    X(TANH, tanh, FLT)      \
-    X(SIGMOID, sigmoid, FLT)
+#define UNARY_OPS(X)              \
+    X(NEG, neg, NUM, ELEM)        \
+    X(ABS, abs, NUM, ELEM)        \
+    X(RELU, relu, NUM, ELEM)      \
+    X(SIGN, sign, NUM, ELEM)      \
+    X(EXP, exp, FLT, ARR)         \
+    X(LOG, log, FLT, ARR)         \
+    X(SQRT, sqrt, FLT, ELEM)      \
+    X(TANH, tanh, FLT, ELEM)      \
+    X(SIGMOID, sigmoid, FLT, ARR)
 
 #define UFN(OP, N, T, CT) UN_FN(OP##_##N, T, CT, LA_##N, EM_ST_##N, U_##OP, CLONE_##N)
-/* the float32 loops carry EM_VM_CLONES (an FMA clone; Note [Vector math]) */
-#define LOOPS_FLT(OP)                                                                 \
+/* the float32 loops carry EM_VM_CLONES (an FMA clone; Note [Vector math]);
+ * a contiguous float32 run of exp, log and sigmoid goes to em_vmath.h's
+ * array form (Note [Vector math blocks]), the others to UN_FN's loop */
+#define UN_ARRAY_exp em_vm_expf_n
+#define UN_ARRAY_log em_vm_logf_n
+#define UN_ARRAY_sigmoid em_vm_sigmoidf_n
+#define UN_ARRAY_FN(FN, ARRAY, EXPR)                                                    \
+    EM_VM_CLONES static void FN(char **d, const int64_t *s, int64_t n, void *ctx) {     \
+        (void)ctx;                                                                      \
+        if (s[0] == 4 && s[1] == 4) {                                                   \
+            ARRAY((float *)d[0], (const float *)d[1], n);                               \
+            return;                                                                     \
+        }                                                                               \
+        for (int64_t i = 0; i < n; i++)                                                 \
+            *(float *)(d[0] + i * s[0]) = EXPR(*(const float *)(d[1] + i * s[1]));      \
+    }
+#define F32_ARR(OP) UN_ARRAY_FN(OP##_f32, UN_ARRAY_##OP, U_##OP)
+#define F32_ELEM(OP) UN_FN(OP##_f32, float, float, LA_f32, EM_ST_f32, U_##OP, EM_VM_CLONES)
+#define LOOPS_FLT(OP, F32)                                                            \
     UFN(OP, f16, em_half, float) UFN(OP, bf16, em_bfloat16, float)                    \
-    UN_FN(OP##_f32, float, float, LA_f32, EM_ST_f32, U_##OP, EM_VM_CLONES)            \
+    F32_##F32(OP)                                                                     \
     UFN(OP, f64, double, double)
-#define LOOPS_NUM(OP)                                                                 \
+#define LOOPS_NUM(OP, F32)                                                            \
     UFN(OP, u8, uint8_t, uint64_t) UFN(OP, i8, int8_t, uint64_t)                      \
-    UFN(OP, i32, int32_t, uint64_t) UFN(OP, i64, int64_t, uint64_t) LOOPS_FLT(OP)
+    UFN(OP, i32, int32_t, uint64_t) UFN(OP, i64, int64_t, uint64_t) LOOPS_FLT(OP, F32)
 #define TABLE_NUM(OP) {NULL, OP##_u8, OP##_i8, OP##_i32, OP##_i64, OP##_f16, OP##_bf16, OP##_f32, OP##_f64}
 #define TABLE_FLT(OP) {NULL, NULL, NULL, NULL, NULL, OP##_f16, OP##_bf16, OP##_f32, OP##_f64}
 
-#define X_LOOPS(E, name, FAM) LOOPS_##FAM(name)
+#define X_LOOPS(E, name, FAM, F32) LOOPS_##FAM(name, F32)
 UNARY_OPS(X_LOOPS)
 #undef X_LOOPS
 
@@ -98,13 +118,13 @@ static void copy_b(char **d, const int64_t *s, int64_t n, void *ctx) {
 }
 
 typedef enum {
-#define X_ENUM(E, name, FAM) U_##E##_OP,
+#define X_ENUM(E, name, FAM, F32) U_##E##_OP,
     UNARY_OPS(X_ENUM)
 #undef X_ENUM
     U_COUNT
 } unop;
 static const em_cpu_loop tables[U_COUNT][EM_DTYPE_COUNT] = {
-#define X_TABLE(E, name, FAM) TABLE_##FAM(name),
+#define X_TABLE(E, name, FAM, F32) TABLE_##FAM(name),
     UNARY_OPS(X_TABLE)
 #undef X_TABLE
 };
@@ -112,7 +132,7 @@ static const em_cpu_loop tables[U_COUNT][EM_DTYPE_COUNT] = {
 #define FLOATING_NUM false
 #define FLOATING_FLT true
 static const bool floating_op[U_COUNT] = {
-#define X_FLT(E, name, FAM) FLOATING_##FAM,
+#define X_FLT(E, name, FAM, F32) FLOATING_##FAM,
     UNARY_OPS(X_FLT)
 #undef X_FLT
 };
@@ -168,7 +188,7 @@ static em_tensor *unary(unop op, em_tensor *self, const char *name) {
 
 /* ---- kernels ---- */
 
-#define X_KERNEL(E, name, FAM)                               \
+#define X_KERNEL(E, name, FAM, F32)                             \
     em_tensor *em_cpu_##name(em_keyset ks, em_tensor *self) { \
         (void)ks;                                            \
         return unary(U_##E##_OP, self, #name);               \
