@@ -239,8 +239,10 @@ static inline __attribute__((always_inline)) double cl_rowmax_f64(const double *
     for (int64_t k = 0; k < C; k++) m = x[k] > m ? x[k] : m;
     return m;
 }
-/* float32 loops: EM_VM_CLONES (FMA clone for em_vm_expf, Note [Vector math]) */
-#define CL_CLONES_f32 EM_VM_CLONES
+/* float32 loops: EM_VM_CLONES (FMA clone for em_vm_expf, Note [Vector math]),
+ * with the file's optimisation options repeated (a function's optimize
+ * attribute replaces the #pragma GCC optimize for it) */
+#define CL_CLONES_f32 EM_VM_CLONES __attribute__((optimize("O3", "no-trapping-math", "no-math-errno", "fp-contract=fast")))
 #define CL_CLONES_f64 CLONE_f64
 #define DEF_CL(N, T, EXP, LOG)                                                                    \
     /* log-sum-exp of the C logits at x with stride st */                                        \

@@ -75,8 +75,10 @@ static inline __attribute__((always_inline)) double rowmax_f64(const double *x, 
 
 /* The float32 loops carry EM_VM_CLONES (an x86-64-v3 clone with FMA and
  * contraction, Note [Vector math]): em_vm_expf then runs as fused
- * multiply-adds, about 40% fewer instructions than the plain avx2 clone. */
-#define SM_CLONES_f32 EM_VM_CLONES
+ * multiply-adds. The optimisation options are repeated: a function's
+ * optimize attribute replaces the #pragma GCC optimize above for it (the
+ * loops would drop to the command line's -O2 and its cheap vectoriser). */
+#define SM_CLONES_f32 EM_VM_CLONES __attribute__((optimize("O3", "no-trapping-math", "no-math-errno", "fp-contract=fast")))
 #define SM_CLONES_f64 CLONE_f64
 
 /* DEF_SM(N, T, EXP, LOG): forward and backward loops of dtype N (C type

@@ -18,6 +18,13 @@
 #include "kernels/cpu/em_cpu.h"
 #include "kernels/cpu/em_vmath.h"
 
+/* The float32 loops' clones: EM_VM_CLONES (an FMA clone, contraction) plus
+ * this file's optimisation options again -- a function's optimize attribute
+ * replaces the #pragma GCC optimize above for it, which would leave the
+ * loops at the command line's -O2, whose cheap vectoriser gives up on them
+ * (one sqrtss and divss per element). */
+#define OF_CLONES_f32 EM_VM_CLONES __attribute__((optimize("O3", "no-trapping-math", "no-math-errno", "fp-contract=fast")))
+
 /* ---- checks ---- */
 
 /* t (named name) has self's dtype and shape and is contiguous; else an error naming op. */
@@ -82,6 +89,27 @@ typedef struct {
 /* NaN-propagating max, as torch.maximum */
 #define OF_MAX(a, b) ((a) != (a) ? (a) : (b) != (b) ? (b) : (a) > (b) ? (a) : (b))
 
+/* ADAM_LOOP(T, SQRT, AMS): the element loop, AMS a constant (with it a
+ * loop that GCC vectorises: a conditional store of max_exp_avg_sq blocks it). */
+#define ADAM_LOOP(T, SQRT, AMS)                                                                           \
+    for (int64_t i = b; i < e; i++) {                                                                     \
+        T gi = mxz ? -g[i] : g[i], pi = p[i];                                                             \
+        pi = dec ? pi * decay : pi;                                                                       \
+        gi = l2 ? gi + wd * pi : gi;                                                                      \
+        T mi = m[i] * b1;                                                                                 \
+        mi = mi + a1 * gi;                                                                                \
+        T vi = v[i] * b2;                                                                                 \
+        vi = vi + a2 * (gi * gi);                                                                         \
+        m[i] = mi;                                                                                        \
+        v[i] = vi;                                                                                        \
+        if (AMS) {                                                                                        \
+            vi = OF_MAX(mx[i], vi);                                                                       \
+            mx[i] = vi;                                                                                   \
+        }                                                                                                 \
+        T denom = SQRT(vi) / bc2 + eps;                                                                   \
+        p[i] = pi + neg_step * (mi / denom);                                                              \
+    }
+
 /* ADAM_FN(N, T, SQRT): elements [b, e) of one Adam/AdamW step in dtype T. */
 #define ADAM_FN(N, T, SQRT, CLONES)                                                                       \
     CLONES static void adam_range_##N(int64_t b, int64_t e, void *vctx) {                                 \
@@ -93,25 +121,12 @@ typedef struct {
         const T b2 = (T)c->b2, a2 = (T)(1 - c->b2), bc2 = (T)c->bc2_sqrt, eps = (T)c->eps;               \
         const T neg_step = (T)(-c->step_size);                                                            \
         const bool l2 = !c->decoupled && c->wd != 0, dec = c->decoupled, mxz = c->maximize;               \
-        for (int64_t i = b; i < e; i++) {                                                                 \
-            T gi = mxz ? -g[i] : g[i], pi = p[i];                                                         \
-            if (dec) pi = pi * decay;                                                                     \
-            else if (l2) gi = gi + wd * pi;                                                               \
-            T mi = m[i] * b1;                                                                             \
-            mi = mi + a1 * gi;                                                                            \
-            T vi = v[i] * b2;                                                                             \
-            vi = vi + a2 * (gi * gi);                                                                     \
-            m[i] = mi;                                                                                    \
-            v[i] = vi;                                                                                    \
-            if (mx) {                                                                                     \
-                vi = OF_MAX(mx[i], vi);                                                                   \
-                mx[i] = vi;                                                                               \
-            }                                                                                             \
-            T denom = SQRT(vi) / bc2 + eps;                                                               \
-            p[i] = pi + neg_step * (mi / denom);                                                          \
-        }                                                                                                 \
+        if (mx)                                                                                           \
+            ADAM_LOOP(T, SQRT, 1)                                                                         \
+        else                                                                                              \
+            ADAM_LOOP(T, SQRT, 0)                                                                         \
     }
-ADAM_FN(f32, float, sqrtf, EM_VM_CLONES)
+ADAM_FN(f32, float, sqrtf, OF_CLONES_f32)
 ADAM_FN(f64, double, sqrt, CLONE_f64)
 
 em_tensor *em_cpu__fused_adam_(em_keyset ks, em_tensor *self, em_tensor *grad, em_tensor *exp_avg,
@@ -176,7 +191,7 @@ typedef struct {
             p[i] = pi + neg_lr * d;                                                                       \
         }                                                                                                 \
     }
-SGD_FN(f32, float, EM_VM_CLONES)
+SGD_FN(f32, float, OF_CLONES_f32)
 SGD_FN(f64, double, CLONE_f64)
 
 em_tensor *em_cpu__fused_sgd_(em_keyset ks, em_tensor *self, em_tensor *grad, em_tensor *momentum_buffer, double lr,
