@@ -172,24 +172,33 @@ typedef struct {
     bool nesterov, maximize, first;
 } sgd_ctx;
 
+/* SGD_LOOP(T, BUF, FIRST): the element loop, BUF (a momentum buffer) and
+ * FIRST (its first step) constants, so that each variant vectorises. */
+#define SGD_LOOP(T, BUF, FIRST)                                                                           \
+    for (int64_t i = b; i < e; i++) {                                                                     \
+        T d = mxz ? -g[i] : g[i], pi = p[i];                                                              \
+        d = l2 ? d + wd * pi : d;                                                                         \
+        if (BUF) {                                                                                        \
+            T bi = FIRST ? d : buf[i] * mom + damp * d;                                                   \
+            buf[i] = bi;                                                                                  \
+            d = nest ? d + mom * bi : bi;                                                                 \
+        }                                                                                                 \
+        p[i] = pi + neg_lr * d;                                                                           \
+    }
+
 #define SGD_FN(N, T, CLONES)                                                                              \
     CLONES static void sgd_range_##N(int64_t b, int64_t e, void *vctx) {                                  \
         const sgd_ctx *c = vctx;                                                                          \
         T *restrict p = (T *)c->p, *restrict buf = (T *)c->buf;                                           \
         const T *restrict g = (const T *)c->g;                                                            \
         const T wd = (T)c->wd, mom = (T)c->momentum, damp = (T)(1 - c->dampening), neg_lr = (T)(-c->lr); \
-        const bool l2 = c->wd != 0, mxz = c->maximize, first = c->first, nest = c->nesterov;              \
-        for (int64_t i = b; i < e; i++) {                                                                 \
-            T d = mxz ? -g[i] : g[i], pi = p[i];                                                          \
-            if (l2) d = d + wd * pi;                                                                      \
-            if (buf) {                                                                                    \
-                T bi = first ? d : buf[i] * mom;                                                          \
-                if (!first) bi = bi + damp * d;                                                           \
-                buf[i] = bi;                                                                              \
-                d = nest ? d + mom * bi : bi;                                                             \
-            }                                                                                             \
-            p[i] = pi + neg_lr * d;                                                                       \
-        }                                                                                                 \
+        const bool l2 = c->wd != 0, mxz = c->maximize, nest = c->nesterov;                                \
+        if (!buf)                                                                                         \
+            SGD_LOOP(T, 0, 0)                                                                             \
+        else if (c->first)                                                                                \
+            SGD_LOOP(T, 1, 1)                                                                             \
+        else                                                                                              \
+            SGD_LOOP(T, 1, 0)                                                                             \
     }
 SGD_FN(f32, float, OF_CLONES_f32)
 SGD_FN(f64, double, CLONE_f64)
