@@ -375,6 +375,23 @@ local function zeros(p)
   return ember.zeros_like(p)
 end
 
+-- Whether p's step can run as one fused kernel (_fused_adam_, _fused_sgd_;
+-- schema/ops/optimfused.yaml): p float32 or float64, and grad and the
+-- state tensors given (nil ones are skipped) contiguous and of p's dtype.
+-- Anything else (half types, non-contiguous parameters or state loaded in
+-- another layout) runs the op-by-op chain below, which gives the same values
+-- up to float rounding.
+local function fusable(p, grad, ...)
+  local dt = p.dtype
+  if (dt ~= "float32" and dt ~= "float64") or not p:is_contiguous() then return false end
+  if grad.dtype ~= dt or not grad:is_contiguous() then return false end
+  for i = 1, select("#", ...) do
+    local t = select(i, ...)
+    if t ~= nil and (t.dtype ~= dt or not t:is_contiguous()) then return false end
+  end
+  return true
+end
+
 -- grad, negated for maximize and with weight decay folded in (L2).
 local function decayed(group, p, grad)
   if group.maximize then grad = -grad end
@@ -399,10 +416,22 @@ define("SGD", {
   end,
   init = function() end,
   update = function(group, p, grad, st)
-    local d_p = decayed(group, p, grad)
     local momentum = group.momentum
+    local buf = st.momentum_buffer
+    if fusable(p, grad, buf) then
+      local first = false
+      if momentum ~= 0 and buf == nil then
+        buf = ember.empty_like(p)
+        st.momentum_buffer = buf
+        first = true
+      end
+      ember._fused_sgd_(p, grad, momentum ~= 0 and buf or nil, { lr = group.lr, momentum = momentum,
+        dampening = group.dampening, weight_decay = group.weight_decay, nesterov = group.nesterov,
+        maximize = group.maximize, first_step = first })
+      return
+    end
+    local d_p = decayed(group, p, grad)
     if momentum ~= 0 then
-      local buf = st.momentum_buffer
       if buf == nil then
         buf = d_p:clone()
         st.momentum_buffer = buf
@@ -417,6 +446,14 @@ define("SGD", {
 
 local function adam_update(decoupled)
   return function(group, p, grad, st)
+    if fusable(p, grad, st.exp_avg, st.exp_avg_sq, st.max_exp_avg_sq) then
+      st.step = st.step + 1
+      ember._fused_adam_(p, grad, st.exp_avg, st.exp_avg_sq, group.amsgrad and st.max_exp_avg_sq or nil, {
+        lr = group.lr, beta1 = group.betas[1], beta2 = group.betas[2], eps = group.eps,
+        weight_decay = group.weight_decay, amsgrad = group.amsgrad, maximize = group.maximize,
+        step = st.step, decoupled = decoupled })
+      return
+    end
     if group.maximize then grad = -grad end
     st.step = st.step + 1
     if decoupled then

@@ -239,6 +239,11 @@ static inline __attribute__((always_inline)) double cl_rowmax_f64(const double *
     for (int64_t k = 0; k < C; k++) m = x[k] > m ? x[k] : m;
     return m;
 }
+/* float32 loops: EM_VM_CLONES (FMA clone for em_vm_expf, Note [Vector math]),
+ * with the file's optimisation options repeated (a function's optimize
+ * attribute replaces the #pragma GCC optimize for it) */
+#define CL_CLONES_f32 EM_VM_CLONES __attribute__((optimize("O3", "no-trapping-math", "no-math-errno", "fp-contract=fast")))
+#define CL_CLONES_f64 CLONE_f64
 #define DEF_CL(N, T, EXP, LOG)                                                                    \
     /* log-sum-exp of the C logits at x with stride st */                                        \
     static inline __attribute__((always_inline)) T cl_lse_##N(const T *restrict x, int64_t C,    \
@@ -265,7 +270,7 @@ static inline __attribute__((always_inline)) double cl_rowmax_f64(const double *
         for (; k < C; k++) s += EXP(x[k * st] - m);                                               \
         return m + LOG(s);                                                                        \
     }                                                                                             \
-    CLONE_##N static void cl_fwd_##N(int64_t begin, int64_t end, void *ctx_) {                    \
+    CL_CLONES_##N static void cl_fwd_##N(int64_t begin, int64_t end, void *ctx_) {                    \
         const cl_ctx *c = ctx_;                                                                   \
         const cl_ops *o = c->o;                                                                   \
         const int64_t C = o->g.C, inner = o->g.inner;                                             \
@@ -298,7 +303,7 @@ static inline __attribute__((always_inline)) double cl_rowmax_f64(const double *
             c->loss[s] = l;                                                                       \
         }                                                                                         \
     }                                                                                             \
-    CLONE_##N static void cl_bwd_##N(int64_t begin, int64_t end, void *ctx_) {                    \
+    CL_CLONES_##N static void cl_bwd_##N(int64_t begin, int64_t end, void *ctx_) {                    \
         const cl_ctx *c = ctx_;                                                                   \
         const cl_ops *o = c->o;                                                                   \
         const int64_t C = o->g.C, inner = o->g.inner;                                             \

@@ -14,19 +14,24 @@
 
 /* float32 exp/log/tanh/sigmoid: em_vmath.h's vectorisable versions (within
  * 2 ulp; Note [Vector math]); float64 calls libm. */
-static inline double sigmoid_(double x) { return 1.0 / (1.0 + exp(-x)); }
+/* Element functions are always inlined: the float32 loops carry
+ * EM_VM_CLONES, whose optimize("fp-contract=fast") attribute otherwise
+ * stops GCC from inlining a plain static inline callee, leaving relu, abs
+ * and sign as one call per element in the FMA clone (unvectorised). */
+#define U_INLINE static inline __attribute__((always_inline))
+U_INLINE double sigmoid_(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 #define U_neg(x) (-(x))
-static inline float absf_(float x) { return __builtin_fabsf(x); }
-static inline double absd_(double x) { return __builtin_fabs(x); }
-static inline uint64_t absu_(uint64_t x) { return (int64_t)x < 0 ? -x : x; }
-static inline float reluf_(float x) { return x < 0 ? 0.0f : x; }
-static inline double relud_(double x) { return x < 0 ? 0.0 : x; }
-static inline uint64_t reluu_(uint64_t x) { return (int64_t)x < 0 ? 0 : x; }
+U_INLINE float absf_(float x) { return __builtin_fabsf(x); }
+U_INLINE double absd_(double x) { return __builtin_fabs(x); }
+U_INLINE uint64_t absu_(uint64_t x) { return (int64_t)x < 0 ? -x : x; }
+U_INLINE float reluf_(float x) { return x < 0 ? 0.0f : x; }
+U_INLINE double relud_(double x) { return x < 0 ? 0.0 : x; }
+U_INLINE uint64_t reluu_(uint64_t x) { return (int64_t)x < 0 ? 0 : x; }
 /* sign: (x > 0) - (x < 0), so NaN and -0 give 0, as in PyTorch */
-static inline float signf_(float x) { return (float)((x > 0) - (x < 0)); }
-static inline double signd_(double x) { return (double)((x > 0) - (x < 0)); }
-static inline uint64_t signu_(uint64_t x) { return (int64_t)x > 0 ? 1 : (int64_t)x < 0 ? (uint64_t)-1 : 0; }
+U_INLINE float signf_(float x) { return (float)((x > 0) - (x < 0)); }
+U_INLINE double signd_(double x) { return (double)((x > 0) - (x < 0)); }
+U_INLINE uint64_t signu_(uint64_t x) { return (int64_t)x > 0 ? 1 : (int64_t)x < 0 ? (uint64_t)-1 : 0; }
 #define U_abs(x) _Generic((x), float: absf_, double: absd_, default: absu_)(x)
 #define U_sign(x) _Generic((x), float: signf_, double: signd_, default: signu_)(x)
 #define U_relu(x) _Generic((x), float: reluf_, double: relud_, default: reluu_)(x)
