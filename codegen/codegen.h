@@ -219,6 +219,10 @@ typedef struct {
      * there, as PyTorch names torch.linalg.norm `linalg_norm`: linalg_norm
      * with namespace linalg is ember.linalg.norm (C em_linalg_norm). Else base. */
     char *lua_name;
+    /* Note [Shadowed names]: ns_shadowed[k] -- namespaces[k]'s name is taken by
+     * a prefixed op of that namespace (functional_relu in nn.functional takes
+     * ember.nn.functional.relu from relu); set by cg_check_ops. */
+    bool ns_shadowed[CG_MAX_NAMESPACES];
     char *msg_name;    /* the name in messages: "linalg.norm" for a prefixed op, else base */
     char *doc;
     const char *group; /* the "# ---- x ----" banner above it, or NULL */

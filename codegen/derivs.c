@@ -125,6 +125,7 @@ const cg_helper cg_helpers[] = {
     /* ---- family: grid ---- */
     { "grid_sampler_2d_grad", "tttvvvv" }, { "upsample_aa_grad", "tmvvvvv" },
     { "grid_sampler_double_backward", "tt" },
+    { "grid_sampler_3d_grad", "tttvvvv" }, { "grid_sampler_3d_double_backward", "tt" },
 
     { NULL, NULL }
 };

@@ -348,6 +348,15 @@ static bool has_tensor_arg(const cg_op *op) {
     return false;
 }
 
+/* No Lua function or method reaches op: its every namespace is shadowed
+ * (Note [Shadowed names] in parse.c), so it gets no binding. */
+static bool no_lua_name(const cg_op *op) {
+    if (op->v_method || !op->v_function || !op->nnamespaces) return false;
+    for (int k = 0; k < op->nnamespaces; k++)
+        if (!op->ns_shadowed[k]) return false;
+    return true;
+}
+
 /* ---- overloads ---- */
 
 /* The index of the first op with op i's base name, and how many share it. */
@@ -529,6 +538,7 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
     for (int i = 0; i < s->nops; i++) {
         const cg_op *op = &s->ops[i];
         cg_group_banner(b, op, &last);
+        if (group_size(s, i) == 1 && no_lua_name(op)) continue; /* Note [Shadowed names] */
         emit_binding(b, op);
         int k = method_self_pos(op);
         if (op->v_method && k > 0 && group_size(s, i) == 1) emit_receiver_move(b, "m", op->name, k);
@@ -604,7 +614,8 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
         const char *fn = group_size(s, i) > 1 ? op->base : op->name;
         if (!op->nnamespaces) cg_printf(b, "    { \"\", \"%s\", l%s_%s },\n", op->base, pre, fn);
         for (int k = 0; k < op->nnamespaces; k++) /* Note [Namespace prefixes] */
-            cg_printf(b, "    { \"%s\", \"%s\", l%s_%s },\n", op->namespaces[k], op->lua_name, pre, fn);
+            if (!op->ns_shadowed[k]) /* Note [Shadowed names] (parse.c) */
+                cg_printf(b, "    { \"%s\", \"%s\", l%s_%s },\n", op->namespaces[k], op->lua_name, pre, fn);
     }
     cg_puts(b, "    { NULL, NULL, NULL }\n};\n\nstatic const luaL_Reg methods[] = {\n");
     for (int i = 0; i < s->nops; i++) {

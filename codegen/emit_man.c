@@ -126,7 +126,8 @@ void cg_emit_man(cg_buf *b, const cg_schema *s) {
         roff_escape(b, op->name);
         cg_puts(b, "\n.nf\n");
         if (op->v_function && !op->nnamespaces) call_form(b, op, false, "");
-        for (int k = 0; op->v_function && k < op->nnamespaces; k++) call_form(b, op, false, op->namespaces[k]);
+        for (int k = 0; op->v_function && k < op->nnamespaces; k++)
+            if (!op->ns_shadowed[k]) call_form(b, op, false, op->namespaces[k]); /* Note [Shadowed names] */
         if (op->v_method) call_form(b, op, true, "");
         if (op->metamethod) { /* Note [Metamethods] */
             static const char *const forms[][2] = { { "__add", "a + b" }, { "__sub", "a - b" },

@@ -1074,8 +1074,37 @@ void cg_parse_ops(const char *path, cg_schema *s) {
     done_yaml(&doc);
 }
 
+/* Note [Shadowed names]
+ * A prefixed op (Note [Namespace prefixes]) may take a name that an op
+ * without the prefix also has in the same namespace: functional_relu(Tensor
+ * input, bool inplace=False) in nn.functional is ember.nn.functional.relu,
+ * PyTorch's F.relu signature, while relu (namespaces [ember, nn.functional])
+ * keeps ember.relu's one-argument signature and is not set in
+ * nn.functional. The shadowed op keeps its C function, autograd and help()
+ * entry; only its Lua function variant in that namespace is left out (and
+ * from the man page). */
+static void mark_shadowed(cg_schema *s) {
+    for (int i = 0; i < s->nops; i++) {
+        const cg_op *p = &s->ops[i];
+        if (p->lua_name == p->base) continue; /* not prefixed */
+        for (int j = 0; j < s->nops; j++) {
+            cg_op *op = &s->ops[j];
+            if (strcmp(op->base, p->base) == 0 || !op->v_function || strcmp(op->lua_name, p->lua_name) != 0)
+                continue; /* p itself, its overloads, other names */
+            for (int k = 0; k < op->nnamespaces; k++)
+                if (strcmp(op->namespaces[k], p->namespaces[0]) == 0) {
+                    if (op->lua_name != op->base)
+                        cg_error_at(p->path, p->line, "ops '%s' and '%s' both take %s.%s", p->name,
+                                    op->name, p->namespaces[0], p->lua_name);
+                    op->ns_shadowed[k] = true;
+                }
+        }
+    }
+}
+
 void cg_check_ops(cg_schema *s) {
     if (!s->nops) cg_die("no ops file given");
+    mark_shadowed(s);
     check_structured(s);
     check_kernel_signatures(s);
 }

@@ -1059,9 +1059,9 @@ end
 -- PyTorch's order with their defaults, and how forward passes them (all by
 -- name in the op's trailing options table). A class whose op is missing in
 -- this build (issue 9's ops land family by family) is simply not defined,
--- so `nn.GELU` is nil until F.gelu exists. An `inplace` argument is kept:
--- with it forward writes the result into its input (through F.NAME_ when
--- the build has it, else by copy_).
+-- so `nn.GELU` is nil until F.gelu exists. An `inplace` argument is passed
+-- on like the others: F.NAME(x, {inplace = true}) writes the result into x
+-- through the in-place op and returns x (schema/ops/act2.yaml).
 
 local function fmt_value(v)
   if type(v) == "string" then return v end
@@ -1105,15 +1105,7 @@ local function wrap(name, fname, args, ninputs)
   end
   function cls:forward(...)
     local opts = {}
-    for _, a in ipairs(args) do
-      if a[1] ~= "inplace" then opts[a[1]] = self[a[1]] end
-    end
-    if self.inplace then
-      local x = ...
-      local fn_ = F[fname .. "_"]
-      if fn_ then return fn_(x, opts) end
-      return x:copy_(fn(x, opts))
-    end
+    for _, a in ipairs(args) do opts[a[1]] = self[a[1]] end
     if ninputs == 1 then return fn((...), opts) end
     local inputs = pack(...)
     inputs[ninputs + 1] = opts
@@ -1133,26 +1125,15 @@ local function wrap(name, fname, args, ninputs)
 end
 nn._wrap = wrap
 
--- ReLU, Sigmoid and Tanh are ember ops today (not yet in F).
-local function simple(name, op, has_inplace)
+-- Sigmoid and Tanh: forward(x) = op(x).
+local function simple(name, op)
   local cls = Module:extend(name)
   nn[name] = cls
-  cls.__doc = string.format("nn.%s(%s): forward(x) = %s(x) elementwise%s.", name, has_inplace and "[inplace=false]" or "",
-    name:lower(), has_inplace and "; inplace writes the result into x" or "")
-  function cls:__init(inplace)
-    if has_inplace then self.inplace = inplace == true end
-  end
-  function cls:forward(x)
-    if self.inplace then return x:copy_(op(x)) end
-    return op(x)
-  end
-  if has_inplace then
-    function cls:extra_repr() return self.inplace and "inplace=true" or "" end
-  end
+  cls.__doc = string.format("nn.%s(): forward(x) = %s(x) elementwise.", name, name:lower())
+  function cls:forward(x) return op(x) end
 end
-simple("ReLU", F.relu or ember.relu, true)
-simple("Sigmoid", F.sigmoid or ember.sigmoid, false)
-simple("Tanh", F.tanh or ember.tanh, false)
+simple("Sigmoid", F.sigmoid or ember.sigmoid)
+simple("Tanh", F.tanh or ember.tanh)
 
 -- softmax's implicit dim for nil (PyTorch's legacy _get_softmax_dim,
 -- 1-based): dim 1 for 0-, 1- and 3-d inputs, else 2.
@@ -1176,6 +1157,7 @@ for _, s in ipairs({ { "Softmax", "softmax" }, { "LogSoftmax", "log_softmax" }, 
 end
 
 -- Activations (PyTorch's module arguments, in order, with defaults).
+wrap("ReLU", "relu", { { "inplace", false } })
 wrap("ReLU6", "relu6", { { "inplace", false } })
 wrap("LeakyReLU", "leaky_relu", { { "negative_slope", 0.01 }, { "inplace", false } })
 wrap("ELU", "elu", { { "alpha", 1.0 }, { "inplace", false } })

@@ -388,6 +388,13 @@ EM_HIDDEN em_tensor *em_ag_fn_ctc_double_backward(em_tensor *log_probs);
 /* grid_sampler_2d_backward's derivative: not implemented (as PyTorch);
  * sets the error. */
 EM_HIDDEN em_tensor *em_ag_fn_grid_sampler_double_backward(em_tensor *ggI, em_tensor *ggG);
+/* grid_sampler_3d_backward's derivative: likewise not implemented. */
+EM_HIDDEN em_tensor *em_ag_fn_grid_sampler_3d_double_backward(em_tensor *ggI, em_tensor *ggG);
+/* grid_sampler_3d's gradient w.r.t. input (which 0) or grid (which 1):
+ * that result of grid_sampler_3d_backward, computed alone. */
+EM_HIDDEN em_tensor *em_ag_fn_grid_sampler_3d_grad(em_tensor *grad, em_tensor *input, em_tensor *grid,
+                                                   const char *interpolation_mode, const char *padding_mode,
+                                                   bool align_corners, int64_t which);
 /* grid_sampler_2d's gradient w.r.t. input (which 0) or grid (which 1):
  * that result of grid_sampler_2d_backward, computed alone. */
 EM_HIDDEN em_tensor *em_ag_fn_grid_sampler_2d_grad(em_tensor *grad, em_tensor *input, em_tensor *grid,

@@ -18,6 +18,19 @@ em_tensor *em_ag_fn_grid_sampler_2d_grad(em_tensor *grad, em_tensor *input, em_t
     return keep;
 }
 
+em_tensor *em_ag_fn_grid_sampler_3d_grad(em_tensor *grad, em_tensor *input, em_tensor *grid,
+                                         const char *interpolation_mode, const char *padding_mode,
+                                         bool align_corners, int64_t which) {
+    int64_t mask[2] = { which == 0, which == 1 };
+    em_tensor *gg = NULL;
+    em_tensor *gi = em_grid_sampler_3d_backward(grad, input, grid, interpolation_mode, padding_mode, align_corners,
+                                                (em_intlist){ mask, 2 }, &gg);
+    if (!gi) return NULL;
+    em_tensor *keep = which == 0 ? gi : gg;
+    em_tensor_release(which == 0 ? gg : gi);
+    return keep;
+}
+
 em_tensor *em_ag_fn_upsample_aa_grad(em_tensor *grad, const em_input_meta *self_meta, em_intlist output_size,
                                      const char *mode, bool align_corners, const em_scalar *scales_h,
                                      const em_scalar *scales_w) {
@@ -32,6 +45,15 @@ em_tensor *em_ag_fn_grid_sampler_double_backward(em_tensor *ggI, em_tensor *ggG)
     (void)ggI;
     (void)ggG;
     em_set_error(EM_ETYPE, "grid_sampler_2d_backward: the derivative of grid_sample's gradient is not implemented "
+                 "(as in PyTorch)");
+    return NULL;
+}
+
+/* grid_sampler_3d_backward's: likewise not implemented (as PyTorch). */
+em_tensor *em_ag_fn_grid_sampler_3d_double_backward(em_tensor *ggI, em_tensor *ggG) {
+    (void)ggI;
+    (void)ggG;
+    em_set_error(EM_ETYPE, "grid_sampler_3d_backward: the derivative of grid_sample's gradient is not implemented "
                  "(as in PyTorch)");
     return NULL;
 }

@@ -122,24 +122,19 @@ em_tensor *em_comp_affine_grid(em_keyset ks, em_tensor *theta, em_intlist size, 
 
 /* ---- grid_sample ---- */
 
-/* F.grid_sample: 4-d inputs go to grid_sampler_2d (its errors renamed to
- * grid_sample); 5-d (volumetric) sampling is not implemented. */
+/* F.grid_sample: 4-d inputs go to grid_sampler_2d, 5-d (volumetric) ones
+ * to grid_sampler_3d (their errors renamed to grid_sample). */
 em_tensor *em_comp_grid_sample(em_keyset ks, em_tensor *input, em_tensor *grid, const char *mode,
                                const char *padding_mode, bool align_corners) {
     (void)ks;
     const char *op = "grid_sample";
     char a[128], b[128];
-    if (input->ndim == 5 && grid->ndim == 5) {
-        if (strcmp(mode, "bicubic") == 0)
-            em_set_error(EM_EVALUE, "%s: bicubic interpolation only supports 4-d input, got input %s", op,
-                         em_shape_str(5, input->sizes, a, sizeof a));
-        else
-            em_set_error(EM_EVALUE, "%s: 5-d (volumetric) input is not supported, got input %s", op,
-                         em_shape_str(5, input->sizes, a, sizeof a));
-        return NULL;
-    }
+    if (input->ndim == 5 && grid->ndim == 5)
+        return em_comp_as_op_error(em_grid_sampler_3d(input, grid, mode, padding_mode, align_corners),
+                                   "grid_sampler_3d", op);
     if (input->ndim != 4 || grid->ndim != 4) {
-        em_set_error(EM_ESHAPE, "%s: expected a 4-d input (N, C, H, W) and a 4-d grid (N, Ho, Wo, 2), got input %s and grid %s",
+        em_set_error(EM_ESHAPE, "%s: expected a 4-d input (N, C, H, W) and a 4-d grid (N, Ho, Wo, 2), or a 5-d input "
+                     "(N, C, D, H, W) and a 5-d grid (N, Do, Ho, Wo, 3), got input %s and grid %s",
                      op, em_shape_str(input->ndim, input->sizes, a, sizeof a),
                      em_shape_str(grid->ndim, grid->sizes, b, sizeof b));
         return NULL;

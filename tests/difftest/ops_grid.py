@@ -37,8 +37,14 @@ Accepted differences:
     NaN against -inf/finite values in grad_input/grad_grid (seed 204 of
     --ops grid_sample,...,rrelu_). The generator gives the op
     grid_sampler_2d_backward only finite grid values with those paddings
-    (seed 1171 of the default run drew one). Not drawn: 5-d inputs (ember refuses
-volumetric grid_sample; torch's grid_sampler_3d is not implemented here).
+    (seed 1171 of the default run drew one).
+
+Volumetric sampling: grid_sample draws a 5-d input (N, C, D, H, W) and grid
+(N, Do, Ho, Wo, 3) a third of the time; grid_sampler_3d (torch:
+torch.grid_sampler_3d) and grid_sampler_3d_backward (torch:
+aten.grid_sampler_3d_backward) always. ember follows torch's scalar 3-d
+kernel in its non-finite cases too (Note [Volumetric grid sampling] in
+grid_sample.c), so NaN/inf grids are drawn there without a difference.
 """
 from ops import *  # noqa: F401,F403
 import ops as _ops  # noqa: F401
@@ -48,16 +54,18 @@ _MODES = ['bilinear', 'nearest', 'bicubic']
 _PADS = ['zeros', 'border', 'reflection']
 
 
-def _sampler_leaves(g, rg=None):
-    """(input name, grid name, pre statements, dtype, input shape, grid shape)"""
+def _sampler_leaves(g, rg=None, vol=False):
+    """(input name, grid name, pre statements, dtype, input shape, grid
+    shape); vol: 5-d input and grid (volumetric)"""
     dt = g.r.choice(['float32', 'float64'])
     n = g.r.choices([0, 1, 2], [1, 6, 4])[0]
-    shape = [n, g.r.randint(1, 3), g.r.randint(1, 4), g.r.randint(1, 4)]
-    gshape = [n, g.r.randint(1, 3), g.r.randint(1, 3), 2]
+    nsp = 3 if vol else 2
+    shape = [n, g.r.randint(1, 3)] + [g.r.randint(1, 4) for _ in range(nsp)]
+    gshape = [n] + [g.r.randint(1, 3) for _ in range(nsp)] + [nsp]
     gdt = dt
     r = g.r.random()
     if r < 0.03:
-        gshape[3] = 3
+        gshape[-1] = 5 - nsp
     elif r < 0.06:
         gshape[0] = n + 1
     elif r < 0.08:
@@ -67,13 +75,19 @@ def _sampler_leaves(g, rg=None):
     return a, b, [sa, sb], dt, shape, gshape
 
 
+def _mode(g, vol):
+    """a mode; bicubic (refused) seldom for 5-d"""
+    return g.r.choices(_MODES, [1, 1, 0.15 if vol else 1])[0]
+
+
 def gen_grid_sample(g, op):
-    a, b, pre, _, _, _ = _sampler_leaves(g)
+    vol = op.name == 'grid_sampler_3d' or (op.name == 'grid_sample' and g.r.random() < 0.33)
+    a, b, pre, _, _, _ = _sampler_leaves(g, vol=vol)
     args = [['var', a], ['var', b]]
-    if op.name == 'grid_sampler_2d':
-        args += [['str', g.r.choice(_MODES)], ['str', g.r.choice(_PADS)], ['bool', g.r.random() < 0.5]]
+    if op.name in ('grid_sampler_2d', 'grid_sampler_3d'):
+        args += [['str', _mode(g, vol)], ['str', g.r.choice(_PADS)], ['bool', g.r.random() < 0.5]]
     else:
-        for v in (['str', g.r.choice(_MODES)], ['str', g.r.choice(_PADS)], ['bool', g.r.random() < 0.5]):
+        for v in (['str', _mode(g, vol)], ['str', g.r.choice(_PADS)], ['bool', g.r.random() < 0.5]):
             if g.r.random() < 0.2:
                 break
             args.append(v)
@@ -81,13 +95,14 @@ def gen_grid_sample(g, op):
 
 
 def gen_grid_sampler_2d_backward(g, op):
-    a, b, pre, dt, shape, gshape = _sampler_leaves(g, rg=False)  # see the docstring
-    go, st = g.leaf(shape=[shape[0], shape[1], gshape[1], gshape[2]], dtype=dt, rg=False)
+    vol = op.name == 'grid_sampler_3d_backward'
+    a, b, pre, dt, shape, gshape = _sampler_leaves(g, rg=False, vol=vol)  # see the docstring
+    go, st = g.leaf(shape=shape[:2] + gshape[1:-1], dtype=dt, rg=False)
     pad = g.r.choice(_PADS)
-    if pad != 'zeros':  # the docstring: non-finite grid points are not drawn here
+    if pad != 'zeros' and not vol:  # the docstring: non-finite 2-d grid points are not drawn here
         pre[1]['values'] = [0.5 if isinstance(v, float) and not _math.isfinite(v) else v
                             for v in pre[1]['values']]
-    args = [['var', go], ['var', a], ['var', b], ['str', g.r.choice(_MODES)], ['str', pad],
+    args = [['var', go], ['var', a], ['var', b], ['str', _mode(g, vol)], ['str', pad],
             ['bool', g.r.random() < 0.5]]
     return dict(args=args, pre=pre + [st], style='function')
 
@@ -97,13 +112,13 @@ _PAD_ID = {'zeros': 0, 'border': 1, 'reflection': 2}
 
 
 def _py_grid_sampler_2d(st, pa, pk):
-    return 'torch.grid_sampler_2d(%s, %s, %d, %d, %s)' % (
-        pa[0], pa[1], _MODE_ID[st['args'][2][1]], _PAD_ID[st['args'][3][1]], pa[4])
+    return 'torch.%s(%s, %s, %d, %d, %s)' % (
+        st['op'], pa[0], pa[1], _MODE_ID[st['args'][2][1]], _PAD_ID[st['args'][3][1]], pa[4])
 
 
 def _py_grid_sampler_2d_backward(st, pa, pk):
-    return 'torch.ops.aten.grid_sampler_2d_backward(%s, %s, %s, %d, %d, %s, [True, True])' % (
-        pa[0], pa[1], pa[2], _MODE_ID[st['args'][3][1]], _PAD_ID[st['args'][4][1]], pa[5])
+    return 'torch.ops.aten.%s(%s, %s, %s, %d, %d, %s, [True, True])' % (
+        st['op'], pa[0], pa[1], pa[2], _MODE_ID[st['args'][3][1]], _PAD_ID[st['args'][4][1]], pa[5])
 
 
 def gen_affine_grid(g, op):
@@ -174,5 +189,7 @@ MAP = {
     'grid_sample': dict(gen=gen_grid_sample),
     'grid_sampler_2d': dict(gen=gen_grid_sample, py=_py_grid_sampler_2d, weight=0.5),
     'grid_sampler_2d_backward': dict(gen=gen_grid_sampler_2d_backward, py=_py_grid_sampler_2d_backward, weight=0.3),
+    'grid_sampler_3d': dict(gen=gen_grid_sample, py=_py_grid_sampler_2d, weight=0.5),
+    'grid_sampler_3d_backward': dict(gen=gen_grid_sampler_2d_backward, py=_py_grid_sampler_2d_backward, weight=0.3),
     'affine_grid': dict(gen=gen_affine_grid),
 }

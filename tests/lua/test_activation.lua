@@ -300,7 +300,7 @@ function T.errors_name_the_op_and_the_problem()
   check_error(function() F.leaky_relu(i) end, "leaky_relu", "int64")
   check_error(function() F.gelu(i) end, "gelu", "int64")
   check_error(function() F.silu(ember.tensor({ true })) end, "silu", "bool")
-  check_error(function() F.relu6(ember.tensor({ true })) end, "hardtanh", "bool")
+  check_error(function() F.relu6(ember.tensor({ true })) end, "relu6", "bool")
   check_error(function() F.hardtanh(ember.tensor({ 1 }, { dtype = "uint8" })) end,
     "hardtanh", "unsigned", "negative limits", "uint8")
   check_error(function() F.threshold(ember.tensor({ 1 }, { dtype = "int8" }), 1, 300) end,

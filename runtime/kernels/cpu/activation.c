@@ -433,6 +433,19 @@ ACT_PLAIN(HARDSIGMOID, hardsigmoid, hardsigmoid_backward)
 ACT_PLAIN(HARDSWISH, hardswish, hardswish_backward)
 ACT_PLAIN(LOGSIGMOID, logsigmoid, log_sigmoid_backward)
 
+/* their in-place forms (schema/ops/act2.yaml): self written, an internally
+ * overlapping self refused, as PyTorch's silu_ etc. */
+#define ACT_PLAIN_INPLACE(E, name)                                                           \
+    em_tensor *em_cpu_##name##_(em_keyset ks, em_tensor *self) {                             \
+        (void)ks;                                                                            \
+        act_ctx c = ctx_of(0, 0, 0, 0);                                                      \
+        return act_forward(A_##E, self, ACT_INPLACE, NULL, 0, NULL, &c, #name "_");            \
+    }
+ACT_PLAIN_INPLACE(SILU, silu)
+ACT_PLAIN_INPLACE(MISH, mish)
+ACT_PLAIN_INPLACE(HARDSIGMOID, hardsigmoid)
+ACT_PLAIN_INPLACE(HARDSWISH, hardswish)
+
 em_tensor *em_cpu_softplus(em_keyset ks, em_tensor *self, em_scalar beta, em_scalar threshold) {
     (void)ks;
     act_ctx c = ctx_of(D(beta), D(threshold), 0, 0);

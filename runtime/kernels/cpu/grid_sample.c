@@ -1,5 +1,5 @@
 /* grid_sample.c -- CPU kernels of the grid family (schema/ops/grid.yaml):
- * grid_sampler_2d and grid_sampler_2d_backward.
+ * grid_sampler_2d, grid_sampler_3d and their backward ops.
  *
  * Note [Grid sampling]
  * Output point (n, h, w) reads input plane n at the grid's (x, y) =
@@ -23,6 +23,21 @@
  * coordinate map: (size - 1)/2 or size/2, times 0 where border/reflection
  * clamp (the edges themselves count as clamped) and times -1 where
  * reflection flips. Nearest has a zero grid gradient.
+ *
+ * Note [Volumetric grid sampling]
+ * grid_sampler_3d (input (N, C, D, H, W), grid (N, Do, Ho, Wo, 3) holding
+ * x, y, z) follows PyTorch 1.13's scalar kernel (GridSampler.cpp), whose
+ * arithmetic and edge cases differ from the 2-d vectorised one:
+ *   unnormalise: align_corners ? ((c + 1) / 2) (size - 1) : ((c + 1) size - 1) / 2
+ *   border:      min(size - 1, max(x, 0)) -- NaN gives size - 1 in the
+ *                forward (std::min/max), stays NaN in the backward
+ *   reflection:  fmod-based, then clamped as border
+ *   trilinear:   the 8 corners of the cell, each added only when inside the
+ *                input (a NaN or infinite coordinate under zeros padding
+ *                reads nothing: 0, not NaN), in PyTorch's order tnw, tne,
+ *                tsw, tse, bnw, bne, bsw, bse
+ *   nearest:     round half away from zero (std::round, where the 2-d
+ *                kernel rounds half to even); bicubic is refused (4-d only)
  */
 #include <math.h>
 #include <stdlib.h>
@@ -42,9 +57,9 @@ typedef struct {
 } gs_axis;
 
 typedef struct {
-    gs_axis ax, ay;  /* width (x), height (y) */
+    gs_axis ax, ay, az; /* width (x), height (y), depth (z; 3-d only) */
     int mode;
-    int64_t C, OH, OW;
+    int64_t C, OD, OH, OW; /* OD: 3-d only */
     const void *input, *grid, *gout; /* contiguous, the loop dtype */
     void *out, *ginp, *ggrid;         /* ginp/ggrid NULL when not computed */
 } gs_ctx;
@@ -55,7 +70,11 @@ typedef struct {
 #define floor_f32 floorf
 #define trunc_f32 truncf
 #define nearbyint_f32 nearbyintf
+#define fmod_f32 fmodf
+#define round_f32 roundf
+#define fabs_f32 fabsf
 #include "kernels/cpu/grid_sample_tmpl.h"
+#include "kernels/cpu/grid_sample3d_tmpl.h"
 #undef GS_T
 #undef GS_
 
@@ -64,7 +83,11 @@ typedef struct {
 #define floor_f64 floor
 #define trunc_f64 trunc
 #define nearbyint_f64 nearbyint
+#define fmod_f64 fmod
+#define round_f64 round
+#define fabs_f64 fabs
 #include "kernels/cpu/grid_sample_tmpl.h"
+#include "kernels/cpu/grid_sample3d_tmpl.h"
 #undef GS_T
 #undef GS_
 
@@ -200,6 +223,137 @@ em_tensor *em_cpu_grid_sampler_2d_backward(em_keyset ks, em_tensor *grad_output,
             em_cpu_parallel_for(sizes[0], 1, dbl ? bwd_batches_f64 : bwd_batches_f32, &k);
         else
             em_cpu_parallel_for(sizes[0] * k.OH, row_grain(&k), dbl ? bwd_rows_f64 : bwd_rows_f32, &k);
+    }
+    em_tensor_release(in);
+    em_tensor_release(gr);
+    em_tensor_release(go);
+    *grad_grid = gg;
+    return gi;
+fail:
+    em_tensor_release(in);
+    em_tensor_release(gr);
+    em_tensor_release(gi);
+    em_tensor_release(gg);
+    return NULL;
+}
+
+/* ---- volumetric (Note [Volumetric grid sampling]) ---- */
+
+/* grid_sampler_3d's checks (PyTorch's check_grid_sampler_common and _3d):
+ * 5-d input and grid, equal batch, grid's last dim 3, non-empty spatial
+ * dims, one float dtype, no bicubic. */
+static em_status check_args3(const em_tensor *input, const em_tensor *grid, const char *mode, const char *op) {
+    char a[128], b[128];
+    if (input->ndim != 5 || grid->ndim != 5)
+        return em_set_error(EM_ESHAPE, "%s: expected a 5-d input (N, C, D, H, W) and a 5-d grid (N, Do, Ho, Wo, 3), got "
+                            "input %s and grid %s", op, em_shape_str(input->ndim, input->sizes, a, sizeof a),
+                            em_shape_str(grid->ndim, grid->sizes, b, sizeof b));
+    if (grid->sizes[0] != input->sizes[0])
+        return em_set_error(EM_ESHAPE, "%s: expected grid and input to have the same batch size, got input %s and grid %s",
+                            op, em_shape_str(5, input->sizes, a, sizeof a), em_shape_str(5, grid->sizes, b, sizeof b));
+    if (grid->sizes[4] != 3)
+        return em_set_error(EM_ESHAPE, "%s: expected grid to have size 3 in its last dim (x, y, z), got grid %s", op,
+                            em_shape_str(5, grid->sizes, b, sizeof b));
+    if (input->sizes[2] <= 0 || input->sizes[3] <= 0 || input->sizes[4] <= 0)
+        return em_set_error(EM_ESHAPE, "%s: expected input to have non-empty spatial dims, got input %s", op,
+                            em_shape_str(5, input->sizes, a, sizeof a));
+    if (input->dtype != EM_FLOAT32 && input->dtype != EM_FLOAT64)
+        return em_set_error(EM_ETYPE, "%s: input must be float32 or float64, got %s", op, em_dtype_name(input->dtype));
+    if (grid->dtype != input->dtype)
+        return em_set_error(EM_ETYPE, "%s: grid must have input's dtype %s, got %s", op, em_dtype_name(input->dtype),
+                            em_dtype_name(grid->dtype));
+    if (mode_of(mode) == GS_BICUBIC)
+        return em_set_error(EM_EVALUE, "%s: bicubic interpolation only supports 4-d input, got input %s", op,
+                            em_shape_str(5, input->sizes, a, sizeof a));
+    return EM_OK;
+}
+
+static void ctx_init3(gs_ctx *k, const em_tensor *input, const em_tensor *grid, const char *mode, const char *pad,
+                      bool ac) {
+    memset(k, 0, sizeof *k);
+    k->mode = mode_of(mode);
+    k->ax = axis_of(input->sizes[4], ac, pad_of(pad));
+    k->ay = axis_of(input->sizes[3], ac, pad_of(pad));
+    k->az = axis_of(input->sizes[2], ac, pad_of(pad));
+    k->C = input->sizes[1];
+    k->OD = grid->sizes[1];
+    k->OH = grid->sizes[2];
+    k->OW = grid->sizes[3];
+}
+
+em_tensor *em_cpu_grid_sampler_3d(em_keyset ks, em_tensor *input, em_tensor *grid, const char *interpolation_mode,
+                                  const char *padding_mode, bool align_corners) {
+    (void)ks;
+    const char *op = "grid_sampler_3d";
+    if (check_args3(input, grid, interpolation_mode, op) != EM_OK) return NULL;
+    int64_t sizes[5] = { input->sizes[0], input->sizes[1], grid->sizes[1], grid->sizes[2], grid->sizes[3] };
+    em_tensor *out = em_tensor_new(5, sizes, input->dtype, em_cpu_device());
+    if (!out || out->numel == 0) return out;
+    em_tensor *in = dense(input, op), *gr = in ? dense(grid, op) : NULL;
+    if (!gr) {
+        em_tensor_release(in);
+        em_tensor_release(out);
+        return NULL;
+    }
+    gs_ctx k;
+    ctx_init3(&k, input, grid, interpolation_mode, padding_mode, align_corners);
+    k.input = em_tensor_data(in);
+    k.grid = em_tensor_data(gr);
+    k.out = em_tensor_data(out);
+    em_cpu_parallel_for(sizes[0] * k.OD * k.OH, row_grain(&k), input->dtype == EM_FLOAT64 ? fwd3_rows_f64 : fwd3_rows_f32,
+                        &k);
+    em_tensor_release(in);
+    em_tensor_release(gr);
+    return out;
+}
+
+em_tensor *em_cpu_grid_sampler_3d_backward(em_keyset ks, em_tensor *grad_output, em_tensor *input, em_tensor *grid,
+                                           const char *interpolation_mode, const char *padding_mode,
+                                           bool align_corners, em_intlist output_mask, em_tensor **grad_grid) {
+    (void)ks;
+    const char *op = "grid_sampler_3d_backward";
+    char a[128], b[128];
+    *grad_grid = NULL;
+    if (check_args3(input, grid, interpolation_mode, op) != EM_OK) return NULL;
+    if (output_mask.n != 2) {
+        em_set_error(EM_EVALUE, "%s: output_mask must have 2 entries (grad_input, grad_grid), got %d", op, output_mask.n);
+        return NULL;
+    }
+    int64_t sizes[5] = { input->sizes[0], input->sizes[1], grid->sizes[1], grid->sizes[2], grid->sizes[3] };
+    if (grad_output->ndim != 5 || memcmp(grad_output->sizes, sizes, sizeof sizes) != 0) {
+        em_set_error(EM_ESHAPE, "%s: grad_output has shape %s, expected %s", op,
+                     em_shape_str(grad_output->ndim, grad_output->sizes, a, sizeof a), em_shape_str(5, sizes, b, sizeof b));
+        return NULL;
+    }
+    if (grad_output->dtype != input->dtype) {
+        em_set_error(EM_ETYPE, "%s: grad_output must have input's dtype %s, got %s", op, em_dtype_name(input->dtype),
+                     em_dtype_name(grad_output->dtype));
+        return NULL;
+    }
+    bool want_in = output_mask.data[0] != 0, want_grid = output_mask.data[1] != 0;
+    int64_t zero = 0;
+    em_intlist none = { &zero, 1 };
+    em_tensor *gi = em_cpu_zeros(EM_KS(EM_KEY_CPU), want_in ? (em_intlist){ input->sizes, 5 } : none, input->dtype,
+                                 em_cpu_device());
+    em_tensor *gg = gi ? em_cpu_zeros(EM_KS(EM_KEY_CPU), want_grid ? (em_intlist){ grid->sizes, 5 } : none,
+                                      grid->dtype, em_cpu_device())
+                       : NULL;
+    em_tensor *in = gg ? dense(input, op) : NULL, *gr = in ? dense(grid, op) : NULL;
+    em_tensor *go = gr ? dense(grad_output, op) : NULL;
+    if (!go) goto fail;
+    if ((want_in || want_grid) && grad_output->numel > 0) {
+        gs_ctx k;
+        ctx_init3(&k, input, grid, interpolation_mode, padding_mode, align_corners);
+        k.input = em_tensor_data(in);
+        k.grid = em_tensor_data(gr);
+        k.gout = em_tensor_data(go);
+        k.ginp = want_in ? em_tensor_data(gi) : NULL;
+        k.ggrid = want_grid ? em_tensor_data(gg) : NULL;
+        bool dbl = input->dtype == EM_FLOAT64;
+        if (want_in) /* each batch element owns its grad_input slice */
+            em_cpu_parallel_for(sizes[0], 1, dbl ? bwd3_batches_f64 : bwd3_batches_f32, &k);
+        else
+            em_cpu_parallel_for(sizes[0] * k.OD * k.OH, row_grain(&k), dbl ? bwd3_rows_f64 : bwd3_rows_f32, &k);
     }
     em_tensor_release(in);
     em_tensor_release(gr);

@@ -46,8 +46,23 @@ return function(H)
   -- grid_sampler_2d_backward's formulas are PyTorch's "not implemented"
   -- (they only raise; test_grid.lua checks that): no samples
   S.grid_sampler_2d_backward = function() return {} end
+  S.grid_sampler_3d = function()
+    local r = {}
+    for _, mode in ipairs({ "bilinear", "nearest" }) do
+      for _, pad in ipairs({ "zeros", "border", "reflection" }) do
+        for _, ac in ipairs({ false, true }) do
+          r[#r + 1] = { { seq(2, 2, 2, 3, 4), grid(2, 1, 2, 3, 3) },
+            function(a, g) return ember.grid_sampler_3d(a, g, mode, pad, ac) end }
+        end
+      end
+    end
+    return nogg(many(r))
+  end
+  S.grid_sampler_3d_backward = function() return {} end
   S.grid_sample = function()
     return nogg(many({
+      { { seq(1, 2, 3, 2, 4), grid(1, 2, 2, 1, 3) },
+        function(a, g) return F.grid_sample(a, g, "bilinear", "border", false) end },
       { { seq(1, 3, 4, 5), grid(1, 3, 2, 2) }, function(a, g) return F.grid_sample(a, g) end },
       { { seq(2, 1, 2, 3), grid(2, 4, 1, 2):transpose(2, 3) },
         function(a, g) return F.grid_sample(a, g, "bicubic", "reflection", true) end },
