@@ -75,7 +75,7 @@ void em_ag_set_trace_provider(char *(*fn)(void *ud), void *ud) {
 #ifndef NODE_CACHE
 #define NODE_CACHE 1
 #endif
-#define NODE_CLASS_STEP 32
+#define NODE_CLASS_STEP 16
 #define NODE_CLASS_MAX 1024                         /* bytes; larger nodes use malloc */
 #define NODE_CLASSES (NODE_CLASS_MAX / NODE_CLASS_STEP) /* classes 1..NODE_CLASSES */
 #define NODE_CACHE_BYTES ((size_t)4 << 20)          /* per thread */
