@@ -42,7 +42,7 @@ show() { v=$(med "$1"); echo "${v:-n/a}"; }  # for printing: n/a when not measur
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else printf "n/a" }'; }
 
 echo "== ember beside PyTorch ($( [ $same_run = yes ] && echo "measured in this run" || echo "STORED figures, not this run"); medians; shared, noisy machines)"
-echo "   speed-up = how many times faster ember is (rates: ember/torch; times: torch/ember); for MiB, how many times less memory"
+echo "   speed-up = how many times faster ember is (rates: ember/torch; times: torch/ember); for MiB and bytes, how many times less memory"
 # every ember_NAME with a torch_NAME: one line
 awk '
   $1 ~ /^ember_/ { n = substr($1, 7); e[n] = $2; u[n] = $3; order[++k] = n }
@@ -51,7 +51,7 @@ awk '
     for (i = 1; i <= k; i++) {
       n = order[i]
       if (!(n in t) || t[n] <= 0 || e[n] <= 0) continue
-      s = (u[n] ~ /^(ns|us|ms|s|MiB)(\/|$)/) ? t[n] / e[n] : e[n] / t[n]  # MiB: lower is better too
+      s = (u[n] ~ /^(ns|us|ms|s|MiB|B)(\/|$)/) ? t[n] / e[n] : e[n] / t[n]  # MiB, B: lower is better too
       printf "  %-28s ember %10.2f  torch %10.2f %-8s speed-up %6.2fx\n", n, e[n], t[n], u[n], s
     }
   }' "$out"
