@@ -375,6 +375,170 @@ START_TEST(test_autograd_concurrent_backward) {
 }
 END_TEST
 
+/* ---- Note [Node generations]: tasks that share nodes ---- */
+
+/* x -> a (x2), b (x3) -> c (a, b; x1) -> d (x7): d/dx = 35 per element. */
+typedef struct {
+    em_tensor *x, *a, *b, *c, *d;
+} shared_graph;
+
+/* A scale node's data that logs nothing (threads share these nodes). */
+static scale_ud *quiet_ud(double factor) {
+    scale_ud *u = mk_ud(factor, 0);
+    u->order = NULL;
+    return u;
+}
+
+static void shared_graph_make(shared_graph *G) {
+    G->x = leaf(4, 1.0f);
+    G->a = apply_node(quiet_ud(2.0), &G->x, 1, 4);
+    G->b = apply_node(quiet_ud(3.0), &G->x, 1, 4);
+    em_tensor *ab[2] = { G->a, G->b };
+    G->c = apply_node(quiet_ud(1.0), ab, 2, 4);
+    G->d = apply_node(quiet_ud(7.0), &G->c, 1, 4);
+}
+
+static void shared_graph_free(shared_graph *G) {
+    em_tensor_release(G->d); em_tensor_release(G->c); em_tensor_release(G->b);
+    em_tensor_release(G->a); em_tensor_release(G->x);
+}
+
+/* grad(d, x) with retain_graph, `iters` times; returns NULL when every
+ * result was 35 * the seed. */
+static void *shared_grad_worker(void *arg) {
+    shared_graph *G = arg;
+    em_backward_opts o = { .retain_graph = true, .accumulate = false };
+    for (int it = 0; it < 300; it++) {
+        em_tensor *g = filled(4, (float)(1 + it % 5)), *out = NULL;
+        em_status st = em_backward(&G->d, &g, 1, &G->x, 1, &out, &o);
+        bool ok = st == EM_OK && out && at(out, 0) == 35.0f * (float)(1 + it % 5) &&
+                  at(out, 3) == 35.0f * (float)(1 + it % 5);
+        em_tensor_release(out);
+        em_tensor_release(g);
+        if (!ok) return (void *)1;
+    }
+    return NULL;
+}
+
+/* Three threads run backward over one graph at once: whichever task claims
+ * a node first, the others count its dependencies in their side tables,
+ * and every result is right. One node runs on the device worker in half
+ * the runs so the tasks' items also meet on a shared queue. */
+START_TEST(test_autograd_concurrent_shared_graph) {
+    shared_graph G;
+    shared_graph_make(&G);
+    for (int round = 0; round < 2; round++) {
+        em_grad_fn(G.b)->input_meta[0].device.type = round ? EM_CUDA : EM_CPU;
+        pthread_t th[3];
+        for (int i = 0; i < 3; i++) ck_assert_int_eq(pthread_create(&th[i], NULL, shared_grad_worker, &G), 0);
+        for (int i = 0; i < 3; i++) {
+            void *r;
+            pthread_join(th[i], &r);
+            ck_assert_ptr_null(r);
+        }
+    }
+    em_grad_fn(G.b)->input_meta[0].device.type = EM_CPU;
+    /* every claim was handed back: a lone backward claims all nodes again */
+    ck_assert_ptr_null(shared_grad_worker(&G));
+    em_node *ns[4] = { em_grad_fn(G.a), em_grad_fn(G.b), em_grad_fn(G.c), em_grad_fn(G.d) };
+    for (int i = 0; i < 4; i++) ck_assert_uint_eq(atomic_load(&ns[i]->task_gen), 0);
+    shared_graph_free(&G);
+}
+END_TEST
+
+/* A node whose apply runs a nested backward over the outer task's own
+ * nodes (which the outer task holds): the inner task keeps its counts in
+ * its side table, and both tasks deliver the right gradients. */
+static shared_graph *nested_graph;
+static int nested_calls;
+
+static em_status nested_apply(void *ud, em_node *node, em_tensor **grads, em_tensor **out) {
+    nested_calls++;
+    em_tensor *g = filled(4, 1.0f);
+    em_backward_opts o = { .retain_graph = true, .accumulate = true };
+    em_status st = em_backward(&nested_graph->d, &g, 1, NULL, 0, NULL, &o);
+    em_tensor_release(g);
+    if (st != EM_OK) return st;
+    out[0] = grads[0] ? em_tensor_retain(grads[0]) : NULL;
+    return EM_OK;
+}
+
+START_TEST(test_autograd_reentrant_shared_nodes) {
+    nested_calls = 0;
+    shared_graph G;
+    shared_graph_make(&G);
+    nested_graph = &G;
+    /* e = N(d): the outer task reaches d, c, a, b and x's AccumulateGrad
+     * before N runs the inner backward from d */
+    em_node *n = em_custom_node_new("Nested", 1, 1, nested_apply, NULL, NULL);
+    ck_assert_ptr_nonnull(n);
+    n->next[0] = em_gradient_edge(G.d);
+    em_tensor *e = filled(4, 0.0f);
+    ck_assert_int_eq(em_set_history(e, n, 0), EM_OK);
+    em_node_release(n);
+    em_tensor *g = filled(4, 2.0f);
+    em_backward_opts o = { .retain_graph = true, .accumulate = true };
+    ck_assert_int_eq(em_backward(&e, &g, 1, NULL, 0, NULL, &o), EM_OK);
+    ck_assert_int_eq(nested_calls, 1);
+    em_tensor *gx = em_grad(G.x);
+    ck_assert_ptr_nonnull(gx);
+    ck_assert_float_eq(at(gx, 2), 35.0f * 1 + 35.0f * 2); /* inner (seed 1) + outer (seed 2) */
+    em_tensor_release(gx);
+    em_tensor_release(g); em_tensor_release(e);
+    shared_graph_free(&G);
+}
+END_TEST
+
+/* Note [Node free lists]: a freed node's block comes back for the next
+ * node of its size class with a cleared header. */
+START_TEST(test_autograd_node_free_list) {
+    em_node *a = em_node_new(sizeof(em_node), NULL, 1, 2);
+    ck_assert_ptr_nonnull(a);
+    a->owner_thread = true;
+    a->saved_released = true;
+    a->task_slot = 77;
+    em_node *keep = em_node_new(sizeof(em_node), NULL, 1, 1);
+    a->next[1] = (em_edge){ keep, 0 };
+    em_node_retain(keep);
+    em_node_release(a);
+    em_node *b = em_node_new(sizeof(em_node), NULL, 1, 2);
+    ck_assert_ptr_nonnull(b);
+#if !defined(__SANITIZE_ADDRESS__)
+    ck_assert_ptr_eq(a, b); /* off under AddressSanitizer, which must see the free */
+#endif
+    ck_assert(!b->owner_thread && !b->saved_released);
+    ck_assert_uint_eq(atomic_load(&b->task_gen), 0);
+    ck_assert_ptr_null(b->next[0].fn);
+    ck_assert_ptr_null(b->next[1].fn);
+    ck_assert_ptr_null(b->pre_hooks);
+    ck_assert_int_eq(atomic_load(&keep->refcount), 1);
+    em_node_release(b);
+    em_node_release(keep);
+}
+END_TEST
+
+/* Threads that make and free graphs and exit: their free lists go with
+ * them (valgrind / LeakSanitizer see no leak, and nothing crashes). */
+static void *graph_thread(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 50; i++) {
+        em_tensor *x = leaf(2, 1.0f);
+        em_tensor *a = apply_node(quiet_ud(2.0), &x, 1, 2);
+        em_tensor_release(a);
+        em_tensor_release(x);
+    }
+    return NULL;
+}
+
+START_TEST(test_autograd_free_list_thread_exit) {
+    for (int r = 0; r < 8; r++) {
+        pthread_t th;
+        ck_assert_int_eq(pthread_create(&th, NULL, graph_thread, NULL), 0);
+        pthread_join(th, NULL);
+    }
+}
+END_TEST
+
 /* ---- a chain of a million nodes: no recursion on depth ---- */
 
 START_TEST(test_autograd_deep_chain) {
@@ -531,6 +695,10 @@ Suite *make_autograd_suite(void) {
     tcase_add_test(tc, test_autograd_reentrant);
     tcase_add_test(tc, test_autograd_device_worker_thread);
     tcase_add_test(tc, test_autograd_concurrent_backward);
+    tcase_add_test(tc, test_autograd_concurrent_shared_graph);
+    tcase_add_test(tc, test_autograd_reentrant_shared_nodes);
+    tcase_add_test(tc, test_autograd_node_free_list);
+    tcase_add_test(tc, test_autograd_free_list_thread_exit);
     tcase_add_test(tc, test_autograd_deep_chain);
     tcase_add_test(tc, test_autograd_inplace_rules);
     tcase_add_test(tc, test_autograd_grad_guard);

@@ -84,7 +84,11 @@ struct em_node {
     bool saved_released;        /* release_saved() ran */
     bool owner_thread;          /* must run on the thread that called backward (Lua) */
     bool is_accumulate_grad;
+    uint8_t alloc_class;        /* node.c: its free-list class, 0: plain malloc */
+    uint32_t task_slot;         /* engine: the claiming GraphTask's info slot */
     void *weak_var;             /* AccumulateGrad: its leaf's meta (weak) */
+    atomic_uint_fast64_t task_gen; /* engine: the GraphTask claiming this node, 0: none;
+                                   Note [Node generations] (engine.c) */
 };
 
 /* The per-tensor autograd state (em_tensor.autograd_meta). */

@@ -51,15 +51,25 @@ typedef struct {
     size_t n, cap;
 } ready_queue;
 
-/* Per-node state of one GraphTask (open addressing on the node pointer). */
+/* Per-node state of one GraphTask: one entry of the task's arena (info[],
+ * freed at once with the task), found through the node's generation or,
+ * when another task holds the node, the task's side table (Note [Node
+ * generations]). */
 typedef struct {
-    em_node *key;
+    em_node *node;
     int32_t deps;          /* edges not yet delivered */
     int8_t needed;         /* exec_info: -1 unknown, 0 skip, 1 run */
     int8_t is_target;
+    bool claimed;          /* node->task_gen is this task's: reset it at the end */
     em_tensor **buffer;    /* not-ready InputBuffer (heap, > INLINE_INPUTS slots) */
     em_tensor *inl[INLINE_INPUTS]; /* not-ready InputBuffer (inline) */
 } node_info;
+
+/* A side-table entry: a node another task had claimed, and its slot. */
+typedef struct {
+    em_node *key;
+    uint32_t slot;
+} side_entry;
 
 typedef struct {
     em_node *node;
@@ -69,9 +79,12 @@ typedef struct {
 
 struct graph_task {
     atomic_long outstanding;
-    pthread_mutex_t lock;       /* guards info and buffers */
-    node_info *info;
-    size_t info_cap, info_n;
+    pthread_mutex_t lock;       /* guards the infos' deps and buffers while running */
+    uint64_t gen;               /* this task's generation (never 0, never reused) */
+    node_info *info;            /* the arena: [info_n] of info_cap, one per reached node */
+    uint32_t info_n, info_cap;
+    side_entry *side;           /* open addressing on the node pointer */
+    size_t side_cap, side_n;
     bool has_exec_info;
     capture *captures;
     int n_captures;
@@ -214,6 +227,40 @@ static ready_queue *queue_for(graph_task *t, em_node *n) {
 
 /* ---- per-task node info ---- */
 
+/* Note [Node generations]
+ * A GraphTask keeps one node_info per node it reaches (in-degree countdown,
+ * exec info, the not-ready InputBuffer) in an arena, t->info[], that it
+ * frees at once. A node finds its entry without a hash map: every task gets
+ * a generation number from a global 64-bit counter (unique, never 0), and
+ * compute_dependencies claims each node it reaches by a compare-and-swap of
+ * node->task_gen from 0 to the task's generation, then stores the entry's
+ * index in node->task_slot. While node->task_gen equals t->gen, task_slot
+ * is t's index; task_free stores 0 back (release) for every node it
+ * claimed, after the task's last item finished.
+ *
+ * Several GraphTasks can run at once and reach the same node: a reentrant
+ * backward from inside a node (same thread, outer task still live), or
+ * backward calls from several threads or Lua states over a shared graph
+ * (retain_graph). The CAS lets only one live task own a node's two fields;
+ * a task whose CAS fails (another live task holds the node) records the
+ * node in its own side table (open addressing, node -> slot) instead, so
+ * no task ever writes a field another task reads:
+ *  - task_slot is written only by the claiming task's owner thread, right
+ *    after its CAS succeeded, and read only by a task that sees its own
+ *    generation in task_gen -- i.e. the claimer (its device workers read it
+ *    after the item was handed over through a locked queue).
+ *  - the release store of 0 in task_free pairs with the next claimer's
+ *    acquire CAS, ordering the old owner's reads before the new writes.
+ *  - generations are never reused, so a stale claim cannot be mistaken for
+ *    a live one (no ABA); a node freed and reallocated starts at 0 (its
+ *    header is cleared in em_node_new).
+ * A task that finds task_gen equal to neither 0 nor its generation simply
+ * uses the side table: correctness never depends on winning the claim, and
+ * the common case (one backward at a time) costs one CAS per node and a
+ * compare per lookup. Nodes stay alive for the whole task (the graph root
+ * holds the graph), so task_free can touch them. */
+static atomic_uint_fast64_t next_task_gen = 1;
+
 static size_t hash_ptr(const void *p) {
     uintptr_t x = (uintptr_t)p;
     x ^= x >> 33;
@@ -222,39 +269,72 @@ static size_t hash_ptr(const void *p) {
     return (size_t)x;
 }
 
-static node_info *info_get_new(graph_task *t, em_node *n, bool create, bool *created);
-static node_info *info_get(graph_task *t, em_node *n, bool create) { return info_get_new(t, n, create, NULL); }
+/* n's entry in t's arena, or NULL when t has not reached n. */
+static node_info *info_get(graph_task *t, em_node *n) {
+    if (atomic_load_explicit(&n->task_gen, memory_order_relaxed) == t->gen) return &t->info[n->task_slot];
+    if (!t->side_n) return NULL;
+    size_t j = hash_ptr(n) & (t->side_cap - 1);
+    while (t->side[j].key) {
+        if (t->side[j].key == n) return &t->info[t->side[j].slot];
+        j = (j + 1) & (t->side_cap - 1);
+    }
+    return NULL;
+}
 
-/* Finds n's entry; with create, adds it (then *created, when given, says
- * whether it was new). NULL when absent or out of memory. */
-static node_info *info_get_new(graph_task *t, em_node *n, bool create, bool *created) {
-    if (created) *created = false;
-    if (create && (t->info_n + 1) * 2 > t->info_cap) {
-        size_t cap = t->info_cap ? t->info_cap * 2 : 64;
-        node_info *ni = em_ag_calloc(cap, sizeof *ni);
-        if (!ni) return NULL;
-        for (size_t i = 0; i < t->info_cap; i++) {
-            if (!t->info[i].key) continue;
-            size_t j = hash_ptr(t->info[i].key) & (cap - 1);
-            while (ni[j].key) j = (j + 1) & (cap - 1);
-            ni[j] = t->info[i];
+/* Adds n -> slot to t's side table (growing it). false: out of memory. */
+static bool side_put(graph_task *t, em_node *n, uint32_t slot) {
+    if ((t->side_n + 1) * 2 > t->side_cap) {
+        size_t cap = t->side_cap ? t->side_cap * 2 : 64;
+        side_entry *ns = em_ag_calloc(cap, sizeof *ns);
+        if (!ns) return false;
+        for (size_t i = 0; i < t->side_cap; i++) {
+            if (!t->side[i].key) continue;
+            size_t j = hash_ptr(t->side[i].key) & (cap - 1);
+            while (ns[j].key) j = (j + 1) & (cap - 1);
+            ns[j] = t->side[i];
         }
-        free(t->info);
-        t->info = ni;
+        free(t->side);
+        t->side = ns;
+        t->side_cap = cap;
+    }
+    size_t j = hash_ptr(n) & (t->side_cap - 1);
+    while (t->side[j].key) j = (j + 1) & (t->side_cap - 1);
+    t->side[j] = (side_entry){ n, slot };
+    t->side_n++;
+    return true;
+}
+
+/* n's entry in t's arena, made (and n claimed, or put in the side table)
+ * when t had not reached n yet; *created says which. Only the task's owner
+ * thread calls it, before the task runs. NULL when out of memory. */
+static node_info *info_add(graph_task *t, em_node *n, bool *created) {
+    *created = false;
+    node_info *ni = info_get(t, n);
+    if (ni) return ni;
+    if (t->info_n == t->info_cap) {
+        if (t->info_cap >= UINT32_MAX / 2) return NULL;
+        uint32_t cap = t->info_cap ? t->info_cap * 2 : 64;
+        node_info *a = em_ag_realloc(t->info, (size_t)cap * sizeof *a);
+        if (!a) return NULL;
+        t->info = a;
         t->info_cap = cap;
     }
-    if (!t->info_cap) return NULL;
-    size_t j = hash_ptr(n) & (t->info_cap - 1);
-    while (t->info[j].key) {
-        if (t->info[j].key == n) return &t->info[j];
-        j = (j + 1) & (t->info_cap - 1);
+    uint32_t slot = t->info_n;
+    ni = &t->info[slot];
+    memset(ni, 0, sizeof *ni);
+    ni->node = n;
+    ni->needed = -1;
+    uint_fast64_t expect = 0;
+    if (atomic_compare_exchange_strong_explicit(&n->task_gen, &expect, t->gen, memory_order_acquire,
+                                                memory_order_relaxed)) {
+        n->task_slot = slot;
+        ni->claimed = true;
+    } else if (!side_put(t, n, slot)) {
+        return NULL;
     }
-    if (!create) return NULL;
-    if (created) *created = true;
-    t->info[j].key = n;
-    t->info[j].needed = -1;
     t->info_n++;
-    return &t->info[j];
+    *created = true;
+    return ni;
 }
 
 static void set_task_error(graph_task *t, em_status st, const char *node_name) {
@@ -342,11 +422,8 @@ static void capture_grads(graph_task *t, em_node *n, em_tensor **buf) {
  * no inputs), else only when compute_exec_info found it needed. */
 static bool node_is_needed(graph_task *t, em_node *n) {
     if (!t->has_exec_info) return true;
-    task_lock(t);
-    node_info *ni = info_get(t, n, false);
-    bool run = ni && ni->needed == 1;
-    task_unlock(t);
-    return run;
+    node_info *ni = info_get(t, n); /* the arena and exec info are fixed while running */
+    return ni && ni->needed == 1;
 }
 
 /* Runs n's tensor pre-hooks (retain_grad's too) on the filled slots of
@@ -414,7 +491,7 @@ static void deliver_outputs(graph_task *t, em_node *n, em_tensor **out) {
         uint32_t nr = n->next[j].input_nr;
         em_tensor **ready = NULL;
         task_lock(t);
-        node_info *ni = info_get(t, next, false);
+        node_info *ni = info_get(t, next);
         if (!ni) { /* not reachable from the roots: cannot happen */
             task_unlock(t);
             continue;
@@ -533,7 +610,8 @@ static const em_node_vtable root_vt = { "GraphRoot", root_apply, NULL, root_dest
 static em_status compute_dependencies(graph_task *t, em_node *root) {
     size_t cap = 256, sp = 0;
     em_node **stack = malloc(cap * sizeof *stack);
-    if (!stack || !info_get(t, root, true)) {
+    bool created;
+    if (!stack || !info_add(t, root, &created)) {
         free(stack);
         return em_set_error(EM_ENOMEM, "backward: out of memory");
     }
@@ -543,8 +621,7 @@ static em_status compute_dependencies(graph_task *t, em_node *root) {
         for (int j = 0; j < n->num_next; j++) {
             em_node *next = n->next[j].fn;
             if (!next) continue;
-            bool created;
-            node_info *ni = info_get_new(t, next, true, &created);
+            node_info *ni = info_add(t, next, &created);
             bool seen = !created;
             if (!ni) { free(stack); return em_set_error(EM_ENOMEM, "backward: out of memory"); }
             ni->deps++;
@@ -572,13 +649,13 @@ static em_status compute_exec_info(graph_task *t, em_node *root) {
     frame *st = malloc(cap * sizeof *st);
     if (!st) return em_set_error(EM_ENOMEM, "backward: out of memory");
     st[sp++] = (frame){ root, 0 };
-    info_get(t, root, false)->needed = 2; /* 2: on the stack */
+    info_get(t, root)->needed = 2; /* 2: on the stack */
     while (sp > 0) {
         frame *f = &st[sp - 1];
         if (f->j < f->n->num_next) {
             em_node *next = f->n->next[f->j++].fn;
             if (!next) continue;
-            node_info *ni = info_get(t, next, false);
+            node_info *ni = info_get(t, next);
             if (!ni || ni->needed != -1) continue;
             ni->needed = 2;
             if (sp == cap) {
@@ -590,10 +667,10 @@ static em_status compute_exec_info(graph_task *t, em_node *root) {
             st[sp++] = (frame){ next, 0 };
             continue;
         }
-        node_info *me = info_get(t, f->n, false);
+        node_info *me = info_get(t, f->n);
         bool need = me->is_target;
         for (int j = 0; j < f->n->num_next && !need; j++) {
-            node_info *ni = f->n->next[j].fn ? info_get(t, f->n->next[j].fn, false) : NULL;
+            node_info *ni = f->n->next[j].fn ? info_get(t, f->n->next[j].fn) : NULL;
             if (ni && ni->needed == 1) need = true;
         }
         me->needed = need ? 1 : 0;
@@ -699,6 +776,7 @@ static graph_task *task_new(const em_backward_opts *o) {
     t->keep_graph = o->retain_graph || o->create_graph;
     t->create_graph = o->create_graph;
     t->depth = current_depth + 1;
+    t->gen = atomic_fetch_add_explicit(&next_task_gen, 1, memory_order_relaxed);
     if (!local_queue) {
         if (!cpu_queue_ready) {
             queue_init(&cpu_queue_storage);
@@ -735,7 +813,7 @@ static em_status mark_inputs(graph_task *t, graph_root *root, em_tensor **inputs
             snprintf(why, sizeof why, "%s", em_error_message());
             return em_set_error(st, "%s: input %d: %s", who, i + 1, why);
         }
-        node_info *ni = in_edges[i].fn ? info_get(t, in_edges[i].fn, false) : NULL;
+        node_info *ni = in_edges[i].fn ? info_get(t, in_edges[i].fn) : NULL;
         if (o->accumulate) {
             if (ni) ni->is_target = 1;
         } else {
@@ -745,7 +823,7 @@ static em_status mark_inputs(graph_task *t, graph_root *root, em_tensor **inputs
     if (!o->accumulate) {
         /* a node that feeds a captured slot must run up to the capture */
         for (int c = 0; c < t->n_captures; c++) {
-            node_info *ni = t->captures[c].node ? info_get(t, t->captures[c].node, false) : NULL;
+            node_info *ni = t->captures[c].node ? info_get(t, t->captures[c].node) : NULL;
             if (ni) ni->is_target = 2; /* captured: do not execute the node itself */
         }
     }
@@ -759,19 +837,19 @@ static em_status mark_inputs(graph_task *t, graph_root *root, em_tensor **inputs
     for (int c = 0; c < t->n_captures; c++) {
         em_node *cn = t->captures[c].node;
         for (int j = 0; cn && j < cn->num_next && !beyond[c]; j++) {
-            node_info *nx = cn->next[j].fn ? info_get(t, cn->next[j].fn, false) : NULL;
+            node_info *nx = cn->next[j].fn ? info_get(t, cn->next[j].fn) : NULL;
             beyond[c] = nx && nx->needed == 1;
         }
     }
     for (int c = 0; c < t->n_captures; c++) {
         em_node *cn = t->captures[c].node;
-        node_info *ni = cn ? info_get(t, cn, false) : NULL;
+        node_info *ni = cn ? info_get(t, cn) : NULL;
         if (ni) ni->needed = beyond[c] ? 1 : 0;
     }
     /* a node captured twice may have been cleared by one entry */
     for (int c = 0; c < t->n_captures; c++) {
         em_node *cn = t->captures[c].node;
-        node_info *ni = cn ? info_get(t, cn, false) : NULL;
+        node_info *ni = cn ? info_get(t, cn) : NULL;
         if (ni && beyond[c]) ni->needed = 1;
     }
     free(beyond);
@@ -838,10 +916,12 @@ static em_status collect_grads(graph_task *t, em_tensor **inputs, int n_inputs, 
 /* Frees a finished (or failed) task: the InputBuffers of nodes that never
  * became ready, uncollected captures, the inputs' edges (n_inputs). */
 static void task_free(graph_task *t, em_edge *in_edges, int n_inputs) {
-    for (size_t i = 0; i < t->info_cap; i++) {
-        if (!t->info[i].key) continue;
-        free_buffer(t->info[i].buffer, t->info[i].key->num_inputs, false);
-        free_buffer(t->info[i].inl, INLINE_INPUTS, true);
+    for (uint32_t i = 0; i < t->info_n; i++) {
+        node_info *ni = &t->info[i];
+        free_buffer(ni->buffer, ni->node->num_inputs, false);
+        free_buffer(ni->inl, INLINE_INPUTS, true);
+        /* Note [Node generations]: hand the node back */
+        if (ni->claimed) atomic_store_explicit(&ni->node->task_gen, 0, memory_order_release);
     }
     if (t->captured)
         for (int i = 0; i < n_inputs; i++) em_tensor_release(t->captured[i]);
@@ -850,6 +930,7 @@ static void task_free(graph_task *t, em_edge *in_edges, int n_inputs) {
     free(t->captured);
     free(t->captures);
     free(t->info);
+    free(t->side);
     pthread_mutex_destroy(&t->lock);
     free(t);
 }

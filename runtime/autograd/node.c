@@ -53,6 +53,88 @@ void em_ag_set_trace_provider(char *(*fn)(void *ud), void *ud) {
 
 /* ---- nodes ---- */
 
+/* Note [Node free lists]
+ * A recorded op allocates one node and the graph frees it again at the next
+ * step, so each thread keeps freed node blocks by size class (multiples of
+ * NODE_CLASS_STEP bytes up to NODE_CLASS_MAX) on a free list of its own and
+ * hands them out again before asking malloc. The lists are bounded
+ * (NODE_CACHE_BYTES per thread; beyond that blocks go back to free()), are
+ * freed when the thread exits (free_thread_lists; a node freed later on an
+ * exiting thread goes straight to free()), and take no locks: a block
+ * freed on another thread simply joins that thread's list. Every node
+ * allocation still asks the fault hook first (Note [Autograd allocation
+ * faults]), whether or not the list serves it. Under AddressSanitizer the
+ * lists are off, so a use after free of a node is still caught. */
+#if defined(__SANITIZE_ADDRESS__)
+#define NODE_CACHE 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NODE_CACHE 0
+#endif
+#endif
+#ifndef NODE_CACHE
+#define NODE_CACHE 1
+#endif
+#define NODE_CLASS_STEP 16
+#define NODE_CLASS_MAX 1024                         /* bytes; larger nodes use malloc */
+#define NODE_CLASSES (NODE_CLASS_MAX / NODE_CLASS_STEP) /* classes 1..NODE_CLASSES */
+#define NODE_CACHE_BYTES ((size_t)4 << 20)          /* per thread */
+
+typedef struct free_block { struct free_block *next; } free_block;
+static _Thread_local free_block *node_free[NODE_CLASSES + 1];
+static _Thread_local size_t node_cache_bytes;
+static _Thread_local bool node_cache_closed; /* the thread is exiting */
+static _Thread_local bool node_cache_noted;  /* the exit hook is registered */
+static void note_thread_lists(void);
+
+/* A block of at least total bytes for a node (its class in *cls, 0 for a
+ * plain malloc), from this thread's free list when it has one. NULL when
+ * out of memory or when the fault hook fires (slot not set). */
+static void *node_block_alloc(size_t total, uint8_t *cls) {
+    *cls = 0;
+    if (em_memory_test_fail()) return NULL;
+    if (!NODE_CACHE || total > NODE_CLASS_MAX) return malloc(total);
+    size_t c = (total + NODE_CLASS_STEP - 1) / NODE_CLASS_STEP;
+    *cls = (uint8_t)c;
+    free_block *b = node_free[c];
+    if (b) {
+        node_free[c] = b->next;
+        node_cache_bytes -= c * NODE_CLASS_STEP;
+        return b;
+    }
+    return malloc(c * NODE_CLASS_STEP);
+}
+
+/* Returns a node's block to this thread's free list, or to free() when the
+ * list is full, the thread is exiting, or the block is not of a class. */
+static void node_block_free(void *p, uint8_t cls) {
+    size_t bytes = (size_t)cls * NODE_CLASS_STEP;
+    if (!cls || node_cache_closed || node_cache_bytes + bytes > NODE_CACHE_BYTES) {
+        free(p);
+        return;
+    }
+    if (!node_cache_noted) { /* register the exit hook */
+        note_thread_lists();
+        node_cache_noted = true;
+    }
+    free_block *b = p;
+    b->next = node_free[cls];
+    node_free[cls] = b;
+    node_cache_bytes += bytes;
+}
+
+/* Frees this thread's free lists (at thread exit). */
+static void node_cache_drain(void) {
+    for (int c = 0; c <= NODE_CLASSES; c++) {
+        while (node_free[c]) {
+            free_block *b = node_free[c];
+            node_free[c] = b->next;
+            free(b);
+        }
+    }
+    node_cache_bytes = 0;
+}
+
 /* One allocation holds the node, its edges and its input metas (in that
  * order, each aligned): a recorded op costs one malloc, not three. */
 em_node *em_node_new(size_t size, const em_node_vtable *vt, int num_inputs, int num_next) {
@@ -63,7 +145,8 @@ em_node *em_node_new(size_t size, const em_node_vtable *vt, int num_inputs, int 
     /* malloc, not the power-of-two caching allocator: a retained graph
      * grows by one node per op, and rounding a 600-byte node up to 1 KiB
      * costs more in fresh pages than the allocator saves */
-    em_node *n = em_ag_malloc(total);
+    uint8_t cls;
+    em_node *n = node_block_alloc(total, &cls);
     if (!n) {
         em_set_error(EM_ENOMEM, "autograd: out of memory making a %s node", vt ? vt->name : "graph");
         return NULL;
@@ -74,6 +157,8 @@ em_node *em_node_new(size_t size, const em_node_vtable *vt, int num_inputs, int 
     em_input_meta *im = num_inputs ? (em_input_meta *)((char *)n + meta_at) : NULL;
     for (int i = 0; i < num_inputs; i++) { im[i].ndim = 0; im[i].dtype = EM_FLOAT32; im[i].device = em_cpu_device(); }
     atomic_init(&n->refcount, 1);
+    atomic_init(&n->task_gen, 0);
+    n->alloc_class = cls;
     n->vt = vt;
     n->sequence_nr = atomic_fetch_add_explicit(&next_sequence_nr, 1, memory_order_relaxed);
     n->num_inputs = num_inputs;
@@ -131,6 +216,8 @@ static pthread_key_t tls_key;
 static pthread_once_t tls_key_once = PTHREAD_ONCE_INIT;
 static void free_thread_lists(void *unused) {
     (void)unused;
+    node_cache_closed = true;
+    node_cache_drain();
     free(graveyard);
     graveyard = NULL;
     graveyard_cap = graveyard_n = 0;
@@ -150,7 +237,7 @@ static void destroy_node(em_node *n) {
     em_ag_free_hooks(n->pre_hooks);
     em_ag_free_hooks(n->post_hooks);
     free(n->anomaly_trace);
-    free(n); /* edges and input metas live in the same block */
+    node_block_free(n, n->alloc_class); /* edges and input metas live in the same block */
 }
 
 void em_node_release(em_node *n) {

@@ -187,8 +187,82 @@ if ember.ones(1, {requires_grad = true}).backward then
         t[(REPS + 1) // 2] / N * 1e6, "us/node", t[1] / N * 1e6, REPS))
     end
   end
+  -- the 1M-node chain: its forward per node against the 10k chain's (it
+  -- must not slow down with the graph's size) and its backward
+  do
+    local N = 1000000
+    local fw, bw = {}, {}
+    for r = 1, 3 do
+      collectgarbage(); collectgarbage()
+      local x = ember.full({1}, 0.5, {requires_grad = true})
+      local t0 = now()
+      local y = x
+      for i = 0, N - 1 do
+        local k = i % 3
+        if k == 0 then y = y * 0.999 elseif k == 1 then y = y + 0.001 else y = y:tanh() end
+      end
+      local t1 = now()
+      y:backward(ember.ones(1))
+      fw[r], bw[r] = t1 - t0, now() - t1
+    end
+    for name, t in pairs({forward = fw, backward = bw}) do
+      table.sort(t)
+      print(string.format("%-28s %10.3f %s best=%.3f n=%d", "ember_chain1m_" .. name, t[2] / N * 1e6,
+        "us/node", t[1] / N * 1e6, 3))
+    end
+  end
+  -- memory per recorded node: a fresh process builds the 1M chain and
+  -- reports its resident-memory growth (VmRSS, after a full collection)
+  -- per node; that includes the data the graph keeps (the tanh results
+  -- it saves: 4 bytes every third node)
+  do
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write([[
+local ember = require "ember"
+local function rss() for l in io.lines("/proc/self/status") do local v = l:match("^VmRSS:%s+(%d+)"); if v then return tonumber(v) end end end
+local N = 1000000
+local x = ember.full({1}, 0.5, {requires_grad = true})
+local w = (x * 0.999 + 0.001):tanh(); w = nil -- whatever an op makes once
+collectgarbage(); collectgarbage()
+local m0 = rss()
+local y = x
+for i = 0, N - 1 do
+  local k = i % 3
+  if k == 0 then y = y * 0.999 elseif k == 1 then y = y + 0.001 else y = y:tanh() end
+end
+collectgarbage(); collectgarbage()
+print((rss() - m0) * 1024 / N)
+]])
+    f:close()
+    local p = io.popen((os.getenv("EMBER") or "build/ember") .. " " .. path)
+    local b = tonumber(p:read("a"):match("[%d.]+"))
+    p:close()
+    os.remove(path)
+    if b then print(string.format("%-28s %10.2f %s best=%.2f n=%d", "ember_chain1m_bytes_per_node", b, "B/node", b, 1)) end
+  end
 else
   print("ember_autograd_benchmarks skipped: no backward() in this build")
+end
+-- startup: `ember -e ''` (median of 21 runs, through os.execute's shell),
+-- beside spawning /bin/true the same way
+do
+  local ember_bin = os.getenv("EMBER") or "build/ember"
+  local function spawn_ms(cmd, reps)
+    local t = {}
+    os.execute(cmd)
+    for r = 1, reps do
+      local t0 = now()
+      os.execute(cmd)
+      t[r] = (now() - t0) * 1e3
+    end
+    table.sort(t)
+    return t[(reps + 1) // 2], t[1]
+  end
+  local med, best = spawn_ms(ember_bin .. " -e ''", 21)
+  print(string.format("%-28s %10.2f %s best=%.2f n=%d", "ember_startup", med, "ms", best, 21))
+  med, best = spawn_ms("/bin/true", 21)
+  print(string.format("%-28s %10.2f %s best=%.2f n=%d", "spawn_bin_true", med, "ms", best, 21))
 end
 run_families()
 return results

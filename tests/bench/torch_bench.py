@@ -158,6 +158,74 @@ def chain():
               statistics.median(ts) / N * 1e6, "us/node", ts[0] / N * 1e6, REPS), flush=True)
 
 
+def chain1m():
+    """bench.lua's 1M-node chain: forward and backward per node (3 runs)."""
+    threads(1)
+    N = 1000000
+    fw, bw = [], []
+    for _ in range(3):
+        x = torch.full((1,), 0.5, requires_grad=True)
+        t0 = now()
+        y = x
+        for i in range(N):
+            r = i % 3
+            y = y * 0.999 if r == 0 else y + 0.001 if r == 1 else y.tanh()
+        t1 = now()
+        y.backward(torch.ones(1))
+        fw.append(t1 - t0)
+        bw.append(now() - t1)
+        del x, y
+    for name, ts in (("forward", fw), ("backward", bw)):
+        ts = sorted(ts)
+        print("%-28s %10.3f %s best=%.3f n=%d" % ("torch_chain1m_" + name, ts[1] / N * 1e6, "us/node",
+              ts[0] / N * 1e6, 3), flush=True)
+
+
+NODE_BYTES_SRC = """
+import gc, torch
+def rss():
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmRSS"))
+N = 1000000
+x = torch.full((1,), 0.5, requires_grad=True)
+w = (x * 0.999 + 0.001).tanh(); del w
+gc.collect()
+m0 = rss()
+y = x
+for i in range(N):
+    r = i % 3
+    y = y * 0.999 if r == 0 else y + 0.001 if r == 1 else y.tanh()
+gc.collect()
+print((rss() - m0) * 1024 / N)
+"""
+
+
+def node_bytes():
+    """bench.lua's bytes per recorded node: a fresh process's VmRSS growth
+    over a 1M-node chain, per node."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", NODE_BYTES_SRC], capture_output=True, text=True).stdout
+    try:
+        b = float(out.split()[-1])
+    except (IndexError, ValueError):
+        return
+    print("%-28s %10.2f %s best=%.2f n=%d" % ("torch_chain1m_bytes_per_node", b, "B/node", b, 1), flush=True)
+
+
+def startup():
+    """`python3 -c 'import torch'`, median of 5 runs (ember_startup is
+    `ember -e ''`)."""
+    import subprocess
+    import sys
+    ts = []
+    for _ in range(6):
+        t0 = now()
+        subprocess.run([sys.executable, "-c", "import torch"], check=True)
+        ts.append((now() - t0) * 1e3)
+    ts = sorted(ts[1:])
+    print("%-28s %10.2f %s best=%.2f n=%d" % ("torch_startup", ts[2], "ms", ts[0], 5), flush=True)
+
+
 def families():
     """Note [Bench families] (bench.lua): tests/bench/nn/FAMILY.py defines
     run(B) with B.torch, B.measure, B.threads, B.now, B.REPS, B.ns_per, B.gbs;
@@ -192,4 +260,7 @@ if __name__ == "__main__":
         indexing()
         matmul()
         chain()
+        chain1m()
+        node_bytes()
+        startup()
     families()
