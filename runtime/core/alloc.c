@@ -49,7 +49,10 @@
 #endif
 #endif
 #ifndef HDR_DEPTH
-#define HDR_DEPTH 4096
+/* about 2 MiB of headers per thread at most (a tensor header is <= 184
+ * bytes, Note [Inline shapes]): the collector's batches grew when the
+ * headers shrank, since its pressure counts header bytes */
+#define HDR_DEPTH 8192
 #endif
 
 typedef struct block { struct block *next; } block;
