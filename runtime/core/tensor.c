@@ -228,7 +228,7 @@ static int64_t check_shape(int ndim, const int64_t *sizes, em_dtype dtype, const
     }
     if (zero) return 0;
     int64_t nbytes;
-    if (overflow || __builtin_mul_overflow(numel, (int64_t)em_dtype_size(dtype), &nbytes)) {
+    if (overflow || __builtin_mul_overflow(numel, (int64_t)em_dtype_size_fast(dtype), &nbytes)) {
         char s[EM_SHAPE_STR_MAX];
         em_set_error(EM_EVALUE, "%s: shape %s has too many elements", op,
                      em_shape_str(ndim, sizes, s, sizeof s));
@@ -253,7 +253,7 @@ em_tensor *em_tensor_new(int ndim, const int64_t *sizes, em_dtype dtype, em_devi
         em_set_error(EM_ENOMEM, "out of memory allocating a version counter");
         return NULL;
     }
-    t->storage = em_storage_new((size_t)numel * em_dtype_size(dtype), device);
+    t->storage = em_storage_new((size_t)numel * em_dtype_size_fast(dtype), device);
     if (!t->storage) {
         em_core_hdr_free(EM_HDR_VERSION, t->version);
         header_free(t);
