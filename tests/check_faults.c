@@ -51,6 +51,13 @@ static const char *const scripts[] = {
     "local y = (Sq(x) + x:sin()):sum(); y:backward({retain_graph = true}); y:backward(); h:remove()\n"
     "local z = (x:exp() * x):sum(); z.grad_fn:register_hook(function(gi, go) return gi end)\n"
     "local g = ember.autograd.grad({z}, {x}, {create_graph = true})[1]; g:sum():backward()",
+    /* tensors of more than 5 dims: their shapes live in a spill block
+     * (Note [Inline shapes]), made by new tensors, views, out= resizing
+     * and empty_strided */
+    "local a = ember.randn(2, 1, 3, 1, 2, 2, {requires_grad = true})\n"
+    "local b = a:permute(6, 5, 4, 3, 2, 1):contiguous():view(2, 2, 1, 3, 1, 2, 1)\n"
+    "local o = ember.zeros(2); ember.add(b:detach(), 1, {out = o}); local e = ember.empty_strided({1, 2, 1, 2, 1, 2}, {8, 4, 4, 2, 2, 1})\n"
+    "e:fill_(1); ((b * b):sum() + o:sum() + e:sum()):backward(); assert(a.grad:dim() == 6)",
 };
 
 static lua_State *new_state(void) {

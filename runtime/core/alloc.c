@@ -27,7 +27,10 @@
  * The same per-thread cache keeps up to HDR_DEPTH freed tensor, storage
  * and version headers, so that a tensor's creation and release make no
  * malloc call in a steady state. A header freed on another thread than
- * the one that made it simply joins that thread's list. */
+ * the one that made it simply joins that thread's list. Under
+ * AddressSanitizer the header lists are bypassed (every header is a
+ * malloc/free of its own), so that a use of a released tensor, storage
+ * or version header is reported instead of reading a recycled one. */
 
 #define SMALL_CLASSES 15           /* 64 B .. 1 MiB */
 #define LOG2_BIG_MAX 48            /* largest class: 2^48 bytes */
@@ -38,7 +41,19 @@
  * cache keeps about 256 KiB per small class (4096 blocks of 64 B down to 8
  * of 64 KiB). */
 #define TLC_DEPTH(c) ((4096 >> (c)) > 8 ? (4096 >> (c)) : 8)
-#define HDR_DEPTH 4096
+#if defined(__SANITIZE_ADDRESS__)
+#define HDR_DEPTH 0 /* no header cache: ASan sees every header's lifetime */
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HDR_DEPTH 0
+#endif
+#endif
+#ifndef HDR_DEPTH
+/* about 2 MiB of headers per thread at most (a tensor header is <= 184
+ * bytes, Note [Inline shapes]): the collector's batches grew when the
+ * headers shrank, since its pressure counts header bytes */
+#define HDR_DEPTH 8192
+#endif
 
 typedef struct block { struct block *next; } block;
 

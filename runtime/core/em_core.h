@@ -381,29 +381,53 @@ typedef struct em_version {
  * which keeps their history in step with their base's (in-place writes
  * through a view, or into the base, change what the view's gradient must
  * reach; see Note [View history] in runtime/autograd/em_autograd.h). */
+/* Note [Inline shapes]
+ * A tensor header keeps the sizes and strides of up to EM_INLINE_DIMS dims
+ * in its own inline_shape buffer; a tensor of more dims (up to EM_MAX_DIMS,
+ * the limit users see) keeps them in a spill block that the header owns and
+ * frees with itself. sizes and strides always point at the arrays in use
+ * (inline_shape and inline_shape + EM_INLINE_DIMS, or the two halves of
+ * the spill block), so readers index t->sizes[i] and t->strides[i] as
+ * before. Consequences:
+ *   - a header is never copied by value (a copy's pointers would still
+ *     point into the original) and never built on the stack; headers come
+ *     only from em_tensor_new / em_tensor_new_view (tensor.c);
+ *   - the number of dims changes only through em_tensor_set_shape, which
+ *     spills (allocating the block, a site fault injection reaches) or
+ *     moves the shape back inline; code may rewrite sizes[i]/strides[i] for
+ *     i < ndim in place (then call em_tensor_refresh);
+ *   - sizes[i], strides[i] for i >= ndim are not addressable storage.
+ * The sizeof pins below keep the header small (it is allocated for every
+ * temporary; the autograd input meta does the same, runtime/autograd). */
+#define EM_INLINE_DIMS 5
+
 typedef struct em_tensor {
     atomic_long refcount;        /* owners: C callers, Lua userdata, graph */
     em_storage *storage;         /* shared with views; never NULL */
     int64_t offset;              /* storage offset, in elements */
-    int32_t ndim;                /* 0 for a scalar tensor */
-    em_dtype dtype;
-    em_device device;
-    em_keyset keyset;            /* backend key | autograd key | ... */
     int64_t numel;               /* product of sizes (cached) */
-    int64_t sizes[EM_MAX_DIMS];  /* in elements */
-    int64_t strides[EM_MAX_DIMS];/* in elements, may be 0 (expand) */
+    em_keyset keyset;            /* backend key | autograd key | ... */
+    int64_t *sizes;              /* [ndim], in elements (Note [Inline shapes]) */
+    int64_t *strides;            /* [ndim], in elements, may be 0 (expand) */
     em_version *version;         /* shared with views, never NULL */
     void *autograd_meta;         /* owned by runtime/autograd; NULL = none */
     struct em_tensor *view_base; /* owned: the root base of a view, NULL for
                                     a tensor that is not a view (Note [View base]) */
+    int32_t ndim;                /* 0 for a scalar tensor */
+    em_dtype dtype;
     uint32_t view_version;       /* autograd's: the version at which the view's
                                     history was last made (Note [View history]) */
+    em_device device;
     bool view_no_grad;           /* the view (or the view it was taken from) was
                                     made with grad mode off (set by the view kernels) */
     bool is_contiguous;          /* cached row-major contiguity */
     bool wrapped_number;         /* a 0-dim tensor made from a Lua/C number:
                                     promotes like a scalar (see em_result_type2) */
+    int64_t inline_shape[2 * EM_INLINE_DIMS]; /* sizes then strides, ndim <= EM_INLINE_DIMS */
 } em_tensor;
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(sizeof(em_tensor) <= 184, "Note [Inline shapes]: keep the tensor header small");
+#endif
 
 /* Owners call retain/release; the last release frees the tensor, its
  * autograd meta (through the hook below), and drops the storage. */
@@ -431,6 +455,14 @@ EM_API em_tensor *em_tensor_from_blob(void *data, int ndim, const int64_t *sizes
                                       const int64_t *strides, em_dtype dtype);
 /* Recompute numel and is_contiguous after editing sizes/strides. */
 EM_API void em_tensor_refresh(em_tensor *t);
+/* Gives t ndim dims of the given sizes and strides (strides NULL: row-major
+ * contiguous), moving the shape into or out of a spill block as ndim needs
+ * (Note [Inline shapes]), and refreshes numel and is_contiguous. sizes and
+ * strides may point into t's own arrays. Checks neither the sizes nor the
+ * storage's bounds (callers do). EM_EVALUE for ndim outside [0,
+ * EM_MAX_DIMS], EM_ENOMEM when the spill block cannot be had; t is
+ * unchanged on failure. */
+EM_API em_status em_tensor_set_shape(em_tensor *t, int ndim, const int64_t *sizes, const int64_t *strides);
 
 /* Element sizes in the order of em_dtype, for inline use on hot paths. */
 static inline size_t em_dtype_size_fast(em_dtype t) {

@@ -13,7 +13,9 @@
  *   - every element the sizes/strides/offset address lies inside the
  *     storage (checked by em_tensor_new_view);
  *   - keyset starts as the backend key of the device; autograd adds its key.
- * sizes[i] and strides[i] for i >= ndim are not initialised. */
+ * sizes[i] and strides[i] for i >= ndim are not initialised;
+ *   - sizes/strides point at inline_shape when ndim <= EM_INLINE_DIMS and
+ *     at a spill block the header owns otherwise (Note [Inline shapes]). */
 
 static void (*autograd_meta_free)(void *meta);
 
@@ -127,11 +129,78 @@ static void version_release(em_version *v)
         em_core_hdr_free(EM_HDR_VERSION, v);
 }
 
+/* ---- shape storage (Note [Inline shapes]) ---- */
+
+static inline void shape_inline(em_tensor *t)
+{
+    t->sizes = t->inline_shape;
+    t->strides = t->inline_shape + EM_INLINE_DIMS;
+}
+
+static inline bool shape_spilled(const em_tensor *t) { return t->sizes != t->inline_shape; }
+
+/* Points t's sizes/strides at room for ndim dims: inline (freeing a spill
+ * block) for ndim <= EM_INLINE_DIMS, else a spill block of EM_MAX_DIMS
+ * (kept when t has one). The arrays' contents are not kept. Returns false
+ * with EM_ENOMEM set, t unchanged, when the block cannot be had. */
+static inline bool shape_room(em_tensor *t, int ndim)
+{
+    if (ndim <= EM_INLINE_DIMS) {
+        if (__builtin_expect(shape_spilled(t), 0)) {
+            free(t->sizes);
+            shape_inline(t);
+        }
+        return true;
+    }
+    if (shape_spilled(t)) return true;
+    int64_t *b = em_core_should_fail() ? NULL : malloc(2 * EM_MAX_DIMS * sizeof(int64_t));
+    if (!b) {
+        em_set_error(EM_ENOMEM, "out of memory allocating the shape of a tensor of %d dims", ndim);
+        return false;
+    }
+    t->sizes = b;
+    t->strides = b + EM_MAX_DIMS;
+    return true;
+}
+
+/* A header with its shape inline and ndim 0, or NULL with EM_ENOMEM set. */
 static em_tensor *header_new(void)
 {
     em_tensor *t = em_core_hdr_alloc(EM_HDR_TENSOR);
-    if (!t) em_set_error(EM_ENOMEM, "out of memory allocating a tensor header");
+    if (!t) {
+        em_set_error(EM_ENOMEM, "out of memory allocating a tensor header");
+        return NULL;
+    }
+    shape_inline(t);
     return t;
+}
+
+/* Frees a header and its spill block (not what it references). */
+static void header_free(em_tensor *t)
+{
+    if (shape_spilled(t)) free(t->sizes);
+    em_core_hdr_free(EM_HDR_TENSOR, t);
+}
+
+em_status em_tensor_set_shape(em_tensor *t, int ndim, const int64_t *sizes, const int64_t *strides)
+{
+    if (ndim < 0 || ndim > EM_MAX_DIMS)
+        return em_set_error(EM_EVALUE, "set_shape: %d dims is out of range (at most %d)", ndim, EM_MAX_DIMS);
+    int64_t sz[EM_MAX_DIMS], st[EM_MAX_DIMS]; /* the inputs may be t's own arrays */
+    int64_t stride = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        sz[i] = sizes[i];
+        st[i] = strides ? strides[i] : stride;
+        stride = (int64_t)((uint64_t)stride * (uint64_t)(sizes[i] > 1 ? sizes[i] : 1));
+    }
+    if (!shape_room(t, ndim)) return EM_ENOMEM;
+    t->ndim = ndim;
+    if (ndim > 0) {
+        memcpy(t->sizes, sz, (size_t)ndim * sizeof(int64_t));
+        memcpy(t->strides, st, (size_t)ndim * sizeof(int64_t));
+    }
+    em_tensor_refresh(t);
+    return EM_OK;
 }
 
 /* Checks ndim, dtype and sizes; returns numel or -1 with the error set. */
@@ -159,7 +228,7 @@ static int64_t check_shape(int ndim, const int64_t *sizes, em_dtype dtype, const
     }
     if (zero) return 0;
     int64_t nbytes;
-    if (overflow || __builtin_mul_overflow(numel, (int64_t)em_dtype_size(dtype), &nbytes)) {
+    if (overflow || __builtin_mul_overflow(numel, (int64_t)em_dtype_size_fast(dtype), &nbytes)) {
         char s[EM_SHAPE_STR_MAX];
         em_set_error(EM_EVALUE, "%s: shape %s has too many elements", op,
                      em_shape_str(ndim, sizes, s, sizeof s));
@@ -174,16 +243,20 @@ em_tensor *em_tensor_new(int ndim, const int64_t *sizes, em_dtype dtype, em_devi
     if (numel < 0) return NULL;
     em_tensor *t = header_new();
     if (!t) return NULL;
+    if (!shape_room(t, ndim)) {
+        header_free(t);
+        return NULL;
+    }
     t->version = version_new();
     if (!t->version) {
-        em_core_hdr_free(EM_HDR_TENSOR, t);
+        header_free(t);
         em_set_error(EM_ENOMEM, "out of memory allocating a version counter");
         return NULL;
     }
-    t->storage = em_storage_new((size_t)numel * em_dtype_size(dtype), device);
+    t->storage = em_storage_new((size_t)numel * em_dtype_size_fast(dtype), device);
     if (!t->storage) {
         em_core_hdr_free(EM_HDR_VERSION, t->version);
-        em_core_hdr_free(EM_HDR_TENSOR, t);
+        header_free(t);
         return NULL;
     }
     atomic_init(&t->refcount, 1);
@@ -262,10 +335,14 @@ em_tensor *em_tensor_new_view(em_storage *st, int64_t offset, int ndim, const in
     }
     em_tensor *t = header_new();
     if (!t) return NULL;
+    if (!shape_room(t, ndim)) {
+        header_free(t);
+        return NULL;
+    }
     if (version) {
         atomic_fetch_add_explicit(&version->refcount, 1, memory_order_relaxed);
     } else if (!(version = version_new())) {
-        em_core_hdr_free(EM_HDR_TENSOR, t);
+        header_free(t);
         em_set_error(EM_ENOMEM, "out of memory allocating a version counter");
         return NULL;
     }
@@ -345,7 +422,7 @@ void em_tensor_release(em_tensor *t)
     em_tensor_release(t->view_base); /* a root: never a view itself, so no deep recursion */
     em_storage_release(t->storage);
     version_release(t->version);
-    em_core_hdr_free(EM_HDR_TENSOR, t);
+    header_free(t);
 }
 
 void em_tensors_free(em_tensor **ts, int n) {

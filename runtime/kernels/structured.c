@@ -61,15 +61,7 @@ static em_status resize_out(const em_meta *m, em_tensor *out) {
         st->data = p;
         st->nbytes = need;
     }
-    out->ndim = m->ndim;
-    int64_t stride = 1;
-    for (int d = m->ndim - 1; d >= 0; d--) {
-        out->sizes[d] = m->sizes[d];
-        out->strides[d] = stride;
-        stride *= m->sizes[d] > 1 ? m->sizes[d] : 1;
-    }
-    em_tensor_refresh(out);
-    return EM_OK;
+    return em_tensor_set_shape(out, m->ndim, m->sizes, NULL);
 }
 
 em_status em_structured_check_out(const em_meta *m, em_tensor *out, em_tensor *const *in, int n) {

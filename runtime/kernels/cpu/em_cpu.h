@@ -13,6 +13,12 @@
  * 1-d loop `fn(data, strides, n, ctx)` (data[k] and strides[k] for
  * operand k, outputs first, strides in bytes) over chunks of the index
  * space, in parallel through the pool when the work is large.
+ * When every operand (the given output too) has one element the builder
+ * takes a short path: no broadcasting, stride or coalescing work, ndim 0,
+ * and the run is one call of the loop with n = 1 (the small graphs of the
+ * shell and of scalar autograd chains live on this path). Its result is
+ * the one the general path gives; errors (an output of fewer dims than the
+ * inputs) are left to the general path.
  */
 #ifndef EM_CPU_H
 #define EM_CPU_H

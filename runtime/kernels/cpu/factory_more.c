@@ -249,11 +249,9 @@ em_tensor *em_cpu_empty_strided(em_keyset ks, em_intlist size, em_intlist stride
     em_tensor *t = em_tensor_new(1, &span, dt, em_cpu_dev());
     if (!t) return NULL;
     if (dt == EM_BOOL && span) memset(em_tensor_data(t), 0, (size_t)span); /* as empty(): valid bools */
-    t->ndim = size.n;
-    for (int i = 0; i < size.n; i++) {
-        t->sizes[i] = size.data[i];
-        t->strides[i] = stride.data[i];
+    if (em_tensor_set_shape(t, size.n, size.data, stride.data) != EM_OK) {
+        em_tensor_release(t);
+        return NULL;
     }
-    em_tensor_refresh(t);
     return t;
 }

@@ -49,6 +49,34 @@ static em_device operand_device(int nin, em_tensor *const *in) {
     return nin > 0 ? in[0]->device : em_cpu_device();
 }
 
+/* The 1-element path of em_cpu_iter_build (see the Note in em_cpu.h):
+ * every input has one element and out is NULL or has one element and at
+ * least as many dims as every input. The iterator gets ndim 0 (every
+ * operand a scalar); inputs of another dtype than compute are cast into
+ * it->scalar. A new output has the most dims of the inputs, all of size
+ * 1. Returns the output (a new reference) or NULL with the error set. */
+static em_tensor *build_one(em_cpu_iter *it, em_tensor *out, em_dtype out_dtype, int nin,
+                            em_tensor *const *in, em_dtype compute, int ndim) {
+    static const int64_t ones[EM_MAX_DIMS] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
+    if (out) em_tensor_retain(out);
+    else if (!(out = em_tensor_new(ndim, ones, out_dtype, operand_device(nin, in)))) return NULL;
+    it->ndim = 0;
+    it->numel = 1;
+    it->data[0] = em_tensor_data(out);
+    for (int i = 0; i < nin; i++) {
+        const em_tensor *t = in[i];
+        int k = i + 1;
+        it->data[k] = em_tensor_data(t);
+        if (compute != EM_DTYPE_NONE && t->dtype != compute) {
+            int64_t st[2] = { 0, 0 };
+            char *d2[2] = { it->scalar[k], it->data[k] };
+            em_cpu_cast_loop(compute, t->dtype)(d2, st, 1, NULL);
+            it->data[k] = it->scalar[k];
+        }
+    }
+    return out;
+}
+
 em_tensor *em_cpu_iter_build(em_cpu_iter *it, em_tensor *out, em_dtype out_dtype,
                              int nin, em_tensor *const *in, em_dtype compute,
                              const char *op) {
@@ -56,6 +84,17 @@ em_tensor *em_cpu_iter_build(em_cpu_iter *it, em_tensor *out, em_dtype out_dtype
     int ndim = 0;
     it->ntensors = nin + 1;
     for (int k = 0; k < EM_CPU_ITER_MAX; k++) it->tmp[k] = NULL;
+    /* the 1-element path: every operand has one element (so every size is
+     * 1 and broadcasting cannot fail but for an output of too few dims) */
+    {
+        bool one = !out || out->numel == 1;
+        for (int i = 0; one && i < nin; i++) {
+            one = in[i]->numel == 1;
+            if (in[i]->ndim > ndim) ndim = in[i]->ndim;
+        }
+        if (one && (!out || out->ndim >= ndim)) return build_one(it, out, out_dtype, nin, in, compute, ndim);
+        ndim = 0;
+    }
     /* broadcast the inputs */
     for (int i = 0; i < nin; i++) {
         if (i == 0) {
@@ -179,6 +218,13 @@ static void run_range(int64_t begin, int64_t end, void *arg) {
 
 void em_cpu_iter_run(em_cpu_iter *it, em_cpu_loop fn, void *ctx, int64_t grain) {
     if (it->numel == 0) return;
+    if (it->ndim == 0) { /* one element (the 1-element path, or every size 1) */
+        static const int64_t zero[EM_CPU_ITER_MAX] = { 0 };
+        _Static_assert(EM_CPU_ITER_MAX == 4, "one initialiser per operand");
+        char *ptr[EM_CPU_ITER_MAX] = { it->data[0], it->data[1], it->data[2], it->data[3] };
+        fn(ptr, zero, 1, ctx);
+        return;
+    }
     run_ctx rc = { it, fn, ctx };
     if (it->numel < 2 * grain) run_range(0, it->numel, &rc);
     else em_cpu_parallel_for(it->numel, grain, run_range, &rc);
