@@ -39,7 +39,7 @@ EM_HIDDEN bool em_cpu_in_parallel(void);
 
 /* Note [Interrupts in kernels]
  * em_cpu_parallel_for_stoppable is em_cpu_parallel_for for a long loop
- * that may stop half-way: each thread runs its chunk in pieces (about 64,
+ * that may stop half-way: each thread runs its chunk in pieces (about 1024,
  * each at least grain; also when the job runs serially) and, once an
  * interrupt is pending (Note [Interrupts] in em_core.h), runs no further
  * piece and returns with some items never visited. A loop may be made

@@ -86,7 +86,7 @@ void em_cpu_interrupt_at_stop_point(int64_t n) { atomic_store(&stop_countdown, n
 /* The piece of a stoppable chunk of len items: at least grain, and small
  * enough that a chunk has about STOP_PIECES of them (so an interrupt is
  * seen after about 1/STOP_PIECES of the op's time). */
-#define STOP_PIECES 64
+#define STOP_PIECES 1024
 static int64_t stop_piece(int64_t len, int64_t grain) {
     int64_t p = (len + STOP_PIECES - 1) / STOP_PIECES;
     return p > grain ? p : grain;
