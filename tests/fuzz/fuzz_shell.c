@@ -162,17 +162,15 @@ static void self_test(void) {
         "%timing\n"                /* a shell command */
         "{a = 1, 'b'}\n"           /* tables print as Lua literals */
         "error('boom')\n"          /* an error is reported, the loop goes on */
-        "setmetatable(_G, {__newindex = function() error('no globals') end, __index = function() error('no') end})\n"
+        "setmetatable(_G, {__newindex = function() error('no globals') end, __index = function() error('no') end}) == _G\n"
         "7\n"                      /* _ is set raw: the shell survives */
         "_\n"
         "return 'end'\n";
     nout = 0;
     out[0] = '\0';
     feed(script, sizeof script - 1);
-    SELF_CHECK(strcmp(out, "3\n20\n21\ni\t1\ni\t2\ntiming is off\n{1 = \"b\", a = 1}\n7\n7\n\"end\"\n") == 0 ||
-                   strstr(out, "3\n20\n21\ni\t1\ni\t2\ntiming is off\n") == out,
+    SELF_CHECK(strcmp(out, "3\n20\n21\ni\t1\ni\t2\ntiming is off\n{\"b\", a = 1}\ntrue\n7\n7\n\"end\"\n") == 0,
                "the fed lines printed something else");
-    SELF_CHECK(strstr(out, "7\n7\n\"end\"\n") != NULL, "_ after a hostile _G");
     ember_close(S); /* a fresh state without the hostile metatable */
     open_state();
     cands k;
