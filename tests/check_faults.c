@@ -347,7 +347,8 @@ END_TEST
  * Note [Interrupts in kernels]): each long loop made stoppable, interrupted
  * at its 2nd stop point, must fail with "NAME: interrupted", keep no result
  * (live bytes as before), leave an out= target as it was, and the same op
- * must then give the value it gave before. With 2 threads and with 1. */
+ * must then give the value it gave before. With 2 threads and with 1.
+ * Latencies of SIGINT in the shell: docs/RELIABILITY.md. */
 typedef struct {
     const char *name;  /* in the error */
     const char *setup; /* makes the inputs and ref, the op's value */
@@ -358,6 +359,8 @@ typedef struct {
 static const stop_case stop_cases[] = {
     { "sum", "x = ember.randn(512, 4096, {dtype = 'float64'}); ref = x:sum(2)", "y = x:sum(2)", "ember.equal(y, ref)" },
     { "sum", "x = ember.randn(4194304, {dtype = 'float64'}); ref = x:sum()", "y = x:sum()", "ember.equal(y, ref)" },
+    { "sum", "x = ember.randn(1024, 2048, {dtype = 'float64'}):t(); ref = x:sum(2)", "y = x:sum(2)",
+      "ember.equal(y, ref)" }, /* the copy of the transposed input */
     { "mean", "x = ember.randn(4096, 512); ref = x:mean(1)", "y = x:mean(1)", "ember.equal(y, ref)" },
     { "prod", "x = ember.rand(512, 4096, {dtype = 'float64'}) + 0.5; ref = x:prod(2)", "y = x:prod(2)",
       "ember.equal(y, ref)" },

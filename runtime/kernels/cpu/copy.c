@@ -114,11 +114,9 @@ em_status em_cpu_copy_into(em_tensor *dst, const em_tensor *src, const char *op)
     return copy_into(dst, src, op, false);
 }
 
-/* The copy of the kernels clone, contiguous and to: t converted to dtype
- * in a new tensor; the copy stops at an interrupt and then fails with
- * "op: interrupted" (Note [Interrupts in kernels], way (b)), so the
- * kernels that call em_cpu_contiguous directly never see a partial copy. */
-static em_tensor *copy_kernel(const em_tensor *t, em_dtype dtype, const char *op) {
+/* The copy of the kernels clone, contiguous and to (the kernels that call
+ * em_cpu_contiguous directly never see a partial copy: it fails). */
+em_tensor *em_cpu_to_dtype_stoppable(const em_tensor *t, em_dtype dtype, const char *op) {
     em_tensor *r = em_tensor_new(t->ndim, t->sizes, dtype, em_cpu_dev());
     if (!r) return NULL;
     if (copy_into(r, t, op, true) != EM_OK || em_cpu_interrupted(op)) {
@@ -275,13 +273,13 @@ em_tensor *em_cpu_zero_(em_keyset ks, em_tensor *self) {
 
 em_tensor *em_cpu_clone(em_keyset ks, em_tensor *self) {
     (void)ks;
-    return copy_kernel(self, self->dtype, "clone");
+    return em_cpu_to_dtype_stoppable(self, self->dtype, "clone");
 }
 
 em_tensor *em_cpu_contiguous(em_keyset ks, em_tensor *self) {
     (void)ks;
     if (self->is_contiguous) return em_tensor_retain(self);
-    return copy_kernel(self, self->dtype, "contiguous");
+    return em_cpu_to_dtype_stoppable(self, self->dtype, "contiguous");
 }
 
 em_tensor *em_cpu_to(em_keyset ks, em_tensor *self, em_dtype dtype) {
@@ -291,5 +289,5 @@ em_tensor *em_cpu_to(em_keyset ks, em_tensor *self, em_dtype dtype) {
         return NULL;
     }
     if (dtype == self->dtype) return em_tensor_retain(self);
-    return copy_kernel(self, dtype, "to");
+    return em_cpu_to_dtype_stoppable(self, dtype, "to");
 }

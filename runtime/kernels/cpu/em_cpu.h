@@ -60,7 +60,8 @@ EM_HIDDEN bool em_cpu_in_parallel(void);
  *      framework (reduce.c: sum, mean, prod, amax, amin, norms, ... fold
  *      into an accumulator the kernel owns), the arg-reductions (max/min
  *      along a dim, argmax, argmin), the copy kernels clone, contiguous
- *      and to (em_cpu_iter_run_stoppable), conv's im2col/gemm chunks
+ *      and to and the reductions' copy of a non-contiguous input
+ *      (em_cpu_to_dtype_stoppable), conv's im2col/gemm chunks
  *      (forward and backward) and sort's rows (sort, argsort).
  * In-place ops, out= copies and every loop not listed above always finish
  * (their target is never half-written by an interrupt); the next op
@@ -127,6 +128,11 @@ EM_HIDDEN em_cpu_loop em_cpu_cast_loop(em_dtype dst, em_dtype src);
 EM_HIDDEN em_status em_cpu_copy_into(em_tensor *dst, const em_tensor *src, const char *op);
 /* A new contiguous tensor holding t converted to dtype. */
 EM_HIDDEN em_tensor *em_cpu_to_dtype(const em_tensor *t, em_dtype dtype, const char *op);
+/* em_cpu_to_dtype whose copy stops at an interrupt and then returns NULL
+ * with "op: interrupted" (Note [Interrupts in kernels], way (b)): for the
+ * copy kernels, and for a kernel's own temporary made before it writes
+ * anything (the reductions' contiguous copy of their input). */
+EM_HIDDEN em_tensor *em_cpu_to_dtype_stoppable(const em_tensor *t, em_dtype dtype, const char *op);
 
 /* Kernels other kernel files call (also in the generated em_kernels_decl.h). */
 /* fill_ with a number (factories, fill_): refuses a value the dtype cannot

@@ -18,10 +18,11 @@
 
 /* ---- helpers ---- */
 
-/* self as a contiguous tensor of dtype S (a new reference). */
+/* self as a contiguous tensor of dtype S (a new reference); the copy stops
+ * at an interrupt (NULL, "name: interrupted"): nothing is written yet. */
 static em_tensor *as_source(em_tensor *self, em_dtype S, const char *name) {
     if (self->dtype == S && self->is_contiguous) return em_tensor_retain(self);
-    return em_cpu_to_dtype(self, S, name);
+    return em_cpu_to_dtype_stoppable(self, S, name);
 }
 
 /* The source dtype of a max-like fold: float64, float32 (other floats, which
@@ -428,7 +429,7 @@ static em_status argreduce(em_tensor *self, int dim, bool keepdim, bool is_max, 
     if ((st = em_cpu_reduce_nonempty(self, &rs, dim < 0, name)) != EM_OK) return st;
     em_dtype S = exact_source(self->dtype);
     em_tensor *src = as_source(self, S, name);
-    if (!src) return EM_ENOMEM;
+    if (!src) return em_error_kind();
     arg_t p;
     memset(&p, 0, sizeof p);
     p.S = S;
