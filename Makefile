@@ -227,7 +227,7 @@ soak: all
 # build/fuzz/corpus/NAME). A crash leaves its input in build/fuzz/crashes
 # and fails the run; add it to tests/fuzz/corpus/NAME when fixed.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := lua files codegen capi
+FUZZ_TARGETS := lua files codegen capi shell
 FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g
 fuzz:
 	@command -v clang >/dev/null && [ -n "$$(find /usr/lib/llvm-* -name 'libclang_rt.fuzzer-x86_64.a' 2>/dev/null)" ] || { \
@@ -242,6 +242,9 @@ fuzz:
 	  clang -std=c11 -D_GNU_SOURCE $(FUZZ_FLAGS) -I runtime -I build/fuzz/gen $$(pkg-config --cflags lua5.4) \
 	    -o build/fuzz/fuzz_$$t tests/fuzz/fuzz_$$t.c -Wl,-E build/fuzz/libember.a \
 	    $$(pkg-config --libs lua5.4 openblas jansson zlib) -lm -pthread || exit 1; done
+	clang -std=c11 -D_GNU_SOURCE $(FUZZ_FLAGS) -I runtime -I repl -I build/fuzz/gen $$(pkg-config --cflags lua5.4) \
+	  -o build/fuzz/fuzz_shell tests/fuzz/fuzz_shell.c repl/repl.c repl/call.c -Wl,-E build/fuzz/libember.a \
+	  $$(pkg-config --libs lua5.4 openblas jansson zlib readline) -lm -pthread
 	clang -std=c11 -D_GNU_SOURCE $(FUZZ_FLAGS) -I codegen -o build/fuzz/fuzz_codegen tests/fuzz/fuzz_codegen.c \
 	  $(filter-out codegen/main.c,$(CG_SRC)) $$(pkg-config --libs yaml-0.1)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_REPLAY=$(FUZZ_REPLAY) sh tests/fuzz/run_fuzz.sh $(FUZZ_TARGETS)

@@ -9,7 +9,12 @@
  * an incomplete chunk (its message ends in "<eof>"), as lua.c does. A line
  * starting with % is a shell command (ember.shell.magic: %time, %timing).
  * The Lua side of all this is lua/stdlib/shell.lua.
+ *
+ * Lines come from readline (a terminal), stdin (no terminal) or a buffer
+ * (em_repl_feed, the seam of Note [Shell line seam] in repl.h); everything
+ * after reading a line is the same code for all three.
  */
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +38,10 @@
 
 static bool use_readline;
 static char history_path[4096];
+/* em_repl_feed's buffer: the unread bytes are feed_at .. feed_end; lines
+ * come from here instead of readline or stdin while feeding is set */
+static bool feeding;
+static const char *feed_at, *feed_end;
 
 /* ---- reading lines ---- */
 
@@ -46,11 +55,29 @@ static void prompt_sigint(int sig) {
     rl_redisplay();
 }
 
+/* The next line of em_repl_feed's buffer (without its newline) as a new
+ * malloc'd, NUL-terminated string; NULL at the end (or out of memory). */
+static char *feed_line(size_t *len) {
+    if (feed_at >= feed_end) return NULL;
+    const char *nl = memchr(feed_at, '\n', (size_t)(feed_end - feed_at));
+    size_t n = (size_t)((nl ? nl : feed_end) - feed_at);
+    char *line = malloc(n + 1);
+    if (!line) return NULL;
+    memcpy(line, feed_at, n);
+    line[n] = '\0';
+    feed_at += n + (nl != NULL);
+    *len = n;
+    return line;
+}
+
 /* Pushes the next line (without its newline); false at end of input. */
 static bool pushline(lua_State *L, bool firstline) {
     char *line = NULL;
     size_t len;
-    if (use_readline) {
+    if (feeding) {
+        line = feed_line(&len);
+        if (!line) return false;
+    } else if (use_readline) {
         struct sigaction sa, old;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = prompt_sigint;
@@ -80,7 +107,7 @@ static bool pushline(lua_State *L, bool firstline) {
 }
 
 static void saveline(const char *line) {
-    if (!use_readline || line[0] == '\0') return;
+    if (feeding || !use_readline || line[0] == '\0') return;
     add_history(line);
     if (history_path[0] && append_history(1, history_path) != 0)
         write_history(history_path); /* the file did not exist yet */
@@ -91,10 +118,7 @@ static bool incomplete(lua_State *L, int status) {
         size_t lmsg;
         const char *msg = lua_tolstring(L, -1, &lmsg);
         size_t mark = sizeof(EOFMARK) - 1;
-        if (lmsg >= mark && strcmp(msg + lmsg - mark, EOFMARK) == 0) {
-            lua_pop(L, 1);
-            return true;
-        }
+        if (lmsg >= mark && strcmp(msg + lmsg - mark, EOFMARK) == 0) return true; /* message kept */
     }
     return false;
 }
@@ -113,7 +137,13 @@ static int addreturn(lua_State *L) {
     return status;
 }
 
-/* A statement, with continuation lines while the chunk is incomplete. */
+/* A statement, with continuation lines while the chunk is incomplete.
+ * Leaves the line and then the function or the error message (also when
+ * the input ends inside an incomplete chunk: the message, "'end' expected
+ * near <eof>", is kept until a continuation line has been read; the shell
+ * used to drop it first and then report, and pop, a value below its stack
+ * frame; found by the shell fuzz target; newer versions of lua.c keep it
+ * the same way). */
 static int multiline(lua_State *L) {
     for (;;) {
         size_t len;
@@ -123,6 +153,7 @@ static int multiline(lua_State *L) {
             saveline(line);
             return status;
         }
+        lua_remove(L, -2); /* the incomplete chunk's message */
         lua_pushliteral(L, "\n");
         lua_insert(L, -2);
         lua_concat(L, 3);
@@ -131,14 +162,32 @@ static int multiline(lua_State *L) {
 
 /* ---- the shell's Lua side ---- */
 
+/* Note [Shell outside pcall]
+ * Between the calls of a line (em_repl_docall and the pcalls of show,
+ * magic and after) the shell touches the user's globals and tables from C
+ * outside any protected call of its own: setting _ and help, finding
+ * ember.shell's functions, walking tables for completion. Those accesses
+ * are raw (no metamethods): a metamethod that raises there would escape to
+ * main.c's pmain and end the shell (setmetatable(_G, {__newindex = error})
+ * followed by any expression did), and one that loops would hang it.
+ * Completion also runs under lua_pcall (collect_safely). */
+
+/* Pushes t[key] without metamethods (t at idx); returns its type. */
+static int rawgetfield(lua_State *L, int idx, const char *key) {
+    idx = lua_absindex(L, idx);
+    lua_pushstring(L, key);
+    return lua_rawget(L, idx);
+}
+
 /* Pushes function fn of module ember.shell; false (nothing pushed) when
- * the module or the function is missing. */
+ * the module or the function is missing. Raw (Note [Shell outside pcall]). */
 static bool push_shell(lua_State *L, const char *fn) {
     lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-    lua_getfield(L, -1, "ember.shell");
+    if (lua_istable(L, -1)) rawgetfield(L, -1, "ember.shell");
+    else lua_pushnil(L);
     lua_remove(L, -2);
     if (lua_istable(L, -1)) {
-        lua_getfield(L, -1, fn);
+        rawgetfield(L, -1, fn);
         lua_remove(L, -2);
         if (lua_isfunction(L, -1)) return true;
     }
@@ -231,7 +280,8 @@ static void add_keys(lua_State *L, const char *prefix, size_t plen, const char *
 }
 
 /* Replaces the value on the stack top by its field key without running
- * metamethods other than a table-valued __index (nil when absent). */
+ * metamethods other than a table-valued __index (nil when absent); the
+ * __index field itself is read raw (Note [Shell outside pcall]). */
 static void rawfield(lua_State *L, const char *key) {
     if (luaL_testudata(L, -1, EM_LUA_TENSOR_MT)) {
         lua_pop(L, 1);
@@ -243,7 +293,7 @@ static void rawfield(lua_State *L, const char *key) {
             lua_pushnil(L);
             return;
         }
-        lua_getfield(L, -1, "__index");
+        rawgetfield(L, -1, "__index");
         lua_remove(L, -2);
         lua_remove(L, -2);
         if (!lua_istable(L, -1)) {
@@ -254,7 +304,7 @@ static void rawfield(lua_State *L, const char *key) {
     }
     lua_pushstring(L, key);
     if (lua_rawget(L, -2) == LUA_TNIL && lua_getmetatable(L, -2)) {
-        lua_getfield(L, -1, "__index");
+        rawgetfield(L, -1, "__index");
         if (lua_istable(L, -1)) {
             lua_pushstring(L, key);
             lua_rawget(L, -2);
@@ -309,13 +359,30 @@ static void collect(lua_State *L, const char *text) {
     } else if (lua_istable(L, -1)) {
         add_keys(L, text, plen, sep, method);
         if (lua_getmetatable(L, -1)) {
-            lua_getfield(L, -1, "__index");
+            rawgetfield(L, -1, "__index");
             if (lua_istable(L, -1)) add_keys(L, text, plen, sep, method);
         }
     } else if (lua_getmetatable(L, -1)) {
-        lua_getfield(L, -1, "__index");
+        rawgetfield(L, -1, "__index");
         if (lua_istable(L, -1)) add_keys(L, text, plen, sep, method);
     }
+    lua_settop(L, top);
+}
+
+static int collect_protected(lua_State *L) {
+    collect(L, (const char *)lua_touserdata(L, 1));
+    return 0;
+}
+
+/* collect under lua_pcall: a Lua error while collecting (a memory error
+ * in lua_pushstring) ends the list where it got to, rather than reaching
+ * Lua's panic handler outside any protected call. */
+static void collect_safely(lua_State *L, const char *text) {
+    int top = lua_gettop(L);
+    if (!lua_checkstack(L, 2)) return;
+    lua_pushcfunction(L, collect_protected);
+    lua_pushlightuserdata(L, (void *)text);
+    (void)lua_pcall(L, 1, 0, 0);
     lua_settop(L, top);
 }
 
@@ -325,7 +392,7 @@ static char *generator(const char *text, int state) {
         for (int i = next; i < nmatches; i++) free(matches[i]);
         nmatches = 0;
         next = 0;
-        collect(complete_L, text);
+        collect_safely(complete_L, text);
     }
     if (next < nmatches) return matches[next++]; /* readline frees it */
     return NULL;
@@ -343,11 +410,14 @@ static bool in_string(const char *line, int pos) {
     return q != 0;
 }
 
-/* Inside a string, words break only at quotes and blanks, so that a path
- * with / completes as a whole. */
+/* Where words break for completion: outside strings at Lua's operators
+ * and punctuation; inside a string only at quotes and blanks, so that a
+ * path with / completes as a whole. */
+static char word_breaks[] = " \t\n\"\\'`@$><=;|&{(,+-*/%^#[]~";
+static char word_breaks_in_string[] = " \t\n\"'";
+
 static char *word_break_hook(void) {
-    static char in_str[] = " \t\n\"'";
-    return in_string(rl_line_buffer, rl_point) ? in_str : NULL;
+    return in_string(rl_line_buffer, rl_point) ? word_breaks_in_string : NULL;
 }
 
 static char **complete(const char *text, int start, int end) {
@@ -359,13 +429,43 @@ static char **complete(const char *text, int start, int end) {
     return rl_completion_matches(text, generator);
 }
 
+/* See Note [Shell line seam] (repl.h). The word before the cursor is
+ * found as readline finds it with the shell's settings (no completer
+ * quote characters): back from the cursor to the last break character,
+ * word_break_hook's set inside a string. */
+int em_repl_completions(lua_State *L, const char *line, size_t point,
+                        void (*each)(void *ctx, const char *candidate), void *ctx) {
+    size_t len = strlen(line);
+    if (point > len) point = len;
+    if (point > INT_MAX) return 0;
+    const char *breaks = in_string(line, (int)point) ? word_breaks_in_string : word_breaks;
+    size_t start = point;
+    while (start > 0 && !strchr(breaks, line[start - 1])) start--;
+    if (in_string(line, (int)start)) return -1; /* file names: readline's */
+    char *text = malloc(point - start + 1);
+    if (!text) return 0;
+    memcpy(text, line + start, point - start);
+    text[point - start] = '\0';
+    for (int i = 0; i < nmatches; i++) free(matches[i]);
+    nmatches = 0;
+    collect_safely(L, text);
+    free(text);
+    int n = nmatches;
+    for (int i = 0; i < n; i++) {
+        each(ctx, matches[i]);
+        free(matches[i]);
+    }
+    nmatches = 0;
+    return n;
+}
+
 /* ---- the loop ---- */
 
 static void init_readline(lua_State *L) {
     complete_L = L;
     rl_readline_name = "ember";
     rl_catch_signals = 0; /* prompt_sigint handles Ctrl-C at the prompt */
-    rl_basic_word_break_characters = " \t\n\"\\'`@$><=;|&{(,+-*/%^#[]~";
+    rl_basic_word_break_characters = word_breaks;
     rl_completer_word_break_characters = rl_basic_word_break_characters;
     rl_attempted_completion_function = complete;
     rl_completion_word_break_hook = word_break_hook;
@@ -401,9 +501,15 @@ static void show(lua_State *L) {
     lua_settop(L, 0);
 }
 
-/* The shell's globals: help (ember.shell.help) unless one exists. */
+/* The shell's globals: help (ember.shell.help) unless one exists. Raw
+ * (Note [Shell outside pcall]). */
 static void set_globals(lua_State *L) {
-    if (lua_getglobal(L, "help") == LUA_TNIL && push_shell(L, "help")) lua_setglobal(L, "help");
+    lua_pushglobaltable(L);
+    if (rawgetfield(L, -1, "help") == LUA_TNIL && push_shell(L, "help")) {
+        lua_pushliteral(L, "help");
+        lua_insert(L, -2);
+        lua_rawset(L, -4);
+    }
     lua_settop(L, 0);
 }
 
@@ -422,23 +528,28 @@ static void run_startup_file(lua_State *L) {
     lua_settop(L, 0);
 }
 
-int em_repl_loop(lua_State *L, bool tty, bool startup) {
+/* Reads, runs and prints inputs until the end of input; returns the
+ * number that raised errors. */
+static int run_inputs(lua_State *L) {
     int status, errors = 0;
-    use_readline = tty;
-    if (tty) init_readline(L);
-    const char *nc = getenv("NO_COLOR");
-    em_repl_color = tty && isatty(STDERR_FILENO) && !(nc && *nc);
-    em_repl_short_traceback = true;
-    set_globals(L);
-    if (startup) run_startup_file(L);
     while ((status = loadline(L)) != -1) {
         double t0 = now();
         if (status == LUA_OK) status = em_repl_docall(L, 0, LUA_MULTRET);
         double dt = now() - t0;
+        if (status == LUA_OK && !lua_checkstack(L, LUA_MINSTACK)) {
+            /* a call may return up to Lua's stack limit (table.unpack of
+             * a million values) and leave no room for the pushes below */
+            lua_settop(L, 0);
+            lua_pushliteral(L, "too many results to print");
+            status = LUA_ERRRUN;
+        }
         if (status == LUA_OK) {
-            if (lua_gettop(L) > 0 && !lua_isnil(L, 1)) { /* _ is the last result */
+            if (lua_gettop(L) > 0 && !lua_isnil(L, 1)) { /* _ is the last result (raw) */
+                lua_pushglobaltable(L);
+                lua_pushliteral(L, "_");
                 lua_pushvalue(L, 1);
-                lua_setglobal(L, "_");
+                lua_rawset(L, -3);
+                lua_pop(L, 1);
             }
             show(L);
         } else {
@@ -451,6 +562,18 @@ int em_repl_loop(lua_State *L, bool tty, bool startup) {
         }
         lua_settop(L, 0);
     }
+    return errors;
+}
+
+int em_repl_loop(lua_State *L, bool tty, bool startup) {
+    use_readline = tty;
+    if (tty) init_readline(L);
+    const char *nc = getenv("NO_COLOR");
+    em_repl_color = tty && isatty(STDERR_FILENO) && !(nc && *nc);
+    em_repl_short_traceback = true;
+    set_globals(L);
+    if (startup) run_startup_file(L);
+    int errors = run_inputs(L);
     em_repl_short_traceback = false;
     lua_settop(L, 0);
     if (tty) {
@@ -458,5 +581,22 @@ int em_repl_loop(lua_State *L, bool tty, bool startup) {
         fflush(stdout);
         if (history_path[0]) history_truncate_file(history_path, HISTORY_MAX);
     }
+    return errors;
+}
+
+int em_repl_feed(lua_State *L, const char *buf, size_t n) {
+    bool was_feeding = feeding, was_short = em_repl_short_traceback;
+    const char *at = feed_at, *end = feed_end;
+    feeding = true;
+    feed_at = buf;
+    feed_end = buf + n;
+    em_repl_short_traceback = true;
+    set_globals(L);
+    int errors = run_inputs(L);
+    lua_settop(L, 0);
+    feeding = was_feeding;
+    feed_at = at;
+    feed_end = end;
+    em_repl_short_traceback = was_short;
     return errors;
 }

@@ -160,6 +160,32 @@ START_TEST(test_core_from_blob)
 }
 END_TEST
 
+START_TEST(test_core_empty_data)
+{
+    /* Note [Empty tensor data]: never NULL, whatever made the empty tensor */
+    em_tensor *e = em_tensor_new(2, SZ(0, 3), EM_FLOAT64, em_cpu_device());
+    ck_assert_ptr_nonnull(e);
+    ck_assert_ptr_null(e->storage->data); /* no allocation behind it */
+    ck_assert_ptr_eq(em_tensor_data(e), em_core_empty_data);
+    ck_assert_uint_eq((uintptr_t)em_tensor_data(e) % 64, 0);
+    em_tensor *v = em_tensor_new_view(e->storage, 5, 1, SZ(0), SZ(1), EM_INT8, NULL); /* an offset into nothing */
+    ck_assert_ptr_nonnull(v);
+    ck_assert_ptr_eq(em_tensor_data(v), em_core_empty_data);
+    em_tensor_release(v);
+    em_tensor *b = em_tensor_from_blob(NULL, 1, SZ(0), NULL, EM_FLOAT32);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_ptr_eq(em_tensor_data(b), em_core_empty_data);
+    em_tensor_release(b);
+    em_tensor_release(e);
+    /* a non-empty storage still gives its data plus the offset */
+    em_tensor *t = new_f32(1, SZ(6));
+    v = em_tensor_new_view(t->storage, 6, 1, SZ(0), SZ(1), EM_FLOAT32, NULL); /* empty, at the end */
+    ck_assert_ptr_eq(em_tensor_data(v), (float *)t->storage->data + 6);
+    em_tensor_release(v);
+    em_tensor_release(t);
+}
+END_TEST
+
 START_TEST(test_core_new_view_bounds)
 {
     em_tensor *t = new_f32(1, SZ(6));
@@ -825,6 +851,7 @@ Suite *make_core_suite(void)
     tcase_add_test(tc, test_core_autograd_meta_hook);
     tcase_add_test(tc, test_core_from_blob);
     tcase_add_test(tc, test_core_new_view_bounds);
+    tcase_add_test(tc, test_core_empty_data);
     tcase_add_test(tc, test_core_shapes);
     suite_add_tcase(s, tc);
 

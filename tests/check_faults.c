@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "core/em_core.h"
+#include "kernels/cpu/em_cpu.h"
 #include "lua/em_lua.h"
 
 /* Scripts covering the paths a training script takes: forward, backward,
@@ -349,6 +350,99 @@ START_TEST(test_faults_interrupt_inside_kernel) {
 }
 END_TEST
 
+/* Interrupts at known places inside kernels (em_cpu_interrupt_at_stop_point,
+ * Note [Interrupts in kernels]): each long loop made stoppable, interrupted
+ * at its 2nd stop point, must fail with "NAME: interrupted", keep no result
+ * (live bytes as before), leave an out= target as it was, and the same op
+ * must then give the value it gave before. With 2 threads and with 1.
+ * Latencies of SIGINT in the shell: docs/RELIABILITY.md. */
+typedef struct {
+    const char *name;  /* in the error */
+    const char *setup; /* makes the inputs and ref, the op's value */
+    const char *op;    /* sets y (and yi) */
+    const char *same;  /* an expression: y equals ref */
+} stop_case;
+
+static const stop_case stop_cases[] = {
+    { "sum", "x = ember.randn(512, 4096, {dtype = 'float64'}); ref = x:sum(2)", "y = x:sum(2)", "ember.equal(y, ref)" },
+    { "sum", "x = ember.randn(4194304, {dtype = 'float64'}); ref = x:sum()", "y = x:sum()", "ember.equal(y, ref)" },
+    { "sum", "x = ember.randn(1024, 2048, {dtype = 'float64'}):t(); ref = x:sum(2)", "y = x:sum(2)",
+      "ember.equal(y, ref)" }, /* the copy of the transposed input */
+    { "mean", "x = ember.randn(4096, 512); ref = x:mean(1)", "y = x:mean(1)", "ember.equal(y, ref)" },
+    { "prod", "x = ember.rand(512, 4096, {dtype = 'float64'}) + 0.5; ref = x:prod(2)", "y = x:prod(2)",
+      "ember.equal(y, ref)" },
+    { "amax", "x = ember.randn(4096, 512); ref = x:amax(1)", "y = x:amax(1)", "ember.equal(y, ref)" },
+    { "max", "x = ember.randn(512, 4096); ref, refi = x:max(2)", "y, yi = x:max(2)",
+      "ember.equal(y, ref) and ember.equal(yi, refi)" },
+    { "argmax", "x = ember.randn(4096, 512); ref = x:argmax(1)", "y = x:argmax(1)", "ember.equal(y, ref)" },
+    { "clone", "x = ember.randn(2048, 1024):t(); ref = x + 0", "y = x:clone()", "ember.equal(y, ref)" },
+    { "contiguous", "x = ember.randn(2048, 1024):t(); ref = x + 0", "y = x:contiguous()", "ember.equal(y, ref)" },
+    { "to", "x = ember.randn(2048, 1024, {dtype = 'float64'}):t(); ref = x:to('float32')", "y = x:to('float32')",
+      "ember.equal(y, ref)" },
+    { "sort", "x = ember.randn(256, 1024); ref, refi = x:sort(2)", "y, yi = x:sort(2)",
+      "ember.equal(y, ref) and ember.equal(yi, refi)" },
+    { "argsort", "x = ember.randn(256, 1024); ref = x:argsort(2)", "y = x:argsort(2)", "ember.equal(y, ref)" },
+    { "convolution",
+      "x = ember.randn(8, 4, 64, 64); w = ember.randn(8, 4, 3, 3); ref = ember.nn.functional.conv2d(x, w)",
+      "y = ember.nn.functional.conv2d(x, w)", "ember.equal(y, ref)" },
+    { "convolution_backward",
+      "x = ember.randn(8, 4, 64, 64, {requires_grad = true}); w = ember.randn(8, 4, 3, 3)\n"
+      "out = ember.nn.functional.conv2d(x, w):sum()\n"
+      "ref = ember.autograd.grad({out}, {x}, {retain_graph = true})[1]",
+      "y = ember.autograd.grad({out}, {x}, {retain_graph = true})[1]", "ember.equal(y, ref)" },
+};
+
+static void stop_points(lua_State *L, int threads) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "ember.set_num_threads(%d)", threads);
+    ck_assert_int_eq(luaL_dostring(L, buf), LUA_OK);
+    for (size_t c = 0; c < sizeof stop_cases / sizeof stop_cases[0]; c++) {
+        const stop_case *k = &stop_cases[c];
+        ck_assert_msg(luaL_dostring(L, k->setup) == LUA_OK, "%s: %s", k->name, lua_tostring(L, -1));
+        ck_assert_int_eq(luaL_dostring(L, "y, yi = nil, nil; collectgarbage(); collectgarbage()\n"
+                                          "base = ember.memory_stats().allocated"),
+                         LUA_OK);
+        em_cpu_interrupt_at_stop_point(2);
+        int st = luaL_dostring(L, k->op);
+        em_cpu_interrupt_at_stop_point(0);
+        ck_assert_msg(st != LUA_OK, "%s (%d threads): the op was not interrupted", k->name, threads);
+        const char *msg = lua_tostring(L, -1);
+        snprintf(buf, sizeof buf, "%s: interrupted", k->name);
+        ck_assert_msg(msg && strstr(msg, buf), "%s (%d threads): %s", k->name, threads, msg ? msg : "?");
+        lua_settop(L, 0);
+        ck_assert_msg(!em_interrupt_pending(), "%s: the interrupt was not consumed", k->name);
+        ck_assert_msg(luaL_dostring(L, "assert(y == nil and yi == nil); collectgarbage(); collectgarbage()\n"
+                                       "assert(ember.memory_stats().allocated == base, 'a partial result was kept')") ==
+                          LUA_OK,
+                      "%s (%d threads): %s", k->name, threads, lua_tostring(L, -1));
+        snprintf(buf, sizeof buf, "%s\nassert(%s, 'another value after the interrupt')\n"
+                                  "x, w, y, yi, ref, refi, out = nil; collectgarbage()", k->op, k->same);
+        ck_assert_msg(luaL_dostring(L, buf) == LUA_OK, "%s (%d threads): %s", k->name, threads, lua_tostring(L, -1));
+    }
+    /* out=: the target is left as it was */
+    ck_assert_int_eq(luaL_dostring(L, "x = ember.randn(512, 4096); o = ember.full({512}, 7.0)"), LUA_OK);
+    em_cpu_interrupt_at_stop_point(2);
+    int st = luaL_dostring(L, "ember.sum(x, 2, {out = o})");
+    em_cpu_interrupt_at_stop_point(0);
+    ck_assert_int_ne(st, LUA_OK);
+    ck_assert_ptr_nonnull(strstr(lua_tostring(L, -1), "sum: interrupted"));
+    lua_settop(L, 0);
+    ck_assert_msg(luaL_dostring(L, "assert(ember.equal(o, ember.full({512}, 7.0)), 'out= was written')\n"
+                                   "ember.sum(x, 2, {out = o}); assert(ember.equal(o, x:sum(2)))\n"
+                                   "x, o = nil; collectgarbage()") == LUA_OK,
+                  "%s", lua_tostring(L, -1));
+}
+
+START_TEST(test_faults_interrupt_at_stop_points) {
+    lua_State *L = new_state();
+    ck_assert_int_eq(luaL_dostring(L, "threads0 = ember.get_num_threads()"), LUA_OK);
+    stop_points(L, 2);
+    stop_points(L, 1);
+    ck_assert_int_eq(luaL_dostring(L, "ember.set_num_threads(threads0)"), LUA_OK);
+    lua_close(L);
+}
+END_TEST
+
 Suite *make_faults_suite(void) {
     Suite *s = suite_create("faults");
     TCase *tc = tcase_create("alloc");
@@ -358,6 +452,7 @@ Suite *make_faults_suite(void) {
     tcase_add_test(tc, test_faults_interrupts);
     tcase_add_test(tc, test_faults_address_space_limit);
     tcase_add_test(tc, test_faults_interrupt_inside_kernel);
+    tcase_add_test(tc, test_faults_interrupt_at_stop_points);
     suite_add_tcase(s, tc);
     return s;
 }

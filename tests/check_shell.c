@@ -195,6 +195,33 @@ START_TEST(test_shell_session) {
 }
 END_TEST
 
+/* Lines the shell's line handling once got wrong (both found while adding
+ * the shell fuzz target, tests/fuzz/fuzz_shell.c): end of input inside an
+ * unfinished statement reported garbage and popped below the shell's stack
+ * frame; a global table whose __newindex raises made setting _ end the
+ * session. */
+START_TEST(test_shell_odd_lines) {
+    shell s;
+    start(&s, NULL, NULL, true);
+    EXPECT(&s, "> ");
+    type(&s, "for i = 1, 2 do\r");
+    EXPECT(&s, ">> ");
+    type(&s, "\004");
+    EXPECT(&s, "'end' expected");
+    EXPECT(&s, "> ");
+    type(&s, "6 * 7\r");
+    EXPECT(&s, "\n42");
+    type(&s, "setmetatable(_G, {__newindex = function() error('no globals') end}) == _G\r");
+    EXPECT(&s, "true");
+    type(&s, "5 + 5\r");
+    EXPECT(&s, "\n10");
+    type(&s, "_ * 2\r");
+    EXPECT(&s, "\n20");
+    ck_assert_ptr_null(strstr(s.out, ": no globals")); /* never raised */
+    finish(&s);
+}
+END_TEST
+
 START_TEST(test_shell_file_completion) {
     shell s;
     start(&s, NULL, NULL, true);
@@ -258,6 +285,7 @@ Suite *make_shell_suite(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_shell_session);
     tcase_add_test(tc, test_shell_file_completion);
+    tcase_add_test(tc, test_shell_odd_lines);
     tcase_add_test(tc, test_shell_startup_file);
     tcase_add_test(tc, test_shell_colors);
     suite_add_tcase(s, tc);

@@ -469,11 +469,27 @@ static inline size_t em_dtype_size_fast(em_dtype t) {
     static const uint8_t sizes[EM_DTYPE_COUNT] = { 1, 1, 1, 4, 8, 2, 2, 4, 8 };
     return sizes[t];
 }
-/* The address of t's first element; NULL for an empty storage (adding an
- * offset, even 0, to NULL is undefined behaviour). */
+/* Note [Empty tensor data]
+ * A storage of 0 bytes has data == NULL (no allocation, nothing to free),
+ * but em_tensor_data() never returns NULL: for such a storage it returns
+ * em_core_empty_data, a read-only, 64-byte aligned block that belongs to
+ * no tensor. Kernels routinely compute `data + offset` or `base + i *
+ * stride` before a loop that runs 0 times; on NULL even `+ 0` is undefined
+ * behaviour (clang's UBSan reports it; make fuzz found one such site after
+ * another: tolist, gather/scatter, LAPACK's copies). A valid pointer makes
+ * that arithmetic defined at every site at once, including the sites of
+ * ops not yet written. Nothing may be read or written through it (a
+ * tensor over an empty storage has no elements; a write would fault, the
+ * block is const). Code that reads storage->data itself (serialization,
+ * LAPACK glue, out= resizing) must still skip empty storages. Identity of
+ * memory is decided by storage, never by this address: every empty tensor
+ * shares it. */
+EM_API extern const unsigned char em_core_empty_data[64];
+/* The address of t's first element; em_core_empty_data for an empty
+ * storage (Note [Empty tensor data]); never NULL. */
 static inline void *em_tensor_data(const em_tensor *t) {
     char *d = (char *)t->storage->data;
-    return d ? d + t->offset * (int64_t)em_dtype_size_fast(t->dtype) : NULL;
+    return d ? d + t->offset * (int64_t)em_dtype_size_fast(t->dtype) : (void *)em_core_empty_data;
 }
 static inline void em_tensor_bump_version(em_tensor *t) {
     atomic_fetch_add_explicit(&t->version->value, 1, memory_order_relaxed);

@@ -2,10 +2,14 @@
  * allocator that frees it (or none, for borrowed memory). */
 #include "core/em_core_int.h"
 
+/* See Note [Empty tensor data] (em_core.h): what em_tensor_data returns
+ * for a storage of 0 bytes. */
+_Alignas(64) const unsigned char em_core_empty_data[64];
+
 /* New storage of nbytes (refcount 1) from the device's allocator (see
  * Note [Allocator registry] in em_core.h), or NULL with EM_EDEVICE (no
  * allocator for the device) or EM_ENOMEM set. A zero byte storage has
- * data == NULL. */
+ * data == NULL (em_tensor_data maps it to em_core_empty_data). */
 em_storage *em_storage_new(size_t nbytes, em_device device)
 {
     const em_allocator *a = em_get_allocator((em_device_type)device.type);

@@ -26,13 +26,26 @@ add("ember.nn.functional.", ember.nn.functional)
 fns[#fns + 1] = { "ember.autograd.grad", ember.autograd.grad }
 add("Tensor.", ember.Tensor)
 table.sort(fns, function(a, b) return a[1] < b[1] end)
+local byname = {}
+for _, f in ipairs(fns) do byname[f[1]] = f end
 
 local DTYPES = { "float32", "float64", "float16", "bfloat16", "int64", "int32", "int8", "uint8", "bool" }
 local ODD = { 0, 1, -1, 2, 3, 0.5, -0.0, 0 / 0, 1 / 0, -1 / 0, 1e300, 2 ^ 53, math.mininteger, math.maxinteger,
   7, -7, "float32", "int64", "sum", "mean", "none", "a", "", true, false, {}, { 1, 2 }, { -1 }, { 2, 3 },
   { { 1 }, { 2 } }, { keepdim = true }, { dtype = "float64" }, { requires_grad = true }, { 1, -1 } }
 
+-- An input may start with "!NAME,NAME,...\n": its first calls are then
+-- the functions of those full names ("Tensor.tolist", "ember.linalg.inv")
+-- instead of the ones its bytes pick (the bytes are read all the same).
+-- The list of functions changes as ops are added; a seed written this way
+-- keeps reaching the function it was written for (tests/fuzz/README.md).
 return function(bytes)
+  local named = {}
+  local head = bytes:match("^!([%w_.,]+)\n")
+  if head then
+    for name in head:gmatch("[^,]+") do named[#named + 1] = byname[name] or false end
+    bytes = bytes:sub(#head + 3)
+  end
   local pos = 0
   local function b()
     pos = pos + 1
@@ -64,8 +77,9 @@ return function(bytes)
     if c < 120 then return nil end
     return ODD[c % #ODD + 1]
   end
-  for _ = 1, 1 + b() % 8 do
+  for k = 1, math.max(1 + b() % 8, #named) do
     local f = fns[(b() * 256 + b()) % #fns + 1]
+    if named[k] then f = named[k] end
     local n = b() % 5
     local args = {}
     for i = 1, n do args[i] = arg() end

@@ -396,6 +396,10 @@ static em_status product_col_side(const em_conv_geom *g, em_dtype ct, const char
     for (int64_t n0 = 0; n0 < g->N; n0 += nb) {
         int64_t cur = g->N - n0 < nb ? g->N - n0 : nb;
         for (int64_t grp = 0; grp < G; grp++) {
+            if (em_cpu_interrupted(op)) { /* between chunks: Note [Interrupts in kernels], way (b) */
+                bufs_free(&b);
+                return EM_EINTERRUPT;
+            }
             const char *B;
             int64_t ldb = cur * L;
             if (pw) {
@@ -439,6 +443,10 @@ static em_status product_image(const em_conv_geom *g, em_dtype ct, const char *c
     for (int64_t n0 = 0; n0 < g->N; n0 += nb) {
         int64_t cur = g->N - n0 < nb ? g->N - n0 : nb;
         for (int64_t grp = 0; grp < G; grp++) {
+            if (em_cpu_interrupted(op)) { /* between chunks: Note [Interrupts in kernels], way (b) */
+                bufs_free(&b);
+                return EM_EINTERRUPT;
+            }
             const char *B;
             if (cur == 1) {
                 B = cs + (size_t)((n0 * g->C_col + grp * Mg) * L) * es;
@@ -478,6 +486,10 @@ static em_status product_weight(const em_conv_geom *g, em_dtype ct, const char *
     for (int64_t n0 = 0; n0 < g->N; n0 += nb) {
         int64_t cur = g->N - n0 < nb ? g->N - n0 : nb;
         for (int64_t grp = 0; grp < G; grp++) {
+            if (em_cpu_interrupted(op)) { /* between chunks: Note [Interrupts in kernels], way (b) */
+                bufs_free(&b);
+                return EM_EINTERRUPT;
+            }
             const char *A, *B;
             if (cur == 1) {
                 A = cs + (size_t)((n0 * g->C_col + grp * Mg) * L) * es;

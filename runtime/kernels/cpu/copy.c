@@ -79,7 +79,9 @@ static bool same_view(const em_tensor *a, const em_tensor *b) {
     return true;
 }
 
-em_status em_cpu_copy_into(em_tensor *dst, const em_tensor *src, const char *op) {
+/* em_cpu_copy_into; with stoppable, its loops may stop half-way (Note
+ * [Interrupts in kernels], way (b): the caller checks em_cpu_interrupted). */
+static em_status copy_into(em_tensor *dst, const em_tensor *src, const char *op, bool stoppable) {
     if (same_view(dst, src)) return EM_OK;
     em_tensor *hold = NULL;
     if (overlaps(dst, src)) {
@@ -91,7 +93,8 @@ em_status em_cpu_copy_into(em_tensor *dst, const em_tensor *src, const char *op)
         dst->numel == src->numel && memcmp(dst->sizes, src->sizes, sizeof(int64_t) * (size_t)dst->ndim) == 0) {
         memcpy_ctx c = { em_tensor_data(dst), em_tensor_data(src) };
         int64_t nbytes = dst->numel * (int64_t)em_dtype_size(dst->dtype);
-        em_cpu_parallel_for(nbytes, (int64_t)EM_CPU_GRAIN * 8, memcpy_range, &c);
+        (stoppable ? em_cpu_parallel_for_stoppable : em_cpu_parallel_for)(nbytes, (int64_t)EM_CPU_GRAIN * 8,
+                                                                          memcpy_range, &c);
         em_tensor_release(hold);
         return EM_OK;
     }
@@ -99,11 +102,28 @@ em_status em_cpu_copy_into(em_tensor *dst, const em_tensor *src, const char *op)
     em_tensor *in = (em_tensor *)src;
     em_tensor *r = em_cpu_iter_build(&it, dst, dst->dtype, 1, &in, EM_DTYPE_NONE, op);
     if (!r) { em_cpu_iter_done(&it); em_tensor_release(hold); return em_error_kind(); }
-    em_cpu_iter_run(&it, em_cpu_cast_loop(dst->dtype, src->dtype), NULL, EM_CPU_GRAIN);
+    (stoppable ? em_cpu_iter_run_stoppable : em_cpu_iter_run)(&it, em_cpu_cast_loop(dst->dtype, src->dtype), NULL,
+                                                               EM_CPU_GRAIN);
     em_cpu_iter_done(&it);
     em_tensor_release(r);
     em_tensor_release(hold);
     return EM_OK;
+}
+
+em_status em_cpu_copy_into(em_tensor *dst, const em_tensor *src, const char *op) {
+    return copy_into(dst, src, op, false);
+}
+
+/* The copy of the kernels clone, contiguous and to (the kernels that call
+ * em_cpu_contiguous directly never see a partial copy: it fails). */
+em_tensor *em_cpu_to_dtype_stoppable(const em_tensor *t, em_dtype dtype, const char *op) {
+    em_tensor *r = em_tensor_new(t->ndim, t->sizes, dtype, em_cpu_dev());
+    if (!r) return NULL;
+    if (copy_into(r, t, op, true) != EM_OK || em_cpu_interrupted(op)) {
+        em_tensor_release(r);
+        return NULL;
+    }
+    return r;
 }
 
 em_tensor *em_cpu_to_dtype(const em_tensor *t, em_dtype dtype, const char *op) {
@@ -253,13 +273,13 @@ em_tensor *em_cpu_zero_(em_keyset ks, em_tensor *self) {
 
 em_tensor *em_cpu_clone(em_keyset ks, em_tensor *self) {
     (void)ks;
-    return em_cpu_to_dtype(self, self->dtype, "clone");
+    return em_cpu_to_dtype_stoppable(self, self->dtype, "clone");
 }
 
 em_tensor *em_cpu_contiguous(em_keyset ks, em_tensor *self) {
     (void)ks;
     if (self->is_contiguous) return em_tensor_retain(self);
-    return em_cpu_to_dtype(self, self->dtype, "contiguous");
+    return em_cpu_to_dtype_stoppable(self, self->dtype, "contiguous");
 }
 
 em_tensor *em_cpu_to(em_keyset ks, em_tensor *self, em_dtype dtype) {
@@ -269,5 +289,5 @@ em_tensor *em_cpu_to(em_keyset ks, em_tensor *self, em_dtype dtype) {
         return NULL;
     }
     if (dtype == self->dtype) return em_tensor_retain(self);
-    return em_cpu_to_dtype(self, dtype, "to");
+    return em_cpu_to_dtype_stoppable(self, dtype, "to");
 }

@@ -45,20 +45,48 @@ EM_HIDDEN bool em_cpu_in_parallel(void);
 
 /* Note [Interrupts in kernels]
  * em_cpu_parallel_for_stoppable is em_cpu_parallel_for for a long loop
- * that may stop half-way: each thread runs its chunk in pieces (about 64,
+ * that may stop half-way: each thread runs its chunk in pieces (about 1024,
  * each at least grain; also when the job runs serially) and, once an
  * interrupt is pending (Note [Interrupts] in em_core.h), runs no further
- * piece and returns with some items never visited. The flag stays set: the
- * generated entry of every op that does not write into an argument (not
- * in-place, not out=) checks it again when its kernel returns, drops the
- * result and fails with "NAME: interrupted". So use it only for a loop
- * that writes a tensor the kernel allocated and returns (no partial result
- * can then be seen), and whose output no later step of the kernel uses
- * as addresses. Today: the contiguous paths of unary.c and binary.c when
- * they allocate the result. In-place and out= ops always finish their
- * loops (their target is never half-written by an interrupt); the next op
- * boundary reports it. */
+ * piece and returns with some items never visited. A loop may be made
+ * stoppable in one of two ways:
+ *  (a) It writes a tensor the kernel allocated and returns, and no later
+ *      step of the kernel reads it. The flag stays set: the generated
+ *      entry of every op that does not write into an argument checks it
+ *      again when its kernel returns, drops the result and fails with
+ *      "NAME: interrupted". Only for kernels no other kernel calls
+ *      directly. Today: the contiguous paths of unary.c and binary.c when
+ *      they allocate the result.
+ *  (b) Anything else: right after the loop the kernel calls
+ *      em_cpu_interrupted(op) and, when it is true, frees what it made and
+ *      fails before any later step reads the partial output (as values,
+ *      sizes or addresses) and before it writes any argument. No caller,
+ *      not even a kernel calling this one directly, then sees a partial
+ *      result, and an out= target is left as it was. Today: the reduction
+ *      framework (reduce.c: sum, mean, prod, amax, amin, norms, ... fold
+ *      into an accumulator the kernel owns), the arg-reductions (max/min
+ *      along a dim, argmax, argmin), the copy kernels clone, contiguous
+ *      and to and the reductions' copy of a non-contiguous input
+ *      (em_cpu_to_dtype_stoppable), conv's im2col/gemm chunks
+ *      (forward and backward) and sort's rows (sort, argsort).
+ * In-place ops, out= copies and every loop not listed above always finish
+ * (their target is never half-written by an interrupt); the next op
+ * boundary reports it. BLAS calls finish too. */
 EM_HIDDEN void em_cpu_parallel_for_stoppable(int64_t n, int64_t grain, em_cpu_range_fn fn, void *ctx);
+/* A stop point (each piece of a stoppable loop is one; so is each call
+ * of em_cpu_interrupted): true when an interrupt is pending. Counts down
+ * the test hook below. */
+EM_HIDDEN bool em_cpu_stop_point(void);
+/* Way (b) of Note [Interrupts in kernels]: a stop point; true, with
+ * "op: interrupted" set and the interrupt consumed, when an interrupt is
+ * pending. */
+static inline bool em_cpu_interrupted(const char *op) {
+    return em_cpu_stop_point() && em_take_interrupt(op) != EM_OK;
+}
+/* Test hook (tests/check_faults.c): the n-th stop point from now (n > 0)
+ * calls em_interrupt() first, as if Ctrl-C came just then: an interrupt at
+ * a known place inside a kernel, without timing. n = 0 turns it off. */
+EM_HIDDEN void em_cpu_interrupt_at_stop_point(int64_t n);
 
 #define EM_CPU_GRAIN 32768
 
@@ -92,6 +120,9 @@ EM_HIDDEN em_tensor *em_cpu_iter_build(em_cpu_iter *it, em_tensor *out, em_dtype
                                        int nin, em_tensor *const *in, em_dtype compute,
                                        const char *op);
 EM_HIDDEN void em_cpu_iter_run(em_cpu_iter *it, em_cpu_loop fn, void *ctx, int64_t grain);
+/* em_cpu_iter_run over em_cpu_parallel_for_stoppable: may stop with some
+ * elements not visited (Note [Interrupts in kernels]). */
+EM_HIDDEN void em_cpu_iter_run_stoppable(em_cpu_iter *it, em_cpu_loop fn, void *ctx, int64_t grain);
 EM_HIDDEN void em_cpu_iter_done(em_cpu_iter *it);
 
 /* ---- copying and casting (copy.c) ---- */
@@ -103,6 +134,11 @@ EM_HIDDEN em_cpu_loop em_cpu_cast_loop(em_dtype dst, em_dtype src);
 EM_HIDDEN em_status em_cpu_copy_into(em_tensor *dst, const em_tensor *src, const char *op);
 /* A new contiguous tensor holding t converted to dtype. */
 EM_HIDDEN em_tensor *em_cpu_to_dtype(const em_tensor *t, em_dtype dtype, const char *op);
+/* em_cpu_to_dtype whose copy stops at an interrupt and then returns NULL
+ * with "op: interrupted" (Note [Interrupts in kernels], way (b)): for the
+ * copy kernels, and for a kernel's own temporary made before it writes
+ * anything (the reductions' contiguous copy of their input). */
+EM_HIDDEN em_tensor *em_cpu_to_dtype_stoppable(const em_tensor *t, em_dtype dtype, const char *op);
 
 /* Kernels other kernel files call (also in the generated em_kernels_decl.h). */
 /* fill_ with a number (factories, fill_): refuses a value the dtype cannot

@@ -229,3 +229,9 @@ void em_cpu_iter_run(em_cpu_iter *it, em_cpu_loop fn, void *ctx, int64_t grain) 
     if (it->numel < 2 * grain) run_range(0, it->numel, &rc);
     else em_cpu_parallel_for(it->numel, grain, run_range, &rc);
 }
+
+void em_cpu_iter_run_stoppable(em_cpu_iter *it, em_cpu_loop fn, void *ctx, int64_t grain) {
+    if (it->numel == 0) return;
+    run_ctx rc = { it, fn, ctx };
+    em_cpu_parallel_for_stoppable(it->numel, grain, run_range, &rc);
+}

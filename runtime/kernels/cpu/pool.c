@@ -64,17 +64,29 @@ static void run_chunk(int64_t b, int64_t e, int64_t piece, em_cpu_range_fn fn, v
         return;
     }
     while (b < e) {
-        if (em_interrupt_pending()) return;
+        if (em_cpu_stop_point()) return;
         int64_t m = e - b > piece ? b + piece : e;
         fn(b, m, ctx);
         b = m;
     }
 }
 
+/* em_cpu_interrupt_at_stop_point's countdown: stop points to go, 0 = off */
+static atomic_llong stop_countdown;
+
+bool em_cpu_stop_point(void) {
+    if (__builtin_expect(atomic_load_explicit(&stop_countdown, memory_order_relaxed) > 0, 0) &&
+        atomic_fetch_sub(&stop_countdown, 1) == 1)
+        em_interrupt();
+    return em_interrupt_pending();
+}
+
+void em_cpu_interrupt_at_stop_point(int64_t n) { atomic_store(&stop_countdown, n > 0 ? n : 0); }
+
 /* The piece of a stoppable chunk of len items: at least grain, and small
  * enough that a chunk has about STOP_PIECES of them (so an interrupt is
  * seen after about 1/STOP_PIECES of the op's time). */
-#define STOP_PIECES 64
+#define STOP_PIECES 1024
 static int64_t stop_piece(int64_t len, int64_t grain) {
     int64_t p = (len + STOP_PIECES - 1) / STOP_PIECES;
     return p > grain ? p : grain;

@@ -423,7 +423,11 @@ em_status em_cpu_reduce_run(const em_cpu_rplan_in *in, em_tensor *acc_t) {
         int64_t nitems = p.nouter * p.nparts;
         p.part = malloc((size_t)nitems * 8);
         if (!p.part) { em_set_error(EM_ENOMEM, "%s: out of memory", in->name); return EM_ENOMEM; }
-        em_cpu_parallel_for(nitems, 1, parts_range, &p);
+        em_cpu_parallel_for_stoppable(nitems, 1, parts_range, &p);
+        if (em_cpu_interrupted(in->name)) { /* the parts are not all written: Note [Interrupts in kernels] */
+            free(p.part);
+            return EM_EINTERRUPT;
+        }
         for (int64_t o = 0; o < p.nouter; o++) {
             int64_t st = p.id;
             for (int64_t i = 0; i < p.nparts; i++) f->comb(&st, p.part + (size_t)(o * p.nparts + i) * 8);
@@ -433,7 +437,7 @@ em_status em_cpu_reduce_run(const em_cpu_rplan_in *in, em_tensor *acc_t) {
     } else if (p.runs) {
         int64_t per = p.nred * p.inner;
         int64_t grain = per >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / (per ? per : 1);
-        em_cpu_parallel_for(p.nouter, grain, runs_range, &p);
+        em_cpu_parallel_for_stoppable(p.nouter, grain, runs_range, &p);
     } else {
         p.bw = COLS;
         p.nblk = (p.inner + COLS - 1) / COLS;
@@ -451,7 +455,11 @@ em_status em_cpu_reduce_run(const em_cpu_rplan_in *in, em_tensor *acc_t) {
             if (p.nparts < 1) p.nparts = 1;
             p.part = malloc((size_t)(nitems * p.nparts) * (size_t)p.bw * 8);
             if (!p.part) { em_set_error(EM_ENOMEM, "%s: out of memory", in->name); return EM_ENOMEM; }
-            em_cpu_parallel_for(nitems * p.nparts, 1, colparts_range, &p);
+            em_cpu_parallel_for_stoppable(nitems * p.nparts, 1, colparts_range, &p);
+            if (em_cpu_interrupted(in->name)) {
+                free(p.part);
+                return EM_EINTERRUPT;
+            }
             for (int64_t w = 0; w < nitems; w++) {
                 int64_t ok = w / p.nblk, j0 = (w % p.nblk) * p.bw;
                 int64_t m = p.inner - j0 < p.bw ? p.inner - j0 : p.bw;
@@ -465,8 +473,10 @@ em_status em_cpu_reduce_run(const em_cpu_rplan_in *in, em_tensor *acc_t) {
             free(p.part);
         } else {
             int64_t grain = per >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / (per ? per : 1);
-            em_cpu_parallel_for(nitems, grain, cols_range, &p);
+            em_cpu_parallel_for_stoppable(nitems, grain, cols_range, &p);
         }
     }
+    /* the accumulator may be partly unwritten (Note [Interrupts in kernels], way (b)) */
+    if (em_cpu_interrupted(in->name)) return EM_EINTERRUPT;
     return EM_OK;
 }

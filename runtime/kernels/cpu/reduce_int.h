@@ -50,7 +50,9 @@ typedef struct {
 /* Folds in->src into acc, a contiguous tensor of the output's shape (any
  * keepdim) of float64 (src floating) or int64 (src int64 or bool): one
  * accumulator per output, the identity where nothing is folded. Same bits
- * on any number of threads. */
+ * on any number of threads. Stops at an interrupt and then returns
+ * EM_EINTERRUPT with "name: interrupted" set, acc partly unwritten (Note
+ * [Interrupts in kernels], way (b)). */
 EM_HIDDEN em_status em_cpu_reduce_run(const em_cpu_rplan_in *in, em_tensor *acc);
 
 /* Folds n contiguous elements of dtype S (see em_cpu_reduce_run) into *res

@@ -18,10 +18,11 @@
 
 /* ---- helpers ---- */
 
-/* self as a contiguous tensor of dtype S (a new reference). */
+/* self as a contiguous tensor of dtype S (a new reference); the copy stops
+ * at an interrupt (NULL, "name: interrupted"): nothing is written yet. */
 static em_tensor *as_source(em_tensor *self, em_dtype S, const char *name) {
     if (self->dtype == S && self->is_contiguous) return em_tensor_retain(self);
-    return em_cpu_to_dtype(self, S, name);
+    return em_cpu_to_dtype_stoppable(self, S, name);
 }
 
 /* The source dtype of a max-like fold: float64, float32 (other floats, which
@@ -428,7 +429,7 @@ static em_status argreduce(em_tensor *self, int dim, bool keepdim, bool is_max, 
     if ((st = em_cpu_reduce_nonempty(self, &rs, dim < 0, name)) != EM_OK) return st;
     em_dtype S = exact_source(self->dtype);
     em_tensor *src = as_source(self, S, name);
-    if (!src) return EM_ENOMEM;
+    if (!src) return em_error_kind();
     arg_t p;
     memset(&p, 0, sizeof p);
     p.S = S;
@@ -467,7 +468,13 @@ static em_status argreduce(em_tensor *self, int dim, bool keepdim, bool is_max, 
             st = EM_ENOMEM;
             goto done;
         }
-        em_cpu_parallel_for(n, 1, arg_parts_range, &p);
+        em_cpu_parallel_for_stoppable(n, 1, arg_parts_range, &p);
+        if (em_cpu_interrupted(name)) { /* Note [Interrupts in kernels], way (b) */
+            free(p.pval);
+            free(p.pidx);
+            st = EM_EINTERRUPT;
+            goto done;
+        }
         for (int64_t o = 0; o < p.outer; o++) {
             if (S == EM_FLOAT32) arg_combine_f32(&p, o);
             else if (S == EM_FLOAT64) arg_combine_f64(&p, o);
@@ -477,12 +484,16 @@ static em_status argreduce(em_tensor *self, int dim, bool keepdim, bool is_max, 
         free(p.pidx);
     } else if (p.inner == 1) {
         int64_t grain = p.R >= AGRAIN ? 1 : AGRAIN / p.R;
-        em_cpu_parallel_for(p.outer, grain, arg_runs_range, &p);
+        em_cpu_parallel_for_stoppable(p.outer, grain, arg_runs_range, &p);
     } else {
         int64_t nblk = (p.inner + ACOLS - 1) / ACOLS;
         int64_t per = p.R * (p.inner < ACOLS ? p.inner : ACOLS);
         int64_t grain = per >= AGRAIN ? 1 : AGRAIN / per;
-        em_cpu_parallel_for(p.outer * nblk, grain, arg_cols_range, &p);
+        em_cpu_parallel_for_stoppable(p.outer * nblk, grain, arg_cols_range, &p);
+    }
+    if (em_cpu_interrupted(name)) { /* values and indices partly unwritten */
+        st = EM_EINTERRUPT;
+        goto done;
     }
     if (values) {
         *values = finish(val, self->dtype, name);

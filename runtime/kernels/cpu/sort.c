@@ -286,9 +286,11 @@ static void tk_select(const tk_cmp *c, tk_elem *q, int64_t n, int64_t k, bool so
 
 /* The shared body: orders self along dim and writes the first k of each
  * row into values (when wanted) and 1-based positions into indices.
- * Returns EM_OK or the error. */
+ * Returns EM_OK or the error. Between rows it stops at an interrupt
+ * ("op: interrupted"; values and indices then partly unwritten: Note
+ * [Interrupts in kernels], way (b)). */
 static em_status order_rows(const em_tensor *self, int dim, bool descending, int64_t k,
-                            em_tensor *values, em_tensor *indices) {
+                            em_tensor *values, em_tensor *indices, const char *op) {
     int nd = self->ndim ? self->ndim : 1;
     int64_t one = 1, zero = 0;
     const int64_t *sizes = self->ndim ? self->sizes : &one;
@@ -311,6 +313,10 @@ static em_status order_rows(const em_tensor *self, int dim, bool descending, int
     int64_t *id = (int64_t *)em_tensor_data(indices);
     row_keys keys = { NULL, st[0][dim] * (int64_t)es, self->dtype, em_cpu_is_float(self->dtype), descending };
     do {
+        if (em_cpu_interrupted(op)) {
+            free(idx);
+            return EM_EINTERRUPT;
+        }
         keys.base = src + it.off[0] * (int64_t)es;
         const int64_t *order = idx;
         if (radix) {
@@ -339,13 +345,13 @@ static em_status order_rows(const em_tensor *self, int dim, bool descending, int
 /* Allocates values (self's dtype, unless NULL is wanted) and indices
  * (int64) of self's shape with k along dim, then fills them. */
 static em_tensor *ordered(const em_tensor *self, int dim, bool descending, int64_t k,
-                          em_tensor **indices, bool want_values) {
+                          em_tensor **indices, bool want_values, const char *op) {
     int64_t sizes[EM_MAX_DIMS];
     memcpy(sizes, self->sizes, sizeof(int64_t) * (size_t)self->ndim);
     if (self->ndim) sizes[dim] = k;
     em_tensor *v = want_values ? em_tensor_new(self->ndim, sizes, self->dtype, self->device) : NULL;
     em_tensor *ix = em_tensor_new(self->ndim, sizes, EM_INT64, self->device);
-    if ((want_values && !v) || !ix || order_rows(self, dim, descending, k, v, ix) != EM_OK) {
+    if ((want_values && !v) || !ix || order_rows(self, dim, descending, k, v, ix, op) != EM_OK) {
         em_tensor_release(v);
         em_tensor_release(ix);
         return NULL;
@@ -361,7 +367,7 @@ em_tensor *em_cpu_sort(em_keyset ks, em_tensor *self, int64_t dim, bool descendi
     (void)stable; /* always stable (see the file's header) */
     int d = em_wrap_dim(dim, self->ndim, "sort");
     if (d < 0) return NULL;
-    return ordered(self, d, descending, self->ndim ? self->sizes[d] : 1, indices, true);
+    return ordered(self, d, descending, self->ndim ? self->sizes[d] : 1, indices, true, "sort");
 }
 
 em_tensor *em_cpu_argsort(em_keyset ks, em_tensor *self, int64_t dim, bool descending, bool stable) {
@@ -369,7 +375,7 @@ em_tensor *em_cpu_argsort(em_keyset ks, em_tensor *self, int64_t dim, bool desce
     (void)stable;
     int d = em_wrap_dim(dim, self->ndim, "argsort");
     if (d < 0) return NULL;
-    return ordered(self, d, descending, self->ndim ? self->sizes[d] : 1, NULL, false);
+    return ordered(self, d, descending, self->ndim ? self->sizes[d] : 1, NULL, false, "argsort");
 }
 
 em_tensor *em_cpu_topk(em_keyset ks, em_tensor *self, int64_t k, int64_t dim, bool largest, bool sorted,
