@@ -518,17 +518,22 @@ em_tensor *em_comp_multi_margin_loss(em_keyset ks, em_tensor *input, em_tensor *
     em_tensor *y = MS_DO(&s, em_reshape(target, (em_intlist){ s1, 2 }));
     em_tensor *xy = MS_DO(&s, em_gather(x, 1, y));
     em_tensor *z = MS_ADD(&s, MS_SUB(&s, ms_num(&s, margin), xy), x);
-    z = ms_tri(&s, em_where, ms_bin(&s, em_gt, z, ms_int(&s, 0)), z, ms_int(&s, 0)); /* the kernel's z > 0 (NaN skipped) */
+    /* the kernel's terms: j != y with z > 0 (NaN skipped); the others are
+     * never computed there, so they are masked before and after the weight
+     * (an inf/NaN weight times a skipped term's 0 must give neither a value
+     * nor a gradient) */
+    em_scalar end = em_scalar_int(C + 1);
+    em_tensor *cls = MS_DO(&s, em_arange(em_scalar_int(1), &end, em_scalar_int(1), EM_INT64, input->device));
+    em_tensor *not_y = ms_bin(&s, em_ne, cls, y);
+    em_tensor *keep = ms_bin(&s, em_logical_and, ms_bin(&s, em_gt, z, ms_int(&s, 0)), not_y);
+    z = ms_tri(&s, em_where, keep, z, ms_int(&s, 0));
     if (p == 2) z = MS_MUL(&s, z, z);
     if (weight) {
         em_tensor *flat = MS_DO(&s, em_reshape(target, (em_intlist){ &N, 1 }));
         em_tensor *wy = MS_DO(&s, em_index_select(weight, 0, flat));
         z = MS_MUL(&s, z, MS_DO(&s, em_reshape(wy, (em_intlist){ s1, 2 })));
+        z = ms_tri(&s, em_where, keep, z, ms_int(&s, 0));
     }
-    em_scalar end = em_scalar_int(C + 1);
-    em_tensor *cls = MS_DO(&s, em_arange(em_scalar_int(1), &end, em_scalar_int(1), EM_INT64, input->device));
-    em_tensor *is_y = ms_bin(&s, em_eq, cls, y);
-    z = ms_tri(&s, em_where, is_y, ms_int(&s, 0), z);
     em_tensor *loss = ms_sum_dim(&s, z, 1);
     loss = MS_DIV(&s, loss, ms_int(&s, C));
     if (input->ndim == 1 || (strcmp(reduction, "none") == 0 && target->ndim == 0))

@@ -235,6 +235,22 @@ function T.values_losses()
   expect(F.margin_ranking_loss(ember.zeros(0), ember.zeros(0), ember.zeros(0), 0, {reduction='sum'}), 0.0, "float32", {}, 0)
 end
 
+-- PyTorch 1.13's kernel never computes the skipped terms (j = y or z <= 0),
+-- so an inf/NaN class weight gives neither NaN values nor NaN gradients there
+function T.multi_margin_loss_nonfinite_weight()
+  local F = ember.nn.functional
+  local x = ember.tensor({{-0.25, -0.25}, {-0.25, -0.25}})
+  check(F.multi_margin_loss(x, ember.tensor({1, 1}), 2, 0.0, ember.tensor({-1/0, 0/0})):item() == 0)
+  x = ember.tensor({{-0.25, -0.25, 0.5}, {1.0, 0.0, 2.0}}, {requires_grad = true})
+  local l = F.multi_margin_loss(x, ember.tensor({1, 3}), 2, 0.3, ember.tensor({-1/0, 0/0, 2.0}))
+  l:backward()
+  check(l:item() == -math.huge)
+  -- torch: [[inf, -inf, -inf], [0, 0, 0]]
+  local g = x.grad:tolist()
+  check(g[1][1] == math.huge and g[1][2] == -math.huge and g[1][3] == -math.huge)
+  check(g[2][1] == 0 and g[2][2] == 0 and g[2][3] == 0)
+end
+
 function T.grads_losses()
   do
     local a = S(3,4):requires_grad_()
