@@ -71,6 +71,7 @@ class Gen:
         # results of composite ops: never autograd.grad inputs (ember's graph
         # holds the composite's parts, torch's fused op saves its output)
         self.frozen, self.composite_outs = set(), set()
+        self.shuffled = False  # pixel_shuffle/unshuffle called (see _register)
         self.counter = 0
         self.edge = self.r.choice([0.0, 0.0, 0.1, 0.25])  # share of edge values in leaves
 
@@ -415,6 +416,12 @@ class Gen:
                     self.frozen.update(_operand_names(st))
             elif st['s'] == 'index' and st.get('src') in self.frozen:
                 self.frozen.update(outs)
+            elif st['s'] == 'grad' and self.shuffled:
+                # README, "Differences accepted": a gradient through the
+                # composite pixel_shuffle can be a view of an expanded one
+                self.frozen.update(outs)
+            if st['s'] == 'call' and st['op'] in ('pixel_shuffle', 'pixel_unshuffle'):
+                self.shuffled = True
             for v in outs:
                 self.names.append(v)
                 if st.get('novalues'):
