@@ -49,6 +49,11 @@ grid_sample.c), so NaN/inf grids are drawn there without a difference.
 from ops import *  # noqa: F401,F403
 import ops as _ops  # noqa: F401
 import math as _math
+import os as _os
+
+# 5-d grid_sample and grid_sampler_3d(_backward) are drawn only with --ops for
+# now (tests/difftest/README.md, "Drawn only when asked")
+_VOL = bool(_os.environ.get('EMBER_DIFFTEST_OPS'))
 
 _MODES = ['bilinear', 'nearest', 'bicubic']
 _PADS = ['zeros', 'border', 'reflection']
@@ -81,7 +86,7 @@ def _mode(g, vol):
 
 
 def gen_grid_sample(g, op):
-    vol = op.name == 'grid_sampler_3d' or (op.name == 'grid_sample' and g.r.random() < 0.33)
+    vol = op.name == 'grid_sampler_3d' or (op.name == 'grid_sample' and _VOL and g.r.random() < 0.33)
     a, b, pre, _, _, _ = _sampler_leaves(g, vol=vol)
     args = [['var', a], ['var', b]]
     if op.name in ('grid_sampler_2d', 'grid_sampler_3d'):
@@ -189,7 +194,7 @@ MAP = {
     'grid_sample': dict(gen=gen_grid_sample),
     'grid_sampler_2d': dict(gen=gen_grid_sample, py=_py_grid_sampler_2d, weight=0.5),
     'grid_sampler_2d_backward': dict(gen=gen_grid_sampler_2d_backward, py=_py_grid_sampler_2d_backward, weight=0.3),
-    'grid_sampler_3d': dict(gen=gen_grid_sample, py=_py_grid_sampler_2d, weight=0.5),
-    'grid_sampler_3d_backward': dict(gen=gen_grid_sampler_2d_backward, py=_py_grid_sampler_2d_backward, weight=0.3),
+    'grid_sampler_3d': dict(gen=gen_grid_sample, py=_py_grid_sampler_2d, weight=0.5 if _VOL else 0.0),
+    'grid_sampler_3d_backward': dict(gen=gen_grid_sampler_2d_backward, py=_py_grid_sampler_2d_backward, weight=0.3 if _VOL else 0.0),
     'affine_grid': dict(gen=gen_affine_grid),
 }
