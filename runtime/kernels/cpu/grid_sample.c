@@ -176,65 +176,19 @@ em_tensor *em_cpu_grid_sampler_2d(em_keyset ks, em_tensor *input, em_tensor *gri
     return out;
 }
 
+static em_tensor *backward_nd(int nsp, const char *op, em_tensor *grad_output, em_tensor *input, em_tensor *grid,
+                              const char *interpolation_mode, const char *padding_mode, bool align_corners,
+                              em_intlist output_mask, em_tensor **grad_grid);
+
 em_tensor *em_cpu_grid_sampler_2d_backward(em_keyset ks, em_tensor *grad_output, em_tensor *input, em_tensor *grid,
                                            const char *interpolation_mode, const char *padding_mode,
                                            bool align_corners, em_intlist output_mask, em_tensor **grad_grid) {
     (void)ks;
     const char *op = "grid_sampler_2d_backward";
-    char a[128], b[128];
     *grad_grid = NULL;
     if (check_args(input, grid, op) != EM_OK) return NULL;
-    if (output_mask.n != 2) {
-        em_set_error(EM_EVALUE, "%s: output_mask must have 2 entries (grad_input, grad_grid), got %d", op, output_mask.n);
-        return NULL;
-    }
-    int64_t sizes[4] = { input->sizes[0], input->sizes[1], grid->sizes[1], grid->sizes[2] };
-    if (grad_output->ndim != 4 || memcmp(grad_output->sizes, sizes, sizeof sizes) != 0) {
-        em_set_error(EM_ESHAPE, "%s: grad_output has shape %s, expected %s", op,
-                     em_shape_str(grad_output->ndim, grad_output->sizes, a, sizeof a), em_shape_str(4, sizes, b, sizeof b));
-        return NULL;
-    }
-    if (grad_output->dtype != input->dtype) {
-        em_set_error(EM_ETYPE, "%s: grad_output must have input's dtype %s, got %s", op, em_dtype_name(input->dtype),
-                     em_dtype_name(grad_output->dtype));
-        return NULL;
-    }
-    bool want_in = output_mask.data[0] != 0, want_grid = output_mask.data[1] != 0;
-    int64_t zero = 0;
-    em_intlist none = { &zero, 1 };
-    em_tensor *gi = em_cpu_zeros(EM_KS(EM_KEY_CPU), want_in ? (em_intlist){ input->sizes, 4 } : none, input->dtype,
-                                 em_cpu_device());
-    em_tensor *gg = gi ? em_cpu_zeros(EM_KS(EM_KEY_CPU), want_grid ? (em_intlist){ grid->sizes, 4 } : none,
-                                      grid->dtype, em_cpu_device())
-                       : NULL;
-    em_tensor *in = gg ? dense(input, op) : NULL, *gr = in ? dense(grid, op) : NULL;
-    em_tensor *go = gr ? dense(grad_output, op) : NULL;
-    if (!go) goto fail;
-    if ((want_in || want_grid) && grad_output->numel > 0) {
-        gs_ctx k;
-        ctx_init(&k, input, grid, interpolation_mode, padding_mode, align_corners);
-        k.input = em_tensor_data(in);
-        k.grid = em_tensor_data(gr);
-        k.gout = em_tensor_data(go);
-        k.ginp = want_in ? em_tensor_data(gi) : NULL;
-        k.ggrid = want_grid ? em_tensor_data(gg) : NULL;
-        bool dbl = input->dtype == EM_FLOAT64;
-        if (want_in) /* each batch element owns its grad_input slice */
-            em_cpu_parallel_for(sizes[0], 1, dbl ? bwd_batches_f64 : bwd_batches_f32, &k);
-        else
-            em_cpu_parallel_for(sizes[0] * k.OH, row_grain(&k), dbl ? bwd_rows_f64 : bwd_rows_f32, &k);
-    }
-    em_tensor_release(in);
-    em_tensor_release(gr);
-    em_tensor_release(go);
-    *grad_grid = gg;
-    return gi;
-fail:
-    em_tensor_release(in);
-    em_tensor_release(gr);
-    em_tensor_release(gi);
-    em_tensor_release(gg);
-    return NULL;
+    return backward_nd(2, op, grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask,
+                       grad_grid);
 }
 
 /* ---- volumetric (Note [Volumetric grid sampling]) ---- */
@@ -307,22 +261,23 @@ em_tensor *em_cpu_grid_sampler_3d(em_keyset ks, em_tensor *input, em_tensor *gri
     return out;
 }
 
-em_tensor *em_cpu_grid_sampler_3d_backward(em_keyset ks, em_tensor *grad_output, em_tensor *input, em_tensor *grid,
-                                           const char *interpolation_mode, const char *padding_mode,
-                                           bool align_corners, em_intlist output_mask, em_tensor **grad_grid) {
-    (void)ks;
-    const char *op = "grid_sampler_3d_backward";
+/* The body the 2-d and 3-d backward ops share (nsp = 2 or 3 spatial dims;
+ * the caller has checked input and grid): grad_output's checks, the results
+ * output_mask asks for, and the parallel loops. */
+static em_tensor *backward_nd(int nsp, const char *op, em_tensor *grad_output, em_tensor *input, em_tensor *grid,
+                              const char *interpolation_mode, const char *padding_mode, bool align_corners,
+                              em_intlist output_mask, em_tensor **grad_grid) {
     char a[128], b[128];
-    *grad_grid = NULL;
-    if (check_args3(input, grid, interpolation_mode, op) != EM_OK) return NULL;
     if (output_mask.n != 2) {
         em_set_error(EM_EVALUE, "%s: output_mask must have 2 entries (grad_input, grad_grid), got %d", op, output_mask.n);
         return NULL;
     }
-    int64_t sizes[5] = { input->sizes[0], input->sizes[1], grid->sizes[1], grid->sizes[2], grid->sizes[3] };
-    if (grad_output->ndim != 5 || memcmp(grad_output->sizes, sizes, sizeof sizes) != 0) {
+    int nd = nsp + 2;
+    int64_t sizes[5] = { input->sizes[0], input->sizes[1] };
+    for (int d = 0; d < nsp; d++) sizes[2 + d] = grid->sizes[1 + d];
+    if (grad_output->ndim != nd || memcmp(grad_output->sizes, sizes, sizeof(int64_t) * (size_t)nd) != 0) {
         em_set_error(EM_ESHAPE, "%s: grad_output has shape %s, expected %s", op,
-                     em_shape_str(grad_output->ndim, grad_output->sizes, a, sizeof a), em_shape_str(5, sizes, b, sizeof b));
+                     em_shape_str(grad_output->ndim, grad_output->sizes, a, sizeof a), em_shape_str(nd, sizes, b, sizeof b));
         return NULL;
     }
     if (grad_output->dtype != input->dtype) {
@@ -333,9 +288,9 @@ em_tensor *em_cpu_grid_sampler_3d_backward(em_keyset ks, em_tensor *grad_output,
     bool want_in = output_mask.data[0] != 0, want_grid = output_mask.data[1] != 0;
     int64_t zero = 0;
     em_intlist none = { &zero, 1 };
-    em_tensor *gi = em_cpu_zeros(EM_KS(EM_KEY_CPU), want_in ? (em_intlist){ input->sizes, 5 } : none, input->dtype,
+    em_tensor *gi = em_cpu_zeros(EM_KS(EM_KEY_CPU), want_in ? (em_intlist){ input->sizes, nd } : none, input->dtype,
                                  em_cpu_device());
-    em_tensor *gg = gi ? em_cpu_zeros(EM_KS(EM_KEY_CPU), want_grid ? (em_intlist){ grid->sizes, 5 } : none,
+    em_tensor *gg = gi ? em_cpu_zeros(EM_KS(EM_KEY_CPU), want_grid ? (em_intlist){ grid->sizes, nd } : none,
                                       grid->dtype, em_cpu_device())
                        : NULL;
     em_tensor *in = gg ? dense(input, op) : NULL, *gr = in ? dense(grid, op) : NULL;
@@ -343,7 +298,10 @@ em_tensor *em_cpu_grid_sampler_3d_backward(em_keyset ks, em_tensor *grad_output,
     if (!go) goto fail;
     if ((want_in || want_grid) && grad_output->numel > 0) {
         gs_ctx k;
-        ctx_init3(&k, input, grid, interpolation_mode, padding_mode, align_corners);
+        if (nsp == 2)
+            ctx_init(&k, input, grid, interpolation_mode, padding_mode, align_corners);
+        else
+            ctx_init3(&k, input, grid, interpolation_mode, padding_mode, align_corners);
         k.input = em_tensor_data(in);
         k.grid = em_tensor_data(gr);
         k.gout = em_tensor_data(go);
@@ -351,9 +309,11 @@ em_tensor *em_cpu_grid_sampler_3d_backward(em_keyset ks, em_tensor *grad_output,
         k.ggrid = want_grid ? em_tensor_data(gg) : NULL;
         bool dbl = input->dtype == EM_FLOAT64;
         if (want_in) /* each batch element owns its grad_input slice */
-            em_cpu_parallel_for(sizes[0], 1, dbl ? bwd3_batches_f64 : bwd3_batches_f32, &k);
+            em_cpu_parallel_for(sizes[0], 1, nsp == 2 ? (dbl ? bwd_batches_f64 : bwd_batches_f32)
+                                                      : (dbl ? bwd3_batches_f64 : bwd3_batches_f32), &k);
         else
-            em_cpu_parallel_for(sizes[0] * k.OD * k.OH, row_grain(&k), dbl ? bwd3_rows_f64 : bwd3_rows_f32, &k);
+            em_cpu_parallel_for(sizes[0] * (nsp == 3 ? k.OD : 1) * k.OH, row_grain(&k),
+                                nsp == 2 ? (dbl ? bwd_rows_f64 : bwd_rows_f32) : (dbl ? bwd3_rows_f64 : bwd3_rows_f32), &k);
     }
     em_tensor_release(in);
     em_tensor_release(gr);
@@ -366,4 +326,15 @@ fail:
     em_tensor_release(gi);
     em_tensor_release(gg);
     return NULL;
+}
+
+em_tensor *em_cpu_grid_sampler_3d_backward(em_keyset ks, em_tensor *grad_output, em_tensor *input, em_tensor *grid,
+                                           const char *interpolation_mode, const char *padding_mode,
+                                           bool align_corners, em_intlist output_mask, em_tensor **grad_grid) {
+    (void)ks;
+    const char *op = "grid_sampler_3d_backward";
+    *grad_grid = NULL;
+    if (check_args3(input, grid, interpolation_mode, op) != EM_OK) return NULL;
+    return backward_nd(3, op, grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask,
+                       grad_grid);
 }
