@@ -115,8 +115,13 @@ em_tensor *em_comp_affine_grid(em_keyset ks, em_tensor *theta, em_intlist size, 
     int64_t osizes[5] = { size.data[0] };
     for (int i = 2; i < size.n; i++) osizes[i - 1] = size.data[i];
     osizes[size.n - 1] = nsp;
-    em_tensor *r = em_reshape(g, (em_intlist){ osizes, size.n });
+    em_tensor *rv = em_reshape(g, (em_intlist){ osizes, size.n });
     em_tensor_release(g);
+    /* a tensor of its own, not a view of the product (torch's
+     * affine_grid_generator is one op): an in-place write to the result,
+     * even one made under no_grad, is a write to a result, not to a view */
+    em_tensor *r = rv ? em_clone(rv) : NULL;
+    em_tensor_release(rv);
     return r;
 }
 

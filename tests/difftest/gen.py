@@ -479,6 +479,15 @@ class Gen:
                     pass
         return out
 
+    def _not_implemented_grad(self, stmts):
+        """True when a create_graph gradient went through one of torch's
+        backward kernels that has no derivative: its grad_fn is a
+        NotImplemented node, so it requires grad in torch, while ember's
+        composite gradient of a piecewise-constant function (multi_margin_loss
+        with p = 1) has no history (ops_metric.py). Not a reference."""
+        return any(type(getattr(self.ns.get(v), 'grad_fn', None)).__name__ == 'NotImplemented'
+                   for st in stmts if st['s'] == 'grad' for v in st.get('outs', []))
+
     def _integer_requires_grad(self):
         """True when torch let an integer or bool tensor require grad (1.13
         does after copy_/fill_ from a tensor that requires grad): what
@@ -579,7 +588,7 @@ class Gen:
                     self._exec([st])
                     grad_bug = grad_bug or (grads is not None and self._grads() != grads)
             bad = quirky or grad_bug or self._undefined_cast(stmts, before) or \
-                self._integer_requires_grad() or self._int16()
+                self._integer_requires_grad() or self._int16() or self._not_implemented_grad(stmts)
         except Exception as e:  # noqa: BLE001
             # torch 1.13's floor_divide has no derivative; ember's is 0 (as
             # for PyTorch's div(rounding_mode="floor")): not a reference

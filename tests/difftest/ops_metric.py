@@ -35,7 +35,8 @@ Accepted differences with PyTorch 1.13 (none is drawn):
 - the losses are composites: where a gradient is piecewise constant in the
   input (multi_margin_loss, hinge's and margin_ranking's linear pieces),
   ember's create_graph gradient has no history (requires_grad false) where
-  torch's backward kernel node makes it require grad. At NaN/inf inputs
+  torch's backward kernel node (NotImplemented) makes it require grad;
+  gen.py rejects such gradients (_not_implemented_grad). At NaN/inf inputs
   the gradients of multilabel_soft_margin_loss's log-sigmoids can differ
   (NaN against inf).
 - _pdist_backward and _cdist_backward are autograd's helpers (called with

@@ -504,4 +504,18 @@ function T.grid_sample_5d_edges_and_errors()
   check_error(function() ember.autograd.grad({ ga:sum() }, { g }) end, "grid_sampler_3d_backward", "not implemented")
 end
 
+-- affine_grid's result is a tensor of its own (torch's affine_grid_generator
+-- is one op), not a view of the product: a grid made under no_grad can be
+-- written with a tensor that requires grad, and the write is recorded
+function T.affine_grid_result_is_not_a_view()
+  local F = ember.nn.functional
+  local g
+  ember.no_grad(function() g = F.affine_grid(f64({ { { 1, 0, 0 }, { 0, 1, 0 } } }), { 1, 1, 2, 2 }) end)
+  local w = ember.ones(2, 2, { dtype = "float64", requires_grad = true })
+  g[1] = w
+  check(g.requires_grad)
+  g:sum():backward()
+  check_tensor(w.grad, { { 2, 2 }, { 2, 2 } }) -- w broadcast over the grid's 2 rows
+end
+
 return T

@@ -434,4 +434,18 @@ function T.logical_not_in_place()
   check_error(function() return a:logical_not_() end, "logical_not_", "leaf")
 end
 
+-- signed zeros that later ops can see (atan2, 1/x): torch 1.13 keeps -0 in
+-- expm1 (every dtype) and gives +0 from elu/selu/celu at -0 (its exp(x) - 1)
+function T.signed_zeros()
+  local function sign_of_first(t) return 1 / t[1]:item() end
+  for _, dt in ipairs({ "float32", "float64" }) do
+    local x = ember.tensor({ -0.0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 }, { dtype = dt })
+    check(sign_of_first(x:expm1()) == -math.huge, dt .. " expm1(-0)")
+    check(sign_of_first(x:expm1():atan2(ember.tensor(1.0, { dtype = dt }))) == -math.huge, dt .. " atan2(expm1(-0), 1)")
+    for _, op in ipairs({ "elu", "selu", "celu" }) do
+      check(sign_of_first(ember.nn.functional[op](x)) == math.huge, dt .. " " .. op .. "(-0)")
+    end
+  end
+end
+
 return T

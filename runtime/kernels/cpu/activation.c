@@ -60,8 +60,9 @@ static inline __attribute__((always_inline)) float erff_v(float x) {
 #define K(T, v) ((T)(v))
 #define F_leaky_relu(T, x, p) ((x) > 0 ? (x) : (x) * p[0])
 #define B_leaky_relu(T, g, x, p) ((x) > 0 ? (g) : (g) * p[0])
-/* elu: p = alpha, scale, input_scale (selu and celu are elu with fixed ones) */
-#define F_elu(T, x, p) ((x) <= 0 ? A_EXPM1((x) * p[2]) * (p[0] * p[1]) : (x) * p[1])
+/* elu: p = alpha, scale, input_scale (selu and celu are elu with fixed ones).
+ * The + 0 makes expm1's -0 (at x = -0) a +0, as torch's exp(x) - 1 gives. */
+#define F_elu(T, x, p) ((x) <= 0 ? (A_EXPM1((x) * p[2]) + (T)0) * (p[0] * p[1]) : (x) * p[1])
 /* p[3] != 0: x is the forward's result (the in-place forms) */
 #define B_elu(T, g, x, p)                                                                   \
     ((x) <= 0 ? (p[3] != 0 ? (g) * p[2] * ((x) + p[0] * p[1])                               \

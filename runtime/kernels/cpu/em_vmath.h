@@ -230,7 +230,7 @@ EM_VM_INLINE float em_vm_expm1f(float x) {
     float s = s1 * s2; /* inf for k = 128: then the product form below */
     float res = ki == 0 ? p : s * p + (s - 1.0f);
     res = ki > 24 ? (p + 1.0f) * s1 * s2 : res; /* the -1 is below an ulp */
-    return x != x ? x : res;
+    return x != x || x == 0.0f ? x : res; /* NaN; -0 stays -0 (expm1(-0) = -0) */
 }
 
 /* tanh(x) = sign(x) m / (m + 2) with m = e^(2|x|) - 1 = 2^k q + (2^k - 1)
