@@ -18,6 +18,7 @@ generated from ops.yaml (conversions, detach, ...), as func signatures.
 An op whose arguments have a kind missing from ARG_KINDS and no 'gen' entry
 is reported by `difftest.py --list` as not covered.
 """
+import math
 import os
 
 import torch
@@ -295,6 +296,30 @@ def gen_matmul(g, op):
     return dict(args=[['var', s], other], pre=pre)
 
 
+def gen_linear(g, op):
+    """linear from its signature, except operands of two dtypes where one is
+    empty: torch 1.13's matmul skips its dtype check when the product is
+    empty and returns zeros; ember refuses mixed dtypes always (an accepted
+    difference, not drawn)."""
+    d = gen_generic(g, op)
+    if d is None:
+        return None
+    leaves = {st.get('out'): st for st in d.get('pre', []) if st.get('s') == 'leaf'}
+    info = []
+    for a in d['args']:
+        if a[0] != 'var':
+            continue
+        if a[1] in leaves:
+            st = leaves[a[1]]
+            info.append((st['dtype'], math.prod(st['shape'])))
+        else:
+            t = g.t(a[1])
+            info.append((g.dtype_name(t), t.numel()))
+    if len({dt for dt, _ in info}) > 1 and any(n == 0 for _, n in info):
+        return None
+    return d
+
+
 def gen_where(g, op):
     """where(condition, self, other): a bool condition (an existing bool
     tensor or a new one shaped like self), self, other broadcasting."""
@@ -320,6 +345,13 @@ def gen_as_strided(g, op):
     t = g.t(s)
     n = t.storage().size()
     if n == 0:
+        return None
+    # a result's storage holds exactly its elements in ember; torch's can be
+    # larger (narrow_copy allocates its input's size and fills only the
+    # narrowed part; as_strided's backward returns a view of a gradient of
+    # its base's geometry): reading past the elements is not a reference
+    base = t._base if t._base is not None and s in g.views else t
+    if base.storage_offset() + base.numel() != base.storage().size():
         return None
     sizes = [g.r.randint(0, 3) for _ in range(g.r.randint(0, 2))]
     strides = [g.r.randint(0, 2) for _ in sizes]
@@ -558,6 +590,7 @@ MAP = {
     'squeeze': dict(gen=gen_squeeze),
     'mm': dict(gen=gen_mm),
     'matmul': dict(gen=gen_matmul),
+    'linear': dict(gen=gen_linear),
     'fill_': dict(gen=gen_fill_, weight=1.5),
     'where': dict(gen=gen_where),
     'as_strided': dict(gen=gen_as_strided, weight=0.5),

@@ -47,7 +47,9 @@ Differences accepted (also in the report to the lead):
     oneDNN path); ember promotes.
   - log_sigmoid_backward: torch's takes a third argument, the buffer of
     log_sigmoid_forward; ember's computes it (rendered for torch with
-    log_sigmoid_forward's buffer).
+    log_sigmoid_forward's buffer). Of mixed float dtypes torch's refuses
+    ("Found dtype Double but expected Float"); ember promotes. Drawn with
+    one dtype.
 """
 from ops import *  # noqa: F401,F403
 
@@ -166,6 +168,17 @@ MAP['native_dropout'] = dict(gen=_gen_dropout(True), weight=0.3)
 MAP['native_dropout_backward'] = dict(gen=_gen_dropout_backward, weight=0.2)
 MAP['prelu'] = dict(weight=_W)
 MAP['glu'] = dict(weight=_W)
+def _gen_one_dtype(g, op):
+    """gen_generic, refusing tensor arguments of different dtypes."""
+    d = gen_generic(g, op)
+    if d is None:
+        return None
+    leaves = {st['out']: st['dtype'] for st in d['pre'] if st.get('s') == 'leaf'}
+    dts = {leaves[a[1]] if a[1] in leaves else g.dtype_name(g.t(a[1])) for a in d['args'] if a[0] == 'var'}
+    return d if len(dts) <= 1 else None
+
+
+MAP['log_sigmoid_backward']['gen'] = _gen_one_dtype
 MAP['log_sigmoid_backward']['py'] = lambda st, pa, pk: (
     'torch.ops.aten.log_sigmoid_backward(%s, %s, torch.ops.aten.log_sigmoid_forward(%s)[1])' % (pa[0], pa[1], pa[1]))
 MAP['gelu_backward'] = dict(gen=_gen_gelu(True), weight=0.2)

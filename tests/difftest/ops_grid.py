@@ -49,11 +49,8 @@ grid_sample.c), so NaN/inf grids are drawn there without a difference.
 from ops import *  # noqa: F401,F403
 import ops as _ops  # noqa: F401
 import math as _math
-import os as _os
-
-# 5-d grid_sample and grid_sampler_3d(_backward) are drawn only with --ops for
-# now (tests/difftest/README.md, "Drawn only when asked")
-_VOL = bool(_os.environ.get('EMBER_DIFFTEST_OPS'))
+# 5-d grid_sample and grid_sampler_3d(_backward) are drawn
+_VOL = True
 
 _MODES = ['bilinear', 'nearest', 'bicubic']
 _PADS = ['zeros', 'border', 'reflection']

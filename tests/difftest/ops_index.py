@@ -334,13 +334,7 @@ def _py_one_hot(st, pa, pk):
     return 'torch.nn.functional.one_hot(%s)' % ', '.join(['(%s - 1)' % pa[0]] + pa[1:])
 
 
-# index_put(_) became schema ops at the end of a session: drawing them in
-# the default run reshuffles every seed's program, which exposed 7 older
-# differences in other ops not yet triaged (the session's closing note).
-# Until then they are drawn only when asked for (--ops index_put,index_put_:
-# 3000 seeds passed).
-import os as _os
-_W_INDEX_PUT = 1.0 if _os.environ.get("EMBER_DIFFTEST_OPS") else 0.0
+_W_INDEX_PUT = 1.0
 
 
 def gen_index_put(g, op):

@@ -16,7 +16,9 @@ Accepted differences (the lead copies them into README.md):
     of bfloat16 below the correctly rounded one (1.0547 where the float32
     result 1.0608 rounds to 1.0625, ember's value), and a steep later op
     (acosh_ near 1, seed 3950 of the run that drew index_put) amplifies
-    that beyond the tolerance. float32/float64 group_norm are drawn.
+    that beyond the tolerance. float32/float64 group_norm are drawn; the
+    same holds for native_group_norm_backward (seed 4895 of the run drawing
+    the act2 family), drawn on float32/float64.
 """
 import torch
 
@@ -289,7 +291,7 @@ def gen_group_norm_backward(g, op):
     shape = [g.r.choice([2, 3, 4]) for _ in range(nd)]
     C = shape[1]
     G = g.r.choice([d for d in range(1, C + 1) if C % d == 0])
-    dt = g.r.choice(FLOATS_)
+    dt = g.r.choice([d for d in FLOATS_ if d != "bfloat16"])  # the docstring
     x, st = g.leaf(shape=shape, dtype=dt, rg=False)
     pre = [st]
     go, st = g.leaf(shape=shape, dtype=dt)

@@ -79,9 +79,7 @@ def _py_fused_sgd_(st, pa, pk):
                 pk.get('dampening', '0'), pk.get('nesterov', 'False'), pk.get('maximize', 'False'), pa[0]))
 
 
-import os as _os
-# drawn only with --ops for now (tests/difftest/README.md, "Drawn only when asked")
-_W_NEW = 0.5 if _os.environ.get('EMBER_DIFFTEST_OPS') else 0.0
+_W_NEW = 0.5
 MAP = {
     '_fused_adam_': dict(gen=gen_fused_adam_, py=_py_fused_adam_, weight=_W_NEW),
     '_fused_sgd_': dict(gen=gen_fused_sgd_, py=_py_fused_sgd_, weight=_W_NEW),

@@ -25,6 +25,9 @@ Differences accepted (also in the report to the lead):
   - Rounding amplified: libm's float32 functions (expm1f, tanf, ...) and
     torch's vectorised ones may differ by an ulp; a later op with a large
     derivative (tan near pi/2) can turn that into a visible difference.
+  - clamp with tensor bounds that broadcast past self: torch 1.13's
+    backward raises (it writes the gradient in self's shape); ember reduces
+    it to self's shape. Not drawn when self requires grad.
   - float16: torch 1.13 has no CPU kernel for most of these ops on float16
     ("not implemented for 'Half'", statements the generator drops); ember
     computes them in float32 and rounds.
@@ -65,6 +68,22 @@ def gen_clamp_tensor(g, op):
         pre += p
     while args[-1] == ['none']:
         args.pop()
+    # torch 1.13's clamp backward writes self's gradient in self's shape:
+    # bounds that broadcast past self make its backward raise ("output with
+    # shape ... doesn't match the broadcast shape"), where ember reduces the
+    # gradient to self's shape. Not drawn when self requires grad.
+    t = g.t(self_name)
+    if not op.inplace and t.requires_grad:
+        leaves = {st.get('out'): st.get('shape') for st in pre if st.get('s') == 'leaf'}
+        shapes = [tuple(t.shape)]
+        for a in args[1:]:
+            if a[0] == 'var':
+                shapes.append(tuple(leaves[a[1]]) if a[1] in leaves else tuple(g.t(a[1]).shape))
+        try:
+            if tuple(torch.broadcast_shapes(*shapes)) != tuple(t.shape):
+                return None
+        except RuntimeError:
+            pass
     return dict(args=args, kw={}, pre=pre)
 
 
