@@ -16,6 +16,10 @@ PyTorch's gradients and second derivatives, and the gradcheck runs
 through them.
 
 Accepted differences with PyTorch 1.13 (continued):
+- cross_entropy with label_smoothing, an ignored target and an infinite
+  class weight: torch masks the ignored smoothing term after the weight
+  product, so the input's gradient is 0 * inf = NaN there; ember's is 0
+  (the loss does not depend on that input). Weights drawn finite then.
 - mse_loss/l1_loss/smooth_l1_loss/huber_loss with input and target of
   different shapes: torch warns ("Using a target size ... different to
   the input size"); ember broadcasts the same way without a warning.
@@ -122,6 +126,12 @@ def gen_class_loss(g, op):
         kw['reduction'] = ['str', g.r.choice(['mean', 'sum', 'none'])]
     if ce and g.r.random() < 0.4:
         kw['label_smoothing'] = ['num', g.r.choice([0.0, 0.1, 0.25, 1.0])]
+        if len(args) > 2 and kw['label_smoothing'][1] > 0:
+            # torch 1.13 masks an ignored target's smoothing term after
+            # multiplying by the weight, so its gradient is 0 * inf = NaN
+            # at an infinite class weight; ember's is 0 (no dependence on
+            # the input). An accepted difference: weights drawn finite here
+            pre[-1]['values'] = [1.0 if v in ('nan', 'inf', '-inf') else v for v in pre[-1]['values']]
     return dict(args=args, kw=kw, pre=pre, style='function')
 
 
