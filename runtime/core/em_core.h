@@ -132,8 +132,15 @@ static inline em_scalar em_scalar_bool(bool b) { em_scalar s; s.kind = EM_SCALAR
 static inline double em_scalar_to_double(em_scalar s) {
     return s.kind == EM_SCALAR_FLOAT ? s.v.d : s.kind == EM_SCALAR_INT ? (double)s.v.i : (double)s.v.b;
 }
+/* Defined for every scalar: a float truncates toward zero, NaN gives 0 and
+ * values past int64's range saturate (a C cast would be undefined); callers
+ * that must refuse such values check them first. */
 static inline int64_t em_scalar_to_int(em_scalar s) {
-    return s.kind == EM_SCALAR_FLOAT ? (int64_t)s.v.d : s.kind == EM_SCALAR_INT ? s.v.i : (int64_t)s.v.b;
+    if (s.kind == EM_SCALAR_FLOAT) {
+        double d = s.v.d;
+        return d != d ? 0 : d >= 9223372036854775807.0 ? INT64_MAX : d <= -9223372036854775808.0 ? INT64_MIN : (int64_t)d;
+    }
+    return s.kind == EM_SCALAR_INT ? s.v.i : (int64_t)s.v.b;
 }
 /* The dtype a lone scalar has: bool, int64 or float32 (the default). */
 EM_API em_dtype em_scalar_dtype(em_scalar s);

@@ -39,6 +39,23 @@ local ODD = { 0, 1, -1, 2, 3, 0.5, -0.0, 0 / 0, 1 / 0, -1 / 0, 1e300, 2 ^ 53, ma
 -- instead of the ones its bytes pick (the bytes are read all the same).
 -- The list of functions changes as ops are added; a seed written this way
 -- keeps reaching the function it was written for (tests/fuzz/README.md).
+-- EMBER_FUZZ_TRACE=1 prints each call before it runs (reproducing a find:
+-- `EMBER_FUZZ_TRACE=1 build/ember tests/fuzz/trace.lua INPUT`)
+local TRACE = os.getenv("EMBER_FUZZ_TRACE") and function(name, mode, args, n)
+  local s = {}
+  for i = 1, n do
+    local v = args[i]
+    if ember.is_tensor(v) then
+      s[i] = string.format("tensor(%s, {%s}%s)", v.dtype, table.concat(v:size(), ","), v.requires_grad and ", rg" or "")
+    elseif type(v) == "table" then
+      s[i] = "table"
+    else
+      s[i] = type(v) == "string" and string.format("%q", v) or tostring(v)
+    end
+  end
+  io.stderr:write(string.format("fuzz call: %s(%s)%s\n", name, table.concat(s, ", "), mode == 0 and " under no_grad" or ""))
+end
+
 return function(bytes)
   local named = {}
   local head = bytes:match("^!([%w_.,]+)\n")
@@ -85,6 +102,7 @@ return function(bytes)
     for i = 1, n do args[i] = arg() end
     if f[1]:sub(1, 7) == "Tensor." and #pool > 0 and b() % 4 ~= 0 then args[1] = pool[b() % #pool + 1] end
     local mode = b() % 8
+    if TRACE then TRACE(f[1], mode, args, n) end
     local ok, r
     if mode == 0 then
       ok, r = pcall(ember.no_grad, function() return f[2](table.unpack(args, 1, n)) end)
