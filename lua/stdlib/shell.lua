@@ -107,11 +107,12 @@ end
 --- show(...): prints the results of a shell line, one per line when one
 --- of them spans several lines, else tab-separated (as Lua's REPL).
 function M.show(...)
-  local n = select("#", ...)
+  local args = table.pack(...) -- not select(i, ...) per value: quadratic for a line returning 1e6 values
+  local n = args.n
   if n == 0 then return end
   local parts, multi = {}, false
   for i = 1, n do
-    parts[i] = M.repr((select(i, ...)))
+    parts[i] = M.repr(args[i])
     multi = multi or parts[i]:find("\n", 1, true) ~= nil
   end
   io.write(table.concat(parts, multi and "\n" or "\t"), "\n")
