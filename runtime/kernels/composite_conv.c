@@ -35,6 +35,11 @@ static bool list_ok(const char *op, const char *name, em_intlist l, int nsp, int
                          min > 0 ? "positive" : "non-negative", lst(l, b));
             return false;
         }
+        if (l.data[i] > EM_CONV_OPT_MAX) { /* the geometry's products stay inside int64 */
+            em_set_error(EM_EVALUE, "%s: argument '%s' must be at most %lld, got %s", op, name,
+                         (long long)EM_CONV_OPT_MAX, lst(l, b));
+            return false;
+        }
     }
     return true;
 }

@@ -300,7 +300,14 @@ static em_tensor *max_unpool_nd(em_tensor *input, em_tensor *indices, em_intlist
                          l.n < 0 ? 0 : l.n);
             return NULL;
         }
-        for (int i = 0; i < nsp; i++) lists[j].out[i] = l.data[l.n == 1 ? 0 : i];
+        for (int i = 0; i < nsp; i++) {
+            lists[j].out[i] = l.data[l.n == 1 ? 0 : i];
+            if (lists[j].out[i] > INT32_MAX || lists[j].out[i] < -INT32_MAX) { /* keeps the sizes below in int64 */
+                em_set_error(EM_EVALUE, "%s: %s must be between %d and %d, got %lld", op, lists[j].name, -INT32_MAX,
+                             INT32_MAX, (long long)lists[j].out[i]);
+                return NULL;
+            }
+        }
     }
     for (int i = 0; i < nsp; i++)
         os[i] = (input->sizes[input->ndim - nsp + i] - 1) * s[i] - 2 * p[i] + k[i];

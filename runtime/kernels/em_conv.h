@@ -23,6 +23,12 @@
 
 #include "core/em_core.h"
 
+/* The largest stride, padding, dilation, output_padding or kernel size a
+ * convolution, unfold or fold accepts: with every option below 2^31 the
+ * geometry's sums and products (2 pad, dil (k - 1), C k k) stay inside
+ * int64. Larger values are errors, not overflow. */
+#define EM_CONV_OPT_MAX ((int64_t)INT32_MAX)
+
 typedef struct em_conv_geom {
     int nsp;                 /* spatial dims of the op: 1, 2 or 3 */
     bool transposed;         /* the op's input is the column side */

@@ -193,4 +193,21 @@ function T.fuzz_never_crashes()
   check_tensor(x, { 1, 1, 1, 1, 1, 1 }, nil, "x unchanged by failed writes")
 end
 
+-- window options past 2^31 are errors naming the argument, not int64
+-- overflow in the output-size arithmetic (fuzz finds: unfold's kernel_size)
+function T.huge_window_options()
+  local F = ember.nn.functional
+  local x = ember.randn(1, 2, 4, 4)
+  check_error(function() return F.unfold(x, 2 ^ 53) end, "unfold", "kernel_size", "at most 2147483647")
+  check_error(function() return F.unfold(x, 2, 1, 2 ^ 40) end, "unfold", "padding", "at most")
+  check_error(function() return F.fold(ember.randn(1, 4, 4), { 3, 3 }, 2 ^ 31) end, "fold", "kernel_size", "at most")
+  check_error(function() return F.conv2d(x, ember.randn(1, 2, 2, 2), nil, 1, 2 ^ 62) end, "conv2d", "padding", "at most")
+  check_error(function() return F.conv2d(x, ember.randn(1, 2, 2, 2), nil, 2 ^ 40) end, "conv2d", "stride", "at most")
+  check_error(function() return F.max_pool2d(x, 2, 2, 0, 2 ^ 40) end, "max_pool2d", "dilation", "at most")
+  check_error(function() return F.avg_pool2d(x, 2 ^ 40) end, "avg_pool2d", "kernel_size", "at most")
+  local y, i = F.max_pool2d(x, 2, { return_indices = true })
+  check_error(function() return F.max_unpool2d(y, i, 2 ^ 40) end, "max_unpool2d", "kernel_size")
+  check(F.unfold(x, 2):size(2) == 8)
+end
+
 return T

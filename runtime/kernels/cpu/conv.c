@@ -772,8 +772,10 @@ fail:
 
 /* ---- unfold (im2col) and fold (col2im) ---- */
 
-/* Reads a 2-d option (one value or two) into out; refuses other counts
- * and values below min (messages as PyTorch's names the argument). */
+/* Reads a 2-d option (one value or two) into out; refuses other counts,
+ * values below min and values past EM_CONV_OPT_MAX (the geometry's
+ * products then stay inside int64; messages as PyTorch's name the
+ * argument). */
 static bool pair_arg(const char *op, const char *name, em_intlist l, int64_t min, int64_t out[2]) {
     char b[EM_SHAPE_STR_MAX];
     if (l.n != 1 && l.n != 2) {
@@ -785,6 +787,11 @@ static bool pair_arg(const char *op, const char *name, em_intlist l, int64_t min
     out[1] = l.data[l.n - 1];
     if (out[0] < min || out[1] < min) {
         em_set_error(EM_EVALUE, "%s: argument '%s' must be %s, got %s", op, name, min > 0 ? "positive" : "non-negative",
+                     em_shape_str(l.n, l.data, b, sizeof b));
+        return false;
+    }
+    if (out[0] > EM_CONV_OPT_MAX || out[1] > EM_CONV_OPT_MAX) {
+        em_set_error(EM_EVALUE, "%s: argument '%s' must be at most %lld, got %s", op, name, (long long)EM_CONV_OPT_MAX,
                      em_shape_str(l.n, l.data, b, sizeof b));
         return false;
     }
@@ -804,7 +811,11 @@ static bool fold_geometry(const char *op, int64_t N, int64_t C, int64_t H, int64
     g->N = N;
     g->G = 1;
     g->C_img = C;
-    g->C_col = C * k[0] * k[1];
+    if (__builtin_mul_overflow(C, k[0] * k[1], &g->C_col)) { /* k < 2^31 each: k[0] * k[1] fits */
+        em_set_error(EM_EVALUE, "%s: %lld channels with kernel_size {%lld,%lld} give too many columns", op, (long long)C,
+                     (long long)k[0], (long long)k[1]);
+        return false;
+    }
     g->img[0] = g->col[0] = g->k[0] = g->stride[0] = g->dil[0] = 1;
     int64_t in_sz[2] = { H, W }, O[2];
     for (int i = 0; i < 2; i++) {

@@ -90,6 +90,14 @@ em_status em_cpu_pool_geom_init(em_cpu_pool_geom *g, const em_tensor *self, int 
             em_set_error(EM_EVALUE, "%s: %s must be positive, got %lld", op, bad, (long long)v);
             return EM_EVALUE;
         }
+        /* below 2^31 each (padding is at most half the kernel), pool_out_size's
+         * sums and products stay inside int64 */
+        bad = g->k[i] > INT32_MAX ? "kernel_size" : g->s[i] > INT32_MAX ? "stride" : g->d[i] > INT32_MAX ? "dilation" : NULL;
+        if (bad) {
+            int64_t v = g->k[i] > INT32_MAX ? g->k[i] : g->s[i] > INT32_MAX ? g->s[i] : g->d[i];
+            em_set_error(EM_EVALUE, "%s: %s must be at most %d, got %lld", op, bad, INT32_MAX, (long long)v);
+            return EM_EVALUE;
+        }
         if (g->p[i] < 0 || g->p[i] > g->k[i] / 2) {
             em_set_error(EM_EVALUE, "%s: padding must be between 0 and half of kernel_size, got padding %lld for kernel_size %lld",
                          op, (long long)g->p[i], (long long)g->k[i]);
