@@ -40,10 +40,16 @@
  * does not enable FMA) and contraction of a * b + c into fused
  * multiply-adds (-std=c11 turns contraction off). Every function here is
  * within its bound both with and without contraction (tests/check_vmath.c
- * sweeps both builds). */
+ * sweeps both builds).
+ * The optimize attribute repeats the kernel files' `#pragma GCC optimize`
+ * options: GCC applies a file's optimize pragma only to functions without
+ * an optimize attribute of their own, so with "fp-contract=fast" alone
+ * these loops were compiled at the command line's -O2 (the vectoriser's
+ * very-cheap cost model, no unrolling), not the files' -O3. */
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && !defined(EM_NO_CLONES)
 #define EM_VM_CLONES \
-    __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default"), optimize("fp-contract=fast")))
+    __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default"),                            \
+                   optimize("O3", "no-trapping-math", "no-math-errno", "fp-contract=fast")))
 #else
 #define EM_VM_CLONES
 #endif
