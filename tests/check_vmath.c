@@ -161,6 +161,54 @@ START_TEST(test_vmath_fast_paths_same_bits) {
 }
 END_TEST
 
+/* Note [Vector math prefetch]: arrays of EM_VM_PREFETCH_MIN elements or
+ * more run in sub-blocks with prefetches; their results are the general
+ * function's bits too, with special values at and around the (sub-)block
+ * boundaries, out of place and in place, and for a length that is no
+ * multiple of a block. */
+EM_VM_CLONES static void loop_tanh_arr(float *out, const float *in, int64_t n) { em_vm_tanhf_n(out, in, n); }
+START_TEST(test_vmath_long_arrays_same_bits) {
+    enum { N = 3 * EM_VM_PREFETCH_MIN + 77 };
+    static float xs[N], ya[N], yg[N];
+    static const struct {
+        const char *name;
+        vec_fn arr, general;
+        float lo, hi;
+    } cases[] = {
+        { "exp", loop_exp, loop_exp_general, -100.0f, 100.0f },
+        { "log", loop_log, loop_log_general, -1.0f, 1e30f },
+        { "sigmoid", loop_sigmoid, loop_sigmoid_general, -100.0f, 100.0f },
+        { "sin", loop_sin, loop_sin_any, -1e4f, 1e4f },
+        { "cos", loop_cos, loop_cos_any, -1e4f, 1e4f },
+        { "tanh", loop_tanh_arr, (vec_fn)loop_tanh, -12.0f, 12.0f },
+    };
+    ck_assert(N >= EM_VM_PREFETCH_MIN);
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        uint32_t r = 12345;
+        for (int64_t i = 0; i < N; i++) {
+            r = r * 1664525u + 1013904223u;
+            xs[i] = cases[c].lo + (cases[c].hi - cases[c].lo) * (float)(r >> 8) / 16777216.0f;
+        }
+        /* specials at a block start, a sub-block end and inside */
+        xs[EM_VM_BLOCK] = NAN;
+        xs[EM_VM_BLOCK * 5 + EM_VM_SUB - 1] = INFINITY;
+        xs[EM_VM_BLOCK * 9 + 3] = -INFINITY;
+        xs[N - 2] = 0.0f;
+        cases[c].arr(ya, xs, N);
+        cases[c].general(yg, xs, N);
+        for (int64_t i = 0; i < N; i++)
+            ck_assert_msg(memcmp(&ya[i], &yg[i], 4) == 0 || (isnan(ya[i]) && isnan(yg[i])),
+                          "%s: element %lld of a long array differs from the general function", cases[c].name,
+                          (long long)i);
+        memcpy(ya, xs, sizeof xs);
+        cases[c].arr(ya, ya, N); /* in place */
+        for (int64_t i = 0; i < N; i++)
+            ck_assert_msg(memcmp(&ya[i], &yg[i], 4) == 0 || (isnan(ya[i]) && isnan(yg[i])),
+                          "%s in place: element %lld of a long array differs", cases[c].name, (long long)i);
+    }
+}
+END_TEST
+
 START_TEST(test_vmath_special_values) {
     ck_assert(em_vm_expf(-INFINITY) == 0.0f);
     ck_assert(em_vm_expf(INFINITY) == INFINITY);
@@ -206,6 +254,7 @@ Suite *make_vmath_suite(void) {
     tcase_add_test(tc, test_vmath_within_2_ulp);
     tcase_add_test(tc, test_vmath_special_values);
     tcase_add_test(tc, test_vmath_fast_paths_same_bits);
+    tcase_add_test(tc, test_vmath_long_arrays_same_bits);
     suite_add_tcase(s, tc);
     return s;
 }

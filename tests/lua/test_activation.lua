@@ -514,4 +514,37 @@ function T.hardtanh_inplace_then_written()
   check_tensor(b.grad, { 0, 3 })
 end
 
+-- Note [Blocked activations] (activation.c): gelu's and silu's contiguous
+-- float32 loops run blocks of 512 on a fast path and redo a block holding a
+-- large |x| (> 13 for gelu's backward, > 87 for silu) or NaN with the
+-- general functions, which strided inputs always use. The split must not
+-- show: a contiguous input gives the strided input's bits, with the odd
+-- elements in one block, in place too.
+function T.blocked_float32_loops_match_the_strided_ones()
+  local n = 1500
+  local base = ember.zeros(n, 2)
+  local col = base:select(2, 1) -- stride 2: the general loop
+  col:copy_(ember.linspace(-12, 12, n))
+  col[700] = 40; col[701] = -90; col[702] = -14; col[1300] = 0 / 0; col[1301] = -math.huge
+  local x = col:contiguous()
+  check(x:is_contiguous() and not col:is_contiguous())
+  local g = ember.linspace(0.5, 2, n)
+  for _, c in ipairs({
+    { "gelu", F.gelu, function(gg, xx) return ember.gelu_backward(gg, xx) end },
+    { "silu", F.silu, function(gg, xx) return ember.silu_backward(gg, xx) end },
+  }) do
+    check_tensor(c[2](x), c[2](col):tolist(), 0, c[1] .. " forward")
+    check_tensor(c[3](g, x), c[3](g, col):tolist(), 0, c[1] .. "_backward")
+    -- and the values: within float precision of float64
+    local y64 = c[2](x:to(ember.float64))
+    check_tensor(c[2](x), y64:tolist(), 2e-6, c[1] .. " vs float64")
+    local b64 = c[3](g:to(ember.float64), x:to(ember.float64))
+    check_tensor(c[3](g, x), b64:tolist(), 2e-6, c[1] .. "_backward vs float64")
+  end
+  local y = F.silu(x)
+  local xi = x:clone()
+  F.silu(xi, true) -- in place: the array form's separate reduction pass
+  check_tensor(xi, y:tolist(), 0, "silu in place")
+end
+
 return T

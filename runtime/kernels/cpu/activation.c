@@ -91,6 +91,60 @@ static inline double gelu_tanh_bwd(double g, double x) {
 #define B_gelu_tanh(T, g, x, p) _Generic((x), float: gelu_tanh_bwf, default: gelu_tanh_bwd)(g, x)
 #define F_silu(T, x, p) ((x) * A_SIG(x))
 #define B_silu(T, g, x, p) ((g) * A_SIG(x) * (K(T, 1) + (x) * (K(T, 1) - A_SIG(x))))
+
+/* Note [Blocked activations]
+ * gelu's and silu's float32 loops (BLK in ACT_OPS) run the contiguous case
+ * in blocks, as em_vmath.h's array forms do (Note [Vector math blocks]):
+ * one pass computes the FAST element function and the block's largest
+ * |x|; a block with an |x| past the FAST one's range (rare: |x| > 13 for
+ * gelu's backward, > 87 for silu; NaN counts as large) is redone with
+ * the GEN one. FAST and GEN give the same bits wherever FAST is valid
+ * (em_vm_expf_fast and em_vm_expf agree there: Note [exp's fast path]),
+ * so the split is invisible; strided runs use GEN. Each op has
+ * <F|B>_<name>_FAST(x) / _GEN(x) (backward: (g, x)) and _MAX (the largest
+ * |x| as float bits FAST takes). */
+
+/* gelu (erf form): 0.5 x (1 + erf(x / sqrt(2))) with erff_v's formula,
+ * given e^(-z^2) (ex) for z = x / sqrt(2) */
+static inline __attribute__((always_inline)) float gelu_erf_f(float z, float ex) {
+    float t = 1.0f / (0.3275911f * __builtin_fabsf(z) + 1.0f);
+    float r = (((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t - 0.284496736f) * t + 0.254829592f;
+    float e = 1.0f - r * t * ex; /* NaN z: NaN through t */
+    return z < 0 ? -e : e;
+}
+/* The forward needs no GEN: e^(-z^2) of -z^2 clamped to -87 is
+ * em_vm_expf_fast's (the same bits as em_vm_expf there), and below it
+ * r t e^(-z^2) < 2e-38 leaves 1 - r t e^(-z^2) = 1 either way (the clamp
+ * keeps NaN). So every x takes the one function, bit for bit erff_v's. */
+static inline __attribute__((always_inline)) float gelu_fw_f(float x) {
+    float z = x * (float)GELU_SQRT1_2;
+    float a = -(z * z);
+    a = a < -87.0f ? -87.0f : a;
+    return x * 0.5f * (1.0f + gelu_erf_f(z, em_vm_expf_fast(a)));
+}
+/* backward: g (Phi(x) + x phi(x)), the one e^(-x^2 / 2) serving the erf
+ * and the density (GEN: em_vm_expf, FAST: em_vm_expf_fast for |x| <= 13) */
+#define GELU_BW_F(g, x, EXP)                                                                 \
+    float ex = EXP(-0.5f * (x) * (x));                                                      \
+    return (g) * (0.5f * (1.0f + gelu_erf_f((x) * (float)GELU_SQRT1_2, ex)) + (x) * (ex * (float)GELU_PDF))
+static inline __attribute__((always_inline)) float gelu_bw_fast(float g, float x) { GELU_BW_F(g, x, em_vm_expf_fast); }
+static inline __attribute__((always_inline)) float gelu_bw_gen(float g, float x) { GELU_BW_F(g, x, em_vm_expf); }
+#define F_gelu_FAST(x) gelu_fw_f(x)
+#define F_gelu_GEN(x) gelu_fw_f(x)
+#define F_gelu_MAX 0x7f800000u /* every x but NaN (NaN: GEN, the same function) */
+#define B_gelu_FAST(g, x) gelu_bw_fast(g, x)
+#define B_gelu_GEN(g, x) gelu_bw_gen(g, x)
+#define B_gelu_MAX 0x41500000u /* 13: -x^2 / 2 >= -84.5 */
+/* silu: x sigmoid(x); backward g s (1 + x (1 - s)), s = sigmoid(x) once */
+static inline __attribute__((always_inline)) float silu_bw_f(float g, float x, float sg) {
+    return g * sg * (1.0f + x * (1.0f - sg));
+}
+#define F_silu_FAST(x) ((x) * em_vm_sigmoidf_fast(x))
+#define F_silu_GEN(x) ((x) * em_vm_sigmoidf(x))
+#define F_silu_MAX EM_VM_EXP_FAST_BITS
+#define B_silu_FAST(g, x) silu_bw_f(g, x, em_vm_sigmoidf_fast(x))
+#define B_silu_GEN(g, x) silu_bw_f(g, x, em_vm_sigmoidf(x))
+#define B_silu_MAX EM_VM_EXP_FAST_BITS
 #define F_mish(T, x, p) ((x) * A_TANH(A_LOG1P(A_EXP(x))))
 #define B_mish(T, g, x, p)                                                                  \
     ((g) * (A_TANH(A_LOG1P(A_EXP(x))) +                                                     \
@@ -176,12 +230,55 @@ typedef struct {
         }                                                                                   \
     }
 
+/* float32 loops of the BLK ops (Note [Blocked activations]); E is F_<name>
+ * or B_<name>. The forward may run in place (EM_VM_BLOCKED handles it);
+ * a backward whose output overlaps an input runs GEN element by element. */
+#define FW_BLK_FN(FN, E)                                                                    \
+    EM_VM_CLONES static void FN(char **d, const int64_t *s, int64_t n, void *ctx) {         \
+        (void)ctx;                                                                          \
+        if (s[0] == 4 && s[1] == 4) {                                                       \
+            EM_VM_BLOCKED((float *)d[0], (const float *)d[1], n, E##_FAST, E##_GEN, 0x7fffffffu, 0u, E##_MAX); \
+            return;                                                                         \
+        }                                                                                   \
+        for (int64_t i = 0; i < n; i++)                                                     \
+            *(float *)(d[0] + i * s[0]) = E##_GEN(*(const float *)(d[1] + i * s[1]));       \
+    }
+#define BW_BLK_APART(o, a, n) ((uintptr_t)((o) + (n)) <= (uintptr_t)(a) || (uintptr_t)((a) + (n)) <= (uintptr_t)(o))
+#define BW_BLK_FN(FN, E)                                                                    \
+    EM_VM_CLONES static void FN(char **d, const int64_t *s, int64_t n, void *ctx) {         \
+        (void)ctx;                                                                          \
+        float *o = (float *)d[0];                                                           \
+        const float *gp = (const float *)d[1], *xp = (const float *)d[2];                   \
+        if (s[0] == 4 && s[1] == 4 && s[2] == 4 && BW_BLK_APART(o, gp, n) && BW_BLK_APART(o, xp, n)) { \
+            for (int64_t b = 0; b < n; b += EM_VM_BLOCK) {                                  \
+                int64_t m = n - b < EM_VM_BLOCK ? n - b : EM_VM_BLOCK;                      \
+                uint32_t mx = 0;                                                            \
+                for (int64_t i = b; i < b + m; i++) {                                       \
+                    float x = xp[i];                                                        \
+                    uint32_t u = em_vm_bits(x) & 0x7fffffffu;                               \
+                    mx = u > mx ? u : mx;                                                   \
+                    o[i] = E##_FAST(gp[i], x);                                              \
+                }                                                                           \
+                if (mx > E##_MAX)                                                           \
+                    for (int64_t i = b; i < b + m; i++) o[i] = E##_GEN(gp[i], xp[i]);       \
+            }                                                                               \
+            return;                                                                         \
+        }                                                                                   \
+        for (int64_t i = 0; i < n; i++)                                                     \
+            *(float *)(d[0] + i * s[0]) =                                                   \
+                E##_GEN(*(const float *)(d[1] + i * s[1]), *(const float *)(d[2] + i * s[2])); \
+    }
+
 /* integer dtypes load signed (uint8 as 0..255) and compare in int64 */
 #define LI(x) ((int64_t)(x))
-#define FLOAT_LOOPS(KIND, FN, E)                                                            \
+/* V: the float32 loop, VM (the generic loop, EM_VM_CLONES) or BLK (Note
+ * [Blocked activations]) */
+#define F32_LOOP_VM(KIND, FN, E) KIND##_FN(FN##_f32, float, float, LA_f32, EM_ST_f32, E, EM_VM_CLONES)
+#define F32_LOOP_BLK(KIND, FN, E) KIND##_BLK_FN(FN##_f32, E)
+#define FLOAT_LOOPS(KIND, FN, E, V)                                                         \
     KIND##_FN(FN##_f16, em_half, float, LA_f16, EM_ST_f16, E, )                             \
     KIND##_FN(FN##_bf16, em_bfloat16, float, LA_bf16, EM_ST_bf16, E, )                      \
-    KIND##_FN(FN##_f32, float, float, LA_f32, EM_ST_f32, E, EM_CPU_CLONES)                  \
+    F32_LOOP_##V(KIND, FN, E)                                                               \
     KIND##_FN(FN##_f64, double, double, LA_f64, EM_ST_f64, E, EM_CPU_CLONES)
 #define INT_LOOPS(KIND, FN, E)                                                              \
     KIND##_FN(FN##_u8, uint8_t, int64_t, LI, EM_ST_u8, E, )                                 \
@@ -192,51 +289,52 @@ typedef struct {
 #define TABLE_INT(FN) {NULL, FN##_u8, FN##_i8, FN##_i32, FN##_i64, FN##_f16, FN##_bf16, FN##_f32, FN##_f64}
 
 /* Note [Activation op list]
- * ACT_OPS(X) is the list of fused activations: X(ENUM, name, DTYPES, BWD)
+ * ACT_OPS(X) is the list of fused activations: X(ENUM, name, DTYPES, BWD, F32)
  * makes the forward loops fw_<name>_<dtype> from F_<name>, the backward
  * loops bw_<name>_<dtype> from B_<name> (BWD = BW; NOBW: none), and their
  * tables. DTYPES: FLT (floating only, as PyTorch's CPU kernels) or INT
- * (integers too; the backward stays floating). threshold's backward is
- * threshold_backward (binary.c). */
+ * (integers too; the backward stays floating). F32: the float32 loops,
+ * VM (F_/B_<name> in the generic loop) or BLK (Note [Blocked
+ * activations]). threshold's backward is threshold_backward (binary.c). */
 #define ACT_OPS(X)                            \
-    X(LEAKY, leaky_relu, FLT, BW)             \
-    X(ELU, elu, FLT, BW)                      \
-    X(GELU, gelu, FLT, BW)                    \
-    X(GELU_TANH, gelu_tanh, FLT, BW)          \
-    X(SILU, silu, FLT, BW)                    \
-    X(MISH, mish, FLT, BW)                    \
-    X(SOFTPLUS, softplus, FLT, BW)            \
-    X(HARDTANH, hardtanh, INT, BW)            \
-    X(HARDSIGMOID, hardsigmoid, FLT, BW)      \
-    X(HARDSWISH, hardswish, FLT, BW)          \
-    X(LOGSIGMOID, logsigmoid, FLT, BW)        \
-    X(SOFTSHRINK, softshrink, FLT, BW)        \
-    X(HARDSHRINK, hardshrink, FLT, BW)        \
-    X(THRESHOLD, threshold, INT, NOBW)
+    X(LEAKY, leaky_relu, FLT, BW, VM)           \
+    X(ELU, elu, FLT, BW, VM)                  \
+    X(GELU, gelu, FLT, BW, BLK)               \
+    X(GELU_TANH, gelu_tanh, FLT, BW, VM)          \
+    X(SILU, silu, FLT, BW, BLK)               \
+    X(MISH, mish, FLT, BW, VM)                \
+    X(SOFTPLUS, softplus, FLT, BW, VM)            \
+    X(HARDTANH, hardtanh, INT, BW, VM)            \
+    X(HARDSIGMOID, hardsigmoid, FLT, BW, VM)      \
+    X(HARDSWISH, hardswish, FLT, BW, VM)          \
+    X(LOGSIGMOID, logsigmoid, FLT, BW, VM)        \
+    X(SOFTSHRINK, softshrink, FLT, BW, VM)        \
+    X(HARDSHRINK, hardshrink, FLT, BW, VM)        \
+    X(THRESHOLD, threshold, INT, NOBW, VM)
 
-#define LOOPS_FW_FLT(name) FLOAT_LOOPS(FW, fw_##name, F_##name)
-#define LOOPS_FW_INT(name) FLOAT_LOOPS(FW, fw_##name, F_##name) INT_LOOPS(FW, fw_##name, F_##name)
-#define LOOPS_BW_BW(name) FLOAT_LOOPS(BW, bw_##name, B_##name)
-#define LOOPS_BW_NOBW(name)
+#define LOOPS_FW_FLT(name, V) FLOAT_LOOPS(FW, fw_##name, F_##name, V)
+#define LOOPS_FW_INT(name, V) FLOAT_LOOPS(FW, fw_##name, F_##name, V) INT_LOOPS(FW, fw_##name, F_##name)
+#define LOOPS_BW_BW(name, V) FLOAT_LOOPS(BW, bw_##name, B_##name, V)
+#define LOOPS_BW_NOBW(name, V)
 #define TABLE_BW(FN) TABLE_FLT(FN)
 #define TABLE_NOBW(FN) {NULL}
-#define X_LOOPS(E, name, D, B) LOOPS_FW_##D(name) LOOPS_BW_##B(name)
+#define X_LOOPS(E, name, D, B, V) LOOPS_FW_##D(name, V) LOOPS_BW_##B(name, V)
 ACT_OPS(X_LOOPS)
 #undef X_LOOPS
 
 typedef enum {
-#define X_ENUM(E, name, D, B) A_##E,
+#define X_ENUM(E, name, D, B, V) A_##E,
     ACT_OPS(X_ENUM)
 #undef X_ENUM
     A_COUNT
 } act_op;
 static const em_cpu_loop fw_tables[A_COUNT][EM_DTYPE_COUNT] = {
-#define X_TABLE(E, name, D, B) TABLE_##D(fw_##name),
+#define X_TABLE(E, name, D, B, V) TABLE_##D(fw_##name),
     ACT_OPS(X_TABLE)
 #undef X_TABLE
 };
 static const em_cpu_loop bw_tables[A_COUNT][EM_DTYPE_COUNT] = {
-#define X_TABLE(E, name, D, B) TABLE_##B(bw_##name),
+#define X_TABLE(E, name, D, B, V) TABLE_##B(bw_##name),
     ACT_OPS(X_TABLE)
 #undef X_TABLE
 };

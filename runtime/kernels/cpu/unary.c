@@ -81,15 +81,16 @@ U_INLINE uint64_t signu_(uint64_t x) { return (int64_t)x > 0 ? 1 : (int64_t)x < 
     X(EXP, exp, FLT, ARR)         \
     X(LOG, log, FLT, ARR)         \
     X(SQRT, sqrt, FLT, ELEM)      \
-    X(TANH, tanh, FLT, ELEM)      \
+    X(TANH, tanh, FLT, ARR)       \
     X(SIGMOID, sigmoid, FLT, ARR)
 
 #define UFN(OP, N, T, CT) UN_FN(OP##_##N, T, CT, LA_##N, EM_ST_##N, U_##OP, CLONE_##N)
 /* the float32 loops carry EM_VM_CLONES (an FMA clone; Note [Vector math]);
- * a contiguous float32 run of exp, log and sigmoid goes to em_vmath.h's
+ * a contiguous float32 run of exp, log, tanh and sigmoid goes to em_vmath.h's
  * array form (Note [Vector math blocks]), the others to UN_FN's loop */
 #define UN_ARRAY_exp em_vm_expf_n
 #define UN_ARRAY_log em_vm_logf_n
+#define UN_ARRAY_tanh em_vm_tanhf_n
 #define UN_ARRAY_sigmoid em_vm_sigmoidf_n
 #define UN_ARRAY_FN(FN, ARRAY, EXPR)                                                    \
     EM_VM_CLONES static void FN(char **d, const int64_t *s, int64_t n, void *ctx) {     \
