@@ -208,6 +208,9 @@ function T.huge_window_options()
   local y, i = F.max_pool2d(x, 2, { return_indices = true })
   check_error(function() return F.max_unpool2d(y, i, 2 ^ 40) end, "max_unpool2d", "kernel_size")
   check(F.unfold(x, 2):size(2) == 8)
+  -- a bin count past memory is the allocation's error (fuzz find: histc
+  -- called calloc with a count whose byte size overflows)
+  check_error(function() return ember.histc(ember.randn(1), math.maxinteger) end, "histc", "too many elements")
 end
 
 return T

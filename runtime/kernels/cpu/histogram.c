@@ -178,11 +178,13 @@ em_tensor *em_cpu_histc(em_keyset ks, em_tensor *self, int64_t bins, em_scalar m
         em_tensor_release(src);
         return NULL;
     }
-    double *counts = calloc((size_t)bins, sizeof *counts);
-    em_tensor *out = counts ? em_tensor_new(1, &bins, self->dtype, em_cpu_dev()) : NULL;
-    if (!out) {
-        if (!counts) em_set_error(EM_ENOMEM, "%s: out of memory", op);
-        free(counts);
+    /* the result first: its allocation refuses a bin count past memory (or
+     * the memory limit) with the usual error, before calloc sees it */
+    em_tensor *out = em_tensor_new(1, &bins, self->dtype, em_cpu_dev());
+    double *counts = out ? calloc((size_t)bins, sizeof *counts) : NULL;
+    if (!counts) {
+        if (out) em_set_error(EM_ENOMEM, "%s: out of memory for %lld bins", op, (long long)bins);
+        em_tensor_release(out);
         em_tensor_release(src);
         return NULL;
     }
