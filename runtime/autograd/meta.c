@@ -51,8 +51,7 @@ static void meta_free(void *p) {
     em_tensor_release(m->grad);
     em_node_release(m->grad_fn);
     em_ag_free_hooks(m->hooks);
-    const em_allocator *a = em_cpu_allocator();
-    a->free(a, m, sizeof *m);
+    em_ag_small_free(m, sizeof *m);
 }
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -62,8 +61,9 @@ void em_autograd_init(void) { pthread_once(&init_once, do_init); }
 static em_ag_meta *get_meta(em_tensor *t, bool create) {
     if (t->autograd_meta || !create) return t->autograd_meta;
     em_autograd_init();
-    const em_allocator *a = em_cpu_allocator();
-    em_ag_meta *m = a->alloc(a, sizeof *m);
+    /* from the node free lists: one recorded op makes one meta and the
+     * graph frees it with the node (Note [Node free lists]) */
+    em_ag_meta *m = em_ag_small_alloc(sizeof *m);
     if (m) memset(m, 0, sizeof *m);
     if (!m) {
         em_set_error(EM_ENOMEM, "autograd: out of memory");

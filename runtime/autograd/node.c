@@ -124,6 +124,15 @@ static void node_block_free(void *p, uint8_t cls) {
     node_cache_bytes += bytes;
 }
 
+void *em_ag_small_alloc(size_t n) {
+    uint8_t cls;
+    return node_block_alloc(n, &cls);
+}
+
+void em_ag_small_free(void *p, size_t n) {
+    node_block_free(p, NODE_CACHE && n <= NODE_CLASS_MAX ? (uint8_t)((n + NODE_CLASS_STEP - 1) / NODE_CLASS_STEP) : 0);
+}
+
 /* Frees this thread's free lists (at thread exit). */
 static void node_cache_drain(void) {
     for (int c = 0; c <= NODE_CLASSES; c++) {
