@@ -675,7 +675,8 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
                      "        goto fail;\n    }\n"
                      "    n->%s_n = %s.n;\n"
                      "    for (int i = 0; i < %s.n; i++)\n"
-                     "        em_input_meta_from(&n->%s_meta[i], %s.data[i]);\n",
+                     "        if (em_input_meta_from(&n->%s_meta[i], %s.data[i]) != EM_OK)\n"
+                     "            goto fail;\n",
                   x, x, x, x, x, x, x, op->name, x, x, x, x, x);
     }
     /* edges: taken before the kernel runs (an in-place op moves self's history) */
@@ -694,8 +695,10 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
     for (int i = 0; i < op->nargs; i++) {
         if (!cg_type_is_tensor(op->args[i].type) || !needs_meta(op, i)) continue;
         const char *x = op->args[i].name;
-        if (op->args[i].type == CG_TENSOR_OPT) cg_printf(b, "    if (%s)\n    ", x);
-        cg_printf(b, "    em_input_meta_from(&n->%s_meta, %s);\n", x, x);
+        if (op->args[i].type == CG_TENSOR_OPT)
+            cg_printf(b, "    if (%s && em_input_meta_from(&n->%s_meta, %s) != EM_OK)\n        goto fail;\n", x, x, x);
+        else
+            cg_printf(b, "    if (em_input_meta_from(&n->%s_meta, %s) != EM_OK)\n        goto fail;\n", x, x);
     }
     for (int i = 0; i < op->nargs; i++) {
         if (!cg_type_is_tensor(op->args[i].type) || !needs_geometry(op, i)) continue;
@@ -861,7 +864,8 @@ static void emit_kernel_list_result(cg_buf *b, const cg_op *op, const char *disp
         const char *x = op->args[i].name;
         cg_printf(b, "    if (em_requires_grad(%s) && em_collect_edge(%s, &node->next[%d], &stale) != EM_OK)\n"
                      "        goto fail;\n", x, x, cg_tensor_slot(op, i));
-        if (needs_meta(op, i)) cg_printf(b, "    em_input_meta_from(&n->%s_meta, %s);\n", x, x);
+        if (needs_meta(op, i))
+            cg_printf(b, "    if (em_input_meta_from(&n->%s_meta, %s) != EM_OK)\n        goto fail;\n", x, x);
     }
     cg_printf(b, "    if (stale) {\n        em_ag_stale_view_error(\"%s\");\n        goto fail;\n    }\n",
               op->name);

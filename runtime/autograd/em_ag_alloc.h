@@ -23,4 +23,10 @@ static inline void *em_ag_calloc(size_t n, size_t size) {
 /* Like realloc: NULL leaves p allocated. */
 static inline void *em_ag_realloc(void *p, size_t n) { return em_memory_test_fail() ? NULL : realloc(p, n); }
 
+/* Small blocks (<= 1 KiB) from the thread's node free lists (Note [Node
+ * free lists], node.c), under the fault hook: the per-tensor autograd meta
+ * uses them. em_ag_small_free must be given the size that was allocated. */
+EM_HIDDEN void *em_ag_small_alloc(size_t n);
+EM_HIDDEN void em_ag_small_free(void *p, size_t n);
+
 #endif

@@ -30,14 +30,28 @@ typedef struct {
  * shape and dtype a gradient for it must have. col_major: the input was a
  * 2-d column-major matrix (a transpose of a contiguous one), so mm's
  * gradient can be produced in that layout (Note [mm gradient layout],
- * formulas_speed.c); it sits in padding and costs no bytes. */
+ * formulas_speed.c); it sits in padding and costs no bytes.
+ *
+ * Note [Interned shapes]
+ * sizes points at an interned, immutable copy of the shape (node.c:
+ * em_ag_intern_shape), shared by every meta of that shape and never
+ * freed, so a meta is 24 bytes instead of 144 (a node holds two or three:
+ * its inputs' metas and its arguments' metas), is copied by value freely
+ * and needs no clean-up. The table grows by one entry per distinct shape
+ * the process ever records (about 50 bytes each); a thread-local cache in
+ * front of it makes the common lookup lock-free. Only em_input_meta_from
+ * fills a meta (it fails on out of memory, so callers check it); code
+ * that wants its own shape uses an int64_t array, not a meta. */
 typedef struct {
+    const int64_t *sizes;       /* [ndim], interned: read-only, never freed */
     int32_t ndim;
     em_dtype dtype;
     em_device device;
     uint8_t col_major;
-    int64_t sizes[EM_MAX_DIMS];
 } em_input_meta;
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(sizeof(em_input_meta) <= 24, "Note [Interned shapes]: keep the input meta small");
+#endif
 
 /* Hooks (tensor hooks run on the gradient before the node uses it). A hook
  * returns a replacement gradient (a new reference), or NULL: with the error
@@ -317,6 +331,12 @@ EM_API void em_ag_scope_end(int mark);
 /* Sums grad down to the shape in meta (undoing broadcasting) and casts it
  * to meta's dtype. Takes over grad's reference; returns a new one or NULL. */
 EM_API em_tensor *em_ag_reduce_to(em_tensor *grad, const em_input_meta *meta);
-EM_API void em_input_meta_from(em_input_meta *m, const em_tensor *t);
+/* Fills m from t (shape interned, Note [Interned shapes]). EM_ENOMEM with
+ * the slot set (m unchanged) when the shape cannot be interned. */
+EM_API em_status em_input_meta_from(em_input_meta *m, const em_tensor *t);
+/* The interned copy of a shape (Note [Interned shapes]): equal shapes give
+ * the same pointer; never freed. NULL with EM_ENOMEM set when out of
+ * memory. */
+EM_API const int64_t *em_ag_intern_shape(int ndim, const int64_t *sizes);
 
 #endif

@@ -903,7 +903,11 @@ static em_status collect_grads(graph_task *t, em_tensor **inputs, int n_inputs, 
         }
         if (g) {
             em_input_meta m;
-            em_input_meta_from(&m, inputs[i]);
+            if (em_input_meta_from(&m, inputs[i]) != EM_OK) {
+                em_tensor_release(g);
+                for (int k = 0; k < i; k++) { em_tensor_release(out_grads[k]); out_grads[k] = NULL; }
+                return EM_ENOMEM;
+            }
             em_grad_guard gg = em_grad_guard_begin(o->create_graph);
             g = em_ag_reduce_to(g, &m);
             em_grad_guard_end(gg);

@@ -220,18 +220,13 @@ static em_tensor *scatter_reduce_grad(bool want_self, em_tensor *grad, em_tensor
         }
     }
     if (r && !want_self) { /* src may be larger than index: zeros elsewhere */
-        em_input_meta m;
-        m.ndim = src->ndim;
-        m.dtype = src->dtype;
-        m.device = src->device;
-        for (int k = 0; k < src->ndim; k++) m.sizes[k] = src->sizes[k];
         bool same = r->ndim == src->ndim;
         for (int k = 0; same && k < r->ndim; k++) same = r->sizes[k] == src->sizes[k];
         for (int d = 0; r && !same && d < r->ndim; d++) {
-            if (r->sizes[d] == m.sizes[d]) continue;
+            if (r->sizes[d] == src->sizes[d]) continue;
             int64_t sizes[EM_MAX_DIMS];
             for (int k = 0; k < r->ndim; k++) sizes[k] = r->sizes[k];
-            sizes[d] = m.sizes[d];
+            sizes[d] = src->sizes[d];
             em_tensor *p = em_narrow_backward(r, (em_intlist){ sizes, r->ndim }, d, 0, r->sizes[d]);
             em_tensor_release(r);
             r = p;

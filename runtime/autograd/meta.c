@@ -51,8 +51,7 @@ static void meta_free(void *p) {
     em_tensor_release(m->grad);
     em_node_release(m->grad_fn);
     em_ag_free_hooks(m->hooks);
-    const em_allocator *a = em_cpu_allocator();
-    a->free(a, m, sizeof *m);
+    em_ag_small_free(m, sizeof *m);
 }
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -62,8 +61,9 @@ void em_autograd_init(void) { pthread_once(&init_once, do_init); }
 static em_ag_meta *get_meta(em_tensor *t, bool create) {
     if (t->autograd_meta || !create) return t->autograd_meta;
     em_autograd_init();
-    const em_allocator *a = em_cpu_allocator();
-    em_ag_meta *m = a->alloc(a, sizeof *m);
+    /* from the node free lists: one recorded op makes one meta and the
+     * graph frees it with the node (Note [Node free lists]) */
+    em_ag_meta *m = em_ag_small_alloc(sizeof *m);
     if (m) memset(m, 0, sizeof *m);
     if (!m) {
         em_set_error(EM_ENOMEM, "autograd: out of memory");
@@ -420,12 +420,14 @@ em_edge em_gradient_edge(em_tensor *t) {
     if (acc && atomic_load(&acc->refcount) > 0) {
         em_node_retain(acc);
     } else {
-        acc = em_node_new(sizeof(em_node), &accumulate_vt, 1, 0);
+        /* the meta first: a failed node must not be released under weak_lock */
+        em_input_meta im;
+        acc = em_input_meta_from(&im, t) == EM_OK ? em_node_new(sizeof(em_node), &accumulate_vt, 1, 0) : NULL;
         if (acc) {
             acc->is_accumulate_grad = true;
             acc->weak_var = m;
             acc->sequence_nr = UINT64_MAX; /* leaves run as soon as they are ready */
-            em_input_meta_from(&acc->input_meta[0], t);
+            acc->input_meta[0] = im;
             m->grad_accumulator = acc;
             if (m->hooks) acc->owner_thread = true;
         }
@@ -440,12 +442,12 @@ em_edge em_gradient_edge(em_tensor *t) {
 em_status em_set_history(em_tensor *t, em_node *node, uint32_t nr) {
     em_ag_meta *m = get_meta(t, true);
     if (!m) return EM_ENOMEM;
+    if ((int)nr < node->num_inputs && em_input_meta_from(&node->input_meta[nr], t) != EM_OK) return EM_ENOMEM;
     em_node_retain(node);
     em_node *old = m->grad_fn;
     m->grad_fn = node;
     m->output_nr = nr;
     m->requires_grad = false;
-    if ((int)nr < node->num_inputs) em_input_meta_from(&node->input_meta[nr], t);
     refresh_key(t);
     em_node_release(old);
     return EM_OK;

@@ -12,6 +12,7 @@
 #include "em_ops.h"
 
 static atomic_uint_fast64_t next_sequence_nr;
+static const int64_t no_sizes[1] = { 0 }; /* the interned shape of every 0-dim tensor */
 
 /* ---- grad mode, inference mode, anomaly mode (thread-local) ---- */
 
@@ -123,6 +124,15 @@ static void node_block_free(void *p, uint8_t cls) {
     node_cache_bytes += bytes;
 }
 
+void *em_ag_small_alloc(size_t n) {
+    uint8_t cls;
+    return node_block_alloc(n, &cls);
+}
+
+void em_ag_small_free(void *p, size_t n) {
+    node_block_free(p, NODE_CACHE && n <= NODE_CLASS_MAX ? (uint8_t)((n + NODE_CLASS_STEP - 1) / NODE_CLASS_STEP) : 0);
+}
+
 /* Frees this thread's free lists (at thread exit). */
 static void node_cache_drain(void) {
     for (int c = 0; c <= NODE_CLASSES; c++) {
@@ -155,7 +165,8 @@ em_node *em_node_new(size_t size, const em_node_vtable *vt, int num_inputs, int 
     em_edge *next = num_next ? (em_edge *)((char *)n + edges_at) : NULL;
     if (num_next) memset(next, 0, (size_t)num_next * sizeof(em_edge));
     em_input_meta *im = num_inputs ? (em_input_meta *)((char *)n + meta_at) : NULL;
-    for (int i = 0; i < num_inputs; i++) { im[i].ndim = 0; im[i].dtype = EM_FLOAT32; im[i].device = em_cpu_device(); }
+    for (int i = 0; i < num_inputs; i++)
+        im[i] = (em_input_meta){ .sizes = no_sizes, .ndim = 0, .dtype = EM_FLOAT32, .device = em_cpu_device() };
     atomic_init(&n->refcount, 1);
     atomic_init(&n->task_gen, 0);
     n->alloc_class = cls;
@@ -362,13 +373,110 @@ void em_ag_scope_end(int mark) {
 
 /* ---- reducing a gradient to its input's shape ---- */
 
-void em_input_meta_from(em_input_meta *m, const em_tensor *t) {
+/* ---- interned shapes (Note [Interned shapes], em_autograd.h) ---- */
+
+typedef struct shape_entry {
+    struct shape_entry *next;   /* the bucket's chain */
+    uint64_t hash;
+    int32_t ndim;
+    int64_t sizes[];
+} shape_entry;
+
+static pthread_mutex_t shape_lock = PTHREAD_MUTEX_INITIALIZER;
+static shape_entry **shape_buckets; /* [shape_cap], a power of two; under shape_lock */
+static size_t shape_cap, shape_count;
+#define SHAPE_TLC 64 /* the per-thread cache: direct-mapped by hash */
+static _Thread_local const shape_entry *shape_tlc[SHAPE_TLC];
+static _Thread_local const shape_entry *shape_last; /* the last one this thread interned */
+
+static uint64_t shape_hash(int ndim, const int64_t *sizes) {
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)ndim;
+    for (int i = 0; i < ndim; i++) {
+        h ^= (uint64_t)sizes[i];
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+static inline bool shape_same(const shape_entry *e, int ndim, const int64_t *sizes) {
+    if (e->ndim != ndim) return false;
+    for (int i = 0; i < ndim; i++)
+        if (e->sizes[i] != sizes[i]) return false;
+    return true;
+}
+
+static inline bool shape_is(const shape_entry *e, uint64_t h, int ndim, const int64_t *sizes) {
+    return e->hash == h && shape_same(e, ndim, sizes);
+}
+
+/* Doubles the bucket array (shape_lock held); on failure keeps the old one
+ * (chains just grow longer). */
+static void shape_grow(void) {
+    size_t cap = shape_cap ? shape_cap * 2 : 256;
+    shape_entry **b = em_ag_calloc(cap, sizeof *b);
+    if (!b) return;
+    for (size_t i = 0; i < shape_cap; i++) {
+        shape_entry *e = shape_buckets[i];
+        while (e) {
+            shape_entry *next = e->next;
+            e->next = b[e->hash & (cap - 1)];
+            b[e->hash & (cap - 1)] = e;
+            e = next;
+        }
+    }
+    free(shape_buckets);
+    shape_buckets = b;
+    shape_cap = cap;
+}
+
+const int64_t *em_ag_intern_shape(int ndim, const int64_t *sizes) {
+    if (ndim <= 0) return no_sizes;
+    const shape_entry *l = shape_last;
+    if (l && shape_same(l, ndim, sizes)) return l->sizes; /* a graph records runs of one shape */
+    uint64_t h = shape_hash(ndim, sizes);
+    const shape_entry *c = shape_tlc[h & (SHAPE_TLC - 1)];
+    if (c && shape_is(c, h, ndim, sizes)) {
+        shape_last = c;
+        return c->sizes;
+    }
+    pthread_mutex_lock(&shape_lock);
+    shape_entry *e = NULL;
+    if (shape_cap) {
+        e = shape_buckets[h & (shape_cap - 1)];
+        while (e && !shape_is(e, h, ndim, sizes)) e = e->next;
+    }
+    if (!e) {
+        if (shape_count >= shape_cap / 2 * 3 || !shape_cap) shape_grow();
+        e = shape_cap ? em_ag_malloc(sizeof *e + sizeof(int64_t) * (size_t)ndim) : NULL;
+        if (e) {
+            e->hash = h;
+            e->ndim = ndim;
+            memcpy(e->sizes, sizes, sizeof(int64_t) * (size_t)ndim);
+            e->next = shape_buckets[h & (shape_cap - 1)];
+            shape_buckets[h & (shape_cap - 1)] = e;
+            shape_count++;
+        }
+    }
+    pthread_mutex_unlock(&shape_lock);
+    if (!e) {
+        em_set_error(EM_ENOMEM, "autograd: out of memory recording a shape");
+        return NULL;
+    }
+    shape_tlc[h & (SHAPE_TLC - 1)] = shape_last = e;
+    return e->sizes;
+}
+
+em_status em_input_meta_from(em_input_meta *m, const em_tensor *t) {
+    const int64_t *sizes = em_ag_intern_shape(t->ndim, t->sizes);
+    if (!sizes) return EM_ENOMEM;
+    m->sizes = sizes;
     m->ndim = t->ndim;
     m->dtype = t->dtype;
     m->device = t->device;
     m->col_major = t->ndim == 2 && t->sizes[0] > 1 && t->sizes[1] > 1 && t->strides[0] == 1 &&
                    t->strides[1] == t->sizes[0];
-    memcpy(m->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+    return EM_OK;
 }
 
 em_tensor *em_ag_reduce_to(em_tensor *grad, const em_input_meta *meta) {

@@ -114,6 +114,20 @@ static void note_alloc(size_t nbytes, bool hit)
     thread_allocated += nbytes;
 }
 
+void em_core_note_inline(size_t nbytes, bool made)
+{
+    if (!made) {
+        atomic_fetch_sub_explicit(&st_allocated, nbytes, memory_order_relaxed);
+        return;
+    }
+    size_t now = atomic_fetch_add_explicit(&st_allocated, nbytes, memory_order_relaxed) + nbytes;
+    size_t peak = atomic_load_explicit(&st_peak, memory_order_relaxed);
+    while (now > peak &&
+           !atomic_compare_exchange_weak_explicit(&st_peak, &peak, now, memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
+}
+
 /* ---- size classes ---- */
 
 static int log2_ceil(size_t n) /* n >= 2 */

@@ -267,13 +267,32 @@ EM_API size_t em_memory_get_limit(void);
  * (see Note [GC pressure] in runtime/lua/lua_tensor.c). */
 EM_API size_t em_memory_take_thread_allocated(void);
 
+/* Note [Inline storage]
+ * A CPU storage of at most EM_STORAGE_INLINE_BYTES bytes from the caching
+ * allocator (a 0-dim or 1-element tensor: every wrapped Lua number, every
+ * node of a scalar graph) keeps its data in the storage header itself:
+ * data points at inline_data, and no data block is allocated or freed
+ * (one allocation less per small tensor, and ~100 bytes less for each one
+ * a graph keeps). Such data is 16-byte aligned, not 64 (the allocator's
+ * alignment), which no kernel needs for 16 bytes. allocator is still the
+ * cpu allocator (the storage counts as allocator-owned memory, and the
+ * bytes count in em_memory_get_stats' allocated), but it never sees this
+ * block: em_storage_release skips freeing it, and code that replaces a
+ * storage's data (out= resizing) goes through em_storage_grow. */
+#define EM_STORAGE_INLINE_BYTES 16
 typedef struct em_storage {
     atomic_long refcount;
     void *data;                 /* NULL only when nbytes == 0 */
     size_t nbytes;
     const em_allocator *allocator; /* NULL: data is borrowed, not freed */
     em_device device;
+    _Alignas(16) unsigned char inline_data[EM_STORAGE_INLINE_BYTES]; /* Note [Inline storage] */
 } em_storage;
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(sizeof(em_storage) <= 64, "Note [Inline storage]: keep the storage header small");
+#endif
+/* Whether s keeps its data inline (Note [Inline storage]). */
+static inline bool em_storage_is_inline(const em_storage *s) { return s->data == (const void *)s->inline_data; }
 
 /* New storage of nbytes from the device's allocator (refcount 1). */
 EM_API em_storage *em_storage_new(size_t nbytes, em_device device);
@@ -281,6 +300,12 @@ EM_API em_storage *em_storage_new(size_t nbytes, em_device device);
 EM_API em_storage *em_storage_wrap(void *data, size_t nbytes, em_device device);
 EM_API void em_storage_retain(em_storage *s);
 EM_API void em_storage_release(em_storage *s);
+/* Gives an allocator-owned storage a new block of nbytes (> s->nbytes)
+ * from its allocator, copying its old bytes and freeing the old block
+ * (Note [Inline storage]: an inline block is not freed); every tensor
+ * sharing s sees the new block. EM_ENOMEM (nothing changed) when the
+ * block cannot be had; the caller words the error. */
+EM_API em_status em_storage_grow(em_storage *s, size_t nbytes);
 
 /* ---- the runtime context: generators and the thread count ---- */
 

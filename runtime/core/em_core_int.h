@@ -19,6 +19,10 @@ enum { EM_HDR_TENSOR, EM_HDR_STORAGE, EM_HDR_VERSION, EM_HDR_KINDS };
 EM_HIDDEN void *em_core_hdr_alloc(int kind);
 EM_HIDDEN void em_core_hdr_free(int kind, void *p);
 
+/* Counts nbytes of inline storage data (Note [Inline storage]) in the
+ * allocator's statistics: allocated (and peak) when made, freed when not. */
+EM_HIDDEN void em_core_note_inline(size_t nbytes, bool made);
+
 /* Wrap dim into [0, range) where range is the number of valid positions;
  * ndim is the tensor's dim count quoted in the message. Sets EM_EINDEX and
  * returns -1 when out of range. */

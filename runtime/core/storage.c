@@ -1,5 +1,7 @@
 /* storage.c -- refcounted storages: a block of device memory and the
  * allocator that frees it (or none, for borrowed memory). */
+#include <string.h>
+
 #include "core/em_core_int.h"
 
 /* See Note [Empty tensor data] (em_core.h): what em_tensor_data returns
@@ -25,7 +27,10 @@ em_storage *em_storage_new(size_t nbytes, em_device device)
         return NULL;
     }
     s->data = NULL;
-    if (nbytes > 0) {
+    if (nbytes > 0 && nbytes <= EM_STORAGE_INLINE_BYTES && a == em_cpu_allocator()) {
+        s->data = s->inline_data; /* Note [Inline storage] */
+        em_core_note_inline(nbytes, true);
+    } else if (nbytes > 0) {
         s->data = a->alloc(a, nbytes);
         if (!s->data) {
             em_core_hdr_free(EM_HDR_STORAGE, s);
@@ -77,6 +82,19 @@ void em_storage_release(em_storage *s)
 {
     if (!s || atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_release) != 1) return;
     atomic_thread_fence(memory_order_acquire);
-    if (s->allocator && s->data) s->allocator->free(s->allocator, s->data, s->nbytes);
+    if (em_storage_is_inline(s)) em_core_note_inline(s->nbytes, false);
+    else if (s->allocator && s->data) s->allocator->free(s->allocator, s->data, s->nbytes);
     em_core_hdr_free(EM_HDR_STORAGE, s);
+}
+
+em_status em_storage_grow(em_storage *s, size_t nbytes)
+{
+    void *p = s->allocator->alloc(s->allocator, nbytes);
+    if (!p) return EM_ENOMEM;
+    if (s->nbytes) memcpy(p, s->data, s->nbytes);
+    if (em_storage_is_inline(s)) em_core_note_inline(s->nbytes, false);
+    else if (s->data) s->allocator->free(s->allocator, s->data, s->nbytes);
+    s->data = p;
+    s->nbytes = nbytes;
+    return EM_OK;
 }

@@ -54,12 +54,8 @@ static em_status resize_out(const em_meta *m, em_tensor *out) {
                                 em_shape_str(out->ndim, out->sizes, b1, sizeof b1),
                                 em_shape_str(m->ndim, m->sizes, b2, sizeof b2),
                                 st->allocator ? "not on the cpu" : "borrowed");
-        void *p = st->allocator->alloc(st->allocator, need);
-        if (!p) return em_set_error(EM_ENOMEM, "%s: out of memory resizing out= to %zu bytes", m->op, need);
-        if (st->nbytes) memcpy(p, st->data, st->nbytes);
-        if (st->data) st->allocator->free(st->allocator, st->data, st->nbytes);
-        st->data = p;
-        st->nbytes = need;
+        if (em_storage_grow(st, need) != EM_OK)
+            return em_set_error(EM_ENOMEM, "%s: out of memory resizing out= to %zu bytes", m->op, need);
     }
     return em_tensor_set_shape(out, m->ndim, m->sizes, NULL);
 }

@@ -320,7 +320,10 @@ int em_lua_function_apply(lua_State *L) {
     for (int i = 0; i < nargs; i++) {
         em_tensor *t = em_lua_totensor(L, 2 + i);
         f->arg_tensor[i] = t != NULL;
-        if (t) em_input_meta_from(&f->arg_meta[i], t);
+        if (t && em_input_meta_from(&f->arg_meta[i], t) != EM_OK) {
+            fn_ud_free(f);
+            return luaL_error(L, "Function: out of memory");
+        }
     }
     f->nargs = nargs;
     f->box = box;
