@@ -7,11 +7,13 @@
  * compute dtype (float64 for float64, float32 for float32 and the half
  * types, whose results are rounded back). Each product runs on a chunk of
  * nb samples at once: im2col writes nb samples' columns side by side into
- * one (rows x nb*L) matrix and one BLAS gemm per group does the chunk, so
- * OpenBLAS's threads see few large products instead of many small ones.
- * The copies around the gemms (im2col, col2im, gathering the column side
- * into the gemm's layout and scattering it back) run over the intra-op
- * pool; BLAS is only called outside it (DESIGN decision 9). A 1x1 kernel
+ * one (rows x nb*L) matrix and one BLAS gemm per group does the chunk.
+ * With several threads the batch is split into one pool job per thread,
+ * each running its samples' copies and single-threaded gemms (Note
+ * [Sample-parallel products]); with one thread, or fewer samples than
+ * threads, the copies around the gemms (im2col, col2im, gathering the
+ * column side into the gemm's layout and scattering it back) run over the
+ * intra-op pool and the gemms on OpenBLAS's threads. A 1x1 kernel
  * with stride 1 and no padding needs no im2col (one sample at a time, the
  * gemms read and write the tensors themselves); the image -> column side
  * product of a depthwise convolution (one image channel per group: conv's
