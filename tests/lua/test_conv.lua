@@ -184,6 +184,37 @@ function T.convolution_backward_op()
   check_shape(gb2, { 0 })
 end
 
+-- Note [Sample-parallel products] (conv.c): with 2 threads the batch is split
+-- into one job per thread (weight gradients summed from per-job partials);
+-- results equal 1 thread's up to rounding, for an odd batch, groups, strides,
+-- a transposed conv and a batch smaller than the threads
+function T.sample_parallel_matches_one_thread()
+  local threads0 = ember.get_num_threads()
+  local function run(th, dt, N, transposed)
+    ember.set_num_threads(th)
+    ember.manual_seed(7)
+    local x = ember.randn(N, 4, 9, 8, { dtype = dt, requires_grad = true })
+    local w = ember.randn(4, 2, 3, 3, { dtype = dt, requires_grad = true })
+    local b = ember.randn(transposed and 4 or 4, { dtype = dt, requires_grad = true })
+    local y = transposed and F.conv_transpose2d(x, w, b, 2, 1, 1, 2) or F.conv2d(x, w, b, 2, 1, 1, 2)
+    local gi, gw, gb = table.unpack(ember.autograd.grad({ (y * y:detach():cos()):sum() }, { x, w, b }))
+    return y, gi, gw, gb
+  end
+  for _, dt in ipairs({ "float64", "float32" }) do
+    local tol = dt == "float64" and 1e-12 or 1e-4
+    for _, N in ipairs({ 5, 1, 2 }) do
+      for _, tr in ipairs({ false, true }) do
+        local r1 = { run(1, dt, N, tr) }
+        local r2 = { run(2, dt, N, tr) }
+        for k = 1, 4 do
+          check(ember.allclose(r1[k], r2[k], tol, tol), string.format("%s N=%d transposed=%s result %d", dt, N, tostring(tr), k))
+        end
+      end
+    end
+  end
+  ember.set_num_threads(threads0)
+end
+
 function T.errors()
   check_error(function() F.conv2d(x, ember.randn(3, 4, 3, 3)) end, "conv2d:", "weight of shape {3,4,3,3}",
     "expects input with 4 channels", "input of shape {2,2,3,4}")

@@ -7,11 +7,13 @@
  * compute dtype (float64 for float64, float32 for float32 and the half
  * types, whose results are rounded back). Each product runs on a chunk of
  * nb samples at once: im2col writes nb samples' columns side by side into
- * one (rows x nb*L) matrix and one BLAS gemm per group does the chunk, so
- * OpenBLAS's threads see few large products instead of many small ones.
- * The copies around the gemms (im2col, col2im, gathering the column side
- * into the gemm's layout and scattering it back) run over the intra-op
- * pool; BLAS is only called outside it (DESIGN decision 9). A 1x1 kernel
+ * one (rows x nb*L) matrix and one BLAS gemm per group does the chunk.
+ * With several threads the batch is split into one pool job per thread,
+ * each running its samples' copies and single-threaded gemms (Note
+ * [Sample-parallel products]); with one thread, or fewer samples than
+ * threads, the copies around the gemms (im2col, col2im, gathering the
+ * column side into the gemm's layout and scattering it back) run over the
+ * intra-op pool and the gemms on OpenBLAS's threads. A 1x1 kernel
  * with stride 1 and no padding needs no im2col (one sample at a time, the
  * gemms read and write the tensors themselves); the image -> column side
  * product of a depthwise convolution (one image channel per group: conv's
@@ -329,10 +331,14 @@ static bool is_pointwise(const em_conv_geom *g) {
     return true;
 }
 
-/* Samples per chunk: the column matrix stays under about 16 MB (4M
- * elements), at least one sample; 1 for a pointwise geometry. */
+/* Samples per chunk: the column matrix stays under CHUNK_ELEMS elements
+ * (128 KB of float32), at least one sample; 1 for a pointwise geometry.
+ * A CNN's per-sample matrices (27..144 rows by 256..1024 columns) then go
+ * one sample at a time: measured 6% less CPU time than 2 samples at once
+ * (conv 64x3x32x32 -> 16, 3x3) and 15% less than 8 (64x16x16x16 -> 32),
+ * the gemm's operands staying in L2. */
 #ifndef CHUNK_ELEMS
-#define CHUNK_ELEMS ((int64_t)1 << 16)
+#define CHUNK_ELEMS ((int64_t)1 << 15)
 #endif
 static int64_t chunk_samples(const em_conv_geom *g) {
     if (is_pointwise(g) || g->N <= 1) return 1;
@@ -374,140 +380,249 @@ static bool is_depthwise(const em_conv_geom *g) { return g->C_img == g->G && g->
 
 static em_status depthwise_forward(const em_conv_geom *g, em_dtype ct, const char *img, const char *w, char *cs);
 
+/* The bodies of the three products over the samples [lo, hi), in chunks of
+ * nb samples, with the scratch b. Each stops early (leaving the rest
+ * unwritten) when a stop point sees a pending interrupt; the caller then
+ * fails through em_cpu_interrupted (Note [Interrupts in kernels], way (b)).
+ * The copies run over the pool (serially when already inside a pool job,
+ * Note [Sample-parallel products]). */
+
 /* cs (N, C_col, L) = W_g @ im2col(img) for every group. */
-static em_status product_col_side(const em_conv_geom *g, em_dtype ct, const char *img, const char *w, char *cs,
-                                  const char *op) {
+static void col_side_samples(const em_conv_geom *g, em_dtype ct, const char *img, const char *w, char *cs, int64_t lo,
+                             int64_t hi, int64_t nb, bufs_t *b) {
     size_t es = em_dtype_size(ct);
     int64_t G = g->G, Cg = g->C_img / G, Mg = g->C_col / G, R = Cg * kk_of(g), L = col_plane(g), IP = img_plane(g);
-    if (g->N == 0 || Mg == 0 || L == 0) return EM_OK;
-    if (R == 0) {
-        memset(cs, 0, (size_t)(g->N * g->C_col * L) * es);
-        return EM_OK;
-    }
-    if (is_depthwise(g)) return depthwise_forward(g, ct, img, w, cs);
-    int64_t nb = chunk_samples(g);
-    if (!blas_fits(g, nb, op)) return EM_EVALUE;
     bool pw = is_pointwise(g);
-    bufs_t b;
-    if (!bufs_get(&b, g, nb, ct, !pw, nb > 1)) {
-        bufs_free(&b);
-        return em_error_kind();
-    }
-    for (int64_t n0 = 0; n0 < g->N; n0 += nb) {
-        int64_t cur = g->N - n0 < nb ? g->N - n0 : nb;
+    for (int64_t n0 = lo; n0 < hi; n0 += nb) {
+        int64_t cur = hi - n0 < nb ? hi - n0 : nb;
         for (int64_t grp = 0; grp < G; grp++) {
-            if (em_cpu_interrupted(op)) { /* between chunks: Note [Interrupts in kernels], way (b) */
-                bufs_free(&b);
-                return EM_EINTERRUPT;
-            }
+            if (em_cpu_stop_point()) return;
             const char *B;
             int64_t ldb = cur * L;
             if (pw) {
                 B = img + (size_t)((n0 * g->C_img + grp * Cg) * IP) * es;
             } else {
-                run_job(J_IM2COL, g, ct, n0, grp, cur, Cg, img, em_tensor_data(b.col));
-                B = em_tensor_data(b.col);
+                run_job(J_IM2COL, g, ct, n0, grp, cur, Cg, img, em_tensor_data(b->col));
+                B = em_tensor_data(b->col);
             }
             const char *A = w + (size_t)(grp * Mg * R) * es;
             if (cur == 1) {
                 gemm(ct, false, false, Mg, L, R, A, R, B, ldb, 0.0, cs + (size_t)((n0 * g->C_col + grp * Mg) * L) * es,
                      L);
             } else {
-                gemm(ct, false, false, Mg, cur * L, R, A, R, B, ldb, 0.0, em_tensor_data(b.cs), cur * L);
-                run_job(J_SCATTER, g, ct, n0, grp, cur, Mg, em_tensor_data(b.cs), cs);
+                gemm(ct, false, false, Mg, cur * L, R, A, R, B, ldb, 0.0, em_tensor_data(b->cs), cur * L);
+                run_job(J_SCATTER, g, ct, n0, grp, cur, Mg, em_tensor_data(b->cs), cs);
             }
         }
     }
-    bufs_free(&b);
-    return EM_OK;
 }
 
 /* img (N, C_img, IP) = col2im(W_g^T @ cs) for every group (overwrites img). */
-static em_status product_image(const em_conv_geom *g, em_dtype ct, const char *cs, const char *w, char *img,
-                               const char *op) {
+static void image_samples(const em_conv_geom *g, em_dtype ct, const char *cs, const char *w, char *img, int64_t lo,
+                          int64_t hi, int64_t nb, bufs_t *b) {
     size_t es = em_dtype_size(ct);
     int64_t G = g->G, Cg = g->C_img / G, Mg = g->C_col / G, R = Cg * kk_of(g), L = col_plane(g), IP = img_plane(g);
-    if (g->N == 0 || R == 0 || IP == 0) return EM_OK;
-    if (Mg == 0 || L == 0) {
-        memset(img, 0, (size_t)(g->N * g->C_img * IP) * es);
-        return EM_OK;
-    }
-    int64_t nb = chunk_samples(g);
-    if (!blas_fits(g, nb, op)) return EM_EVALUE;
     bool pw = is_pointwise(g);
-    bufs_t b;
-    if (!bufs_get(&b, g, nb, ct, !pw, nb > 1)) {
-        bufs_free(&b);
-        return em_error_kind();
-    }
-    for (int64_t n0 = 0; n0 < g->N; n0 += nb) {
-        int64_t cur = g->N - n0 < nb ? g->N - n0 : nb;
+    for (int64_t n0 = lo; n0 < hi; n0 += nb) {
+        int64_t cur = hi - n0 < nb ? hi - n0 : nb;
         for (int64_t grp = 0; grp < G; grp++) {
-            if (em_cpu_interrupted(op)) { /* between chunks: Note [Interrupts in kernels], way (b) */
-                bufs_free(&b);
-                return EM_EINTERRUPT;
-            }
+            if (em_cpu_stop_point()) return;
             const char *B;
             if (cur == 1) {
                 B = cs + (size_t)((n0 * g->C_col + grp * Mg) * L) * es;
             } else {
-                run_job(J_GATHER, g, ct, n0, grp, cur, Mg, cs, em_tensor_data(b.cs));
-                B = em_tensor_data(b.cs);
+                run_job(J_GATHER, g, ct, n0, grp, cur, Mg, cs, em_tensor_data(b->cs));
+                B = em_tensor_data(b->cs);
             }
             const char *A = w + (size_t)(grp * Mg * R) * es;
             if (pw) { /* cur == 1: straight into the image's planes */
                 gemm(ct, true, false, R, L, Mg, A, R, B, L, 0.0, img + (size_t)((n0 * g->C_img + grp * Cg) * IP) * es,
                      L);
             } else {
-                gemm(ct, true, false, R, cur * L, Mg, A, R, B, cur * L, 0.0, em_tensor_data(b.col), cur * L);
-                run_job(J_COL2IM, g, ct, n0, grp, cur, Cg, em_tensor_data(b.col), img);
+                gemm(ct, true, false, R, cur * L, Mg, A, R, B, cur * L, 0.0, em_tensor_data(b->col), cur * L);
+                run_job(J_COL2IM, g, ct, n0, grp, cur, Cg, em_tensor_data(b->col), img);
             }
         }
     }
-    bufs_free(&b);
-    return EM_OK;
+}
+
+/* gw (C_col, R) += sum over the samples of cs_g @ im2col(img)^T, per group. */
+static void weight_samples(const em_conv_geom *g, em_dtype ct, const char *cs, const char *img, char *gw, int64_t lo,
+                           int64_t hi, int64_t nb, bufs_t *b) {
+    size_t es = em_dtype_size(ct);
+    int64_t G = g->G, Cg = g->C_img / G, Mg = g->C_col / G, R = Cg * kk_of(g), L = col_plane(g), IP = img_plane(g);
+    bool pw = is_pointwise(g);
+    for (int64_t n0 = lo; n0 < hi; n0 += nb) {
+        int64_t cur = hi - n0 < nb ? hi - n0 : nb;
+        for (int64_t grp = 0; grp < G; grp++) {
+            if (em_cpu_stop_point()) return;
+            const char *A, *B;
+            if (cur == 1) {
+                A = cs + (size_t)((n0 * g->C_col + grp * Mg) * L) * es;
+            } else {
+                run_job(J_GATHER, g, ct, n0, grp, cur, Mg, cs, em_tensor_data(b->cs));
+                A = em_tensor_data(b->cs);
+            }
+            if (pw) {
+                B = img + (size_t)((n0 * g->C_img + grp * Cg) * IP) * es;
+            } else {
+                run_job(J_IM2COL, g, ct, n0, grp, cur, Cg, img, em_tensor_data(b->col));
+                B = em_tensor_data(b->col);
+            }
+            gemm(ct, false, true, Mg, R, cur * L, A, cur * L, B, cur * L, 1.0, gw + (size_t)(grp * Mg * R) * es, R);
+        }
+    }
+}
+
+/* Note [Sample-parallel products]
+ * With T > 1 threads and at least T samples, a product splits the batch
+ * into T contiguous runs of samples, one pool job each; a job does its own
+ * im2col/col2im copies (serially: nested pool calls run inline) and calls
+ * BLAS single-threaded, with its own scratch. OpenBLAS is set to one
+ * thread for the duration and back to ember's count after (pool.c's hook
+ * keeps the two equal otherwise), so the cores run T jobs and nothing
+ * else (DESIGN decision 9's "one set of threads": here the pool's threads
+ * are the ones calling BLAS). The alternative -- one multithreaded gemm
+ * per chunk with pool-parallel copies between them -- left OpenBLAS's
+ * threads spinning in sched_yield while the pool ran the copies, and a
+ * conv step barely sped up from 1 thread to 2. The weight gradient sums
+ * per-job partials (job 0 into gw itself, job t > 0 into its own zeroed
+ * buffer), added to gw in job order after the jobs: the result depends on
+ * T only by float rounding. One thread, or fewer samples than threads:
+ * one body over the whole batch, with pool-parallel copies and BLAS's own
+ * threads for the gemms (the shape that suits one large image). */
+
+typedef enum { P_COL_SIDE, P_IMAGE, P_WEIGHT } prod_kind;
+
+#define CONV_MAX_JOBS 64 /* at most this many sample runs (their scratch lives on the stack) */
+
+typedef struct {
+    prod_kind kind;
+    const em_conv_geom *g;
+    em_dtype ct;
+    const char *a, *b; /* col side: img, w; image: cs, w; weight: cs, img */
+    char *out;         /* the result (weight: job 0's partial) */
+    char *partial;     /* weight: jobs 1.. T-1's partials, C_col * R each */
+    int64_t nb, T;
+    bufs_t *bufs;      /* T sets */
+} prod_t;
+
+/* Job t of a product: samples [t*N/T, (t+1)*N/T). */
+static void prod_range(int64_t b, int64_t e, void *vctx) {
+    const prod_t *p = vctx;
+    const em_conv_geom *g = p->g;
+    size_t wsz = (size_t)(g->C_col * (g->C_img / g->G) * kk_of(g)) * em_dtype_size(p->ct);
+    for (int64_t t = b; t < e; t++) {
+        int64_t lo = t * g->N / p->T, hi = (t + 1) * g->N / p->T;
+        switch (p->kind) {
+        case P_COL_SIDE: col_side_samples(g, p->ct, p->a, p->b, p->out, lo, hi, p->nb, &p->bufs[t]); break;
+        case P_IMAGE: image_samples(g, p->ct, p->a, p->b, p->out, lo, hi, p->nb, &p->bufs[t]); break;
+        case P_WEIGHT:
+            weight_samples(g, p->ct, p->a, p->b, t == 0 ? p->out : p->partial + (size_t)(t - 1) * wsz, lo, hi, p->nb,
+                           &p->bufs[t]);
+            break;
+        }
+    }
+}
+
+/* dst[i] += src[i] for n elements of ct. */
+static void add_into(em_dtype ct, char *dst, const char *src, int64_t n) {
+    if (ct == EM_FLOAT64) {
+        double *restrict d = (double *)dst;
+        const double *restrict s = (const double *)src;
+        for (int64_t i = 0; i < n; i++) d[i] += s[i];
+    } else {
+        float *restrict d = (float *)dst;
+        const float *restrict s = (const float *)src;
+        for (int64_t i = 0; i < n; i++) d[i] += s[i];
+    }
+}
+
+/* Runs product kind over the whole batch (Note [Sample-parallel
+ * products]); a, b, out as prod_t. The weight product overwrites out. */
+static em_status run_product(prod_kind kind, const em_conv_geom *g, em_dtype ct, const char *a, const char *b,
+                             char *out, const char *op) {
+    int64_t nb = chunk_samples(g);
+    if (!blas_fits(g, nb, op)) return EM_EVALUE;
+    int64_t T = em_get_num_threads();
+    if (T > g->N) T = g->N;
+    if (T < 1) T = 1;
+    int64_t R = (g->C_img / g->G) * kk_of(g), wn = g->C_col * R;
+    size_t es = em_dtype_size(ct);
+    bufs_t bufs[CONV_MAX_JOBS];
+    if (T > CONV_MAX_JOBS) T = CONV_MAX_JOBS;
+    em_tensor *partial = NULL;
+    em_status st = EM_OK;
+    int64_t got = 0;
+    for (; got < T; got++)
+        if (!bufs_get(&bufs[got], g, nb, ct, !is_pointwise(g), nb > 1)) {
+            bufs_free(&bufs[got]);
+            st = em_error_kind();
+            break;
+        }
+    if (st == EM_OK && kind == P_WEIGHT) {
+        memset(out, 0, (size_t)wn * es);
+        if (T > 1) {
+            partial = scratch((T - 1) * wn, ct);
+            if (!partial) st = em_error_kind();
+            else memset(em_tensor_data(partial), 0, (size_t)((T - 1) * wn) * es);
+        }
+    }
+    if (st == EM_OK) {
+        prod_t p = { kind, g, ct, a, b, out, partial ? em_tensor_data(partial) : NULL, nb, T, bufs };
+        if (T == 1) {
+            prod_range(0, 1, &p);
+        } else {
+            openblas_set_num_threads(1);
+            em_cpu_parallel_for(T, 1, prod_range, &p);
+            openblas_set_num_threads(em_get_num_threads());
+            for (int64_t t = 1; t < T && kind == P_WEIGHT; t++)
+                add_into(ct, out, (const char *)em_tensor_data(partial) + (size_t)((t - 1) * wn) * es, wn);
+        }
+        if (em_cpu_interrupted(op)) st = EM_EINTERRUPT;
+    }
+    for (int64_t t = 0; t < got; t++) bufs_free(&bufs[t]);
+    em_tensor_release(partial);
+    return st;
+}
+
+/* cs (N, C_col, L) = W_g @ im2col(img) for every group. */
+static em_status product_col_side(const em_conv_geom *g, em_dtype ct, const char *img, const char *w, char *cs,
+                                  const char *op) {
+    size_t es = em_dtype_size(ct);
+    int64_t Mg = g->C_col / g->G, R = (g->C_img / g->G) * kk_of(g), L = col_plane(g);
+    if (g->N == 0 || Mg == 0 || L == 0) return EM_OK;
+    if (R == 0) {
+        memset(cs, 0, (size_t)(g->N * g->C_col * L) * es);
+        return EM_OK;
+    }
+    if (is_depthwise(g)) return depthwise_forward(g, ct, img, w, cs);
+    return run_product(P_COL_SIDE, g, ct, img, w, cs, op);
+}
+
+/* img (N, C_img, IP) = col2im(W_g^T @ cs) for every group (overwrites img). */
+static em_status product_image(const em_conv_geom *g, em_dtype ct, const char *cs, const char *w, char *img,
+                               const char *op) {
+    size_t es = em_dtype_size(ct);
+    int64_t Mg = g->C_col / g->G, R = (g->C_img / g->G) * kk_of(g), L = col_plane(g), IP = img_plane(g);
+    if (g->N == 0 || R == 0 || IP == 0) return EM_OK;
+    if (Mg == 0 || L == 0) {
+        memset(img, 0, (size_t)(g->N * g->C_img * IP) * es);
+        return EM_OK;
+    }
+    return run_product(P_IMAGE, g, ct, cs, w, img, op);
 }
 
 /* gw (C_col, R) = sum over samples of cs_g @ im2col(img)^T, per group. */
 static em_status product_weight(const em_conv_geom *g, em_dtype ct, const char *cs, const char *img, char *gw,
                                 const char *op) {
     size_t es = em_dtype_size(ct);
-    int64_t G = g->G, Cg = g->C_img / G, Mg = g->C_col / G, R = Cg * kk_of(g), L = col_plane(g), IP = img_plane(g);
-    memset(gw, 0, (size_t)(g->C_col * R) * es);
-    if (g->N == 0 || R == 0 || Mg == 0 || L == 0) return EM_OK;
-    int64_t nb = chunk_samples(g);
-    if (!blas_fits(g, nb, op)) return EM_EVALUE;
-    bool pw = is_pointwise(g);
-    bufs_t b;
-    if (!bufs_get(&b, g, nb, ct, !pw, nb > 1)) {
-        bufs_free(&b);
-        return em_error_kind();
+    int64_t Mg = g->C_col / g->G, R = (g->C_img / g->G) * kk_of(g), L = col_plane(g);
+    if (g->N == 0 || R == 0 || Mg == 0 || L == 0) {
+        memset(gw, 0, (size_t)(g->C_col * R) * es);
+        return EM_OK;
     }
-    for (int64_t n0 = 0; n0 < g->N; n0 += nb) {
-        int64_t cur = g->N - n0 < nb ? g->N - n0 : nb;
-        for (int64_t grp = 0; grp < G; grp++) {
-            if (em_cpu_interrupted(op)) { /* between chunks: Note [Interrupts in kernels], way (b) */
-                bufs_free(&b);
-                return EM_EINTERRUPT;
-            }
-            const char *A, *B;
-            if (cur == 1) {
-                A = cs + (size_t)((n0 * g->C_col + grp * Mg) * L) * es;
-            } else {
-                run_job(J_GATHER, g, ct, n0, grp, cur, Mg, cs, em_tensor_data(b.cs));
-                A = em_tensor_data(b.cs);
-            }
-            if (pw) {
-                B = img + (size_t)((n0 * g->C_img + grp * Cg) * IP) * es;
-            } else {
-                run_job(J_IM2COL, g, ct, n0, grp, cur, Cg, img, em_tensor_data(b.col));
-                B = em_tensor_data(b.col);
-            }
-            gemm(ct, false, true, Mg, R, cur * L, A, cur * L, B, cur * L, 1.0, gw + (size_t)(grp * Mg * R) * es, R);
-        }
-    }
-    bufs_free(&b);
-    return EM_OK;
+    return run_product(P_WEIGHT, g, ct, cs, img, gw, op);
 }
 
 /* ---- depthwise: a direct loop per (sample, column-side channel) ---- */

@@ -59,6 +59,17 @@ static void *dense_copy(const mat_t *m, em_dtype dt, em_dtype to) {
     return buf;
 }
 
+/* Note [Small gemms on one thread]: OpenBLAS 0.3.21 splits every product
+ * above 256K multiply-adds over its threads, which then spin in
+ * sched_yield for about 0.1 s waiting for more work, on the cores the
+ * intra-op pool's workers need next (DESIGN decision 9). A product below
+ * GEMM_ONE_THREAD_MACS gains little from two threads (a CNN's classifier,
+ * 64x1568 by 1568x10, is 1M) but woke them for a whole training step:
+ * it runs with OpenBLAS set to one thread, set back to ember's count
+ * after (pool.c keeps the two equal otherwise; conv.c does the same around
+ * its sample-parallel products, Note [Sample-parallel products]). */
+#define GEMM_ONE_THREAD_MACS ((double)(1 << 22))
+
 /* C (r x c, contiguous, ldc = c) = A x B in float32/float64 via BLAS. */
 static em_status gemm_float(em_dtype dt, mat_t a, mat_t b, char *c) {
     int64_t M = a.r, K = a.c, N = b.c;
@@ -82,6 +93,9 @@ static em_status gemm_float(em_dtype dt, mat_t a, mat_t b, char *c) {
         b.data = fb; b.s0 = N; b.s1 = 1;
         tb = false; ldb = N;
     }
+    double macs = (double)M * (double)N * (double)K; /* OpenBLAS runs <= 256K on one thread itself */
+    bool one = macs > 262144.0 && macs < GEMM_ONE_THREAD_MACS && em_get_num_threads() > 1;
+    if (one) openblas_set_num_threads(1);
     if (dt == EM_FLOAT32)
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                     (int)M, (int)N, (int)K, 1.0f, (const float *)a.data, (int)lda,
@@ -90,6 +104,7 @@ static em_status gemm_float(em_dtype dt, mat_t a, mat_t b, char *c) {
         cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                     (int)M, (int)N, (int)K, 1.0, (const double *)a.data, (int)lda,
                     (const double *)b.data, (int)ldb, 0.0, (double *)c, (int)N);
+    if (one) openblas_set_num_threads(em_get_num_threads());
     free(fa);
     free(fb);
     return EM_OK;

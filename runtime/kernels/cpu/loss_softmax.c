@@ -73,6 +73,39 @@ static inline __attribute__((always_inline)) double rowmax_f64(const double *x, 
 }
 #define ROWMAX_f64(x, n) rowmax_f64(x, n)
 
+/* Note [softmax's exp]: a float32 row's exps take em_vm_expf_fast (no
+ * clamps, one power-of-two factor: a quarter fewer instructions) when
+ * every x - max lies in [-86, 0], which em_vm_expf_fast covers with the
+ * bits of em_vm_expf (Note [exp's fast path] in em_vmath.h), so the
+ * choice never shows in the values. A row whose max minus min (both
+ * skipping NaN, like MAXF) exceeds 86 or is not finite -- a +-inf in it,
+ * or one only of NaNs -- takes em_vm_expf; NaN elements of a fast row give
+ * NaN through the polynomial as there. rowfast_N is that test (float64:
+ * never, its exp is libm's). */
+/* (vectors as em_cpu_rowmax_f32: the plain loop did not vectorise) */
+static inline __attribute__((always_inline)) bool rowfast_f32(const float *x, int64_t n, float m) {
+    em_cpu_v8f a0, a1;
+    for (int k = 0; k < 8; k++) a0[k] = a1[k] = __builtin_inff();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        em_cpu_v8f v0, v1;
+        __builtin_memcpy(&v0, x + i, sizeof v0);
+        __builtin_memcpy(&v1, x + i + 8, sizeof v1);
+        em_cpu_v8i l0 = v0 < a0, l1 = v1 < a1; /* NaN: false, a kept */
+        a0 = (em_cpu_v8f)((l0 & (em_cpu_v8i)v0) | (~l0 & (em_cpu_v8i)a0));
+        a1 = (em_cpu_v8f)((l1 & (em_cpu_v8i)v1) | (~l1 & (em_cpu_v8i)a1));
+    }
+    float mn = __builtin_inff();
+    for (int k = 0; k < 8; k++) mn = a0[k] < mn ? a0[k] : mn;
+    for (int k = 0; k < 8; k++) mn = a1[k] < mn ? a1[k] : mn;
+    for (; i < n; i++) mn = x[i] < mn ? x[i] : mn;
+    return m - mn <= 86.0f; /* false for inf - inf, inf, NaN */
+}
+#define ROWFAST_f32(x, n, m) rowfast_f32(x, n, m)
+#define ROWFAST_f64(x, n, m) false
+#define EXPFAST_f32 em_vm_expf_fast
+#define EXPFAST_f64 exp
+
 /* The float32 loops carry EM_VM_CLONES (an x86-64-v3 clone with FMA and
  * contraction, Note [Vector math]): em_vm_expf then runs as fused
  * multiply-adds. The optimisation options are repeated: a function's
@@ -95,9 +128,20 @@ static inline __attribute__((always_inline)) double rowmax_f64(const double *x, 
             int64_t i = 0;                                                                         \
             T m = ROWMAX_##N(x, n);                                                                \
             for (int k = 0; k < LANES; k++) acc[k] = 0;                                            \
-            if (c->log) {                                                                          \
+            bool fast = ROWFAST_##N(x, n, m); /* Note [softmax's exp] */                            \
+            if (c->log && fast) {                                                                  \
+                for (; i + LANES <= n; i += LANES)                                                 \
+                    for (int k = 0; k < LANES; k++) acc[k] += EXPFAST_##N(x[i + k] - m);           \
+            } else if (c->log) {                                                                   \
                 for (; i + LANES <= n; i += LANES)                                                 \
                     for (int k = 0; k < LANES; k++) acc[k] += EXP(x[i + k] - m);                   \
+            } else if (fast) {                                                                     \
+                for (; i + LANES <= n; i += LANES)                                                 \
+                    for (int k = 0; k < LANES; k++) {                                              \
+                        T e = EXPFAST_##N(x[i + k] - m);                                           \
+                        y[i + k] = e;                                                              \
+                        acc[k] += e;                                                               \
+                    }                                                                              \
             } else {                                                                               \
                 for (; i + LANES <= n; i += LANES)                                                 \
                     for (int k = 0; k < LANES; k++) {                                              \
