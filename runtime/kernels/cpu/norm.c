@@ -672,33 +672,53 @@ em_tensor *em_cpu_native_batch_norm_backward(em_keyset ks, em_tensor *grad_out, 
 /* ---- group_norm ----
  * input (N, C, S...) contiguous is N*G rows of L = (C/G)*S elements: the
  * layer_norm row kernels run over them with weight and bias expanded to
- * G rows of L (channel g*C/G + j/S for element j of group g). grad_weight
- * and grad_bias are per-channel sums, one channel per task. */
+ * G rows of L (channel g*C/G + j/S for element j of group g). The
+ * backward has a row kernel of its own (gn_bwd). */
 
+/* group_norm's backward, one task per row (n, g) of Cg = C/G channels:
+ * each channel's sums sa = sum go, sd = sum go (x - mean) (GO_SUMS, stored
+ * per (n, channel) in part, from which grad_weight and grad_bias follow),
+ * then the row's db = sum w sa and ds = sum w (sd + mean sa) -- torch's
+ * sums of g = go w and of g x -- and grad_input as in ln_bwd_dx: one pass
+ * over x and go for all three results. */
 typedef struct {
-    const void *x, *go, *mean, *rstd;
-    double *dw, *db;
+    const void *x, *go, *mean, *rstd, *w;
+    void *dx;
+    double *part; /* 2 per (n, channel): sa, sd */
     int64_t N, C, G, S;
-} gn_ctx;
+} gnb_ctx;
 
 #define GN_KERNELS(SFX, T)                                                                     \
-    EM_CPU_CLONES static void gn_dwb_##SFX(int64_t begin, int64_t end, void *vc) {            \
-        const gn_ctx *c = vc;                                                                  \
-        const int64_t Cg = c->C / c->G;                                                        \
-        for (int64_t ch = begin; ch < end; ch++) {                                             \
-            double sw = 0, sb = 0;                                                             \
-            for (int64_t n = 0; n < c->N; n++) {                                               \
-                int64_t row = n * c->G + ch / Cg;                                              \
-                T m = ((const T *)c->mean)[row], rs = ((const T *)c->rstd)[row];               \
-                const T *x = (const T *)c->x + (n * c->C + ch) * c->S;                         \
-                const T *go = (const T *)c->go + (n * c->C + ch) * c->S;                       \
+    EM_CPU_CLONES static void gn_bwd_##SFX(int64_t begin, int64_t end, void *vc) {            \
+        const gnb_ctx *c = vc;                                                                 \
+        const int64_t Cg = c->C / c->G, S = c->S;                                              \
+        const T *w = c->w;                                                                     \
+        for (int64_t r = begin; r < end; r++) {                                                \
+            int64_t n = r / c->G, ch0 = (r % c->G) * Cg;                                       \
+            T mean = ((const T *)c->mean)[r], rstd = ((const T *)c->rstd)[r];                  \
+            T db = 0, ds = 0;                                                                  \
+            for (int64_t ch = ch0; ch < ch0 + Cg; ch++) {                                      \
+                const T *x = (const T *)c->x + (n * c->C + ch) * S;                            \
+                const T *go = (const T *)c->go + (n * c->C + ch) * S;                          \
                 T sa, sd;                                                                      \
-                GO_SUMS(T, x, go, m, c->S, sa, sd);                                            \
-                sb += (double)sa;                                                              \
-                sw += (double)sd * (double)rs;                                                 \
+                GO_SUMS(T, x, go, mean, S, sa, sd);                                            \
+                c->part[2 * (n * c->C + ch)] = (double)sa;                                     \
+                c->part[2 * (n * c->C + ch) + 1] = (double)sd;                                 \
+                T wv = w ? w[ch] : (T)1;                                                       \
+                db += wv * sa;                                                                 \
+                ds += wv * (sd + mean * sa);                                                   \
             }                                                                                  \
-            if (c->dw) c->dw[ch] = sw;                                                         \
-            if (c->db) c->db[ch] = sb;                                                         \
+            if (!c->dx) continue;                                                              \
+            T scale = (T)1 / (T)(Cg * S);                                                      \
+            T bb = (db * mean - ds) * rstd * rstd * rstd * scale;                              \
+            T cc = -bb * mean - db * rstd * scale;                                             \
+            for (int64_t ch = ch0; ch < ch0 + Cg; ch++) {                                      \
+                const T *x = (const T *)c->x + (n * c->C + ch) * S;                            \
+                const T *go = (const T *)c->go + (n * c->C + ch) * S;                          \
+                T *dx = (T *)c->dx + (n * c->C + ch) * S;                                      \
+                T a = rstd * (w ? w[ch] : (T)1);                                               \
+                for (int64_t j = 0; j < S; j++) dx[j] = a * go[j] + bb * x[j] + cc;            \
+            }                                                                                  \
         }                                                                                      \
     }
 GN_KERNELS(f32, float)
@@ -791,38 +811,43 @@ em_tensor *em_cpu_native_group_norm_backward(em_keyset ks, em_tensor *grad_out, 
     em_dtype ct = compute_of(input->dtype), dt = input->dtype;
     bool want_dw = weight_mask && weight;
     bool failed = false;
-    em_tensor *tmp[7] = { 0 }; /* x, go, mean, rstd, w, wexp, dx */
+    em_tensor *tmp[6] = { 0 }; /* x, go, mean, rstd, w, dx */
     tmp[0] = as_compute(input, ct, op, &failed);
     tmp[1] = as_compute(grad_out, ct, op, &failed);
     tmp[2] = as_compute(mean, ct, op, &failed);
     tmp[3] = as_compute(rstd, ct, op, &failed);
     tmp[4] = as_compute(weight, ct, op, &failed);
-    if (!failed && input_mask) tmp[5] = gn_expand(tmp[4], C, S, ct, &failed);
-    tmp[6] = input_mask ? new_compute(input->ndim, input->sizes, ct) : NULL;
-    double *sums = calloc((size_t)(2 * C + 1), sizeof(double));
-    if (failed || (input_mask && !tmp[6]) || !sums) {
+    tmp[5] = input_mask ? new_compute(input->ndim, input->sizes, ct) : NULL;
+    double *sums = calloc((size_t)(2 * C + 2 * N * C + 1), sizeof(double)); /* dw, db, then part */
+    if (failed || (input_mask && !tmp[5]) || !sums) {
         if (!sums) em_set_error(EM_ENOMEM, "%s: out of memory", op);
-        release_all(tmp, 7);
+        release_all(tmp, 6);
         free(sums);
         return NULL;
     }
     bool f64 = ct == EM_FLOAT64;
     int64_t L = C / group * S;
-    if (input_mask) {
-        ln_ctx c = { .x = em_tensor_data(tmp[0]), .go = em_tensor_data(tmp[1]), .mean = em_tensor_data(tmp[2]),
-                     .rstd = em_tensor_data(tmp[3]), .w = tmp[5] ? em_tensor_data(tmp[5]) : NULL,
-                     .dx = em_tensor_data(tmp[6]), .M = N * group, .N = L, .wrows = group };
-        em_cpu_parallel_for(N * group, row_grain(L), f64 ? ln_bwd_dx_f64 : ln_bwd_dx_f32, &c);
+    gnb_ctx g = { .x = em_tensor_data(tmp[0]), .go = em_tensor_data(tmp[1]), .mean = em_tensor_data(tmp[2]),
+                  .rstd = em_tensor_data(tmp[3]), .w = tmp[4] ? em_tensor_data(tmp[4]) : NULL,
+                  .dx = tmp[5] ? em_tensor_data(tmp[5]) : NULL, .part = sums + 2 * C, .N = N, .C = C, .G = group,
+                  .S = S };
+    em_cpu_parallel_for(N * group, row_grain(L), f64 ? gn_bwd_f64 : gn_bwd_f32, &g);
+    /* per channel, over the batch in order: dw = sum sd rstd, db = sum sa (in double) */
+    int64_t Cg = C / group;
+    for (int64_t ch = 0; ch < C; ch++) {
+        double sw = 0, sb = 0;
+        for (int64_t n = 0; n < N; n++) {
+            int64_t row = n * group + ch / Cg;
+            double rs = f64 ? ((const double *)g.rstd)[row] : (double)((const float *)g.rstd)[row];
+            sb += g.part[2 * (n * C + ch)];
+            sw += g.part[2 * (n * C + ch) + 1] * rs;
+        }
+        sums[ch] = sw;
+        sums[C + ch] = sb;
     }
-    if (want_dw || bias_mask) {
-        gn_ctx g = { .x = em_tensor_data(tmp[0]), .go = em_tensor_data(tmp[1]), .mean = em_tensor_data(tmp[2]),
-                     .rstd = em_tensor_data(tmp[3]), .dw = want_dw ? sums : NULL, .db = bias_mask ? sums + C : NULL,
-                     .N = N, .C = C, .G = group, .S = S };
-        em_cpu_parallel_for(C, chan_grain(N * S), f64 ? gn_dwb_f64 : gn_dwb_f32, &g);
-    }
-    em_tensor *dx = input_mask ? to_result(tmp[6], dt, op) : empty_result(dt);
-    tmp[6] = NULL;
-    release_all(tmp, 7);
+    em_tensor *dx = input_mask ? to_result(tmp[5], dt, op) : empty_result(dt);
+    tmp[5] = NULL;
+    release_all(tmp, 6);
     em_tensor *dw = want_dw ? from_doubles(sums, C, dt) : empty_result(dt);
     em_tensor *db = bias_mask ? from_doubles(sums + C, C, dt) : empty_result(dt);
     free(sums);
