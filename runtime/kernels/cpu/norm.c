@@ -145,6 +145,22 @@ typedef struct {
     double eps;
 } ln_ctx;
 
+/* layer_norm's grad_input row with the row's weight sums (Note [Layer norm
+ * weight sums]); distinct buffers (restrict), so the loop vectorises. */
+#define LN_ROW_FUSED(SFX, T)                                                                   \
+    static inline void ln_row_fused_##SFX(T *restrict dx, T *restrict pw, T *restrict pb,      \
+                                          const T *restrict go, const T *restrict x,           \
+                                          const T *restrict w, int64_t N, T rstd, T bb, T cc,  \
+                                          T mean) {                                            \
+        for (int64_t j = 0; j < N; j++) {                                                      \
+            dx[j] = rstd * go[j] * w[j] + bb * x[j] + cc;                                      \
+            pw[j] += go[j] * (x[j] - mean) * rstd;                                             \
+            pb[j] += go[j];                                                                    \
+        }                                                                                      \
+    }
+LN_ROW_FUSED(f32, float)
+LN_ROW_FUSED(f64, double)
+
 #define LN_KERNELS(SFX, T, SQRT)                                                               \
     EM_CPU_CLONES static void ln_fwd_##SFX(int64_t begin, int64_t end, void *vc) {            \
         const ln_ctx *c = vc;                                                                  \
@@ -210,11 +226,7 @@ typedef struct {
             T *pw = c->pw ? (T *)c->pw + (r / c->rb) * N : NULL;                               \
             T *pb = c->pb ? (T *)c->pb + (r / c->rb) * N : NULL;                               \
             if (w && pw && pb) {                                                               \
-                for (j = 0; j < N; j++) {                                                      \
-                    dx[j] = rstd * go[j] * w[j] + bb * x[j] + cc;                              \
-                    pw[j] += go[j] * (x[j] - mean) * rstd;                                     \
-                    pb[j] += go[j];                                                            \
-                }                                                                              \
+                ln_row_fused_##SFX(dx, pw, pb, go, x, w, N, rstd, bb, cc, mean);               \
                 continue;                                                                      \
             }                                                                                  \
             if (w)                                                                             \
