@@ -11,6 +11,8 @@
  * (NULL) short-circuits the rest of the chain: once a step fails, no other
  * op runs, so its message stays in the error slot.
  */
+#include <string.h>
+
 #include "autograd/em_formulas.h"
 #include "em_ops.h"
 
@@ -66,20 +68,101 @@ static bool absent(em_tensor *g) {
     return any && !*(const bool *)em_tensor_data(any);
 }
 
+/* ---- the first-order gradients: one backward kernel for all three ----
+ * Note [Norm gradient memo]: a node's formulas for input, weight and bias
+ * run one after the other (in that order) with the same arguments, and one
+ * run of a fused backward kernel gives all three results for about the cost
+ * of one (each run reads all of input and grad_out). So the first formula
+ * that runs asks the kernel also for each later result whose tensor
+ * requires grad, hands out its own, and keeps the others in a per-thread
+ * memo (one per norm kind) keyed by the formula's tensor arguments; the
+ * later formulas take theirs from it. The memo holds references to its key
+ * tensors, so no key address can be reused by another tensor while it is
+ * cached (an old entry can never match new arguments); a formula that
+ * misses drops the old entry and runs the kernel itself. An entry whose
+ * formula never comes (the tensor got requires_grad after the forward)
+ * stays until the next norm gradient of its kind on that thread. */
+
+enum { NM_LAYER, NM_BATCH, NM_GROUP, NM_KINDS };
+#define NM_KEYS 8
+
+typedef struct {
+    em_tensor *key[NM_KEYS]; /* held references (NULL entries allowed) */
+    em_tensor *res[3];       /* results not handed out yet */
+    double d;                /* the non-tensor arguments that matter: eps */
+    int64_t i;               /* group, or training */
+} nm_memo;
+static _Thread_local nm_memo nm_memos[NM_KINDS];
+
+static void nm_clear(nm_memo *m) {
+    for (int k = 0; k < NM_KEYS; k++) em_tensor_release(m->key[k]);
+    for (int k = 0; k < 3; k++) em_tensor_release(m->res[k]);
+    memset(m, 0, sizeof *m);
+}
+
+/* Runs a backward op with the flags mask; NULL (error set) or grad_input
+ * with *gw, *gb (new references each). */
+typedef em_tensor *(*nm_run_fn)(const void *args, const bool *mask, em_tensor **gw, em_tensor **gb);
+
+/* Result `which` of the kind's backward for these arguments (key, d, i),
+ * from the memo or from one run of the op (Note [Norm gradient memo]);
+ * wants[k]: whether result k > which will be asked for. */
+static em_tensor *nm_grad(int kind, em_tensor *const *key, double d, int64_t i, int64_t which, const bool *wants,
+                          nm_run_fn run, const void *args) {
+    nm_memo *m = &nm_memos[kind];
+    if (m->res[which] && m->d == d && m->i == i && memcmp(m->key, key, sizeof m->key) == 0) {
+        em_tensor *r = m->res[which];
+        m->res[which] = NULL;
+        if (!m->res[0] && !m->res[1] && !m->res[2]) nm_clear(m);
+        return r;
+    }
+    nm_clear(m);
+    bool mask[3];
+    for (int k = 0; k < 3; k++) mask[k] = k == which || (k > which && wants[k]);
+    em_tensor *res[3] = { NULL, NULL, NULL };
+    res[0] = run(args, mask, &res[1], &res[2]);
+    if (!res[0]) return NULL;
+    em_tensor *r = res[which];
+    bool kept = false;
+    for (int k = 0; k < 3; k++) {
+        if (k == which) continue;
+        if (k > which && mask[k]) {
+            m->res[k] = res[k];
+            kept = true;
+        } else {
+            em_tensor_release(res[k]);
+        }
+    }
+    if (kept) {
+        for (int k = 0; k < NM_KEYS; k++) m->key[k] = em_tensor_retain(key[k]);
+        m->d = d;
+        m->i = i;
+    }
+    return r;
+}
+
+static bool wants_grad(const em_tensor *t) { return t && em_requires_grad(t); }
+
 /* ---- layer_norm ---- */
+
+typedef struct {
+    em_tensor *grad, *input, *mean, *rstd, *weight, *bias;
+    em_intlist ns;
+} ln_args;
+
+static em_tensor *ln_run(const void *args, const bool *mask, em_tensor **gw, em_tensor **gb) {
+    const ln_args *a = args;
+    return em_native_layer_norm_backward(a->grad, a->input, a->ns, a->mean, a->rstd, a->weight, a->bias, mask[0],
+                                         mask[1], mask[2], gw, gb);
+}
 
 em_tensor *em_ag_fn_layer_norm_grad(em_tensor *grad, em_tensor *input, em_intlist normalized_shape, em_tensor *mean,
                                     em_tensor *rstd, em_tensor *weight, em_tensor *bias, int64_t which) {
-    em_tensor *gw = NULL, *gb = NULL;
-    em_tensor *gi = em_native_layer_norm_backward(grad, input, normalized_shape, mean, rstd, weight, bias, which == 0,
-                                                  which == 1, which == 2, &gw, &gb);
-    if (!gi) return NULL;
-    em_tensor *keep = which == 0 ? gi : which == 1 ? gw : gb;
-    em_tensor_retain(keep);
-    em_tensor_release(gi);
-    em_tensor_release(gw);
-    em_tensor_release(gb);
-    return keep;
+    ln_args a = { grad, input, mean, rstd, weight, bias, normalized_shape };
+    em_tensor *key[NM_KEYS] = { grad, input, mean, rstd, weight, bias };
+    bool wants[3] = { true, wants_grad(weight), wants_grad(bias) };
+    /* normalized_shape is a function of input's shape and mean's (the node's own) */
+    return nm_grad(NM_LAYER, key, 0, 0, which, wants, ln_run, &a);
 }
 
 /* The normalised dims of input (the trailing ns.n), 0-based. */
@@ -174,20 +257,25 @@ static em_intlist non_channel_dims(int ndim, int64_t *buf) {
     return (em_intlist){ buf, n };
 }
 
-em_tensor *em_ag_fn_batch_norm_grad(em_tensor *grad, em_tensor *input, em_tensor *weight, em_tensor *running_mean,
-                                    em_tensor *running_var, em_tensor *save_mean, em_tensor *save_invstd,
-                                    bool training, double eps, int64_t which) {
-    em_tensor *gw = NULL, *gb = NULL;
-    em_tensor *gi = em_native_batch_norm_backward(grad, input, weight, running_mean, running_var, save_mean,
-                                                  save_invstd, training, eps, which == 0, which == 1, which == 2, &gw,
-                                                  &gb);
-    if (!gi) return NULL;
-    em_tensor *keep = which == 0 ? gi : which == 1 ? gw : gb;
-    em_tensor_retain(keep);
-    em_tensor_release(gi);
-    em_tensor_release(gw);
-    em_tensor_release(gb);
-    return keep;
+typedef struct {
+    em_tensor *grad, *input, *weight, *rm, *rv, *sm, *si;
+    bool training;
+    double eps;
+} bn_args;
+
+static em_tensor *bn_run(const void *args, const bool *mask, em_tensor **gw, em_tensor **gb) {
+    const bn_args *a = args;
+    return em_native_batch_norm_backward(a->grad, a->input, a->weight, a->rm, a->rv, a->sm, a->si, a->training,
+                                         a->eps, mask[0], mask[1], mask[2], gw, gb);
+}
+
+em_tensor *em_ag_fn_batch_norm_grad(em_tensor *grad, em_tensor *input, em_tensor *weight, em_tensor *bias,
+                                    em_tensor *running_mean, em_tensor *running_var, em_tensor *save_mean,
+                                    em_tensor *save_invstd, bool training, double eps, int64_t which) {
+    bn_args a = { grad, input, weight, running_mean, running_var, save_mean, save_invstd, training, eps };
+    em_tensor *key[NM_KEYS] = { grad, input, weight, running_mean, running_var, save_mean, save_invstd };
+    bool wants[3] = { true, wants_grad(weight), wants_grad(bias) };
+    return nm_grad(NM_BATCH, key, eps, training, which, wants, bn_run, &a);
 }
 
 /* Training: norm_double_backward over every dim but the channels'. Eval
@@ -233,18 +321,23 @@ em_tensor *em_ag_fn_batch_norm_double_backward(em_tensor *ggI, em_tensor *ggW, e
 
 /* ---- group_norm ---- */
 
+typedef struct {
+    em_tensor *grad, *input, *mean, *rstd, *weight;
+    int64_t group;
+} gn_args;
+
+static em_tensor *gn_run(const void *args, const bool *mask, em_tensor **gw, em_tensor **gb) {
+    const gn_args *a = args;
+    return em_native_group_norm_backward(a->grad, a->input, a->mean, a->rstd, a->weight, a->group, mask[0], mask[1],
+                                         mask[2], gw, gb);
+}
+
 em_tensor *em_ag_fn_group_norm_grad(em_tensor *grad, em_tensor *input, em_tensor *mean, em_tensor *rstd,
-                                    em_tensor *weight, int64_t group, int64_t which) {
-    em_tensor *gw = NULL, *gb = NULL;
-    em_tensor *gi = em_native_group_norm_backward(grad, input, mean, rstd, weight, group, which == 0, which == 1,
-                                                  which == 2, &gw, &gb);
-    if (!gi) return NULL;
-    em_tensor *keep = which == 0 ? gi : which == 1 ? gw : gb;
-    em_tensor_retain(keep);
-    em_tensor_release(gi);
-    em_tensor_release(gw);
-    em_tensor_release(gb);
-    return keep;
+                                    em_tensor *weight, em_tensor *bias, int64_t group, int64_t which) {
+    gn_args a = { grad, input, mean, rstd, weight, group };
+    em_tensor *key[NM_KEYS] = { grad, input, mean, rstd, weight };
+    bool wants[3] = { true, wants_grad(weight), wants_grad(bias) };
+    return nm_grad(NM_GROUP, key, 0, group, which, wants, gn_run, &a);
 }
 
 /* norm_double_backward on the view (N, G, C/G, S) of input and grad_out:

@@ -53,6 +53,9 @@ EM_HIDDEN void em_lua_newindex_advanced(lua_State *L, em_tensor *t, int kidx, in
 EM_HIDDEN void em_lua_open_tensor(lua_State *L, int methods_idx);
 /* Hand-written tensor methods (item, tolist, size, float, ...). */
 EM_HIDDEN void em_lua_register_methods(lua_State *L, int methods_idx);
+/* Runs a collection step owed by earlier pushes (Note [GC pressure]);
+ * called at the start of every generated binding. */
+EM_HIDDEN void em_lua_gc_entry(lua_State *L);
 /* __tostring: pushes the PyTorch-style text of t. */
 EM_HIDDEN void em_lua_push_tensor_string(lua_State *L, const em_tensor *t);
 /* Generated (build/gen/em_formula_docs.c): {node, input, formula} rows. */

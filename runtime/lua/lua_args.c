@@ -485,6 +485,7 @@ int em_lua_options_index(lua_State *L) {
 }
 
 int em_lua_options_index_req(lua_State *L, int nreq) {
+    em_lua_gc_entry(L); /* every generated binding starts here (Note [GC pressure]) */
     int opt = em_lua_options_index(L);
     if (opt && opt <= nreq) {
         lua_pushnil(L);

@@ -33,6 +33,89 @@ function T.layer_norm_values_and_gradients()
   check_tensor(b.grad, { 12.0, 15.0, 18.0, 21.0 }, 1e-12)
 end
 
+-- Note [Norm gradient memo] (formulas_norm.c): one backward kernel run gives
+-- a node's three gradients; the results must not depend on which of x, w, b
+-- require grad, on requires_grad set after the forward, or on other nodes.
+function T.norm_gradients_any_subset_and_interleaved()
+  local XW = { 10.2890815371244, -11.886917974651144, 6.4888183648059785, -5.97900705812822 }
+  local XB = { 12.0, 15.0, 18.0, 21.0 }
+  local XX1 = { -0.9529741247097415, 1.6001262928008095, -3.0758272764458447, 2.428675108354777 }
+  local g = ember.arange(0, 12, { dtype = "float64" }):reshape(1, 3, 4)
+  local function run(xg, wg, bg, late)
+    local x, w, b = X134(), f64(W4), f64(B4)
+    if xg then x:requires_grad_() end
+    if wg and not late then w:requires_grad_() end
+    if bg then b:requires_grad_() end
+    local y = F.layer_norm(x, { 4 }, w, b)
+    if late then w:requires_grad_() end -- after the forward: the node has no edge to w
+    if not (xg or bg or (wg and not late)) then return x, w, b end
+    (y * g):sum():backward()
+    return x, w, b
+  end
+  for _, c in ipairs({ { false, true, true }, { false, true, false }, { false, false, true }, { true, false, true },
+    { true, true, false }, { true, true, true } }) do
+    local x, w, b = run(c[1], c[2], c[3])
+    local what = string.format("x %s w %s b %s", tostring(c[1]), tostring(c[2]), tostring(c[3]))
+    if c[1] then check_tensor(x.grad[1][1], XX1, 1e-10, what) else check_eq(x.grad, nil, what) end
+    if c[2] then check_tensor(w.grad, XW, 1e-10, what) else check_eq(w.grad, nil, what) end
+    if c[3] then check_tensor(b.grad, XB, 1e-12, what) else check_eq(b.grad, nil, what) end
+  end
+  -- w gets requires_grad after the forward: no gradient for it, x's is right,
+  -- and the next backward (which could meet a kept w result) is right too
+  local x, w = run(true, true, false, true)
+  check_tensor(x.grad[1][1], XX1, 1e-10)
+  check_eq(w.grad, nil)
+  local _, w2, b2 = run(false, true, true)
+  check_tensor(w2.grad, XW, 1e-10)
+  check_tensor(b2.grad, XB, 1e-12)
+  -- two nodes of each kind in one backward
+  local x1, x2 = X134():requires_grad_(), X134():requires_grad_()
+  local w1, w2b = f64(W4):requires_grad_(), (-f64(W4)):requires_grad_() -- node 2's dx is -node 1's
+  local b1 = f64(B4):requires_grad_()
+  local y = F.layer_norm(x1, { 4 }, w1, b1) + F.layer_norm(x2, { 4 }, w2b, nil)
+  ;(y * g):sum():backward()
+  check_tensor(x1.grad[1][1], XX1, 1e-10)
+  local nx = {}
+  for i, v in ipairs(XX1) do nx[i] = -v end
+  check_tensor(x2.grad[1][1], nx, 1e-10)
+  check_tensor(w1.grad, XW, 1e-10)
+  check_tensor(w2b.grad, XW, 1e-10)
+  check_tensor(b1.grad, XB, 1e-12)
+  -- batch_norm and group_norm: weight without bias, and bias without weight
+  local xb = ember.randn(4, 3, 5, { dtype = "float64" })
+  local gb = ember.randn(4, 3, 5, { dtype = "float64" })
+  local function bn(wq, bq)
+    local xx, ww, bb = xb:clone():requires_grad_(), ember.ones(3, { dtype = "float64" }) * 1.5,
+      ember.ones(3, { dtype = "float64" }) * 0.5
+    if wq then ww:requires_grad_() end
+    if bq then bb:requires_grad_() end
+    ;(F.batch_norm(xx, nil, nil, ww, bb, true) * gb):sum():backward()
+    return xx.grad, ww.grad, bb.grad
+  end
+  local rx, rw, rb = bn(true, true)
+  for _, c in ipairs({ { true, false }, { false, true }, { false, false } }) do
+    local gx, gw, gbb = bn(c[1], c[2])
+    check_near(maxdiff(gx, rx), 0, 1e-12)
+    if c[1] then check_near(maxdiff(gw, rw), 0, 1e-12) else check_eq(gw, nil) end
+    if c[2] then check_near(maxdiff(gbb, rb), 0, 1e-12) else check_eq(gbb, nil) end
+  end
+  local function gn(wq, bq)
+    local xx, ww, bb = xb:clone():requires_grad_(), ember.ones(3, { dtype = "float64" }) * 1.5,
+      ember.ones(3, { dtype = "float64" }) * 0.5
+    if wq then ww:requires_grad_() end
+    if bq then bb:requires_grad_() end
+    ;(F.group_norm(xx, 3, ww, bb) * gb):sum():backward()
+    return xx.grad, ww.grad, bb.grad
+  end
+  rx, rw, rb = gn(true, true)
+  for _, c in ipairs({ { true, false }, { false, true }, { false, false } }) do
+    local gx, gw, gbb = gn(c[1], c[2])
+    check_near(maxdiff(gx, rx), 0, 1e-12)
+    if c[1] then check_near(maxdiff(gw, rw), 0, 1e-12) else check_eq(gw, nil) end
+    if c[2] then check_near(maxdiff(gbb, rb), 0, 1e-12) else check_eq(gbb, nil) end
+  end
+end
+
 function T.layer_norm_statistics_dtypes_and_options()
   local o, m, r = ember.native_layer_norm(X134(), { 3, 4 }, nil, nil, 1e-5)
   check_shape(m, { 1, 1, 1 })

@@ -84,24 +84,38 @@ static em_tensor *three_results(em_tensor *dx, em_tensor *dw, em_tensor *db, em_
 /* Rows per parallel chunk for rows of n elements: about EM_CPU_GRAIN. */
 static int64_t row_grain(int64_t n) { return n >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / (n > 0 ? n : 1); }
 
-/* Sums over a row with 8 lanes (vectorisable); SFX f32 / f64. */
+/* Note [Norm lanes]: every row sum runs in 8 lanes (lane k adds the
+ * elements j = k mod 8, in order), the lanes are added as
+ * ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), then the tail in
+ * order -- one fixed order, whatever the ISA clone. The lanes are GCC
+ * vector types (NV_float, NV_double: 8 elements, unaligned loads), so each
+ * clone adds whole vectors: the same sums written as arrays of 8 lanes
+ * vectorised into shuffles and scalar adds (batch_norm's backward ran at a
+ * third of the memory speed). */
+typedef float NV_float __attribute__((vector_size(32), aligned(4), may_alias));
+typedef double NV_double __attribute__((vector_size(64), aligned(8), may_alias));
+#define NV_LOAD(T, p) (*(const NV_##T *)(p))
+#define NV_LANES(v) ((((v)[0] + (v)[1]) + ((v)[2] + (v)[3])) + (((v)[4] + (v)[5]) + ((v)[6] + (v)[7])))
+
+/* Sums over a row in 8 lanes (Note [Norm lanes]); SFX f32 / f64. */
 #define NORM_SUMS(SFX, T)                                                          \
     static inline T sum_##SFX(const T *x, int64_t n) {                             \
-        T a[8] = { 0 };                                                            \
+        NV_##T a = { 0 };                                                          \
         int64_t i = 0;                                                             \
-        for (; i + 8 <= n; i += 8)                                                 \
-            for (int k = 0; k < 8; k++) a[k] += x[i + k];                          \
-        T s = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));  \
+        for (; i + 8 <= n; i += 8) a += NV_LOAD(T, x + i);                         \
+        T s = NV_LANES(a);                                                         \
         for (; i < n; i++) s += x[i];                                              \
         return s;                                                                  \
     }                                                                              \
     /* sum of (x - m)^2 */                                                         \
     static inline T sqdev_##SFX(const T *x, int64_t n, T m) {                      \
-        T a[8] = { 0 };                                                            \
+        NV_##T a = { 0 };                                                          \
         int64_t i = 0;                                                             \
-        for (; i + 8 <= n; i += 8)                                                 \
-            for (int k = 0; k < 8; k++) a[k] += (x[i + k] - m) * (x[i + k] - m);   \
-        T s = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));  \
+        for (; i + 8 <= n; i += 8) {                                               \
+            NV_##T d = NV_LOAD(T, x + i) - m;                                      \
+            a += d * d;                                                            \
+        }                                                                          \
+        T s = NV_LANES(a);                                                         \
         for (; i < n; i++) s += (x[i] - m) * (x[i] - m);                           \
         return s;                                                                  \
     }
@@ -109,6 +123,11 @@ NORM_SUMS(f32, float)
 NORM_SUMS(f64, double)
 
 /* ---- layer_norm ---- */
+
+/* Rows per block of layer_norm's weight sums (Note [Layer norm weight
+ * sums]): fixed, so the sums do not depend on the thread count; the
+ * partials take 1/16 of the input's size (two sums per block). */
+#define LN_BLOCK_ROWS 32
 
 /* The shape of mean/rstd: input's leading dims, then ns.n ones. */
 static void stat_shape(const em_tensor *input, int nn, int64_t *sizes) {
@@ -121,9 +140,26 @@ static void stat_shape(const em_tensor *input, int nn, int64_t *sizes) {
 typedef struct {
     const void *x, *w, *b, *go, *mean, *rstd;
     void *y, *m, *r, *dx, *dw, *db;
-    int64_t M, N, wrows;
+    void *pw, *pb;  /* layer_norm backward: per row block partial sums (Note [Layer norm weight sums]) */
+    int64_t M, N, wrows, rb;
     double eps;
 } ln_ctx;
+
+/* layer_norm's grad_input row with the row's weight sums (Note [Layer norm
+ * weight sums]); distinct buffers (restrict), so the loop vectorises. */
+#define LN_ROW_FUSED(SFX, T)                                                                   \
+    static inline void ln_row_fused_##SFX(T *restrict dx, T *restrict pw, T *restrict pb,      \
+                                          const T *restrict go, const T *restrict x,           \
+                                          const T *restrict w, int64_t N, T rstd, T bb, T cc,  \
+                                          T mean) {                                            \
+        for (int64_t j = 0; j < N; j++) {                                                      \
+            dx[j] = rstd * go[j] * w[j] + bb * x[j] + cc;                                      \
+            pw[j] += go[j] * (x[j] - mean) * rstd;                                             \
+            pb[j] += go[j];                                                                    \
+        }                                                                                      \
+    }
+LN_ROW_FUSED(f32, float)
+LN_ROW_FUSED(f64, double)
 
 #define LN_KERNELS(SFX, T, SQRT)                                                               \
     EM_CPU_CLONES static void ln_fwd_##SFX(int64_t begin, int64_t end, void *vc) {            \
@@ -162,16 +198,22 @@ typedef struct {
             const T *x = (const T *)c->x + r * N, *go = (const T *)c->go + r * N;              \
             T *dx = (T *)c->dx + r * N;                                                        \
             T mean = ((const T *)c->mean)[r], rstd = ((const T *)c->rstd)[r];                  \
-            T a[8] = { 0 }, s[8] = { 0 };                                                      \
+            NV_##T a = { 0 }, s = { 0 };                                                       \
             int64_t j = 0;                                                                     \
-            for (; j + 8 <= N; j += 8)                                                         \
-                for (int k = 0; k < 8; k++) {                                                  \
-                    T g = w ? go[j + k] * w[j + k] : go[j + k];                                \
-                    a[k] += g;                                                                 \
-                    s[k] += g * x[j + k];                                                      \
+            if (w)                                                                             \
+                for (; j + 8 <= N; j += 8) {                                                   \
+                    NV_##T g = NV_LOAD(T, go + j) * NV_LOAD(T, w + j);                         \
+                    a += g;                                                                    \
+                    s += g * NV_LOAD(T, x + j);                                                \
                 }                                                                              \
-            T db = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));         \
-            T ds = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));         \
+            else                                                                               \
+                for (; j + 8 <= N; j += 8) {                                                   \
+                    NV_##T g = NV_LOAD(T, go + j);                                             \
+                    a += g;                                                                    \
+                    s += g * NV_LOAD(T, x + j);                                                \
+                }                                                                              \
+            T db = NV_LANES(a);                                                                \
+            T ds = NV_LANES(s);                                                                \
             for (; j < N; j++) {                                                               \
                 T g = w ? go[j] * w[j] : go[j];                                                \
                 db += g;                                                                       \
@@ -180,28 +222,63 @@ typedef struct {
             T scale = (T)1 / (T)N;                                                             \
             T bb = (db * mean - ds) * rstd * rstd * rstd * scale;                              \
             T cc = -bb * mean - db * rstd * scale;                                             \
+            /* layer_norm with weight and bias: the row's weight sums too, while it is in cache */ \
+            T *pw = c->pw ? (T *)c->pw + (r / c->rb) * N : NULL;                               \
+            T *pb = c->pb ? (T *)c->pb + (r / c->rb) * N : NULL;                               \
+            if (w && pw && pb) {                                                               \
+                ln_row_fused_##SFX(dx, pw, pb, go, x, w, N, rstd, bb, cc, mean);               \
+                continue;                                                                      \
+            }                                                                                  \
             if (w)                                                                             \
                 for (j = 0; j < N; j++) dx[j] = rstd * go[j] * w[j] + bb * x[j] + cc;          \
             else                                                                               \
                 for (j = 0; j < N; j++) dx[j] = rstd * go[j] + bb * x[j] + cc;                 \
+            if (pw)                                                                            \
+                for (j = 0; j < N; j++) pw[j] += go[j] * (x[j] - mean) * rstd;                 \
+            if (pb)                                                                            \
+                for (j = 0; j < N; j++) pb[j] += go[j];                                        \
         }                                                                                      \
     }                                                                                          \
-    /* grad_weight / grad_bias over a block of columns [64 begin, 64 end): sums over rows */  \
-    EM_CPU_CLONES static void ln_bwd_dwb_##SFX(int64_t begin, int64_t end, void *vc) {        \
+    /* Note [Layer norm weight sums]: grad_weight[j] = sum over rows of                       \
+     * go (x - mean) rstd and grad_bias[j] = sum of go, in two stages fixed by the             \
+     * shape alone (the same sums at any thread count): the rows in blocks of rb               \
+     * (LN_BLOCK_ROWS), each block's partial sums in order, in grad_input's loop over the     \
+     * row (ln_bwd_dx) or on their own (ln_bwd_blk), then the blocks' partials in order                   \
+     * (ln_bwd_red). One pass over x and go instead of two. */                                  \
+    EM_CPU_CLONES static void ln_bwd_blk_##SFX(int64_t begin, int64_t end, void *vc) {        \
         const ln_ctx *c = vc;                                                                  \
-        const int64_t N = c->N, j0 = begin * 64, j1 = end * 64 < N ? end * 64 : N;            \
-        T *dw = c->dw, *db = c->db;                                                            \
-        for (int64_t j = j0; j < j1; j++) {                                                    \
-            if (dw) dw[j] = 0;                                                                 \
-            if (db) db[j] = 0;                                                                 \
+        const int64_t N = c->N;                                                                \
+        for (int64_t bk = begin; bk < end; bk++) {                                             \
+            int64_t r0 = bk * c->rb, r1 = r0 + c->rb < c->M ? r0 + c->rb : c->M;               \
+            T *pw = c->pw ? (T *)c->pw + bk * N : NULL, *pb = c->pb ? (T *)c->pb + bk * N : NULL; \
+            if (pw) memset(pw, 0, sizeof(T) * (size_t)N);                                      \
+            if (pb) memset(pb, 0, sizeof(T) * (size_t)N);                                      \
+            if (c->dx) { /* grad_input adds each row's terms to the partials */                \
+                ln_bwd_dx_##SFX(r0, r1, vc);                                                   \
+                continue;                                                                      \
+            }                                                                                  \
+            for (int64_t r = r0; r < r1; r++) {                                                \
+                const T *x = (const T *)c->x + r * N, *go = (const T *)c->go + r * N;          \
+                T mean = ((const T *)c->mean)[r], rstd = ((const T *)c->rstd)[r];              \
+                if (pw)                                                                        \
+                    for (int64_t j = 0; j < N; j++) pw[j] += go[j] * (x[j] - mean) * rstd;     \
+                if (pb)                                                                        \
+                    for (int64_t j = 0; j < N; j++) pb[j] += go[j];                            \
+            }                                                                                  \
         }                                                                                      \
-        for (int64_t r = 0; r < c->M; r++) {                                                   \
-            const T *x = (const T *)c->x + r * N, *go = (const T *)c->go + r * N;              \
-            T mean = ((const T *)c->mean)[r], rstd = ((const T *)c->rstd)[r];                  \
-            if (dw)                                                                            \
-                for (int64_t j = j0; j < j1; j++) dw[j] += go[j] * (x[j] - mean) * rstd;       \
-            if (db)                                                                            \
-                for (int64_t j = j0; j < j1; j++) db[j] += go[j];                              \
+    }                                                                                          \
+    /* the blocks' partials summed in order, columns [64 begin, 64 end) */                    \
+    EM_CPU_CLONES static void ln_bwd_red_##SFX(int64_t begin, int64_t end, void *vc) {        \
+        const ln_ctx *c = vc;                                                                  \
+        const int64_t N = c->N, nb = (c->M + c->rb - 1) / c->rb;                               \
+        const int64_t j0 = begin * 64, j1 = end * 64 < N ? end * 64 : N;                       \
+        T *out[2] = { c->dw, c->db };                                                          \
+        const T *part[2] = { c->pw, c->pb };                                                   \
+        for (int k = 0; k < 2; k++) {                                                          \
+            if (!out[k]) continue;                                                             \
+            for (int64_t j = j0; j < j1; j++) out[k][j] = 0;                                   \
+            for (int64_t bk = 0; bk < nb; bk++)                                                \
+                for (int64_t j = j0; j < j1; j++) out[k][j] += part[k][bk * N + j];            \
         }                                                                                      \
     }
 LN_KERNELS(f32, float, sqrtf)
@@ -299,11 +376,30 @@ em_tensor *em_cpu_native_layer_norm_backward(em_keyset ks, em_tensor *grad_out, 
                  .dx = em_tensor_data(tmp[5]), .dw = want_dw ? em_tensor_data(tmp[6]) : NULL,
                  .db = want_db ? em_tensor_data(tmp[7]) : NULL, .M = M, .N = N, .wrows = 1 };
     bool f64 = ct == EM_FLOAT64;
-    if (input_mask) em_cpu_parallel_for(M, row_grain(N), f64 ? ln_bwd_dx_f64 : ln_bwd_dx_f32, &c);
-    if (want_dw || want_db) {
-        int64_t blocks = (N + 63) / 64, per = 64 * (M > 0 ? M : 1);
-        em_cpu_parallel_for(blocks, per >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / per, f64 ? ln_bwd_dwb_f64 : ln_bwd_dwb_f32,
+    if (!want_dw && !want_db) {
+        if (input_mask) em_cpu_parallel_for(M, row_grain(N), f64 ? ln_bwd_dx_f64 : ln_bwd_dx_f32, &c);
+    } else if (M > 0 && N > 0) {
+        c.rb = LN_BLOCK_ROWS;
+        int64_t nb = (M + c.rb - 1) / c.rb;
+        size_t es = f64 ? sizeof(double) : sizeof(float);
+        char *part = malloc((size_t)(2 * nb * N) * es);
+        if (!part) {
+            em_set_error(EM_ENOMEM, "%s: out of memory", op);
+            release_all(tmp, 9);
+            return NULL;
+        }
+        c.pw = want_dw ? part : NULL;
+        c.pb = want_db ? part + (size_t)(nb * N) * es : NULL;
+        if (!input_mask) c.dx = NULL;
+        em_cpu_parallel_for(nb, 1, f64 ? ln_bwd_blk_f64 : ln_bwd_blk_f32, &c);
+        int64_t cols = (N + 63) / 64, per = 64 * nb;
+        em_cpu_parallel_for(cols, per >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / per, f64 ? ln_bwd_red_f64 : ln_bwd_red_f32,
                             &c);
+        free(part);
+    } else {
+        /* no rows: grad_weight and grad_bias are zeros */
+        if (want_dw) memset(em_tensor_data(tmp[6]), 0, (size_t)N * em_dtype_size(ct));
+        if (want_db) memset(em_tensor_data(tmp[7]), 0, (size_t)N * em_dtype_size(ct));
     }
     em_tensor *dx = to_result(tmp[5], dt, op), *dw = to_result(tmp[6], dt, op), *db = to_result(tmp[7], dt, op);
     tmp[5] = tmp[6] = tmp[7] = NULL;
@@ -331,15 +427,15 @@ typedef struct {
  * summation order; shared by batch_norm's and group_norm's backward). */
 #define GO_SUMS(T, x, go, m, S, sa, sd)                                                         \
     do {                                                                                        \
-        T a_[8] = { 0 }, d_[8] = { 0 };                                                         \
+        NV_##T a_ = { 0 }, d_ = { 0 };                                                          \
         int64_t j_ = 0;                                                                         \
-        for (; j_ + 8 <= (S); j_ += 8)                                                          \
-            for (int k_ = 0; k_ < 8; k_++) {                                                    \
-                a_[k_] += (go)[j_ + k_];                                                        \
-                d_[k_] += (go)[j_ + k_] * ((x)[j_ + k_] - (m));                                 \
-            }                                                                                   \
-        (sa) = ((a_[0] + a_[1]) + (a_[2] + a_[3])) + ((a_[4] + a_[5]) + (a_[6] + a_[7]));       \
-        (sd) = ((d_[0] + d_[1]) + (d_[2] + d_[3])) + ((d_[4] + d_[5]) + (d_[6] + d_[7]));       \
+        for (; j_ + 8 <= (S); j_ += 8) {                                                        \
+            NV_##T g_ = NV_LOAD(T, (go) + j_);                                                  \
+            a_ += g_;                                                                           \
+            d_ += g_ * (NV_LOAD(T, (x) + j_) - (m));                                            \
+        }                                                                                       \
+        (sa) = NV_LANES(a_);                                                                    \
+        (sd) = NV_LANES(d_);                                                                    \
         for (; j_ < (S); j_++) {                                                                \
             (sa) += (go)[j_];                                                                   \
             (sd) += (go)[j_] * ((x)[j_] - (m));                                                 \
@@ -588,33 +684,53 @@ em_tensor *em_cpu_native_batch_norm_backward(em_keyset ks, em_tensor *grad_out, 
 /* ---- group_norm ----
  * input (N, C, S...) contiguous is N*G rows of L = (C/G)*S elements: the
  * layer_norm row kernels run over them with weight and bias expanded to
- * G rows of L (channel g*C/G + j/S for element j of group g). grad_weight
- * and grad_bias are per-channel sums, one channel per task. */
+ * G rows of L (channel g*C/G + j/S for element j of group g). The
+ * backward has a row kernel of its own (gn_bwd). */
 
+/* group_norm's backward, one task per row (n, g) of Cg = C/G channels:
+ * each channel's sums sa = sum go, sd = sum go (x - mean) (GO_SUMS, stored
+ * per (n, channel) in part, from which grad_weight and grad_bias follow),
+ * then the row's db = sum w sa and ds = sum w (sd + mean sa) -- torch's
+ * sums of g = go w and of g x -- and grad_input as in ln_bwd_dx: one pass
+ * over x and go for all three results. */
 typedef struct {
-    const void *x, *go, *mean, *rstd;
-    double *dw, *db;
+    const void *x, *go, *mean, *rstd, *w;
+    void *dx;
+    double *part; /* 2 per (n, channel): sa, sd */
     int64_t N, C, G, S;
-} gn_ctx;
+} gnb_ctx;
 
 #define GN_KERNELS(SFX, T)                                                                     \
-    EM_CPU_CLONES static void gn_dwb_##SFX(int64_t begin, int64_t end, void *vc) {            \
-        const gn_ctx *c = vc;                                                                  \
-        const int64_t Cg = c->C / c->G;                                                        \
-        for (int64_t ch = begin; ch < end; ch++) {                                             \
-            double sw = 0, sb = 0;                                                             \
-            for (int64_t n = 0; n < c->N; n++) {                                               \
-                int64_t row = n * c->G + ch / Cg;                                              \
-                T m = ((const T *)c->mean)[row], rs = ((const T *)c->rstd)[row];               \
-                const T *x = (const T *)c->x + (n * c->C + ch) * c->S;                         \
-                const T *go = (const T *)c->go + (n * c->C + ch) * c->S;                       \
+    EM_CPU_CLONES static void gn_bwd_##SFX(int64_t begin, int64_t end, void *vc) {            \
+        const gnb_ctx *c = vc;                                                                 \
+        const int64_t Cg = c->C / c->G, S = c->S;                                              \
+        const T *w = c->w;                                                                     \
+        for (int64_t r = begin; r < end; r++) {                                                \
+            int64_t n = r / c->G, ch0 = (r % c->G) * Cg;                                       \
+            T mean = ((const T *)c->mean)[r], rstd = ((const T *)c->rstd)[r];                  \
+            T db = 0, ds = 0;                                                                  \
+            for (int64_t ch = ch0; ch < ch0 + Cg; ch++) {                                      \
+                const T *x = (const T *)c->x + (n * c->C + ch) * S;                            \
+                const T *go = (const T *)c->go + (n * c->C + ch) * S;                          \
                 T sa, sd;                                                                      \
-                GO_SUMS(T, x, go, m, c->S, sa, sd);                                            \
-                sb += (double)sa;                                                              \
-                sw += (double)sd * (double)rs;                                                 \
+                GO_SUMS(T, x, go, mean, S, sa, sd);                                            \
+                c->part[2 * (n * c->C + ch)] = (double)sa;                                     \
+                c->part[2 * (n * c->C + ch) + 1] = (double)sd;                                 \
+                T wv = w ? w[ch] : (T)1;                                                       \
+                db += wv * sa;                                                                 \
+                ds += wv * (sd + mean * sa);                                                   \
             }                                                                                  \
-            if (c->dw) c->dw[ch] = sw;                                                         \
-            if (c->db) c->db[ch] = sb;                                                         \
+            if (!c->dx) continue;                                                              \
+            T scale = (T)1 / (T)(Cg * S);                                                      \
+            T bb = (db * mean - ds) * rstd * rstd * rstd * scale;                              \
+            T cc = -bb * mean - db * rstd * scale;                                             \
+            for (int64_t ch = ch0; ch < ch0 + Cg; ch++) {                                      \
+                const T *x = (const T *)c->x + (n * c->C + ch) * S;                            \
+                const T *go = (const T *)c->go + (n * c->C + ch) * S;                          \
+                T *dx = (T *)c->dx + (n * c->C + ch) * S;                                      \
+                T a = rstd * (w ? w[ch] : (T)1);                                               \
+                for (int64_t j = 0; j < S; j++) dx[j] = a * go[j] + bb * x[j] + cc;            \
+            }                                                                                  \
         }                                                                                      \
     }
 GN_KERNELS(f32, float)
@@ -707,38 +823,43 @@ em_tensor *em_cpu_native_group_norm_backward(em_keyset ks, em_tensor *grad_out, 
     em_dtype ct = compute_of(input->dtype), dt = input->dtype;
     bool want_dw = weight_mask && weight;
     bool failed = false;
-    em_tensor *tmp[7] = { 0 }; /* x, go, mean, rstd, w, wexp, dx */
+    em_tensor *tmp[6] = { 0 }; /* x, go, mean, rstd, w, dx */
     tmp[0] = as_compute(input, ct, op, &failed);
     tmp[1] = as_compute(grad_out, ct, op, &failed);
     tmp[2] = as_compute(mean, ct, op, &failed);
     tmp[3] = as_compute(rstd, ct, op, &failed);
     tmp[4] = as_compute(weight, ct, op, &failed);
-    if (!failed && input_mask) tmp[5] = gn_expand(tmp[4], C, S, ct, &failed);
-    tmp[6] = input_mask ? new_compute(input->ndim, input->sizes, ct) : NULL;
-    double *sums = calloc((size_t)(2 * C + 1), sizeof(double));
-    if (failed || (input_mask && !tmp[6]) || !sums) {
+    tmp[5] = input_mask ? new_compute(input->ndim, input->sizes, ct) : NULL;
+    double *sums = calloc((size_t)(2 * C + 2 * N * C + 1), sizeof(double)); /* dw, db, then part */
+    if (failed || (input_mask && !tmp[5]) || !sums) {
         if (!sums) em_set_error(EM_ENOMEM, "%s: out of memory", op);
-        release_all(tmp, 7);
+        release_all(tmp, 6);
         free(sums);
         return NULL;
     }
     bool f64 = ct == EM_FLOAT64;
     int64_t L = C / group * S;
-    if (input_mask) {
-        ln_ctx c = { .x = em_tensor_data(tmp[0]), .go = em_tensor_data(tmp[1]), .mean = em_tensor_data(tmp[2]),
-                     .rstd = em_tensor_data(tmp[3]), .w = tmp[5] ? em_tensor_data(tmp[5]) : NULL,
-                     .dx = em_tensor_data(tmp[6]), .M = N * group, .N = L, .wrows = group };
-        em_cpu_parallel_for(N * group, row_grain(L), f64 ? ln_bwd_dx_f64 : ln_bwd_dx_f32, &c);
+    gnb_ctx g = { .x = em_tensor_data(tmp[0]), .go = em_tensor_data(tmp[1]), .mean = em_tensor_data(tmp[2]),
+                  .rstd = em_tensor_data(tmp[3]), .w = tmp[4] ? em_tensor_data(tmp[4]) : NULL,
+                  .dx = tmp[5] ? em_tensor_data(tmp[5]) : NULL, .part = sums + 2 * C, .N = N, .C = C, .G = group,
+                  .S = S };
+    em_cpu_parallel_for(N * group, row_grain(L), f64 ? gn_bwd_f64 : gn_bwd_f32, &g);
+    /* per channel, over the batch in order: dw = sum sd rstd, db = sum sa (in double) */
+    int64_t Cg = C / group;
+    for (int64_t ch = 0; ch < C; ch++) {
+        double sw = 0, sb = 0;
+        for (int64_t n = 0; n < N; n++) {
+            int64_t row = n * group + ch / Cg;
+            double rs = f64 ? ((const double *)g.rstd)[row] : (double)((const float *)g.rstd)[row];
+            sb += g.part[2 * (n * C + ch)];
+            sw += g.part[2 * (n * C + ch) + 1] * rs;
+        }
+        sums[ch] = sw;
+        sums[C + ch] = sb;
     }
-    if (want_dw || bias_mask) {
-        gn_ctx g = { .x = em_tensor_data(tmp[0]), .go = em_tensor_data(tmp[1]), .mean = em_tensor_data(tmp[2]),
-                     .rstd = em_tensor_data(tmp[3]), .dw = want_dw ? sums : NULL, .db = bias_mask ? sums + C : NULL,
-                     .N = N, .C = C, .G = group, .S = S };
-        em_cpu_parallel_for(C, chan_grain(N * S), f64 ? gn_dwb_f64 : gn_dwb_f32, &g);
-    }
-    em_tensor *dx = input_mask ? to_result(tmp[6], dt, op) : empty_result(dt);
-    tmp[6] = NULL;
-    release_all(tmp, 7);
+    em_tensor *dx = input_mask ? to_result(tmp[5], dt, op) : empty_result(dt);
+    tmp[5] = NULL;
+    release_all(tmp, 6);
     em_tensor *dw = want_dw ? from_doubles(sums, C, dt) : empty_result(dt);
     em_tensor *db = bias_mask ? from_doubles(sums + C, C, dt) : empty_result(dt);
     free(sums);

@@ -182,7 +182,30 @@ typedef struct {
     const char *src;
     char *dst;
     em_dtype dt; /* the loop dtype: float32 (also for bfloat16 and uint8), float64 */
+    void *wt;    /* bilinear: the weight table (bil_table), else NULL */
 } up_ctx;
+
+static bool is_bilinear(const up_plan *p) { return p->nt[0] == 1 && p->nt[1] == 2 && p->nt[2] == 2 && p->d[0].out == 1; }
+
+/* The bilinear weight table of c (four products per output position, in
+ * the loop dtype), or NULL (not bilinear, or out of memory: the general
+ * loops then run, with the same results). */
+static void *bil_table(const up_plan *p, em_dtype dt) {
+    if (!is_bilinear(p)) return NULL;
+    int64_t n = p->d[1].out * p->d[2].out * 4;
+    void *t = malloc((size_t)n * (dt == EM_FLOAT64 ? sizeof(double) : sizeof(float)));
+    if (!t) return NULL;
+    double wa = p->d[0].w[0];
+    for (int64_t b = 0, q = 0; b < p->d[1].out; b++)
+        for (int64_t k = 0; k < p->d[2].out; k++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int tc = 0; tc < 2; tc++, q++) {
+                    double w = (wa * p->d[1].w[b * UP_TAPS + tb]) * p->d[2].w[k * UP_TAPS + tc];
+                    if (dt == EM_FLOAT64) ((double *)t)[q] = w;
+                    else ((float *)t)[q] = (float)w;
+                }
+    return t;
+}
 
 /* One output element of plane-local input `s` (row-major in0 x in1 x in2). */
 #define UP_GATHER(T, ACC)                                                                      \
@@ -205,11 +228,58 @@ typedef struct {
                 *o++ = (T)acc;                                                                 \
             }
 
+/* The 2-d linear case (taps 1 x 2 x 2: bilinear) unrolled: the weight
+ * products (ACC)(wb * wc) of UP_GATHER / UP_SCATTER (whose filler weight wa
+ * is 1, so wb is exact) are made once per call into a table of four per
+ * output position (bil_table), shared by every plane, and added in the same
+ * order, so the results are bit for bit theirs without the tap loops and
+ * the double products per element. */
+#define UP_BILINEAR_ROWS(T, BODY)                                                              \
+    for (int64_t b = 0; b < p->d[1].out; b++) {                                                \
+        const int64_t *ib = p->d[1].idx + b * UP_TAPS;                                         \
+        const T *s0 = s + ib[0] * p->d[2].in, *s1 = s + ib[1] * p->d[2].in;                    \
+        const T *wt = (const T *)c->wt + b * p->d[2].out * 4;                                  \
+        const int64_t *ic = p->d[2].idx;                                                       \
+        for (int64_t k = 0; k < p->d[2].out; k++, wt += 4) {                                   \
+            const int64_t i0 = ic[k * UP_TAPS], i1 = ic[k * UP_TAPS + 1];                      \
+            BODY                                                                               \
+        }                                                                                      \
+    }
+#define UP_BIL_GATHER(T)                                                                       \
+    UP_BILINEAR_ROWS(T, {                                                                      \
+        T acc = 0;                                                                             \
+        acc += wt[0] * s0[i0];                                                                 \
+        acc += wt[1] * s0[i1];                                                                 \
+        acc += wt[2] * s1[i0];                                                                 \
+        acc += wt[3] * s1[i1];                                                                 \
+        *o++ = acc;                                                                            \
+    })
+#define UP_BIL_SCATTER(T)                                                                      \
+    UP_BILINEAR_ROWS(T, {                                                                      \
+        T g = *o++;                                                                            \
+        ((T *)s0)[i0] += wt[0] * g;                                                            \
+        ((T *)s0)[i1] += wt[1] * g;                                                            \
+        ((T *)s1)[i0] += wt[2] * g;                                                            \
+        ((T *)s1)[i1] += wt[3] * g;                                                            \
+    })
+
 static void up_fwd_planes(int64_t begin, int64_t end, void *vctx) {
     const up_ctx *c = vctx;
     const up_plan *p = c->p;
     int64_t in_plane = p->d[0].in * p->d[1].in * p->d[2].in, out_plane = p->d[0].out * p->d[1].out * p->d[2].out;
     for (int64_t pl = begin; pl < end; pl++) {
+        if (c->wt) {
+            if (c->dt == EM_FLOAT64) {
+                const double *s = (const double *)c->src + pl * in_plane;
+                double *o = (double *)c->dst + pl * out_plane;
+                UP_BIL_GATHER(double)
+            } else {
+                const float *s = (const float *)c->src + pl * in_plane;
+                float *o = (float *)c->dst + pl * out_plane;
+                UP_BIL_GATHER(float)
+            }
+            continue;
+        }
         if (c->dt == EM_FLOAT64) {
             const double *s = (const double *)c->src + pl * in_plane;
             double *o = (double *)c->dst + pl * out_plane;
@@ -246,6 +316,18 @@ static void up_bwd_planes(int64_t begin, int64_t end, void *vctx) {
     const up_plan *p = c->p;
     int64_t in_plane = p->d[0].in * p->d[1].in * p->d[2].in, out_plane = p->d[0].out * p->d[1].out * p->d[2].out;
     for (int64_t pl = begin; pl < end; pl++) {
+        if (c->wt) {
+            if (c->dt == EM_FLOAT64) {
+                double *s = (double *)c->dst + pl * in_plane;
+                const double *o = (const double *)c->src + pl * out_plane;
+                UP_BIL_SCATTER(double)
+            } else {
+                float *s = (float *)c->dst + pl * in_plane;
+                const float *o = (const float *)c->src + pl * out_plane;
+                UP_BIL_SCATTER(float)
+            }
+            continue;
+        }
         if (c->dt == EM_FLOAT64) {
             double *s = (double *)c->dst + pl * in_plane;
             const double *o = (const double *)c->src + pl * out_plane;
@@ -300,8 +382,9 @@ em_tensor *em_cpu_upsample_nd(em_keyset ks, em_tensor *self, em_intlist output_s
         em_tensor_release(out);
         return NULL;
     }
-    up_ctx c = { &p, em_tensor_data(src), em_tensor_data(out), loop };
+    up_ctx c = { &p, em_tensor_data(src), em_tensor_data(out), loop, bil_table(&p, loop) };
     em_cpu_parallel_for(p.planes, up_grain(&p), up_fwd_planes, &c);
+    free(c.wt);
     em_tensor_release(src);
     free(p.block);
 cast:
@@ -359,8 +442,9 @@ em_tensor *em_cpu_upsample_nd_backward(em_keyset ks, em_tensor *grad_output, em_
         em_tensor_release(gi);
         return NULL;
     }
-    up_ctx c = { &p, em_tensor_data(go), em_tensor_data(gi), loop };
+    up_ctx c = { &p, em_tensor_data(go), em_tensor_data(gi), loop, bil_table(&p, loop) };
     em_cpu_parallel_for(p.planes, up_grain(&p), up_bwd_planes, &c);
+    free(c.wt);
     em_tensor_release(go);
     free(p.block);
 cast:
