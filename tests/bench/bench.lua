@@ -22,6 +22,7 @@ local results = {}
 -- tests/bench/nn/FAMILY.lua returning function(B), B = {ember, measure, now,
 -- REPS, results}, paired by name with tests/bench/nn/FAMILY.py (run by
 -- torch_bench.py). Files run in name order; `BENCH_ONLY=FAMILY` runs one.
+local default_threads = ember.get_num_threads()
 local function run_families()
   local only = os.getenv("BENCH_ONLY")
   local ls = io.popen("ls tests/bench/nn/*.lua 2>/dev/null")
@@ -33,6 +34,9 @@ local function run_families()
   for _, f in ipairs(files) do
     local fam = f:match("([^/]+)%.lua$")
     if not only or only == fam then
+      -- each family starts at the default thread count (its "tdef" lines),
+      -- whatever the one before it left set
+      ember.set_num_threads(default_threads)
       local ok, err = pcall(function() dofile(f)(B) end)
       if not ok then print("bench family " .. fam .. " failed: " .. tostring(err)) end
     end

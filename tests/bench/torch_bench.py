@@ -26,6 +26,9 @@ except OSError:
     _ob_set = lambda n: None  # noqa: E731
 
 
+_DEFAULT_THREADS = torch.get_num_threads()
+
+
 def threads(n):
     torch.set_num_threads(n)
     _ob_set(n)
@@ -242,6 +245,7 @@ def families():
         fam = os.path.basename(f)[:-3]
         if only and only != fam:
             continue
+        threads(_DEFAULT_THREADS)  # each family starts at the default (its "tdef" lines)
         spec = importlib.util.spec_from_file_location("bench_nn_" + fam, f)
         mod = importlib.util.module_from_spec(spec)
         try:
