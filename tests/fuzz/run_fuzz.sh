@@ -6,7 +6,9 @@
 # target is also seeded with the project's own schema files. Prints one
 # summary line per target (runs, exec/s, corpus size) and fails on a crash,
 # leaving the input in build/fuzz/crashes/. With FUZZ_REPLAY set, each
-# target only replays its saved inputs once (CI: deterministic).
+# target only replays its saved inputs once (CI: deterministic). FUZZ_SEED
+# fixes libFuzzer's random seed: the same code and corpus then explore the
+# same way (up to how many runs fit in the time), as CI's exploration does.
 S=${FUZZ_SECONDS:-60}
 mkdir -p build/fuzz/crashes
 status=0
@@ -20,6 +22,7 @@ for t in "$@"; do
     done
   fi
   opts="-timeout=20 -rss_limit_mb=3072 -max_len=4096 -print_final_stats=1 -artifact_prefix=build/fuzz/crashes/$t-"
+  [ -n "$FUZZ_SEED" ] && opts="$opts -seed=$FUZZ_SEED"
   log=build/fuzz/$t.log
   if [ -n "$FUZZ_REPLAY" ]; then
     # replay only: every saved input once, no new ones (what CI runs)
