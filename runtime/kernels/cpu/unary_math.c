@@ -228,7 +228,7 @@ static const double UM_PI = 3.14159265358979323846;
     static T polygamma_##S(int64_t n, T x) {                                                           \
         if (n == 0) return digamma_##S(x);                                                             \
         if (n == 1) return trigamma_##S(x);                                                            \
-        return ((n % 2) ? (T)1 : (T)-1) * EXP(LGAMMA((T)n + 1)) * zeta_##S((T)(n + 1), x);             \
+        return ((n % 2) ? (T)1 : (T)-1) * EXP(LGAMMA((T)n + 1)) * zeta_##S((T)n + 1, x); /* n + 1 in T: n may be INT64_MAX */ \
     }
 
 UM_SPECIAL(float, f, sinf, tanf, logf, expf, erff, sqrtf, powf, floorf, truncf, lgammaf_, copysignf, fabsf)
