@@ -14,7 +14,9 @@ static void set_strides(em_cpu_iter *it, int k, int ndim, const int64_t *shape,
     for (int d = 0; d < ndim; d++) {
         int td = d - (ndim - tndim);  /* t's dim aligned to the right */
         int64_t st = 0;
-        if (td >= 0 && tsizes[td] != 1) st = tstrides[td] * (int64_t)esize;
+        /* wrapping product: it can only overflow for an empty tensor (a
+         * {0, 2^62} shape's strides), whose strides are never used */
+        if (td >= 0 && tsizes[td] != 1) st = (int64_t)((uint64_t)tstrides[td] * (uint64_t)esize);
         (void)shape;
         it->strides[ndim - 1 - d][k] = st;
     }
