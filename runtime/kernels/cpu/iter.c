@@ -26,6 +26,12 @@ static void set_strides(em_cpu_iter *it, int k, int ndim, const int64_t *shape,
  * dims. Dims are innermost first. */
 static void coalesce(em_cpu_iter *it) {
     int nt = it->ntensors, out = 0;
+    if (it->numel == 0) { /* nothing runs: one empty dim (an empty tensor's strides may be huge) */
+        it->ndim = 1;
+        it->shape[0] = 0;
+        for (int k = 0; k < nt; k++) it->strides[0][k] = 0;
+        return;
+    }
     for (int d = 0; d < it->ndim; d++) {
         if (it->shape[d] == 1) continue;
         if (out > 0) {
