@@ -105,8 +105,8 @@ const cg_helper cg_helpers[] = {
 
     /* ---- family: norm ---- */
     { "layer_norm_grad", "ttvttttv" }, { "layer_norm_double_backward", "tttttvtttv" },
-    { "batch_norm_grad", "ttttttttvvv" }, { "batch_norm_double_backward", "ttttttttttvvv" },
-    { "group_norm_grad", "ttttttvv" }, { "group_norm_double_backward", "ttttttttvv" },
+    { "batch_norm_grad", "tttttttvvv" }, { "batch_norm_double_backward", "ttttttttttvvv" },
+    { "group_norm_grad", "tttttvv" }, { "group_norm_double_backward", "ttttttttvv" },
 
     /* ---- family: metric ---- */
     { "euclidean_dist_backward", "ttttv" }, { "cdist_grad", "tttvtv" }, { "pdist_grad", "ttvt" },

@@ -322,7 +322,7 @@ EM_HIDDEN em_tensor *em_ag_fn_layer_norm_double_backward(em_tensor *ggI, em_tens
 /* batch_norm's likewise (native_batch_norm_backward; train picks the batch
  * statistics save_mean/save_invstd or the running ones). */
 EM_HIDDEN em_tensor *em_ag_fn_batch_norm_grad(em_tensor *grad, em_tensor *input, em_tensor *weight,
-                                              em_tensor *bias, em_tensor *running_mean, em_tensor *running_var, em_tensor *save_mean,
+                                              em_tensor *running_mean, em_tensor *running_var, em_tensor *save_mean,
                                               em_tensor *save_invstd, bool training, double eps, int64_t which);
 EM_HIDDEN em_tensor *em_ag_fn_batch_norm_double_backward(em_tensor *ggI, em_tensor *ggW, em_tensor *ggB,
                                                          em_tensor *grad_out, em_tensor *input, em_tensor *weight,
@@ -331,7 +331,7 @@ EM_HIDDEN em_tensor *em_ag_fn_batch_norm_double_backward(em_tensor *ggI, em_tens
                                                          double eps, int64_t which);
 /* group_norm's likewise (native_group_norm_backward). */
 EM_HIDDEN em_tensor *em_ag_fn_group_norm_grad(em_tensor *grad, em_tensor *input, em_tensor *mean, em_tensor *rstd,
-                                              em_tensor *weight, em_tensor *bias, int64_t group, int64_t which);
+                                              em_tensor *weight, int64_t group, int64_t which);
 EM_HIDDEN em_tensor *em_ag_fn_group_norm_double_backward(em_tensor *ggI, em_tensor *ggW, em_tensor *ggB,
                                                          em_tensor *grad_out, em_tensor *input, em_tensor *mean,
                                                          em_tensor *rstd, em_tensor *weight, int64_t group,

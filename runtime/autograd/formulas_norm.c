@@ -269,12 +269,16 @@ static em_tensor *bn_run(const void *args, const bool *mask, em_tensor **gw, em_
                                          a->eps, mask[0], mask[1], mask[2], gw, gb);
 }
 
-em_tensor *em_ag_fn_batch_norm_grad(em_tensor *grad, em_tensor *input, em_tensor *weight, em_tensor *bias,
+/* bias is not an argument: torch saves no bias for batch/group norm (an
+ * in-place change of it after the forward must not fail the backward), so
+ * the first run does not compute bias's gradient for the memo; the bias
+ * formula, when it runs, misses and runs the kernel for it alone. */
+em_tensor *em_ag_fn_batch_norm_grad(em_tensor *grad, em_tensor *input, em_tensor *weight,
                                     em_tensor *running_mean, em_tensor *running_var, em_tensor *save_mean,
                                     em_tensor *save_invstd, bool training, double eps, int64_t which) {
     bn_args a = { grad, input, weight, running_mean, running_var, save_mean, save_invstd, training, eps };
     em_tensor *key[NM_KEYS] = { grad, input, weight, running_mean, running_var, save_mean, save_invstd };
-    bool wants[3] = { true, wants_grad(weight), wants_grad(bias) };
+    bool wants[3] = { true, wants_grad(weight), false };
     return nm_grad(NM_BATCH, key, eps, training, which, wants, bn_run, &a);
 }
 
@@ -333,10 +337,10 @@ static em_tensor *gn_run(const void *args, const bool *mask, em_tensor **gw, em_
 }
 
 em_tensor *em_ag_fn_group_norm_grad(em_tensor *grad, em_tensor *input, em_tensor *mean, em_tensor *rstd,
-                                    em_tensor *weight, em_tensor *bias, int64_t group, int64_t which) {
+                                    em_tensor *weight, int64_t group, int64_t which) {
     gn_args a = { grad, input, mean, rstd, weight, group };
     em_tensor *key[NM_KEYS] = { grad, input, mean, rstd, weight };
-    bool wants[3] = { true, wants_grad(weight), wants_grad(bias) };
+    bool wants[3] = { true, wants_grad(weight), false }; /* no bias: see batch_norm_grad */
     return nm_grad(NM_GROUP, key, 0, group, which, wants, gn_run, &a);
 }
 

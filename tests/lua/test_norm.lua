@@ -441,4 +441,16 @@ function T.group_norm_one_value_per_group()
   check_shape(ember.nn.functional.group_norm(ember.ones(2, 2), 2), { 2, 2 })
 end
 
+-- batch_norm and group_norm save no bias (as torch): changing the bias in
+-- place after the forward leaves the backward working (difftest seed 589)
+function T.norm_bias_changed_in_place_after_forward()
+  local x = ember.randn(4, 2, 3, { dtype = "float64", requires_grad = true })
+  local w, b = ember.ones(2, { dtype = "float64" }), ember.zeros(2, { dtype = "float64" })
+  local y1 = ember.nn.functional.group_norm(x, 1, w, b)
+  local y2 = ember.nn.functional.batch_norm(x, nil, nil, w, b, true)
+  b:add_(1)
+  ;(y1:sum() + y2:sum()):backward()
+  check(x.grad ~= nil)
+end
+
 return T
