@@ -735,17 +735,19 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
     for (int i = 0; i < op->nargs; i++) {
         if (!cg_type_is_tensor(op->args[i].type) || !formulas_use_arg(op, i)) continue;
         const char *x = op->args[i].name;
-        cg_puts(b, "    if (");
+        cg_puts(b, i == w ? "    if (" : "    if ((");
         use_condition(b, op, i, "node");
         if (i == w)
             cg_printf(b, ") {\n        /* the formulas need %s before the op writes it; the clone\n"
                          "         * is recorded so a double backward reaches self's old history */\n"
                          "        em_tensor *orig = em_clone(%s);\n\n"
                          "        if (!orig)\n            goto fail;\n"
-                         "        em_saved_save(&n->%s_, orig, false);\n        em_tensor_release(orig);\n    }\n",
+                         "        em_status st = em_saved_save(&n->%s_, orig, false);\n\n"
+                         "        em_tensor_release(orig);\n        if (st != EM_OK)\n            goto fail;\n    }\n",
                       x, x, x);
         else
-            cg_printf(b, ")\n        em_saved_save(&n->%s_, %s, false);\n", x, x);
+            /* saving a leaf makes an alias (Note [Saved leaves]), which can fail */
+            cg_printf(b, ") && em_saved_save(&n->%s_, %s, false) != EM_OK)\n        goto fail;\n", x, x);
     }
     cg_puts(b, "    result = ");
     redispatch_call(b, op, "below");

@@ -15,7 +15,10 @@
  * the node points back at the meta without owning the leaf: the graph
  * (edges of later nodes) keeps the node alive, the user keeps the leaf
  * alive, and neither keeps the other, so no cycle forms. Both pointers are
- * cleared under weak_lock by whichever side dies first. */
+ * cleared under weak_lock by whichever side dies first. The one exception
+ * is the alias of a saved leaf (Note [Saved leaves]), whose meta owns its
+ * reference: a node's weak_var is only ever its leaf's own meta, so a meta
+ * whose accumulator's weak_var is not itself holds a reference to drop. */
 static pthread_mutex_t weak_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Unlinks and returns the retain_grad hook of meta m from node n (NULL
@@ -44,10 +47,15 @@ static void meta_free(void *p) {
     em_ag_meta *m = p;
     if (!m) return;
     drop_retain_hook(m);
+    em_node *owned = NULL;
     pthread_mutex_lock(&weak_lock);
-    if (m->grad_accumulator) m->grad_accumulator->weak_var = NULL;
+    if (m->grad_accumulator) {
+        if (m->grad_accumulator->weak_var == m) m->grad_accumulator->weak_var = NULL;
+        else owned = m->grad_accumulator; /* a saved leaf's alias: Note [Saved leaves] */
+    }
     m->grad_accumulator = NULL;
     pthread_mutex_unlock(&weak_lock);
+    em_node_release(owned); /* outside weak_lock: its destroy takes it */
     em_tensor_release(m->grad);
     em_node_release(m->grad_fn);
     em_ag_free_hooks(m->hooks);
@@ -435,6 +443,46 @@ em_edge em_gradient_edge(em_tensor *t) {
     pthread_mutex_unlock(&weak_lock);
     e.fn = acc;
     return e;
+}
+
+/* Note [Saved leaves]
+ * A node that saved a leaf requiring grad would own the leaf, and with
+ * create_graph the leaf's .grad can be the result of a graph that saves the
+ * leaf again (x:sin()'s backward records cos(x)): leaf -> .grad -> grad_fn
+ * -> ... -> saved leaf is a cycle of C references that no collector sees,
+ * and the whole graph leaks once Lua drops the leaf (PyTorch has the same
+ * cycle and warns about it). So em_saved_save keeps an alias of the leaf
+ * instead: the same storage, geometry and version counter, itself a leaf
+ * requiring grad whose meta owns a reference to the leaf's AccumulateGrad
+ * (Note [AccumulateGrad is weak]). Ops on the alias (a double backward's
+ * formulas) record edges to that node, so their gradients still reach the
+ * leaf's .grad while the leaf lives, and are dropped once nobody can read
+ * them. Nothing accumulates into the alias's own .grad. Views of leaves and
+ * non-leaves that retain their grad are still saved by reference: a cycle
+ * through them remains possible (docs/RELIABILITY.md). */
+bool em_ag_is_grad_leaf(const em_tensor *t) {
+    const em_ag_meta *m = t ? t->autograd_meta : NULL;
+    return m && m->requires_grad && !m->grad_fn && !t->view_base;
+}
+
+em_tensor *em_ag_leaf_alias(em_tensor *t) {
+    em_clear_error();
+    em_edge e = em_gradient_edge(t);
+    if (!e.fn) {
+        if (em_error_kind() == EM_OK) em_set_error(EM_ENOMEM, "autograd: out of memory saving a leaf");
+        return NULL;
+    }
+    em_tensor *a = em_core_alias(t);
+    em_ag_meta *m = a ? get_meta(a, true) : NULL;
+    if (!m) {
+        em_tensor_release(a);
+        em_node_release(e.fn);
+        return NULL;
+    }
+    m->requires_grad = true;
+    m->grad_accumulator = e.fn; /* owned: meta_free releases it */
+    refresh_key(a);
+    return a;
 }
 
 /* ---- history ---- */

@@ -133,34 +133,43 @@ static int ctx_newindex(lua_State *L) {
 }
 
 /* Turns the pending saved list of the ctx at idx into saved variables;
- * outs[0..n_outs) are the outputs (saved without history). */
-static void ctx_finalize(lua_State *L, int idx, em_tensor **outs, int n_outs) {
+ * outs[0..n_outs) are the outputs (saved without history). Returns false
+ * with the thread's error set when saving fails (out of memory): the caller
+ * drops what it holds, then raises; the box owns what was saved so far. */
+static bool ctx_finalize(lua_State *L, int idx, em_tensor **outs, int n_outs) {
     ctx_box *b = lua_touserdata(L, idx);
     b->finalized = true;
     if (lua_getiuservalue(L, idx, 2) != LUA_TTABLE) {
         lua_pop(L, 1);
-        return;
+        return true;
     }
     lua_getfield(L, -1, "n");
     int n = (int)lua_tointeger(L, -1);
     lua_pop(L, 1);
     if (n > 0) {
         b->saved = calloc((size_t)n, sizeof *b->saved);
-        if (!b->saved) luaL_error(L, "save_for_backward: out of memory");
+        if (!b->saved) {
+            lua_pop(L, 1);
+            em_set_error(EM_ENOMEM, "out of memory");
+            return false;
+        }
         b->n_saved = n;
         for (int i = 0; i < n; i++) {
             lua_rawgeti(L, -1, i + 1);
             em_tensor *t = em_lua_totensor(L, -1);
             bool is_out = false;
             for (int j = 0; t && j < n_outs; j++) is_out = is_out || outs[j] == t;
-            if (t && em_saved_save(&b->saved[i], t, is_out && b->node) != EM_OK)
-                em_lua_error(L, "save_for_backward"); /* b owns what was saved so far */
-            lua_pop(L, 1);
+            lua_pop(L, 1); /* the list keeps t alive */
+            if (t && em_saved_save(&b->saved[i], t, is_out && b->node) != EM_OK) {
+                lua_pop(L, 1);
+                return false;
+            }
         }
     }
     lua_pop(L, 1);
     lua_pushnil(L);
     lua_setiuservalue(L, idx, 2);
+    return true;
 }
 
 typedef struct {
@@ -304,7 +313,7 @@ int em_lua_function_apply(lua_State *L) {
     for (int j = 0; j < nres; j++)
         if (is_float_tensor(em_lua_totensor(L, base + 1 + j))) n_diff++;
     if (!any || n_diff == 0) {
-        ctx_finalize(L, ctx, NULL, 0);
+        if (!ctx_finalize(L, ctx, NULL, 0)) return em_lua_error(L, "save_for_backward");
         return nres;
     }
     em_tensor **outs = lua_newuserdatauv(L, sizeof *outs * (size_t)n_diff, 0);
@@ -372,8 +381,9 @@ int em_lua_function_apply(lua_State *L) {
         outs[k++] = t;
     }
     box->node = node;
-    ctx_finalize(L, ctx, outs, k);
+    bool saved = ctx_finalize(L, ctx, outs, k);
     em_node_release(node); /* the outputs hold it */
+    if (!saved) return em_lua_error(L, "save_for_backward");
     lua_pop(L, 1);         /* the scratch array */
     return nres;
 }
