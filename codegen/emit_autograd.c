@@ -746,7 +746,7 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
                          "        em_tensor_release(orig);\n        if (st != EM_OK)\n            goto fail;\n    }\n",
                       x, x, x);
         else
-            /* saving a leaf makes an alias (Note [Saved leaves]), which can fail */
+            /* saving a leaf or a view makes an alias (Note [Saved leaves and views]), which can fail */
             cg_printf(b, ") && em_saved_save(&n->%s_, %s, false) != EM_OK)\n        goto fail;\n", x, x);
     }
     cg_puts(b, "    result = ");

@@ -109,8 +109,8 @@ struct em_node {
 typedef struct em_ag_meta {
     em_tensor *grad;            /* owned; NULL until a backward writes it */
     em_node *grad_fn;           /* owned; NULL for leaves */
-    em_node *grad_accumulator;  /* weak; see Note [AccumulateGrad is weak] (owned
-                                   by the alias of a saved leaf: Note [Saved leaves]) */
+    em_node *grad_accumulator;  /* weak; see Note [AccumulateGrad is weak] (owned by
+                                   a saved leaf's alias: Note [Saved leaves and views]) */
     em_tensor *owner;           /* weak back pointer to the tensor */
     uint32_t output_nr;
     bool requires_grad;         /* leaf flag (results use grad_fn) */
@@ -173,13 +173,14 @@ EM_API const char *em_node_name(const em_node *n);
 /* The edge a gradient for t flows into: its grad_fn and output_nr, or its
  * AccumulateGrad (made on demand) for a leaf requiring grad, or {NULL,0}. */
 EM_API em_edge em_gradient_edge(em_tensor *t);
-/* True when t is a leaf that requires grad (no grad_fn, not a view). */
-EM_API bool em_ag_is_grad_leaf(const em_tensor *t);
-/* An alias of such a leaf t for a saved variable: same storage, geometry
- * and version counter, a leaf requiring grad whose meta owns a reference to
- * t's AccumulateGrad node instead of t (Note [Saved leaves]). NULL with the
- * error set on failure. */
-EM_API em_tensor *em_ag_leaf_alias(em_tensor *t);
+/* True when a node that saves t as an input must keep an alias instead of
+ * t (Note [Saved leaves and views]): t is a leaf that requires grad, a
+ * view, or retains its grad. */
+EM_API bool em_ag_save_as_alias(const em_tensor *t);
+/* That alias: same storage, geometry and version counter; no base, no
+ * .grad; t's grad_fn and output_nr, or for a leaf an owned reference to its
+ * AccumulateGrad. NULL with the error set on failure. */
+EM_API em_tensor *em_ag_saved_alias(em_tensor *t);
 /* em_gradient_edge for recording a node: EM_OK with *out set, or an error
  * (out of memory making the AccumulateGrad node). t may be a view made in
  * no_grad mode whose base was written since (Note [View history]): with
@@ -252,12 +253,13 @@ static inline void em_ag_maybe_sync(const em_tensor *t) {
  * Saving an op's input keeps a reference to the tensor and its version.
  * Saving an op's own output would make a cycle (node -> output -> node),
  * so only the data is kept (an alias without history) and unpacking
- * rebuilds a tensor whose grad_fn is the node. A leaf that requires grad
- * is saved as an alias that owns its AccumulateGrad instead of the leaf
- * (Note [Saved leaves], meta.c). Unpacking checks the version and refuses
- * a tensor modified in place since it was saved. */
+ * rebuilds a tensor whose grad_fn is the node. Leaves that require grad,
+ * views and tensors that retain their grad are saved as aliases that keep
+ * their history but not the tensor (Note [Saved leaves and views], meta.c).
+ * Unpacking checks the version and refuses a tensor modified in place
+ * since it was saved. */
 typedef struct {
-    em_tensor *data;        /* owned alias (outputs, leaves requiring grad) or the tensor */
+    em_tensor *data;        /* owned: an alias (outputs, em_ag_save_as_alias) or the tensor */
     uint32_t version;
     uint32_t output_nr;
     bool is_output;

@@ -16,7 +16,7 @@
  * (edges of later nodes) keeps the node alive, the user keeps the leaf
  * alive, and neither keeps the other, so no cycle forms. Both pointers are
  * cleared under weak_lock by whichever side dies first. The one exception
- * is the alias of a saved leaf (Note [Saved leaves]), whose meta owns its
+ * is the alias of a saved leaf (Note [Saved leaves and views]), whose meta owns its
  * reference: a node's weak_var is only ever its leaf's own meta, so a meta
  * whose accumulator's weak_var is not itself holds a reference to drop. */
 static pthread_mutex_t weak_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -51,7 +51,7 @@ static void meta_free(void *p) {
     pthread_mutex_lock(&weak_lock);
     if (m->grad_accumulator) {
         if (m->grad_accumulator->weak_var == m) m->grad_accumulator->weak_var = NULL;
-        else owned = m->grad_accumulator; /* a saved leaf's alias: Note [Saved leaves] */
+        else owned = m->grad_accumulator; /* a saved leaf's alias: Note [Saved leaves and views] */
     }
     m->grad_accumulator = NULL;
     pthread_mutex_unlock(&weak_lock);
@@ -445,42 +445,53 @@ em_edge em_gradient_edge(em_tensor *t) {
     return e;
 }
 
-/* Note [Saved leaves]
- * A node that saved a leaf requiring grad would own the leaf, and with
- * create_graph the leaf's .grad can be the result of a graph that saves the
- * leaf again (x:sin()'s backward records cos(x)): leaf -> .grad -> grad_fn
- * -> ... -> saved leaf is a cycle of C references that no collector sees,
- * and the whole graph leaks once Lua drops the leaf (PyTorch has the same
- * cycle and warns about it). So em_saved_save keeps an alias of the leaf
- * instead: the same storage, geometry and version counter, itself a leaf
- * requiring grad whose meta owns a reference to the leaf's AccumulateGrad
- * (Note [AccumulateGrad is weak]). Ops on the alias (a double backward's
- * formulas) record edges to that node, so their gradients still reach the
- * leaf's .grad while the leaf lives, and are dropped once nobody can read
- * them. Nothing accumulates into the alias's own .grad. Views of leaves and
- * non-leaves that retain their grad are still saved by reference: a cycle
- * through them remains possible (docs/RELIABILITY.md). */
-bool em_ag_is_grad_leaf(const em_tensor *t) {
-    const em_ag_meta *m = t ? t->autograd_meta : NULL;
-    return m && m->requires_grad && !m->grad_fn && !t->view_base;
+/* Note [Saved leaves and views]
+ * A node that owned a saved input could close a cycle of C references that
+ * no collector sees, and the whole graph would leak once Lua drops its
+ * tensors (PyTorch has these cycles and warns about create_graph):
+ * - a leaf x: with create_graph, x.grad can be the result of a graph that
+ *   saves x again (x:sin()'s backward records cos(x)): x -> x.grad -> ... ->
+ *   x;
+ * - a view v of x: v's base is x, so the same cycle runs through v;
+ * - a tensor t that retains its grad: t -> t.grad -> ... -> t.
+ * So em_saved_save keeps an alias of such an input: the same storage,
+ * geometry and version counter (unpacking still refuses a tensor written
+ * in place since), without a base or a .grad, whose meta holds t's grad_fn
+ * and output_nr -- or, for a leaf, a reference to the leaf's
+ * AccumulateGrad (Note [AccumulateGrad is weak]) instead of the leaf. Ops
+ * on the alias (a double backward's formulas) record the same edges as ops
+ * on t, so their gradients still reach x.grad while x lives, and are
+ * dropped once nobody can read them. Nothing accumulates into an alias's
+ * own .grad. Other inputs are saved by reference (no alias to make).
+ * One cycle remains: a tensor whose retain_grad() runs after a node saved
+ * it, when a later create_graph backward unpacks that node's result. */
+bool em_ag_save_as_alias(const em_tensor *t) {
+    const em_ag_meta *m = t->autograd_meta;
+    return t->view_base || (m && ((m->requires_grad && !m->grad_fn) || m->retains_grad));
 }
 
-em_tensor *em_ag_leaf_alias(em_tensor *t) {
+em_tensor *em_ag_saved_alias(em_tensor *t) {
     em_clear_error();
-    em_edge e = em_gradient_edge(t);
-    if (!e.fn) {
-        if (em_error_kind() == EM_OK) em_set_error(EM_ENOMEM, "autograd: out of memory saving a leaf");
-        return NULL;
-    }
+    em_edge e = em_gradient_edge(t); /* syncs a stale view's history first */
+    if (!e.fn && em_error_kind() != EM_OK) return NULL;
     em_tensor *a = em_core_alias(t);
-    em_ag_meta *m = a ? get_meta(a, true) : NULL;
-    if (!m) {
+    em_ag_meta *m = a && e.fn ? get_meta(a, true) : NULL;
+    if (!a || (e.fn && !m)) {
         em_tensor_release(a);
         em_node_release(e.fn);
         return NULL;
     }
-    m->requires_grad = true;
-    m->grad_accumulator = e.fn; /* owned: meta_free releases it */
+    if (!e.fn) { /* no history: the data only */
+        a->keyset = EM_KS(em_backend_key(a->device));
+        return a;
+    }
+    if (e.fn->is_accumulate_grad) {
+        m->requires_grad = true;
+        m->grad_accumulator = e.fn; /* owned: meta_free releases it */
+    } else {
+        m->grad_fn = e.fn;
+        m->output_nr = e.input_nr;
+    }
     refresh_key(a);
     return a;
 }

@@ -297,9 +297,9 @@ em_status em_saved_save(em_saved_var *sv, em_tensor *t, bool is_output) {
         sv->data = alias;
         em_ag_meta *m = t->autograd_meta;
         sv->output_nr = m ? m->output_nr : 0;
-    } else if (em_ag_is_grad_leaf(t)) {
-        /* not the leaf itself: Note [Saved leaves] (meta.c) */
-        sv->data = em_ag_leaf_alias(t);
+    } else if (em_ag_save_as_alias(t)) {
+        /* not t itself: Note [Saved leaves and views] (meta.c) */
+        sv->data = em_ag_saved_alias(t);
         if (!sv->data) {
             sv->was_saved = false;
             return em_error_kind() != EM_OK ? em_error_kind() : EM_ENOMEM;

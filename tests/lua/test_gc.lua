@@ -79,9 +79,10 @@ function T.close_frees_now()
   check(ember.memory_stats().allocated < base + 4000000, "freed at scope exit")
 end
 
--- Note [Saved leaves]: x:sin()'s create_graph backward makes x.grad the
--- result of cos(x), which saves x; a node that owned x would close the
--- cycle x -> x.grad -> graph -> x, and every iteration would leak.
+-- Note [Saved leaves and views]: x:sin()'s create_graph backward makes
+-- x.grad the result of cos(x), which saves x; a node that owned x (or a
+-- view of x, or a tensor retaining its grad) would close a cycle x ->
+-- x.grad -> graph -> x, and every iteration would leak.
 function T.create_graph_on_a_saved_leaf_frees_the_graph()
   local function collect() collectgarbage(); ember.empty(0); collectgarbage() end
   collect()
@@ -92,6 +93,13 @@ function T.create_graph_on_a_saved_leaf_frees_the_graph()
     local w = ember.randn(1000, { requires_grad = true })
     local g = ember.autograd.grad({ (w * w:exp()):sum() }, { w }, { create_graph = true })[1]
     w.grad = g -- the same cycle, closed by hand
+    local v = ember.randn(1000, { requires_grad = true })
+    v:view(10, 100):sin():sum():backward({ create_graph = true })
+    local r = ember.randn(1000, { requires_grad = true })
+    local t = r * 2
+    t:retain_grad()
+    t:sin():sum():backward({ create_graph = true })
+    check(t.grad ~= nil and r.grad ~= nil)
   end
   collect()
   local now = ember.memory_stats().allocated
