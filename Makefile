@@ -223,7 +223,8 @@ soak: all
 # ---- fuzzing (tests/fuzz/README.md): libFuzzer from Debian's clang ----
 # make fuzz builds libember with clang, ASan+UBSan and coverage in
 # build/fuzz, links the targets and runs each for FUZZ_SECONDS (FUZZ_SEED:
-# libFuzzer's -seed, for a reproducible run as in CI) from its
+# libFuzzer's -seed; FUZZ_RUNS: a bound in runs instead, one number or
+# NAME=N words, for a reproducible run as in CI) from its
 # corpus (tests/fuzz/corpus/NAME, plus what earlier runs found in
 # build/fuzz/corpus/NAME). A crash leaves its input in build/fuzz/crashes
 # and fails the run; add it to tests/fuzz/corpus/NAME when fixed.
@@ -248,7 +249,8 @@ fuzz:
 	  $$(pkg-config --libs lua5.4 openblas jansson zlib readline) -lm -pthread
 	clang -std=c11 -D_GNU_SOURCE $(FUZZ_FLAGS) -I codegen -o build/fuzz/fuzz_codegen tests/fuzz/fuzz_codegen.c \
 	  $(filter-out codegen/main.c,$(CG_SRC)) $$(pkg-config --libs yaml-0.1)
-	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_REPLAY=$(FUZZ_REPLAY) FUZZ_SEED=$(FUZZ_SEED) sh tests/fuzz/run_fuzz.sh $(FUZZ_TARGETS)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_REPLAY=$(FUZZ_REPLAY) FUZZ_SEED=$(FUZZ_SEED) FUZZ_RUNS="$(FUZZ_RUNS)" \
+	  sh tests/fuzz/run_fuzz.sh $(FUZZ_TARGETS)
 
 # make install PREFIX=/usr/local [DESTDIR=/tmp/stage]; make uninstall removes
 # exactly these files. The Lua C module goes where Debian's lua5.4 looks

@@ -8,8 +8,21 @@
 # leaving the input in build/fuzz/crashes/. With FUZZ_REPLAY set, each
 # target only replays its saved inputs once (CI: deterministic). FUZZ_SEED
 # fixes libFuzzer's random seed: the same code and corpus then explore the
-# same way (up to how many runs fit in the time), as CI's exploration does.
+# same way (up to how many runs fit in the time). FUZZ_RUNS bounds each
+# target by a number of runs instead of FUZZ_SECONDS: one number for every
+# target, or NAME=N words (`lua=30000 capi=400`; a target not named runs
+# for FUZZ_SECONDS). With FUZZ_SEED, a bound in runs explores the same
+# inputs on every machine: CI's exploration stage (.ci/run).
 S=${FUZZ_SECONDS:-60}
+# runs_for NAME: the run bound FUZZ_RUNS gives NAME, or nothing
+runs_for() {
+  for w in $FUZZ_RUNS; do
+    case "$w" in
+      *=*) [ "${w%%=*}" = "$1" ] && { echo "${w#*=}"; return; } ;;
+      *) echo "$w"; return ;;
+    esac
+  done
+}
 mkdir -p build/fuzz/crashes
 status=0
 for t in "$@"; do
@@ -28,7 +41,9 @@ for t in "$@"; do
     # replay only: every saved input once, no new ones (what CI runs)
     "build/fuzz/fuzz_$t" $opts -runs=0 "$work" "tests/fuzz/corpus/$t" > "$log" 2>&1
   else
-    "build/fuzz/fuzz_$t" $opts -max_total_time=$S "$work" "tests/fuzz/corpus/$t" > "$log" 2>&1
+    n_runs=$(runs_for "$t")
+    if [ -n "$n_runs" ]; then bound="-runs=$n_runs"; else bound="-max_total_time=$S"; fi
+    "build/fuzz/fuzz_$t" $opts $bound "$work" "tests/fuzz/corpus/$t" > "$log" 2>&1
   fi
   rc=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
@@ -38,7 +53,8 @@ for t in "$@"; do
     if [ -n "$FUZZ_REPLAY" ]; then
       echo "fuzz $t: ok, ${runs:-?} saved inputs replayed"
     else
-      echo "fuzz $t: ok, ${runs:-?} runs in ${S}s (${speed:-?}/s), corpus $n inputs"
+      if [ -n "$n_runs" ]; then took="(${speed:-?}/s)"; else took="in ${S}s (${speed:-?}/s)"; fi
+      echo "fuzz $t: ok, ${runs:-?} runs $took, corpus $n inputs"
     fi
   else
     echo "fuzz $t: FAILED (exit $rc) after ${runs:-?} runs; the input is in build/fuzz/crashes/, the log in $log:"
