@@ -101,11 +101,23 @@ void em_lua_push_result(lua_State *L, em_tensor *t, const char *op);
  * releases r; NULL raises op's error (Note [Boolean results], emit_lua.c). */
 void em_lua_push_bool_result(lua_State *L, em_tensor *r, const char *op);
 
+/* Runs the collection step earlier pushes owe (Note [GC pressure] in
+ * lua_tensor.c). Defined in lua_tensor.c. */
+EM_HIDDEN void em_lua_gc_entry(lua_State *L);
+
 /* Operand idx of a metamethod: the tensor directly when its metatable is
  * upvalue 1 (the fast path), else what em_lua_check_tensor makes of it
- * (a Lua number becomes a wrapped number owned by tmp; others raise). */
+ * (a Lua number becomes a wrapped number owned by tmp; others raise).
+ * Reading operand 1 -- every metamethod's first step -- first runs the
+ * collection step a push owes, as a generated binding's start does: a
+ * loop such as `y = p / b` then frees the previous result before the op
+ * allocates its output, and reuses that block (Note [GC pressure]:
+ * otherwise the output alternates between two blocks, a working set too
+ * large for the cache at 1e6 floats). Operands are on Lua's stack, so the
+ * step cannot free them. */
 static inline em_tensor *em_lua_mm_operand(lua_State *L, int idx, const char *op, const char *name,
                                            em_lua_argtmp *tmp) {
+    if (idx == 1) em_lua_gc_entry(L);
     if (lua_type(L, idx) == LUA_TUSERDATA && lua_getmetatable(L, idx)) {
         bool ours = lua_rawequal(L, -1, lua_upvalueindex(1));
         lua_pop(L, 1);

@@ -132,4 +132,24 @@ function T.saved_leaf_alias_keeps_leaf_semantics()
   gz:sum():backward()
 end
 
+-- Note [GC pressure]: a metamethod runs the collection step a push owes
+-- before its op allocates (em_lua_mm_operand), as a generated binding does,
+-- so `return p / b` in a loop frees the previous result first and reuses its
+-- block: one output live at a time, not two in turn (a fresh process, for
+-- its own peak)
+function T.metamethod_loop_keeps_one_output()
+  local code = [[
+local ember = require "ember"
+local p, b = ember.ones(262144), ember.ones(262144) -- 1 MiB each, the peak 2 MiB
+collectgarbage()
+local f = function() return p / b end
+for _ = 1, 50 do f() end
+print(ember.memory_stats().peak)
+]]
+  local out = run_cmd(shell_quote(EMBER) .. " -e " .. shell_quote(code), false)
+  local peak = tonumber(out:match("%d+"))
+  check(peak ~= nil, "peak printed: " .. out)
+  check(peak < 3.5 * 2 ^ 20, string.format("peak %.2f MiB: two outputs were live at once", (peak or 0) / 2 ^ 20))
+end
+
 return T

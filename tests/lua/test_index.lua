@@ -180,10 +180,19 @@ function T.errors_name_op_argument_and_range()
   check_tensor(f, { 3, 3, 3 })
   check_error(function() return e:index_add_(1, i64({ 1 }), ember.ones(1, 2, 3)) end, "index_add_", "memory location")
   check_eq(e:index_fill(1, i64({ 1 }), 2):sum():item(), 24, "the out-of-place op copies first")
-  -- a bad index leaves an in-place target untouched
+  -- a bad index stops the write with the rows before it written, as torch's
+  -- scatter_ (y.scatter_(1, [[0], [8]], 0) leaves [[0, 2, 3], [4, 5, 6]])
   local y = x()
   check_error(function() return y:scatter_(2, i64({ { 1 }, { 9 } }), 0) end, "scatter_", "index 9")
-  check_tensor(y, { { 1, 2, 3 }, { 4, 5, 6 } })
+  check_tensor(y, { { 0, 2, 3 }, { 4, 5, 6 } })
+  -- and bumps the version, so a saved self that was partly written is noticed
+  local a = ember.ones(2, 3, { requires_grad = true })
+  local b = a * 2
+  local c = b:pow(2)
+  check_error(function() return b:scatter_add_(2, i64({ { 1 }, { 9 } }), ember.ones(2, 1)) end, "scatter_add_",
+    "index 9")
+  check_tensor(b:detach(), { { 3, 2, 2 }, { 2, 2, 2 } })
+  check_error(function() c:sum():backward() end, "modified by an in-place operation")
 end
 
 -- ---- Lua advanced indexing (Note [Advanced indexing], runtime/lua/lua_index.c) ----

@@ -53,30 +53,6 @@ static em_status range_error(const char *op, int64_t v, int dim, int64_t n, bool
                         "valid: 1..%lld", op, (long long)v, dim + 1, (long long)n, (long long)n);
 }
 
-/* The largest of v[i] - 1 as unsigned (so values below 1 come out huge):
- * all n 1-based values lie in 1..size exactly when the result is < size.
- * Four independent maxima, so the loop is not one dependency chain (and
- * vectorises where the ISA clone has 64-bit unsigned max). */
-EM_CPU_CLONES static uint64_t max_pos0(const int64_t *v, int64_t n) {
-    uint64_t m0 = 0, m1 = 0, m2 = 0, m3 = 0;
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        uint64_t a = (uint64_t)v[i] - 1, b = (uint64_t)v[i + 1] - 1, c = (uint64_t)v[i + 2] - 1,
-                 d = (uint64_t)v[i + 3] - 1;
-        m0 = a > m0 ? a : m0;
-        m1 = b > m1 ? b : m1;
-        m2 = c > m2 ? c : m2;
-        m3 = d > m3 ? d : m3;
-    }
-    for (; i < n; i++) {
-        uint64_t a = (uint64_t)v[i] - 1;
-        m0 = a > m0 ? a : m0;
-    }
-    m0 = m1 > m0 ? m1 : m0;
-    m2 = m3 > m2 ? m3 : m2;
-    return m2 > m0 ? m2 : m0;
-}
-
 /* index as a contiguous int64 tensor (a new reference): itself when it is
  * one, else a converted copy. Refuses other dtypes than int64 (and int32
  * when int32_ok). */
@@ -692,37 +668,71 @@ static em_status check_scatter_shapes(const em_tensor *self, int d, const em_ten
     return EM_OK;
 }
 
+/* One row of scatter: self[k * s_k + (ix[k * i_k] - 1) * s_d] op= src[k *
+ * r_k] for k < L; returns 1, or the first bad index value, the elements
+ * before it written (PyTorch's kernel checks element by element too). The
+ * common add row (dim last, every row contiguous) goes eight elements at
+ * a time: the eight values and one range test for them first, then the
+ * eight read-modify-writes in order (repeated positions add in order);
+ * a block with a bad value is left to the element loop, which finds it. */
 #define SC_ROW(n, T, E) \
-    static void sc_row_##n(sc_kind kind, char *self, int64_t s_k, int64_t s_d, const int64_t *ix, int64_t i_k, \
-                           const char *src, int64_t r_k, int64_t L) { \
+    static int64_t sc_row_##n(sc_kind kind, char *self, int64_t s_k, int64_t s_d, const int64_t *ix, int64_t i_k, \
+                              const char *src, int64_t r_k, int64_t L, int64_t size) { \
         T *sp = (T *)self; \
         const T *rp = (const T *)src; \
+        const uint64_t un = (uint64_t)size; \
+        int64_t k = 0; \
         switch (kind) { \
         case SC_COPY: \
-            for (int64_t k = 0; k < L; k++) sp[k * s_k + (ix[k * i_k] - 1) * s_d] = rp[k * r_k]; \
+            for (; k < L; k++) { \
+                uint64_t p = (uint64_t)ix[k * i_k] - 1; \
+                if (p >= un) return ix[k * i_k]; \
+                sp[k * s_k + (int64_t)p * s_d] = rp[k * r_k]; \
+            } \
             break; \
         case SC_ADD: \
             if (s_k == 0 && s_d == 1 && i_k == 1 && r_k == 1) { /* dim innermost, all contiguous */ \
-                for (int64_t k = 0; k < L; k++) sp[ix[k] - 1] = EM_ST_##n(LA_##n(sp[ix[k] - 1]) + LA_##n(rp[k])); \
-                break; \
+                for (; k + 8 <= L; k += 8) { \
+                    const int64_t *v = ix + k; \
+                    uint64_t p0 = (uint64_t)v[0] - 1, p1 = (uint64_t)v[1] - 1, p2 = (uint64_t)v[2] - 1, \
+                             p3 = (uint64_t)v[3] - 1, p4 = (uint64_t)v[4] - 1, p5 = (uint64_t)v[5] - 1, \
+                             p6 = (uint64_t)v[6] - 1, p7 = (uint64_t)v[7] - 1; \
+                    if ((p0 >= un) | (p1 >= un) | (p2 >= un) | (p3 >= un) | (p4 >= un) | (p5 >= un) | \
+                        (p6 >= un) | (p7 >= un)) \
+                        break; \
+                    const T *r = rp + k; \
+                    sp[p0] = EM_ST_##n(LA_##n(sp[p0]) + LA_##n(r[0])); \
+                    sp[p1] = EM_ST_##n(LA_##n(sp[p1]) + LA_##n(r[1])); \
+                    sp[p2] = EM_ST_##n(LA_##n(sp[p2]) + LA_##n(r[2])); \
+                    sp[p3] = EM_ST_##n(LA_##n(sp[p3]) + LA_##n(r[3])); \
+                    sp[p4] = EM_ST_##n(LA_##n(sp[p4]) + LA_##n(r[4])); \
+                    sp[p5] = EM_ST_##n(LA_##n(sp[p5]) + LA_##n(r[5])); \
+                    sp[p6] = EM_ST_##n(LA_##n(sp[p6]) + LA_##n(r[6])); \
+                    sp[p7] = EM_ST_##n(LA_##n(sp[p7]) + LA_##n(r[7])); \
+                } \
             } \
-            for (int64_t k = 0; k < L; k++) { \
-                T *d = sp + k * s_k + (ix[k * i_k] - 1) * s_d; \
+            for (; k < L; k++) { \
+                uint64_t p = (uint64_t)ix[k * i_k] - 1; \
+                if (p >= un) return ix[k * i_k]; \
+                T *d = sp + k * s_k + (int64_t)p * s_d; \
                 *d = EM_ST_##n(LA_##n(*d) + LA_##n(rp[k * r_k])); \
             } \
             break; \
         case SC_MUL: \
-            for (int64_t k = 0; k < L; k++) { \
-                T *d = sp + k * s_k + (ix[k * i_k] - 1) * s_d; \
+            for (; k < L; k++) { \
+                uint64_t p = (uint64_t)ix[k * i_k] - 1; \
+                if (p >= un) return ix[k * i_k]; \
+                T *d = sp + k * s_k + (int64_t)p * s_d; \
                 *d = EM_ST_##n(LA_##n(*d) * LA_##n(rp[k * r_k])); \
             } \
             break; \
         } \
+        return 1; \
     }
 EM_CPU_TYPES(SC_ROW)
 
-typedef void (*sc_row_fn)(sc_kind, char *, int64_t, int64_t, const int64_t *, int64_t, const char *, int64_t,
-                          int64_t);
+typedef int64_t (*sc_row_fn)(sc_kind, char *, int64_t, int64_t, const int64_t *, int64_t, const char *, int64_t,
+                             int64_t, int64_t);
 static sc_row_fn sc_row_for(em_dtype t) {
     switch (t) {
 #define X(n, T, E) case E: return sc_row_##n;
@@ -791,9 +801,8 @@ typedef struct {
     const char *src;
     int64_t es;
     const int64_t *iv;
-    int64_t size;   /* check_rows: each row's values are checked (in cache) before it runs */
-    bool check_rows;
-    int64_t bad;    /* check_rows: a bad value seen (the first one written wins), else 1 */
+    int64_t size;   /* self's size in dim: index values lie in 1..size */
+    int64_t bad;    /* a bad value seen (the first one written wins), else 1 */
 } sc_ctx;
 
 static void sc_range(int64_t b, int64_t e, void *p) {
@@ -802,26 +811,28 @@ static void sc_range(int64_t b, int64_t e, void *p) {
     int64_t pos[EM_MAX_DIMS], io, so, ro;
     row_offsets(w, b, pos, &io, &so, &ro);
     for (int64_t r = b; r < e; r++) {
-        if (c->check_rows && max_pos0(c->iv + io, w->L) >= (uint64_t)c->size) { /* ix is contiguous */
-            int64_t v = 1, one = 1;
-            for (int64_t k = 0; k < w->L && v == 1; k++)
-                if ((uint64_t)c->iv[io + k] - 1 >= (uint64_t)c->size) v = c->iv[io + k];
+        int64_t v = c->row(c->kind, c->self ? c->self + so * c->es : c->self, w->s_k, w->sst[w->d], c->iv + io,
+                           w->ist[w->nd - 1], c->src + ro * c->es, w->rst[w->nd - 1], w->L, c->size);
+        if (v != 1) {
+            int64_t one = 1;
             __atomic_compare_exchange_n(&c->bad, &one, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
             return;
         }
-        c->row(c->kind, c->self ? c->self + so * c->es : c->self, w->s_k, w->sst[w->d], c->iv + io, w->ist[w->nd - 1],
-               c->src + ro * c->es, w->rst[w->nd - 1], w->L);
         row_advance(w, pos, &io, &so, &ro);
     }
 }
 
 /* self[.. index[p] (in dim) ..] op= src[p] for every position p of index;
  * src NULL: the value of vbuf (self's dtype) everywhere. Index values are
- * checked first, so a bad one leaves self untouched -- except for a fresh
- * self (an out-of-place op's copy, dropped on error), where each row is
- * checked just before it runs (one pass over index). Rows run in parallel
- * when dim is the last dim (each row of index then writes its own row of
- * self); otherwise in order, so repeated positions see a fixed order. */
+ * checked as they are used (one pass over index, not a check pass first),
+ * so a bad value stops the op with what came before it written, as
+ * PyTorch's scatter, scatter_add_ and scatter_reduce_ leave their self
+ * partly written (their kernel checks element by element too).
+ * self's version is bumped on that error too (unless fresh: an
+ * out-of-place op's copy, dropped), so a saved self that was partly
+ * written is noticed by backward. Rows run in parallel when dim is the
+ * last dim (each row of index then writes its own row of self); otherwise
+ * in order, so repeated positions see a fixed order. */
 static em_tensor *scatter_into(sc_kind kind, em_tensor *self, int64_t dim, em_tensor *index, em_tensor *src,
                                const char *vbuf, bool fresh, const char *op) {
     if (em_core_check_no_internal_overlap(self, op) != EM_OK) return NULL;
@@ -832,13 +843,6 @@ static em_tensor *scatter_into(sc_kind kind, em_tensor *self, int64_t dim, em_te
     if (!ix) return NULL;
     int64_t size = self->ndim ? self->sizes[d] : 1;
     const int64_t *iv = em_tensor_data(ix);
-    bool bad = !fresh && ix->numel > 0 && max_pos0(iv, ix->numel) >= (uint64_t)size; /* then find the value */
-    for (int64_t i = 0; bad && i < ix->numel; i++)
-        if ((uint64_t)iv[i] - 1 >= (uint64_t)size) {
-            range_error(op, iv[i], d, size, false);
-            em_tensor_release(ix);
-            return NULL;
-        }
     em_tensor *s = src && src->storage == self->storage ? copy_of(src, src->ndim, src->sizes, op)
                                                        : em_tensor_retain(src);
     if (src && !s) {
@@ -848,7 +852,7 @@ static em_tensor *scatter_into(sc_kind kind, em_tensor *self, int64_t dim, em_te
     row_walk w;
     row_walk_init(&w, self, d, ix, s);
     sc_ctx c = { &w, sc_row_for(self->dtype), kind, em_tensor_data(self), s ? em_tensor_data(s) : vbuf,
-                 (int64_t)em_dtype_size(self->dtype), iv, size, fresh, 1 };
+                 (int64_t)em_dtype_size(self->dtype), iv, size, 1 };
     if (ix->numel > 0) {
         if (d == w.nd - 1 && w.rows > 1) {
             int64_t grain = (int64_t)EM_CPU_GRAIN / (w.L > 0 ? w.L : 1);
@@ -860,6 +864,7 @@ static em_tensor *scatter_into(sc_kind kind, em_tensor *self, int64_t dim, em_te
     em_tensor_release(s);
     em_tensor_release(ix);
     if (c.bad != 1) {
+        if (!fresh) em_tensor_bump_version(self); /* rows before the bad one are written */
         range_error(op, c.bad, d, size, false);
         return NULL;
     }
