@@ -1,5 +1,5 @@
 -- test_conv_winograd.lua -- the Winograd F(2x2, 3x3) path of conv2d's
--- forward and input gradient (Note [Winograd convolution],
+-- forward, input and weight gradients (Note [Winograd convolution],
 -- conv_winograd.c): float32 3x3 stride-1 convolutions with at least 8
 -- channels on both sides take it; float64 keeps the im2col path, so each
 -- case here compares the float32 results with float64's (the old path) on
@@ -74,12 +74,15 @@ function T.winograd_noncontiguous_and_threads()
   for _, th in ipairs({ 1, 2 }) do
     ember.set_num_threads(th)
     local y = F.conv2d(x, w, nil, 1, 1)
-    local gi = ember.convolution_backward(y, x, w, nil, { 1, 1 }, { 1, 1 }, { 1, 1 }, false, { 0, 0 }, 1, { 1, 0, 0 })
-    r[th] = { y, gi }
+    local gi, gw = ember.convolution_backward(y, x, w, nil, { 1, 1 }, { 1, 1 }, { 1, 1 }, false, { 0, 0 }, 1,
+      { 1, 1, 0 })
+    r[th] = { y, gi, gw }
   end
   ember.set_num_threads(threads0)
   check(ember.equal(r[1][1], r[2][1]), "forward: 2 threads differ from 1")
   check(ember.equal(r[1][2], r[2][2]), "input gradient: 2 threads differ from 1")
+  -- the weight gradient sums per-job partials: equal up to rounding
+  close(r[2][3], r[1][3]:double(), 1e-6, "weight gradient with 2 threads")
 end
 
 -- conv_transpose2d's forward is the input-gradient direction and its input

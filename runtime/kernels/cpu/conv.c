@@ -19,9 +19,10 @@
  * product of a depthwise convolution (one image channel per group: conv's
  * forward, conv_transpose's input gradient) runs a direct loop over the
  * pool; its other two products use the per-group gemms. A float32 3x3
- * stride-1 convolution with at least 8 channels each side runs its
- * forward and input gradient (the transposed one's too) through Winograd
- * F(2x2, 3x3) instead (Note [Winograd convolution], conv_winograd.c).
+ * stride-1 convolution with at least 8 channels each side runs all three
+ * products (forward, input and weight gradients; a transposed one's too)
+ * through Winograd F(2x2, 3x3) instead (Note [Winograd convolution],
+ * conv_winograd.c).
  */
 /* O3: the copy, bias and sum loops below vectorise (the file's hot loops
  * besides BLAS; the same pragma as the elementwise kernels). */
@@ -630,6 +631,8 @@ static em_status product_weight(const em_conv_geom *g, em_dtype ct, const char *
         memset(gw, 0, (size_t)(g->C_col * R) * es);
         return EM_OK;
     }
+    if (em_conv_wino_applies(g, ct, g->C_img, g->C_col)) /* Note [Winograd convolution] */
+        return em_conv_wino_weight(g, (const float *)cs, (const float *)img, (float *)gw, op);
     return run_product(P_WEIGHT, g, ct, cs, img, gw, op);
 }
 

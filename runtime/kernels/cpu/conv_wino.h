@@ -23,4 +23,13 @@ EM_HIDDEN bool em_conv_wino_applies(const em_conv_geom *g, em_dtype ct, int64_t 
 EM_HIDDEN em_status em_conv_wino(const em_conv_geom *g, bool to_image, const float *in, const float *w, float *out,
                                  const char *op);
 
+/* The weight gradient of g: gw {C_col, C_img, 3, 3} = the sum over
+ * samples and positions of cs (N, C_col, col...) times the image (N, C_img,
+ * img...) under each tap (conv's weight gradient with cs = grad_output,
+ * img = input; a transposed one's with cs = input, img = grad_output),
+ * float32, contiguous, for a g that em_conv_wino_applies accepts (with
+ * C_img in, C_col out). gw is overwritten. EM_OK or an error status. */
+EM_HIDDEN em_status em_conv_wino_weight(const em_conv_geom *g, const float *cs, const float *img, float *gw,
+                                        const char *op);
+
 #endif

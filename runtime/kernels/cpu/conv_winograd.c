@@ -1,6 +1,6 @@
-/* conv_winograd.c -- Winograd F(2x2, 3x3) for conv.c's two products that
- * slide a 3x3 kernel over a plane: the forward of a 3x3 stride-1
- * convolution and its input gradient (conv_wino.h).
+/* conv_winograd.c -- Winograd F(2x2, 3x3) for conv.c's three products of
+ * a 3x3 stride-1 convolution: the forward, the input gradient and the
+ * weight gradient (conv_wino.h).
  *
  * Note [Winograd convolution]
  * A 3x3 stride-1 correlation computes each 2x2 block of outputs from the
@@ -18,32 +18,40 @@
  * The input gradient of such a convolution is itself a 3x3 stride-1
  * correlation of grad_output with the flipped kernel, input and output
  * channels swapped, and padding 2 - pad (negative: a crop; the transform
- * reads zeros outside the plane either way), so both run here. The weight
- * gradient stays on im2col + gemm (its product sums over the tiles: the
- * Winograd form would need the same transforms for a 32x16 result).
+ * reads zeros outside the plane either way). The weight gradient is the
+ * adjoint of the forward: dU_p = sum over tiles of Q_p V_p^T with
+ * Q = A dY A^T (dY: a tile's 2x2 output gradient, zero past the output's
+ * edge), then dg = G^T dU G per kernel.
  * When: float32 compute (float32, float16, bfloat16 tensors; float64 keeps
  * the exact im2col path), groups 1, a 3x3 kernel with stride 1 and
  * dilation 1 over a 2-d plane (conv2d, conv_transpose2d, a conv3d whose
  * kernel and planes are 1 deep), at least WINO_MIN_C channels on both
- * sides (with fewer the 16 products are too thin to repay the transforms;
- * a first layer's 3 input channels stay on im2col) and at most WINO_MAX_C, and output planes at most
- * WINO_MAX_W wide (the scratch holds whole tile rows).
+ * sides (with fewer the 16 products are too thin to repay the
+ * transforms; a first layer's 3 input channels stay on im2col) and at
+ * most WINO_MAX_C, and output planes at most WINO_MAX_W wide (the scratch
+ * holds whole tile rows).
  * Accuracy: the transforms add and subtract inputs (V's entries are sums
  * of up to 4 inputs, U's of up to 9 weights / 4), so the result differs
  * from the direct sum by float32 rounding of those sums (measured on the
- * bench's layer: max error 1.1e-5 forward, 2.0e-5 input gradient at
- * outputs up to 45 and 74, im2col's 1.6e-5 and 1.0e-5);
+ * bench's layer against float64: max error 1.1e-5 forward, 2.0e-5 input
+ * gradient, 1.8e-5 weight gradient at values up to 45, 74 and 79;
+ * im2col's 1.6e-5, 1.0e-5 and 4.1e-5);
  * tests/lua/test_conv_winograd.lua checks it against float64.
  * Work: the output is cut into chunks of whole tile rows (about
- * WINO_TILES tiles), each transformed into V (16 x C_in x tiles), multiplied
- * into M by small_gemm (a register-blocked loop: with K = C_in the
- * products are too thin for BLAS, whose packing made them slower) and
- * transformed back into the output; a chunk's V and M stay in L2. With T
- * threads the chunks split into T runs, one pool job each with its own
- * scratch (as Note [Sample-parallel products] in conv.c).
- * Measured (CPU time per step at 1 thread, conv2d 64x16x16x16 -> 32, 3x3,
- * pad 1, on a loaded 2-core host): forward 3.4 -> 2.2 ms, forward +
- * backward 10.3-11 -> 8.0-9.3 ms (PyTorch 1.13 there: 10.5-11.3 ms).
+ * WINO_TILES tiles; a chunk's V and M stay in L2), each transformed into V
+ * (16 x C_in x tiles), multiplied into M by small_gemm and transformed
+ * back into the output; the weight gradient transforms the chunk's input
+ * into V and its output gradient into Q and adds Q_p V_p^T into per-lane
+ * sums (small_gemm_nt). Both products are register-blocked FMA loops, not
+ * BLAS: with one side a layer's channel count they are too thin, and
+ * OpenBLAS's packing made them slower. With T threads the chunks split
+ * into T runs, one pool job each with its own scratch (and weight-gradient
+ * partial sums, added in job order: the result depends on T only by
+ * rounding), as Note [Sample-parallel products] in conv.c.
+ * Measured (conv2d 64x16x16x16 -> 32, 3x3, pad 1, forward + backward, on a
+ * loaded 2-core host; im2col path / this one): CPU time at 1 thread
+ * 10.1-10.6 / 6.4-6.5 ms (PyTorch 1.13 there: 9.9-11.3 ms); the forward
+ * alone 3.4 / 2.2 ms.
  */
 #pragma GCC optimize("O3", "no-trapping-math", "no-math-errno", "no-tree-loop-distribute-patterns")
 #include "kernels/cpu/conv_wino.h"
@@ -89,7 +97,9 @@ typedef struct {
     int64_t N, Ci, Co, Hi, Wi, Ho, Wo, py, px; /* tap (0, 0) of output (y, x) reads input (y - py, x - px) */
     int64_t TH, TW, rows, nchunks, T;          /* tile rows per plane, tiles per row, tile rows per chunk */
     const float *in, *U;                       /* U: 16 x Co x Ci */
+    const float *gout;                         /* weight gradient: the output gradient (N, Co, Ho, Wo) */
     float *out, *scratch;
+    float *dU;                                 /* weight gradient: T partial sums, 16 x Co x Ci x 8 lanes each */
     int64_t per_job;                           /* scratch floats per job */
 } wino_t;
 
@@ -142,7 +152,9 @@ WINO_CLONES static void input_rows(const wino_t *k, const float *plane, int64_t 
     for (int64_t i = 0; i < nrow && jhi > jlo; i++) {
         int64_t y = y0 + i;
         if (y < 0 || y >= k->Hi) continue;
-        memcpy(pb + i * PW + jlo, plane + y * Wi + jlo - px, sizeof(float) * (size_t)(jhi - jlo));
+        float *restrict d = pb + i * PW; /* a loop: short rows (as output_row) */
+        const float *restrict sr = plane + y * Wi;
+        for (int64_t j = jlo; j < jhi; j++) d[j] = sr[j - px];
     }
     for (int64_t ty = ty0; ty < ty1; ty++) {
         const float *rows = pb + 2 * (ty - ty0) * PW;
@@ -209,7 +221,9 @@ WINO_CLONES static void output_row(const wino_t *k, const float *restrict m, int
     for (int a = 0; a < 2; a++) {
         int64_t y = 2 * ty + a;
         if (y >= k->Ho) break;
-        memcpy(plane + y * k->Wo, a ? y1 : y0, sizeof(float) * (size_t)k->Wo);
+        float *restrict d = plane + y * k->Wo; /* a loop: these rows are short, a libc call cost more */
+        const float *restrict sr = a ? y1 : y0;
+        for (int64_t j = 0; j < k->Wo; j++) d[j] = sr[j];
     }
 }
 
@@ -291,6 +305,168 @@ static void run_chunk(const wino_t *k, int64_t c, float *s) {
         }
 }
 
+/* Weight gradient: Q_p = (A dY A^T)_p of the tiles of tile row ty of one
+ * output-gradient plane (dY: the 2x2 block at rows 2 ty, 2 ty + 1 and
+ * columns 2 tx, 2 tx + 1, zero past Ho and Wo -- outputs that do not
+ * exist have no gradient), written to q + p * ldq + tx, 8 tiles at a time
+ * (up to 7 floats past TW, as input_rows). rb: 2 x 2 E floats for rows
+ * whose last block would read past Wo. */
+WINO_CLONES static void grad_row(const wino_t *k, const float *plane, int64_t ty, float *restrict rb,
+                                 float *restrict q, int64_t ldq) {
+    const int64_t TW = k->TW, Wo = k->Wo, E = (TW + 7) / 8 * 8 + 8;
+    const float *row[2];
+    for (int a = 0; a < 2; a++) {
+        int64_t y = 2 * ty + a;
+        float *b = rb + a * 2 * E;
+        row[a] = b;
+        if (y >= k->Ho) {
+            memset(b, 0, sizeof(float) * (size_t)(2 * E));
+        } else if ((TW + 7) / 8 * 16 <= Wo) {
+            row[a] = plane + y * Wo; /* every block inside the row: read in place */
+        } else {
+            memcpy(b, plane + y * Wo, sizeof(float) * (size_t)Wo);
+            memset(b + Wo, 0, sizeof(float) * (size_t)(2 * E - Wo));
+        }
+    }
+    for (int64_t tx = 0; tx < TW; tx += 8) {
+        wv8 r[2][4];
+        for (int a = 0; a < 2; a++) { /* dY A^T along x */
+            wv8 u, v;
+            LD8(u, row[a] + 2 * tx);
+            LD8(v, row[a] + 2 * tx + 8);
+            wv8 d0 = __builtin_shufflevector(u, v, 0, 2, 4, 6, 8, 10, 12, 14);
+            wv8 d1 = __builtin_shufflevector(u, v, 1, 3, 5, 7, 9, 11, 13, 15);
+            r[a][0] = d0;
+            r[a][1] = d0 + d1;
+            r[a][2] = d0 - d1;
+            r[a][3] = -d1;
+        }
+        for (int j = 0; j < 4; j++) { /* A along y */
+            wv8 q0 = r[0][j], q1 = r[0][j] + r[1][j], q2 = r[0][j] - r[1][j], q3 = -r[1][j];
+            ST8(q + (0 + j) * ldq + tx, q0);
+            ST8(q + (4 + j) * ldq + tx, q1);
+            ST8(q + (8 + j) * ldq + tx, q2);
+            ST8(q + (12 + j) * ldq + tx, q3);
+        }
+    }
+}
+
+/* small_gemm_nt's blocks (below): 2 rows of Q by 4 of V, and 1 by 1. */
+static inline __attribute__((always_inline)) void dot_2x4(int64_t co, int64_t ci, int64_t nt, int64_t Ci,
+                                                          const float *restrict Q, const float *restrict V,
+                                                          float *restrict acc) {
+    float *p00 = acc + (co * Ci + ci) * 8, *p10 = p00 + Ci * 8;
+    const float *q0 = Q + co * nt, *q1 = q0 + nt, *v0 = V + ci * nt, *v1 = v0 + nt, *v2 = v1 + nt, *v3 = v2 + nt;
+    wv8 a00, a01, a02, a03, a10, a11, a12, a13;
+    LD8(a00, p00);
+    LD8(a01, p00 + 8);
+    LD8(a02, p00 + 16);
+    LD8(a03, p00 + 24);
+    LD8(a10, p10);
+    LD8(a11, p10 + 8);
+    LD8(a12, p10 + 16);
+    LD8(a13, p10 + 24);
+    int64_t t = 0;
+    for (; t + 8 <= nt; t += 8) {
+        wv8 x0, x1, y0, y1, y2, y3;
+        LD8(x0, q0 + t);
+        LD8(x1, q1 + t);
+        LD8(y0, v0 + t);
+        LD8(y1, v1 + t);
+        LD8(y2, v2 + t);
+        LD8(y3, v3 + t);
+        a00 += x0 * y0;
+        a01 += x0 * y1;
+        a02 += x0 * y2;
+        a03 += x0 * y3;
+        a10 += x1 * y0;
+        a11 += x1 * y1;
+        a12 += x1 * y2;
+        a13 += x1 * y3;
+    }
+    ST8(p00, a00);
+    ST8(p00 + 8, a01);
+    ST8(p00 + 16, a02);
+    ST8(p00 + 24, a03);
+    ST8(p10, a10);
+    ST8(p10 + 8, a11);
+    ST8(p10 + 16, a12);
+    ST8(p10 + 24, a13);
+    for (; t < nt; t++) { /* after the stores: lane access would keep the accumulators in memory */
+        p00[0] += q0[t] * v0[t];
+        p00[8] += q0[t] * v1[t];
+        p00[16] += q0[t] * v2[t];
+        p00[24] += q0[t] * v3[t];
+        p10[0] += q1[t] * v0[t];
+        p10[8] += q1[t] * v1[t];
+        p10[16] += q1[t] * v2[t];
+        p10[24] += q1[t] * v3[t];
+    }
+}
+
+static inline __attribute__((always_inline)) void dot_1x1(int64_t co, int64_t ci, int64_t nt, int64_t Ci,
+                                                          const float *restrict Q, const float *restrict V,
+                                                          float *restrict acc) {
+    float *p = acc + (co * Ci + ci) * 8;
+    const float *q = Q + co * nt, *v = V + ci * nt;
+    wv8 a;
+    LD8(a, p);
+    int64_t t = 0;
+    for (; t + 8 <= nt; t += 8) {
+        wv8 x, y;
+        LD8(x, q + t);
+        LD8(y, v + t);
+        a += x * y;
+    }
+    ST8(p, a);
+    for (; t < nt; t++) p[0] += q[t] * v[t];
+}
+
+/* acc (Co x Ci x 8 lanes) += Q (Co x nt) @ V (Ci x nt)^T, lane l summing
+ * the columns t = l mod 8 (the last nt % 8 into lane 0): blocks of 2 rows
+ * of Q by 4 of V held in registers along the rows (the rest one by one),
+ * the lanes summed once at the end of the product. A loop, not BLAS:
+ * OpenBLAS spent more time packing these 32 x 16 x 128 products than
+ * multiplying them. */
+WINO_CLONES static void small_gemm_nt(int64_t Co, int64_t Ci, int64_t nt, const float *restrict Q,
+                                      const float *restrict V, float *restrict acc) {
+    int64_t co = 0;
+    for (; co + 2 <= Co; co += 2) {
+        int64_t ci = 0;
+        for (; ci + 4 <= Ci; ci += 4) dot_2x4(co, ci, nt, Ci, Q, V, acc);
+        for (; ci < Ci; ci++) {
+            dot_1x1(co, ci, nt, Ci, Q, V, acc);
+            dot_1x1(co + 1, ci, nt, Ci, Q, V, acc);
+        }
+    }
+    for (; co < Co; co++)
+        for (int64_t ci = 0; ci < Ci; ci++) dot_1x1(co, ci, nt, Ci, Q, V, acc);
+}
+
+/* Weight gradient, chunk c: V of the input, Q of the output gradient, and
+ * dU_p (Co x Ci x 8 lanes) += Q_p @ V_p^T for the 16 positions. Scratch
+ * as run_chunk's, Q in M's place. */
+static void run_chunk_weight(const wino_t *k, int64_t c, float *s, float *dU) {
+    const int64_t TW = k->TW, Ci = k->Ci, Co = k->Co, E = (TW + 7) / 8 * 8 + 8;
+    int64_t r0 = c * k->rows, r1 = r0 + k->rows < k->N * k->TH ? r0 + k->rows : k->N * k->TH;
+    int64_t nt = (r1 - r0) * TW;
+    const int64_t ldv = Ci * nt + WINO_SKEW, ldq = Co * nt + WINO_SKEW;
+    float *V = s, *Q = V + 16 * (Ci * k->rows * TW + WINO_SKEW), *rr = Q + 16 * (Co * k->rows * TW + WINO_SKEW);
+    float *pb = rr + 4 * E;
+    for (int64_t ci = 0; ci < Ci; ci++)
+        for (int64_t r = r0; r < r1;) {
+            int64_t n = r / k->TH, ty = r % k->TH, ty1 = k->TH < ty + (r1 - r) ? k->TH : ty + (r1 - r);
+            input_rows(k, k->in + (n * Ci + ci) * k->Hi * k->Wi, ty, ty1, pb, V + ci * nt + (r - r0) * TW, ldv);
+            r += ty1 - ty;
+        }
+    for (int64_t co = 0; co < Co; co++)
+        for (int64_t r = r0; r < r1; r++) {
+            int64_t n = r / k->TH, ty = r % k->TH;
+            grad_row(k, k->gout + (n * Co + co) * k->Ho * k->Wo, ty, rr, Q + co * nt + (r - r0) * TW, ldq);
+        }
+    for (int p = 0; p < 16; p++) small_gemm_nt(Co, Ci, nt, Q + p * ldq, V + p * ldv, dU + p * Co * Ci * 8);
+}
+
 /* Job t: chunks [t * nchunks / T, (t + 1) * nchunks / T); stops early when
  * an interrupt is pending (the caller then fails, Note [Interrupts in
  * kernels] way (b)). */
@@ -300,8 +476,40 @@ static void wino_range(int64_t b, int64_t e, void *vctx) {
         float *s = k->scratch + t * k->per_job;
         for (int64_t c = t * k->nchunks / k->T; c < (t + 1) * k->nchunks / k->T; c++) {
             if (em_cpu_stop_point()) return;
-            run_chunk(k, c, s);
+            if (k->dU) run_chunk_weight(k, c, s, k->dU + t * 16 * k->Co * k->Ci * 8);
+            else run_chunk(k, c, s);
         }
+    }
+}
+
+/* Fills k's tiling (chunks of whole tile rows, T jobs, scratch per job)
+ * for the planes k->Hi..k->Wo set by the caller. */
+static void wino_plan(wino_t *k) {
+    k->TH = (k->Ho + 1) / 2;
+    k->TW = (k->Wo + 1) / 2;
+    k->rows = WINO_TILES / k->TW > 1 ? WINO_TILES / k->TW : 1;
+    if (k->rows > k->N * k->TH) k->rows = k->N * k->TH;
+    k->nchunks = (k->N * k->TH + k->rows - 1) / k->rows;
+    int64_t T = em_get_num_threads();
+    if (T > k->nchunks) T = k->nchunks;
+    if (T > WINO_MAX_JOBS) T = WINO_MAX_JOBS;
+    if (T < 1) T = 1;
+    k->T = T;
+    int64_t nt = k->rows * k->TW;
+    int64_t E = (k->TW + 7) / 8 * 8 + 8; /* the row buffers */
+    k->per_job = 16 * ((k->Ci + k->Co) * nt + 2 * WINO_SKEW) + 4 * E +
+                 (2 * (k->rows < k->TH ? k->rows : k->TH) + 2) * 2 * E;
+    k->per_job = (k->per_job + 15) / 16 * 16; /* 64-byte multiples */
+}
+
+/* Runs k's jobs (BLAS single-threaded inside them when there are several). */
+static void wino_run(wino_t *k) {
+    if (k->T == 1) {
+        wino_range(0, 1, k);
+    } else {
+        openblas_set_num_threads(1);
+        em_cpu_parallel_for(k->T, 1, wino_range, k);
+        openblas_set_num_threads(em_get_num_threads());
     }
 }
 
@@ -319,34 +527,59 @@ em_status em_conv_wino(const em_conv_geom *g, bool to_image, const float *in, co
         k.Ci = g->C_col, k.Co = g->C_img, k.Hi = g->col[1], k.Wi = g->col[2], k.Ho = g->img[1], k.Wo = g->img[2];
         k.py = 2 - g->pad[1], k.px = 2 - g->pad[2];
     }
-    k.TH = (k.Ho + 1) / 2;
-    k.TW = (k.Wo + 1) / 2;
-    k.rows = WINO_TILES / k.TW > 1 ? WINO_TILES / k.TW : 1;
-    if (k.rows > k.N * k.TH) k.rows = k.N * k.TH;
-    k.nchunks = (k.N * k.TH + k.rows - 1) / k.rows;
-    int64_t T = em_get_num_threads();
-    if (T > k.nchunks) T = k.nchunks;
-    if (T > WINO_MAX_JOBS) T = WINO_MAX_JOBS;
-    if (T < 1) T = 1;
-    k.T = T;
-    int64_t nt = k.rows * k.TW;
-    int64_t E = (k.TW + 7) / 8 * 8 + 8; /* input_row's and output_row's buffers */
-    k.per_job = 16 * ((k.Ci + k.Co) * nt + 2 * WINO_SKEW) + 4 * E + (2 * (k.rows < k.TH ? k.rows : k.TH) + 2) * 2 * E;
-    k.per_job = (k.per_job + 15) / 16 * 16; /* 64-byte multiples */
-    int64_t un = 16 * k.Co * k.Ci, total = un + T * k.per_job;
+    wino_plan(&k);
+    int64_t un = 16 * k.Co * k.Ci, total = un + k.T * k.per_job;
     em_tensor *buf = em_tensor_new(1, &total, EM_FLOAT32, em_cpu_dev());
     if (!buf) return em_error_kind();
     float *U = em_tensor_data(buf);
     weight_transform(w, U, k.Co, k.Ci, to_image);
     k.U = U;
     k.scratch = U + un;
-    if (T == 1) {
-        wino_range(0, 1, &k);
-    } else {
-        openblas_set_num_threads(1);
-        em_cpu_parallel_for(T, 1, wino_range, &k);
-        openblas_set_num_threads(em_get_num_threads());
-    }
+    wino_run(&k);
+    em_tensor_release(buf);
+    return em_cpu_interrupted(op) ? EM_EINTERRUPT : EM_OK;
+}
+
+em_status em_conv_wino_weight(const em_conv_geom *g, const float *cs, const float *img, float *gw, const char *op) {
+    wino_t k;
+    memset(&k, 0, sizeof k);
+    k.N = g->N;
+    k.in = img;
+    k.gout = cs;
+    k.Ci = g->C_img, k.Co = g->C_col, k.Hi = g->img[1], k.Wi = g->img[2], k.Ho = g->col[1], k.Wo = g->col[2];
+    k.py = g->pad[1], k.px = g->pad[2];
+    wino_plan(&k);
+    int64_t un = 16 * k.Co * k.Ci * 8, total = k.T * (un + k.per_job);
+    em_tensor *buf = em_tensor_new(1, &total, EM_FLOAT32, em_cpu_dev());
+    if (!buf) return em_error_kind();
+    k.dU = em_tensor_data(buf);
+    k.scratch = k.dU + k.T * un;
+    memset(k.dU, 0, sizeof(float) * (size_t)(k.T * un));
+    wino_run(&k);
+    /* the jobs' partial sums in job order (the result depends on T only by
+     * rounding), the 8 lanes of each, then gw = G^T dU G per kernel, in
+     * double */
+    for (int64_t t = 1; t < k.T; t++)
+        for (int64_t i = 0; i < un; i++) k.dU[i] += k.dU[t * un + i];
+    for (int64_t co = 0; co < k.Co; co++)
+        for (int64_t ci = 0; ci < k.Ci; ci++) {
+            double x[4][4], h[3][4];
+            for (int p = 0; p < 16; p++) {
+                const float *l = k.dU + ((p * k.Co + co) * k.Ci + ci) * 8;
+                x[p / 4][p % 4] = (double)(((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7])));
+            }
+            for (int j = 0; j < 4; j++) {
+                h[0][j] = x[0][j] + 0.5 * (x[1][j] + x[2][j]);
+                h[1][j] = 0.5 * (x[1][j] - x[2][j]);
+                h[2][j] = 0.5 * (x[1][j] + x[2][j]) + x[3][j];
+            }
+            float *dst = gw + (co * k.Ci + ci) * 9;
+            for (int a = 0; a < 3; a++) {
+                dst[a * 3 + 0] = (float)(h[a][0] + 0.5 * (h[a][1] + h[a][2]));
+                dst[a * 3 + 1] = (float)(0.5 * (h[a][1] - h[a][2]));
+                dst[a * 3 + 2] = (float)(0.5 * (h[a][1] + h[a][2]) + h[a][3]);
+            }
+        }
     em_tensor_release(buf);
     return em_cpu_interrupted(op) ? EM_EINTERRUPT : EM_OK;
 }
