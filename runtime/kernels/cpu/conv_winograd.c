@@ -228,8 +228,8 @@ WINO_CLONES static void output_row(const wino_t *k, const float *restrict m, int
 }
 
 /* Rows [co, co + RB) of M = U @ V (below): blocks of RB rows by 16
- * columns held in registers over the whole sum, then the last nt % 16
- * columns one at a time. RB is a constant at every call (the loops unroll
+ * columns held in registers over the whole sum, then one of 8, then the
+ * last nt % 8 columns one at a time. RB is a constant at every call (the loops unroll
  * and the accumulators stay in registers). */
 static inline __attribute__((always_inline)) void gemm_rows(int RB, int64_t co, int64_t nt, int64_t Ci,
                                                             const float *restrict U, const float *restrict V,
@@ -253,6 +253,17 @@ static inline __attribute__((always_inline)) void gemm_rows(int RB, int64_t co, 
             ST8(M + (co + r) * nt + t, a0[r]);
             ST8(M + (co + r) * nt + t + 8, a1[r]);
         }
+    }
+    if (t + 8 <= nt) {
+        wv8 a0[6];
+        for (int r = 0; r < RB; r++) a0[r] = (wv8){ 0 };
+        for (int64_t ci = 0; ci < Ci; ci++) {
+            wv8 b0;
+            LD8(b0, V + ci * nt + t);
+            for (int r = 0; r < RB; r++) a0[r] += u[r * Ci + ci] * b0;
+        }
+        for (int r = 0; r < RB; r++) ST8(M + (co + r) * nt + t, a0[r]);
+        t += 8;
     }
     for (; t < nt; t++) {
         float c[6] = { 0, 0, 0, 0, 0, 0 };
@@ -487,7 +498,12 @@ static void wino_range(int64_t b, int64_t e, void *vctx) {
 static void wino_plan(wino_t *k) {
     k->TH = (k->Ho + 1) / 2;
     k->TW = (k->Wo + 1) / 2;
+    /* about WINO_TILES tiles, a multiple of 16 where that costs at most
+     * doubling the rows (small_gemm's column blocks) */
     k->rows = WINO_TILES / k->TW > 1 ? WINO_TILES / k->TW : 1;
+    int64_t m = 16;
+    for (int64_t a = k->TW; a % 2 == 0 && m > 1; a /= 2) m /= 2; /* rows * TW % 16 == 0 iff m | rows */
+    if (m > 1 && (k->rows + m - 1) / m * m <= 2 * k->rows) k->rows = (k->rows + m - 1) / m * m;
     if (k->rows > k->N * k->TH) k->rows = k->N * k->TH;
     k->nchunks = (k->N * k->TH + k->rows - 1) / k->rows;
     int64_t T = em_get_num_threads();
