@@ -48,16 +48,17 @@
  * into T runs, one pool job each with its own scratch (and weight-gradient
  * partial sums, added in job order: the result depends on T only by
  * rounding), as Note [Sample-parallel products] in conv.c.
- * Measured (conv2d 64x16x16x16 -> 32, 3x3, pad 1, forward + backward, on a
- * loaded 2-core host; im2col path / this one): CPU time at 1 thread
- * 10.1-10.6 / 6.4-6.5 ms (PyTorch 1.13 there: 9.9-11.3 ms); the forward
- * alone 3.4 / 2.2 ms.
+ * Measured (forward + backward, CPU time per step at 1 thread, on a
+ * loaded 2-core host; im2col path / this one / PyTorch 1.13 in the same
+ * minutes): conv2d 64x16x16x16 -> 32 3x3 pad 1: 8.9-10.3 / 5.5-5.8 /
+ * 11.3-11.5 ms; 64x16x14x14 -> 32 (the CNN step's second conv):
+ * 7.9 / 6.2-6.3 / 8.5-8.6 ms. Wall time at 2 threads (best of 9):
+ * 17.2 / 11.2 ms. The forward alone: 3.4 / 2.2 ms.
  */
 #pragma GCC optimize("O3", "no-trapping-math", "no-math-errno", "no-tree-loop-distribute-patterns")
 #include "kernels/cpu/conv_wino.h"
 #include "kernels/cpu/em_cpu.h"
 
-#include <cblas.h>
 #include <string.h>
 
 #ifndef WINO_MIN_C
@@ -518,15 +519,10 @@ static void wino_plan(wino_t *k) {
     k->per_job = (k->per_job + 15) / 16 * 16; /* 64-byte multiples */
 }
 
-/* Runs k's jobs (BLAS single-threaded inside them when there are several). */
+/* Runs k's jobs over the pool (no BLAS inside them). */
 static void wino_run(wino_t *k) {
-    if (k->T == 1) {
-        wino_range(0, 1, k);
-    } else {
-        openblas_set_num_threads(1);
-        em_cpu_parallel_for(k->T, 1, wino_range, k);
-        openblas_set_num_threads(em_get_num_threads());
-    }
+    if (k->T == 1) wino_range(0, 1, k);
+    else em_cpu_parallel_for(k->T, 1, wino_range, k);
 }
 
 em_status em_conv_wino(const em_conv_geom *g, bool to_image, const float *in, const float *w, float *out,
