@@ -18,11 +18,16 @@
  * gemms read and write the tensors themselves); the image -> column side
  * product of a depthwise convolution (one image channel per group: conv's
  * forward, conv_transpose's input gradient) runs a direct loop over the
- * pool; its other two products use the per-group gemms.
+ * pool; its other two products use the per-group gemms. A float32 3x3
+ * stride-1 convolution with at least 8 channels each side runs all three
+ * products (forward, input and weight gradients; a transposed one's too)
+ * through Winograd F(2x2, 3x3) instead (Note [Winograd convolution],
+ * conv_winograd.c).
  */
 /* O3: the copy, bias and sum loops below vectorise (the file's hot loops
  * besides BLAS; the same pragma as the elementwise kernels). */
 #pragma GCC optimize("O3", "no-trapping-math", "no-math-errno", "no-tree-loop-distribute-patterns")
+#include "kernels/cpu/conv_wino.h"
 #include "kernels/cpu/em_cpu.h"
 #include "kernels/em_conv.h"
 
@@ -597,6 +602,8 @@ static em_status product_col_side(const em_conv_geom *g, em_dtype ct, const char
         return EM_OK;
     }
     if (is_depthwise(g)) return depthwise_forward(g, ct, img, w, cs);
+    if (em_conv_wino_applies(g, ct, g->C_img, g->C_col)) /* Note [Winograd convolution] */
+        return em_conv_wino(g, false, (const float *)img, (const float *)w, (float *)cs, op);
     return run_product(P_COL_SIDE, g, ct, img, w, cs, op);
 }
 
@@ -610,6 +617,8 @@ static em_status product_image(const em_conv_geom *g, em_dtype ct, const char *c
         memset(img, 0, (size_t)(g->N * g->C_img * IP) * es);
         return EM_OK;
     }
+    if (em_conv_wino_applies(g, ct, g->C_col, g->C_img)) /* Note [Winograd convolution] */
+        return em_conv_wino(g, true, (const float *)cs, (const float *)w, (float *)img, op);
     return run_product(P_IMAGE, g, ct, cs, w, img, op);
 }
 
@@ -622,6 +631,8 @@ static em_status product_weight(const em_conv_geom *g, em_dtype ct, const char *
         memset(gw, 0, (size_t)(g->C_col * R) * es);
         return EM_OK;
     }
+    if (em_conv_wino_applies(g, ct, g->C_img, g->C_col)) /* Note [Winograd convolution] */
+        return em_conv_wino_weight(g, (const float *)cs, (const float *)img, (float *)gw, op);
     return run_product(P_WEIGHT, g, ct, cs, img, gw, op);
 }
 
