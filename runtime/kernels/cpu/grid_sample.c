@@ -151,29 +151,15 @@ static int64_t row_grain(const gs_ctx *k) {
     return per >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / (per > 0 ? per : 1);
 }
 
+static em_tensor *forward_nd(int nsp, const char *op, em_tensor *input, em_tensor *grid,
+                             const char *interpolation_mode, const char *padding_mode, bool align_corners);
+
 em_tensor *em_cpu_grid_sampler_2d(em_keyset ks, em_tensor *input, em_tensor *grid, const char *interpolation_mode,
                                   const char *padding_mode, bool align_corners) {
     (void)ks;
     const char *op = "grid_sampler_2d";
     if (check_args(input, grid, op) != EM_OK) return NULL;
-    int64_t sizes[4] = { input->sizes[0], input->sizes[1], grid->sizes[1], grid->sizes[2] };
-    em_tensor *out = em_tensor_new(4, sizes, input->dtype, em_cpu_device());
-    if (!out || out->numel == 0) return out;
-    em_tensor *in = dense(input, op), *gr = in ? dense(grid, op) : NULL;
-    if (!gr) {
-        em_tensor_release(in);
-        em_tensor_release(out);
-        return NULL;
-    }
-    gs_ctx k;
-    ctx_init(&k, input, grid, interpolation_mode, padding_mode, align_corners);
-    k.input = em_tensor_data(in);
-    k.grid = em_tensor_data(gr);
-    k.out = em_tensor_data(out);
-    em_cpu_parallel_for(sizes[0] * k.OH, row_grain(&k), input->dtype == EM_FLOAT64 ? fwd_rows_f64 : fwd_rows_f32, &k);
-    em_tensor_release(in);
-    em_tensor_release(gr);
-    return out;
+    return forward_nd(2, op, input, grid, interpolation_mode, padding_mode, align_corners);
 }
 
 static em_tensor *backward_nd(int nsp, const char *op, em_tensor *grad_output, em_tensor *input, em_tensor *grid,
@@ -240,8 +226,18 @@ em_tensor *em_cpu_grid_sampler_3d(em_keyset ks, em_tensor *input, em_tensor *gri
     (void)ks;
     const char *op = "grid_sampler_3d";
     if (check_args3(input, grid, interpolation_mode, op) != EM_OK) return NULL;
-    int64_t sizes[5] = { input->sizes[0], input->sizes[1], grid->sizes[1], grid->sizes[2], grid->sizes[3] };
-    em_tensor *out = em_tensor_new(5, sizes, input->dtype, em_cpu_device());
+    return forward_nd(3, op, input, grid, interpolation_mode, padding_mode, align_corners);
+}
+
+/* The body the 2-d and 3-d forward ops share (nsp = 2 or 3 spatial dims;
+ * the caller has checked input and grid): the result and the parallel
+ * loop over its rows. */
+static em_tensor *forward_nd(int nsp, const char *op, em_tensor *input, em_tensor *grid,
+                             const char *interpolation_mode, const char *padding_mode, bool align_corners) {
+    int nd = nsp + 2;
+    int64_t sizes[5] = { input->sizes[0], input->sizes[1] };
+    for (int d = 0; d < nsp; d++) sizes[2 + d] = grid->sizes[1 + d];
+    em_tensor *out = em_tensor_new(nd, sizes, input->dtype, em_cpu_device());
     if (!out || out->numel == 0) return out;
     em_tensor *in = dense(input, op), *gr = in ? dense(grid, op) : NULL;
     if (!gr) {
@@ -250,12 +246,16 @@ em_tensor *em_cpu_grid_sampler_3d(em_keyset ks, em_tensor *input, em_tensor *gri
         return NULL;
     }
     gs_ctx k;
-    ctx_init3(&k, input, grid, interpolation_mode, padding_mode, align_corners);
+    if (nsp == 2)
+        ctx_init(&k, input, grid, interpolation_mode, padding_mode, align_corners);
+    else
+        ctx_init3(&k, input, grid, interpolation_mode, padding_mode, align_corners);
     k.input = em_tensor_data(in);
     k.grid = em_tensor_data(gr);
     k.out = em_tensor_data(out);
-    em_cpu_parallel_for(sizes[0] * k.OD * k.OH, row_grain(&k), input->dtype == EM_FLOAT64 ? fwd3_rows_f64 : fwd3_rows_f32,
-                        &k);
+    bool dbl = input->dtype == EM_FLOAT64;
+    em_cpu_parallel_for(sizes[0] * (nsp == 3 ? k.OD : 1) * k.OH, row_grain(&k),
+                        nsp == 2 ? (dbl ? fwd_rows_f64 : fwd_rows_f32) : (dbl ? fwd3_rows_f64 : fwd3_rows_f32), &k);
     em_tensor_release(in);
     em_tensor_release(gr);
     return out;
