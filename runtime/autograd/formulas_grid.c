@@ -39,21 +39,21 @@ em_tensor *em_ag_fn_upsample_aa_grad(em_tensor *grad, const em_input_meta *self_
 }
 
 /* PyTorch 1.13 has no double backward of grid_sample: a create_graph
- * backward records grid_sampler_2d_backward's node, and differentiating
- * through it fails here with a catchable error. */
-em_tensor *em_ag_fn_grid_sampler_double_backward(em_tensor *ggI, em_tensor *ggG) {
-    (void)ggI;
-    (void)ggG;
-    em_set_error(EM_ETYPE, "grid_sampler_2d_backward: the derivative of grid_sample's gradient is not implemented "
-                 "(as in PyTorch)");
+ * backward records grid_sampler_2d_backward's (or _3d_backward's) node, and
+ * differentiating through it fails here with a catchable error. */
+static em_tensor *no_double_backward(const char *op) {
+    em_set_error(EM_ETYPE, "%s: the derivative of grid_sample's gradient is not implemented (as in PyTorch)", op);
     return NULL;
 }
 
-/* grid_sampler_3d_backward's: likewise not implemented (as PyTorch). */
+em_tensor *em_ag_fn_grid_sampler_double_backward(em_tensor *ggI, em_tensor *ggG) {
+    (void)ggI;
+    (void)ggG;
+    return no_double_backward("grid_sampler_2d_backward");
+}
+
 em_tensor *em_ag_fn_grid_sampler_3d_double_backward(em_tensor *ggI, em_tensor *ggG) {
     (void)ggI;
     (void)ggG;
-    em_set_error(EM_ETYPE, "grid_sampler_3d_backward: the derivative of grid_sample's gradient is not implemented "
-                 "(as in PyTorch)");
-    return NULL;
+    return no_double_backward("grid_sampler_3d_backward");
 }
