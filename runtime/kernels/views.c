@@ -148,7 +148,8 @@ static em_tensor **split_even(em_tensor *self, int d, int64_t split_size, int *n
                      op, d + 1, (long long)size);
         return NULL;
     }
-    int64_t n = split_size ? (size + split_size - 1) / split_size : 1;
+    /* ceil(size / split_size) without forming size + split_size (split_size may be near 2^63) */
+    int64_t n = split_size ? size / split_size + (size % split_size != 0) : 1;
     if (n == 0) n = 1; /* an empty dim: one empty piece */
     if (n > INT32_MAX / 2) {
         em_set_error(EM_EVALUE, "%s: %lld pieces are too many", op, (long long)n);

@@ -211,6 +211,10 @@ function T.huge_window_options()
   -- a bin count past memory is the allocation's error (fuzz find: histc
   -- called calloc with a count whose byte size overflows)
   check_error(function() return ember.histc(ember.randn(1), math.maxinteger) end, "histc", "too many elements")
+  -- a split size near 2^63 is one piece (fuzz find: the piece count formed
+  -- size + split_size - 1 in int64)
+  local parts = ember.randn(3, 2):split(math.maxinteger)
+  check(#parts == 1 and parts[1]:size(1) == 3, "one piece")
 end
 
 return T
