@@ -107,7 +107,9 @@ void em_lua_push_bool_result(lua_State *L, em_tensor *r, const char *op);
 static inline em_tensor *em_lua_mm_operand(lua_State *L, int idx, const char *op, const char *name,
                                            em_lua_argtmp *tmp) {
     if (lua_type(L, idx) == LUA_TUSERDATA && lua_getmetatable(L, idx)) {
-        bool ours = lua_rawequal(L, -1, lua_upvalueindex(1));
+        /* tables are equal exactly when their addresses are: cheaper than
+         * lua_rawequal's generic comparison (Note [Tensor userdata]) */
+        bool ours = lua_topointer(L, -1) == lua_topointer(L, lua_upvalueindex(1));
         lua_pop(L, 1);
         em_tensor *t = ours ? *(em_tensor **)lua_touserdata(L, idx) : NULL;
         if (t) return t;
