@@ -316,6 +316,38 @@ em_tensor *em_tensor_new(int ndim, const int64_t *sizes, em_dtype dtype, em_devi
     return t;
 }
 
+em_tensor *em_core_header_alias(const em_tensor *t)
+{
+    em_tensor *a = header_new();
+    if (!a) return NULL;
+    if (!shape_room(a, t->ndim)) {
+        header_free(a);
+        return NULL;
+    }
+    version_retain(t->version, t->storage);
+    em_storage_retain(t->storage);
+    atomic_init(&a->refcount, 1);
+    a->storage = t->storage;
+    a->offset = t->offset;
+    a->numel = t->numel;
+    a->ndim = t->ndim;
+    a->dtype = t->dtype;
+    a->device = t->device;
+    a->keyset = EM_KS(t->device.type == EM_CPU ? EM_KEY_CPU : em_backend_key(t->device));
+    if (t->ndim > 0) {
+        memcpy(a->sizes, t->sizes, (size_t)t->ndim * sizeof(int64_t));
+        memcpy(a->strides, t->strides, (size_t)t->ndim * sizeof(int64_t));
+    }
+    a->version = t->version;
+    a->autograd_meta = NULL;
+    a->view_base = NULL;
+    a->view_version = 0;
+    a->view_no_grad = false;
+    a->is_contiguous = t->is_contiguous;
+    a->wrapped_number = false;
+    return a;
+}
+
 /* Validates the view against the storage: strides >= 0, offset >= 0 and
  * the last addressed element inside the storage (when numel > 0). */
 em_tensor *em_tensor_wrapped_scalar(em_scalar s)
