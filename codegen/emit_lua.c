@@ -256,13 +256,18 @@ static void emit_binding(cg_buf *b, const cg_op *op) {
     }
     cg_printf(b, "    if (pos <= top)\n        return too_many(L, \"%s\", %d, top);\n", o,
               op->npositional);
-    /* tensors last (see Note [Lua argument binding]) */
+    /* tensors last (see Note [Lua argument binding]); the precheck of a
+     * sole Tensor argument is its conversion's own check, run with the same
+     * temporaries, so it is left out (unary ops: one type test per call) */
+    int ntensors = 0;
+    for (int i = 0; i < op->nargs; i++)
+        if (op->args[i].type == CG_TENSOR || op->args[i].type == CG_TENSOR_OPT) ntensors++;
     for (int i = 0; i < op->nargs; i++) {
         const cg_arg *a = &op->args[i];
         if (a->type == CG_TENSOR)
-            cg_printf(b, "    if (!i_%s)\n        return missing(L, \"%s\", \"%s\");\n"
-                         "    precheck_tensor(L, i_%s, \"%s\", \"%s\", false, &tmp);\n",
-                      a->name, o, a->name, a->name, o, a->name);
+            cg_printf(b, "    if (!i_%s)\n        return missing(L, \"%s\", \"%s\");\n", a->name, o, a->name);
+        if (a->type == CG_TENSOR && ntensors > 1)
+            cg_printf(b, "    precheck_tensor(L, i_%s, \"%s\", \"%s\", false, &tmp);\n", a->name, o, a->name);
         if (a->type == CG_TENSOR && a->kwonly && a->alias_write) /* out=: written, so a real tensor */
             cg_printf(b, "    if (!em_lua_totensor(L, i_%s))\n"
                          "        return luaL_error(L, \"%s: argument '%s' must be a tensor (the op writes into it), "

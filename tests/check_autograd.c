@@ -257,6 +257,37 @@ START_TEST(test_autograd_version_check) {
 }
 END_TEST
 
+/* Note [Version counter sharing]: a tensor made with its storage uses the
+ * counter in the storage header. A header on another storage that shares
+ * that counter keeps the first storage alive (ASan sees a use after free
+ * otherwise), and a fresh counter over a shared storage is its own. */
+START_TEST(test_autograd_version_in_storage) {
+    em_tensor *a = filled(2, 1.0f), *b = filled(3, 2.0f);
+    ck_assert_ptr_eq(a->version, &a->storage->version);
+    em_tensor *d = em_detach(a); /* same storage, same counter */
+    ck_assert_ptr_nonnull(d);
+    ck_assert_ptr_eq(d->version, a->version);
+    em_tensor *c = em_tensor_new_view(b->storage, 0, 1, (int64_t[]){ 3 }, (int64_t[]){ 1 }, EM_FLOAT32, a->version);
+    ck_assert_ptr_nonnull(c);
+    em_tensor *f = em_tensor_new_view(a->storage, 0, 1, (int64_t[]){ 2 }, (int64_t[]){ 1 }, EM_FLOAT32, NULL);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_ne(f->version, a->version);
+    uint32_t v0 = em_tensor_version(a); /* em_full may have written a in place */
+    em_tensor *r = em_add_(d, d, em_scalar_int(1));
+    em_tensor_release(r);
+    ck_assert_uint_eq(em_tensor_version(a), v0 + 1);
+    ck_assert_uint_eq(em_tensor_version(c), v0 + 1);
+    ck_assert_uint_eq(em_tensor_version(f), 0);
+    em_tensor_release(a);
+    em_tensor_release(d);
+    em_tensor_release(f); /* a's storage now lives through c's counter only */
+    em_tensor_release(b);
+    em_tensor_bump_version(c);
+    ck_assert_uint_eq(em_tensor_version(c), v0 + 2);
+    em_tensor_release(c);
+}
+END_TEST
+
 /* ---- reentrant backward ---- */
 
 static int reentrant_levels;
@@ -692,6 +723,7 @@ Suite *make_autograd_suite(void) {
     tcase_add_test(tc, test_autograd_grad_captures);
     tcase_add_test(tc, test_autograd_retain_graph);
     tcase_add_test(tc, test_autograd_version_check);
+    tcase_add_test(tc, test_autograd_version_in_storage);
     tcase_add_test(tc, test_autograd_reentrant);
     tcase_add_test(tc, test_autograd_device_worker_thread);
     tcase_add_test(tc, test_autograd_concurrent_backward);

@@ -721,18 +721,19 @@ END_TEST
 START_TEST(test_alloc_fail_after)
 {
     size_t base = allocated_now();
-    for (long n = 1; n <= 4; n++) {
+    for (long n = 1; n <= 3; n++) {
         em_clear_error();
         em_memory_fail_after(n);
         em_tensor *t = em_tensor_new(1, SZ(100), EM_FLOAT32, em_cpu_device());
-        ck_assert_ptr_null(t); /* a new tensor makes 4 allocations */
+        ck_assert_ptr_null(t); /* a new tensor makes 3 allocations: header, storage
+                                  (with the version counter), data */
         ck_assert_int_eq(em_error_kind(), EM_ENOMEM);
         ck_assert_uint_eq(allocated_now(), base);
     }
-    em_memory_fail_after(5);
+    em_memory_fail_after(4);
     em_tensor *t = em_tensor_new(1, SZ(100), EM_FLOAT32, em_cpu_device());
     ck_assert_ptr_nonnull(t);
-    em_tensor *v = em_core_transpose(t, 0, 0); /* 5th: the view header */
+    em_tensor *v = em_core_transpose(t, 0, 0); /* 4th: the view header */
     ck_assert_ptr_null(v);
     ck_assert_int_eq(em_error_kind(), EM_ENOMEM);
     v = em_core_transpose(t, 0, 0); /* the hook fired once and is off */

@@ -109,8 +109,10 @@ struct em_node {
 typedef struct em_ag_meta {
     em_tensor *grad;            /* owned; NULL until a backward writes it */
     em_node *grad_fn;           /* owned; NULL for leaves */
-    em_node *grad_accumulator;  /* weak; see Note [AccumulateGrad is weak] (owned by
-                                   a saved leaf's alias: Note [Saved leaves and views]) */
+    _Atomic(em_node *) grad_accumulator; /* weak; written under weak_lock, read
+                                   without it only by the meta's last owner (Note
+                                   [AccumulateGrad is weak]); owned by a saved leaf's
+                                   alias (Note [Saved leaves and views]) */
     em_tensor *owner;           /* weak back pointer to the tensor */
     uint32_t output_nr;
     bool requires_grad;         /* leaf flag (results use grad_fn) */

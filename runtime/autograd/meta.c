@@ -16,9 +16,14 @@
  * (edges of later nodes) keeps the node alive, the user keeps the leaf
  * alive, and neither keeps the other, so no cycle forms. Both pointers are
  * cleared under weak_lock by whichever side dies first. The one exception
- * is the alias of a saved leaf (Note [Saved leaves and views]), whose meta owns its
- * reference: a node's weak_var is only ever its leaf's own meta, so a meta
- * whose accumulator's weak_var is not itself holds a reference to drop. */
+ * is the alias of a saved leaf (Note [Saved leaves and views]), whose meta
+ * owns its reference: a node's weak_var is only ever its leaf's own meta, so
+ * a meta whose accumulator's weak_var is not itself holds a reference to
+ * drop. The meta's pointer is atomic so that the meta's last owner can skip
+ * the lock when it reads NULL (the non-leaves a graph frees by the
+ * thousand): an acquire load of NULL means either no node was ever made or
+ * its destroy already cleared the pointer, and that destroy touches the
+ * meta no more after. */
 static pthread_mutex_t weak_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Unlinks and returns the retain_grad hook of meta m from node n (NULL
@@ -47,15 +52,18 @@ static void meta_free(void *p) {
     em_ag_meta *m = p;
     if (!m) return;
     drop_retain_hook(m);
-    em_node *owned = NULL;
-    pthread_mutex_lock(&weak_lock);
-    if (m->grad_accumulator) {
-        if (m->grad_accumulator->weak_var == m) m->grad_accumulator->weak_var = NULL;
-        else owned = m->grad_accumulator; /* a saved leaf's alias: Note [Saved leaves and views] */
+    if (atomic_load_explicit(&m->grad_accumulator, memory_order_acquire)) {
+        em_node *owned = NULL;
+        pthread_mutex_lock(&weak_lock);
+        em_node *acc = atomic_load_explicit(&m->grad_accumulator, memory_order_relaxed);
+        if (acc) {
+            if (acc->weak_var == m) acc->weak_var = NULL;
+            else owned = acc; /* a saved leaf's alias: Note [Saved leaves and views] */
+        }
+        atomic_store_explicit(&m->grad_accumulator, NULL, memory_order_relaxed);
+        pthread_mutex_unlock(&weak_lock);
+        em_node_release(owned); /* outside weak_lock: its destroy takes it */
     }
-    m->grad_accumulator = NULL;
-    pthread_mutex_unlock(&weak_lock);
-    em_node_release(owned); /* outside weak_lock: its destroy takes it */
     em_tensor_release(m->grad);
     em_node_release(m->grad_fn);
     em_ag_free_hooks(m->hooks);
@@ -250,7 +258,8 @@ int em_register_hook(em_tensor *t, em_grad_hook_fn fn, void *ud, void (*free_ud)
         h->slot = 0;
         append_hook(&m->hooks, h);
         pthread_mutex_lock(&weak_lock);
-        if (m->grad_accumulator && free_ud) m->grad_accumulator->owner_thread = true;
+        em_node *acc = atomic_load_explicit(&m->grad_accumulator, memory_order_relaxed);
+        if (acc && free_ud) acc->owner_thread = true;
         pthread_mutex_unlock(&weak_lock);
     }
     return h->id;
@@ -379,7 +388,8 @@ static em_status accumulate_apply(em_node *self, em_tensor **grads, em_tensor **
 static void accumulate_destroy(em_node *self) {
     pthread_mutex_lock(&weak_lock);
     em_ag_meta *m = self->weak_var;
-    if (m && m->grad_accumulator == self) m->grad_accumulator = NULL;
+    if (m && atomic_load_explicit(&m->grad_accumulator, memory_order_relaxed) == self)
+        atomic_store_explicit(&m->grad_accumulator, NULL, memory_order_release);
     self->weak_var = NULL;
     pthread_mutex_unlock(&weak_lock);
 }
@@ -424,7 +434,7 @@ em_edge em_gradient_edge(em_tensor *t) {
     }
     if (!m->requires_grad) return e;
     pthread_mutex_lock(&weak_lock);
-    em_node *acc = m->grad_accumulator;
+    em_node *acc = atomic_load_explicit(&m->grad_accumulator, memory_order_relaxed);
     if (acc && atomic_load(&acc->refcount) > 0) {
         em_node_retain(acc);
     } else {
@@ -436,7 +446,7 @@ em_edge em_gradient_edge(em_tensor *t) {
             acc->weak_var = m;
             acc->sequence_nr = UINT64_MAX; /* leaves run as soon as they are ready */
             acc->input_meta[0] = im;
-            m->grad_accumulator = acc;
+            atomic_store_explicit(&m->grad_accumulator, acc, memory_order_relaxed);
             if (m->hooks) acc->owner_thread = true;
         }
     }
@@ -487,7 +497,7 @@ em_tensor *em_ag_saved_alias(em_tensor *t) {
     }
     if (e.fn->is_accumulate_grad) {
         m->requires_grad = true;
-        m->grad_accumulator = e.fn; /* owned: meta_free releases it */
+        atomic_store_explicit(&m->grad_accumulator, e.fn, memory_order_relaxed); /* owned: meta_free releases it */
     } else {
         m->grad_fn = e.fn;
         m->output_nr = e.input_nr;

@@ -437,10 +437,9 @@ static void shape_grow(void) {
     shape_cap = cap;
 }
 
-const int64_t *em_ag_intern_shape(int ndim, const int64_t *sizes) {
-    if (ndim <= 0) return no_sizes;
-    const shape_entry *l = shape_last;
-    if (l && shape_same(l, ndim, sizes)) return l->sizes; /* a graph records runs of one shape */
+/* em_ag_intern_shape past its fast path: the thread's cache, then the
+ * shared table (made out of line so the fast path saves no registers). */
+static __attribute__((noinline)) const int64_t *intern_slow(int ndim, const int64_t *sizes) {
     uint64_t h = shape_hash(ndim, sizes);
     const shape_entry *c = shape_tlc[h & (SHAPE_TLC - 1)];
     if (c && shape_is(c, h, ndim, sizes)) {
@@ -474,8 +473,19 @@ const int64_t *em_ag_intern_shape(int ndim, const int64_t *sizes) {
     return e->sizes;
 }
 
+/* The fast path: no dims, or the shape this thread interned last (a graph
+ * records runs of one shape). */
+static inline const int64_t *intern_shape(int ndim, const int64_t *sizes) {
+    if (ndim <= 0) return no_sizes;
+    const shape_entry *l = shape_last;
+    if (l && shape_same(l, ndim, sizes)) return l->sizes;
+    return intern_slow(ndim, sizes);
+}
+
+const int64_t *em_ag_intern_shape(int ndim, const int64_t *sizes) { return intern_shape(ndim, sizes); }
+
 em_status em_input_meta_from(em_input_meta *m, const em_tensor *t) {
-    const int64_t *sizes = em_ag_intern_shape(t->ndim, t->sizes);
+    const int64_t *sizes = intern_shape(t->ndim, t->sizes);
     if (!sizes) return EM_ENOMEM;
     m->sizes = sizes;
     m->ndim = t->ndim;

@@ -267,6 +267,24 @@ EM_API size_t em_memory_get_limit(void);
  * (see Note [GC pressure] in runtime/lua/lua_tensor.c). */
 EM_API size_t em_memory_take_thread_allocated(void);
 
+/* Note [Version counter sharing]
+ * A tensor and every view of it point to one em_version. In-place ops bump
+ * it; autograd saves the value when it saves a tensor and refuses to use
+ * the saved tensor when the counter moved. Views made by core functions
+ * share the base's counter; new tensors get a fresh one. A tensor made with
+ * its storage (em_tensor_new) uses the counter inside the storage header
+ * (storage->version, refcount EM_VERSION_IN_STORAGE): no allocation of its
+ * own, and alive as long as the storage is. Holding such a counter means
+ * holding its storage: a header whose version is its own storage's holds
+ * nothing more; one holding another storage's counter holds that storage
+ * (tensor.c). Other counters (em_tensor_new_view with NULL: a fresh counter
+ * over a shared storage) are allocated and refcounted. */
+#define EM_VERSION_IN_STORAGE (-1L)
+typedef struct em_version {
+    atomic_long refcount;       /* holders; EM_VERSION_IN_STORAGE: storage->version */
+    atomic_uint_fast32_t value;
+} em_version;
+
 /* Note [Inline storage]
  * A CPU storage of at most EM_STORAGE_INLINE_BYTES bytes from the caching
  * allocator (a 0-dim or 1-element tensor: every wrapped Lua number, every
@@ -286,10 +304,12 @@ typedef struct em_storage {
     size_t nbytes;
     const em_allocator *allocator; /* NULL: data is borrowed, not freed */
     em_device device;
+    struct em_version version;  /* the counter of the tensors made on this storage
+                                   (Note [Version counter sharing]) */
     _Alignas(16) unsigned char inline_data[EM_STORAGE_INLINE_BYTES]; /* Note [Inline storage] */
 } em_storage;
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(em_storage) <= 64, "Note [Inline storage]: keep the storage header small");
+_Static_assert(sizeof(em_storage) <= 80, "Note [Inline storage]: keep the storage header small");
 #endif
 /* Whether s keeps its data inline (Note [Inline storage]). */
 static inline bool em_storage_is_inline(const em_storage *s) { return s->data == (const void *)s->inline_data; }
@@ -393,15 +413,6 @@ EM_API em_status em_context_on_num_threads(void (*fn)(int n));
 
 /* ---- tensors ---- */
 
-/* Note [Version counter sharing]
- * A tensor and every view of it point to one em_version. In-place ops bump
- * it; autograd saves the value when it saves a tensor and refuses to use
- * the saved tensor when the counter moved. Views made by core functions
- * share the base's counter; new tensors get a fresh one. */
-typedef struct em_version {
-    atomic_long refcount;
-    atomic_uint_fast32_t value;
-} em_version;
 
 /* Note [View base]
  * A view made by a view function below (view, narrow, select, expand,

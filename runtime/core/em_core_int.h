@@ -17,6 +17,11 @@ EM_HIDDEN bool em_core_should_fail(void);
  * first and returns NULL on failure without setting the error. */
 enum { EM_HDR_TENSOR, EM_HDR_STORAGE, EM_HDR_VERSION, EM_HDR_KINDS };
 EM_HIDDEN void *em_core_hdr_alloc(int kind);
+/* A new header with t's storage, version counter, offset, shape and dtype
+ * and nothing else (no autograd meta, no view base, the backend key): what
+ * em_tensor_new_view makes of t's own geometry, without re-checking it.
+ * NULL with EM_ENOMEM set. */
+EM_HIDDEN em_tensor *em_core_header_alias(const em_tensor *t);
 EM_HIDDEN void em_core_hdr_free(int kind, void *p);
 
 /* Counts nbytes of inline storage data (Note [Inline storage]) in the

@@ -54,6 +54,8 @@ em_storage *em_storage_new(size_t nbytes, em_device device)
     s->nbytes = nbytes;
     s->allocator = a;
     s->device = device;
+    atomic_init(&s->version.refcount, EM_VERSION_IN_STORAGE); /* Note [Version counter sharing] */
+    atomic_init(&s->version.value, 0);
     return s;
 }
 
@@ -70,6 +72,8 @@ em_storage *em_storage_wrap(void *data, size_t nbytes, em_device device)
     s->nbytes = nbytes;
     s->allocator = NULL;
     s->device = device;
+    atomic_init(&s->version.refcount, EM_VERSION_IN_STORAGE);
+    atomic_init(&s->version.value, 0);
     return s;
 }
 

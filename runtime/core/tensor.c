@@ -7,8 +7,9 @@
 #include "core/em_core_int.h"
 
 /* Invariants kept here (see Note [Version counter sharing]):
- *   - t->storage and t->version are never NULL and each holds one
- *     reference per tensor header pointing at it;
+ *   - t->storage and t->version are never NULL; t->storage holds one
+ *     reference per tensor header pointing at it, and so does t->version
+ *     unless it is t->storage's own counter (version_retain/_release);
  *   - numel == product(sizes[0..ndim)), is_contiguous matches the strides;
  *   - every element the sizes/strides/offset address lies inside the
  *     storage (checked by em_tensor_new_view);
@@ -123,9 +124,32 @@ static em_version *version_new(void)
     return v;
 }
 
-static void version_release(em_version *v)
+/* The storage whose header holds v (Note [Version counter sharing]), or
+ * NULL for an allocated counter. */
+static inline em_storage *version_owner(em_version *v)
 {
-    if (atomic_fetch_sub_explicit(&v->refcount, 1, memory_order_acq_rel) == 1)
+    if (atomic_load_explicit(&v->refcount, memory_order_relaxed) != EM_VERSION_IN_STORAGE) return NULL;
+    return (em_storage *)((char *)v - offsetof(em_storage, version));
+}
+
+/* Takes the reference a header made on st holds on counter v: none for
+ * st's own counter (the storage reference covers it), the owning storage's
+ * for another storage's, else one on v. */
+static void version_retain(em_version *v, const em_storage *st)
+{
+    if (v == &st->version) return;
+    em_storage *owner = version_owner(v);
+    if (owner) em_storage_retain(owner);
+    else atomic_fetch_add_explicit(&v->refcount, 1, memory_order_relaxed);
+}
+
+/* Drops what version_retain(v, st) took; call before releasing st. */
+static void version_release(em_version *v, const em_storage *st)
+{
+    if (v == &st->version) return;
+    em_storage *owner = version_owner(v);
+    if (owner) em_storage_release(owner);
+    else if (atomic_fetch_sub_explicit(&v->refcount, 1, memory_order_acq_rel) == 1)
         em_core_hdr_free(EM_HDR_VERSION, v);
 }
 
@@ -237,9 +261,25 @@ static int64_t check_shape(int ndim, const int64_t *sizes, em_dtype dtype, const
     return numel;
 }
 
+/* check_shape's common case without its error paths: at most
+ * EM_INLINE_DIMS dims of sizes below 2^10 (a product below 2^50 elements,
+ * so no byte count overflows) and a valid dtype. Returns numel, or -1 when
+ * check_shape must decide. */
+static inline int64_t small_numel(int ndim, const int64_t *sizes, em_dtype dtype)
+{
+    if ((unsigned)ndim > EM_INLINE_DIMS || (unsigned)dtype >= EM_DTYPE_COUNT) return -1;
+    int64_t numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        if ((uint64_t)sizes[i] >= 1024) return -1;
+        numel *= sizes[i];
+    }
+    return numel;
+}
+
 em_tensor *em_tensor_new(int ndim, const int64_t *sizes, em_dtype dtype, em_device device)
 {
-    int64_t numel = check_shape(ndim, sizes, dtype, "tensor");
+    int64_t numel = small_numel(ndim, sizes, dtype);
+    if (numel < 0) numel = check_shape(ndim, sizes, dtype, "tensor");
     if (numel < 0) return NULL;
     em_tensor *t = header_new();
     if (!t) return NULL;
@@ -247,24 +287,18 @@ em_tensor *em_tensor_new(int ndim, const int64_t *sizes, em_dtype dtype, em_devi
         header_free(t);
         return NULL;
     }
-    t->version = version_new();
-    if (!t->version) {
-        header_free(t);
-        em_set_error(EM_ENOMEM, "out of memory allocating a version counter");
-        return NULL;
-    }
     t->storage = em_storage_new((size_t)numel * em_dtype_size_fast(dtype), device);
     if (!t->storage) {
-        em_core_hdr_free(EM_HDR_VERSION, t->version);
         header_free(t);
         return NULL;
     }
+    t->version = &t->storage->version; /* Note [Version counter sharing] */
     atomic_init(&t->refcount, 1);
     t->offset = 0;
     t->ndim = ndim;
     t->dtype = dtype;
     t->device = device;
-    t->keyset = EM_KS(em_backend_key(device));
+    t->keyset = EM_KS(device.type == EM_CPU ? EM_KEY_CPU : em_backend_key(device)); /* context.c's table */
     t->numel = numel;
     int64_t stride = 1;
     for (int i = ndim - 1; i >= 0; i--) {
@@ -280,6 +314,38 @@ em_tensor *em_tensor_new(int ndim, const int64_t *sizes, em_dtype dtype, em_devi
     t->is_contiguous = true;
     t->wrapped_number = false;
     return t;
+}
+
+em_tensor *em_core_header_alias(const em_tensor *t)
+{
+    em_tensor *a = header_new();
+    if (!a) return NULL;
+    if (!shape_room(a, t->ndim)) {
+        header_free(a);
+        return NULL;
+    }
+    version_retain(t->version, t->storage);
+    em_storage_retain(t->storage);
+    atomic_init(&a->refcount, 1);
+    a->storage = t->storage;
+    a->offset = t->offset;
+    a->numel = t->numel;
+    a->ndim = t->ndim;
+    a->dtype = t->dtype;
+    a->device = t->device;
+    a->keyset = EM_KS(t->device.type == EM_CPU ? EM_KEY_CPU : em_backend_key(t->device));
+    if (t->ndim > 0) {
+        memcpy(a->sizes, t->sizes, (size_t)t->ndim * sizeof(int64_t));
+        memcpy(a->strides, t->strides, (size_t)t->ndim * sizeof(int64_t));
+    }
+    a->version = t->version;
+    a->autograd_meta = NULL;
+    a->view_base = NULL;
+    a->view_version = 0;
+    a->view_no_grad = false;
+    a->is_contiguous = t->is_contiguous;
+    a->wrapped_number = false;
+    return a;
 }
 
 /* Validates the view against the storage: strides >= 0, offset >= 0 and
@@ -340,7 +406,7 @@ em_tensor *em_tensor_new_view(em_storage *st, int64_t offset, int ndim, const in
         return NULL;
     }
     if (version) {
-        atomic_fetch_add_explicit(&version->refcount, 1, memory_order_relaxed);
+        version_retain(version, st);
     } else if (!(version = version_new())) {
         header_free(t);
         em_set_error(EM_ENOMEM, "out of memory allocating a version counter");
@@ -420,8 +486,8 @@ void em_tensor_release(em_tensor *t)
     atomic_thread_fence(memory_order_acquire);
     if (t->autograd_meta && autograd_meta_free) autograd_meta_free(t->autograd_meta);
     em_tensor_release(t->view_base); /* a root: never a view itself, so no deep recursion */
+    version_release(t->version, t->storage);
     em_storage_release(t->storage);
-    version_release(t->version);
     header_free(t);
 }
 

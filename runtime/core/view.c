@@ -401,7 +401,7 @@ em_tensor *em_core_unsqueeze(const em_tensor *t, int64_t dim)
 
 em_tensor *em_core_alias(const em_tensor *t)
 {
-    return em_tensor_new_view(t->storage, t->offset, t->ndim, t->sizes, t->strides, t->dtype, t->version);
+    return em_core_header_alias(t); /* t's geometry is already valid */
 }
 
 em_tensor *em_core_alias_view(const em_tensor *t)

@@ -119,7 +119,9 @@ static inline em_tensor *em_lua_mm_operand(lua_State *L, int idx, const char *op
                                            em_lua_argtmp *tmp) {
     if (idx == 1) em_lua_gc_entry(L);
     if (lua_type(L, idx) == LUA_TUSERDATA && lua_getmetatable(L, idx)) {
-        bool ours = lua_rawequal(L, -1, lua_upvalueindex(1));
+        /* tables are equal exactly when their addresses are: cheaper than
+         * lua_rawequal's generic comparison (Note [Tensor userdata]) */
+        bool ours = lua_topointer(L, -1) == lua_topointer(L, lua_upvalueindex(1));
         lua_pop(L, 1);
         em_tensor *t = ours ? *(em_tensor **)lua_touserdata(L, idx) : NULL;
         if (t) return t;

@@ -13,7 +13,9 @@
  * A tensor is a full userdata of exactly one em_tensor* (one reference)
  * with the metatable EM_LUA_TENSOR_MT. __gc and __close release it and
  * store NULL, so a closed tensor is still recognisably an ember tensor and
- * every use of it raises "tensor used after close". */
+ * every use of it raises "tensor used after close". A value is recognised
+ * by its metatable's address (lua_topointer: identity for tables, and
+ * cheaper than lua_rawequal's generic comparison on every operand). */
 
 /* Its address is the registry key of the tensor metatable (also stored
  * under EM_LUA_TENSOR_MT): a light-userdata lookup, no string hashing. */

@@ -408,7 +408,8 @@ static int t_len(lua_State *L) {
 static int t_release(lua_State *L) {
     em_tensor **slot = NULL;
     if (lua_type(L, 1) == LUA_TUSERDATA && lua_getmetatable(L, 1)) { /* upvalue 1: ours */
-        if (lua_rawequal(L, -1, lua_upvalueindex(1))) slot = (em_tensor **)lua_touserdata(L, 1);
+        if (lua_topointer(L, -1) == lua_topointer(L, lua_upvalueindex(1)))
+            slot = (em_tensor **)lua_touserdata(L, 1);
         lua_pop(L, 1);
     }
     if (slot && *slot) {
