@@ -63,9 +63,12 @@ static void gc_run(lua_State *L) {
  * call's output, garbage by then in a loop like `local y = x:gather(2, i)`,
  * is freed first and its block is handed to the new output, so a loop
  * reuses one block instead of rotating through two (a 4 MB output then
- * stays in cache: index_select and index_add at 1e6 elements). Pushes
- * with no binding in between (metamethods: `c = a + b`) run the owed step
- * at the next push, one push later than before. */
+ * stays in cache: index_select and index_add at 1e6 elements). The
+ * arithmetic metamethods (`c = a + b`) run it the same way when they read
+ * their first operand (em_lua_mm_operand), before any temporary exists;
+ * only a metamethod that raises before its push leaves it to the next
+ * push. In-place bindings push no new tensor and owe nothing, so a loop
+ * `zeros(n):index_add_(...)` still alternates two blocks. */
 void em_lua_gc_entry(lua_State *L) {
     if (gc_due) gc_run(L);
 }
