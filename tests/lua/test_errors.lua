@@ -213,6 +213,8 @@ function T.huge_window_options()
   check_error(function() return ember.histc(ember.randn(1), math.maxinteger) end, "histc", "too many elements")
   -- a split size near 2^63 is one piece (fuzz find: the piece count formed
   -- size + split_size - 1 in int64)
+  check_error(function() return F.adaptive_avg_pool2d(ember.randn(2, 2, 4), 2 ^ 53) end, "adaptive_avg_pool2d",
+    "output_size", "too many elements")
   local parts = ember.randn(3, 2):split(math.maxinteger)
   check(#parts == 1 and parts[1]:size(1) == 3, "one piece")
 end

@@ -64,7 +64,16 @@ static em_status adaptive_geom(em_cpu_pool_geom *g, const em_tensor *self, int n
         g->k[i] = g->s[i] = g->d[i] = 1;
     }
     g->in_numel = g->in[0] * g->in[1] * g->in[2];
-    g->out_numel = g->out[0] * g->out[1] * g->out[2];
+    /* a product past int64 (output_size 2^53 each side) is an error, not
+     * an overflow; em_tensor_new refuses what does not fit in memory */
+    int64_t plane, all;
+    if (__builtin_mul_overflow(g->out[0], g->out[1], &plane) || __builtin_mul_overflow(plane, g->out[2], &plane) ||
+        __builtin_mul_overflow(plane, g->planes, &all)) {
+        em_set_error(EM_EVALUE, "%s: output_size has too many elements (%lld x %lld x %lld per plane)", op,
+                     (long long)g->out[0], (long long)g->out[1], (long long)g->out[2]);
+        return EM_EVALUE;
+    }
+    g->out_numel = plane;
     g->adaptive = true;
     return EM_OK;
 }
