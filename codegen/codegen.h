@@ -151,7 +151,10 @@ typedef struct cg_expr {
  * elements' metas), g = a geometry (X_geometry), v = a non-tensor argument's
  * C value (or i), l = the list `grads` of a Tensor[] result, passed as
  * (em_tensor **grads, int n, const em_input_meta *metas) with NULL entries
- * for results that got no gradient. */
+ * for results that got no gradient, u = grads[k] of a multi-result op as it
+ * came: NULL when result k got no gradient, where a 't' parameter gets zeros
+ * (a helper that skips the terms of missing gradients, as PyTorch's
+ * formulas test .defined(), so that they record no graph). */
 typedef struct {
     const char *name;   /* "sum_backward" -> em_ag_fn_sum_backward */
     const char *params; /* "tmvv" */

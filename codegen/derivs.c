@@ -76,7 +76,7 @@ const cg_helper cg_helpers[] = {
 
     /* ---- family: conv ---- */
     { "conv_grad_input", "tttvvvvvv" }, { "conv_grad_weight", "tttvvvvvv" }, { "conv_grad_bias", "tttvvvvvv" },
-    { "conv_dd_grad_output", "ttttttvvvvvv" }, { "conv_dd_input", "tttvvvvvv" },
+    { "conv_dd_grad_output", "uuutttvvvvvv" }, { "conv_dd_input", "tttvvvvvv" },
     { "conv_dd_weight", "tttvvvvvv" }, { "unfold_backward_fold", "tmvvvv" },
 
     /* ---- family: spatial ---- */
@@ -587,6 +587,7 @@ static void check_call(fparser *x, const cg_expr *e) {
     for (int i = 0; i < np; i++) {
         vkind vk = kind_of(x->op, e->kids[i]);
         bool ok = h->params[i] == 't'   ? vk == V_TENSOR || vk == V_NUMBER || vk == V_WRAPPABLE
+                  : h->params[i] == 'u' ? e->kids[i]->kind == CG_EX_GRADS && e->kids[i]->arg >= 0
                   : h->params[i] == 'm' ? vk == V_META
                   : h->params[i] == 'g' ? vk == V_GEOM
                   : h->params[i] == 'l' ? vk == V_GLIST
@@ -594,6 +595,7 @@ static void check_call(fparser *x, const cg_expr *e) {
         if (!ok)
             ferror_at(x, "argument %d of %s must be %s", i + 1, h->name,
                       h->params[i] == 't'   ? "a tensor"
+                      : h->params[i] == 'u' ? "grads[k] (a gradient that may be missing)"
                       : h->params[i] == 'm' ? "an input meta X_meta"
                       : h->params[i] == 'g' ? "an input geometry X_geometry"
                       : h->params[i] == 'l' ? "the list of gradients 'grads' (of a Tensor[] result)"

@@ -43,6 +43,22 @@ static bool formulas_use_results(const cg_op *op, int k) {
 }
 static bool formula_uses_grads(const cg_formula *fm, int k) { return cg_expr_uses_grads(fm->expr, k); }
 
+/* Whether e needs grads[k] as a tensor (zeros when it is missing): uses
+ * other than as a helper's 'u' parameter, which takes it as it came. */
+static bool needs_zero_grads(const cg_expr *e, int k) {
+    if (e->kind == CG_EX_CALL && e->op_index < 0) {
+        const char *p = cg_helpers[e->helper].params;
+        for (int i = 0; i < e->nkids; i++)
+            if (p[i] != 'u' && needs_zero_grads(e->kids[i], k)) return true;
+        return false;
+    }
+    if (e->kind == CG_EX_GRADS && (e->arg == k || e->arg < 0)) return true;
+    if (e->kind == CG_EX_GRAD && k <= 0) return true;
+    for (int i = 0; i < e->nkids; i++)
+        if (needs_zero_grads(e->kids[i], k)) return true;
+    return false;
+}
+
 /* The argument an in-place op writes (Tensor(a!) returned), or -1. */
 static int written_arg(const cg_op *op) {
     if (!op->ret_alias_write) return -1;
@@ -319,7 +335,10 @@ static char *emit_call(emitter *m, const cg_expr *e) {
         char *v;
         bool tensor_param = o ? cg_type_is_tensor(o->args[i].type)
                               : cg_helpers[e->helper].params[i] == 't';
-        if (i >= e->nkids) {
+        if (!o && cg_helpers[e->helper].params[i] == 'u') {
+            /* grads[k] as it came (NULL: none), not the zeros gk gets */
+            v = fmt("grads[%d]", e->kids[i]->arg);
+        } else if (i >= e->nkids) {
             v = default_value(&o->args[i]);
             if (!v)
                 cg_die("formula calls %s without argument '%s', whose default has no C form; "
@@ -492,7 +511,7 @@ static void emit_apply(cg_buf *b, const cg_schema *s, const cg_op *op, const cha
         cg_puts(b, " */\n");
         /* an undefined gradient of a result this formula needs is zeros */
         for (int k = 0; uses_any && k < op->nrets; k++)
-            if (formula_uses_grads(fm, k))
+            if (needs_zero_grads(fm->expr, k))
                 cg_printf(b, "        if (!gk%d && !(gk%d = em_ag_tmp(em_ag_zeros_from_meta(&node->input_meta[%d]))))\n"
                              "            goto fail;\n", k, k, k);
         char *r = emit_tensor(&m, fm->expr);

@@ -171,8 +171,9 @@ EM_HIDDEN em_tensor *em_ag_fn_conv_grad_bias(em_tensor *grad, em_tensor *input, 
                                              em_intlist padding, em_intlist dilation, bool transposed,
                                              em_intlist output_padding, int64_t groups);
 /* convolution_backward's gradients (double backward of convolution), given
- * the gradients ggI, ggW, ggb of its three results; a {0} one (a result
- * its output_mask left out) counts as absent. grad_output's: convolution
+ * the gradients ggI, ggW, ggb of its three results; a NULL one (no
+ * gradient flowed: grad_output's formula takes them as 'u' parameters) or
+ * a {0} one (a result its output_mask left out) counts as absent. grad_output's: convolution
  * (ggI, weight, ggb) + convolution(input, ggW); input's: the grad_input of
  * convolution_backward(grad_output, input, ggW); weight's: the grad_weight
  * of convolution_backward(grad_output, ggI, weight). Zeros when absent. */

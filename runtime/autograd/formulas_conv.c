@@ -60,8 +60,11 @@ em_tensor *em_ag_fn_conv_dd_grad_output(em_tensor *ggI, em_tensor *ggW, em_tenso
                                         em_tensor *input, em_tensor *weight, em_intlist stride, em_intlist padding,
                                         em_intlist dilation, bool transposed, em_intlist output_padding,
                                         int64_t groups) {
-    bool has_i = same_shape(ggI, input), has_w = same_shape(ggW, weight);
-    bool has_b = ggb->ndim == 1 && ggb->sizes[0] == grad_output->sizes[1] && grad_output->ndim >= 2;
+    /* a gradient that did not flow is NULL ('u' parameters): its term is
+     * skipped, so a missing ggI or ggW records no graph through weight or
+     * input (PyTorch's _convolution_double_backward tests .defined()) */
+    bool has_i = ggI && same_shape(ggI, input), has_w = ggW && same_shape(ggW, weight);
+    bool has_b = ggb && ggb->ndim == 1 && grad_output->ndim >= 2 && ggb->sizes[0] == grad_output->sizes[1];
     em_tensor *r = NULL;
     if (has_i) {
         r = em_convolution(ggI, weight, has_b ? ggb : NULL, stride, padding, dilation, transposed, output_padding,

@@ -158,11 +158,10 @@ def gen_convolution(g, op):
 def gen_convolution_backward(g, op):
     nsp = g.r.choice([1, 2, 2, 3])
     transposed = g.r.random() < 0.4
-    # not wide: direct convolution_backward programs on >= 8 channels drew
-    # double-backward differences with PyTorch that are not the Winograd
-    # path's (they fail with it off too: which results require grad, and a
-    # gradient PyTorch hands out as an expanded view) -- left to a later round
-    x, w, bias, stride, padding, dil, groups, opad, pre, xshape = _conv_parts(g, nsp, transposed, False, wide=False)
+    # wide shapes too: the double-backward differences they drew (results
+    # requiring grad through weight when only grad_bias got a gradient) are
+    # fixed -- missing gradients reach conv_dd_grad_output as NULL
+    x, w, bias, stride, padding, dil, groups, opad, pre, xshape = _conv_parts(g, nsp, transposed, False)
     if len(xshape) != nsp + 2:
         return None
     pad = padding[1] if padding[0] == 'ints' else [padding[1]] * nsp

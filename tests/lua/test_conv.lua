@@ -258,4 +258,23 @@ function T.errors()
   check_error(function() F.fold(ember.zeros(1, 8, 16), { 5, 5, 5 }, 2) end, "fold:", "'output_size'", "{5,5,5}")
 end
 
+-- a double backward where only grad_bias got a gradient records no graph
+-- through weight (PyTorch: the result does not require grad and is grad_bias's
+-- gradient expanded); missing gradients reach conv_dd_grad_output as NULL
+function T.conv_double_backward_missing_gradients()
+  local go = ember.ones(3, 2, 15, 9, { dtype = "float64", requires_grad = true })
+  local x = ember.ones(3, 2, 6, 5, { dtype = "float64", requires_grad = true })
+  local w = ember.ones(2, 2, 1, 3, { dtype = "float64" })
+  local _, _, gb = ember.convolution_backward(go, x, w, { 2 }, { 3, 1 }, { 1, 0 }, { 1, 2 }, true, { 1, 0 }, 1, { 1, 1, 1 })
+  local g = ember.autograd.grad({ gb:mean() }, { go, x }, { create_graph = true, allow_unused = true })
+  check(g[1] ~= nil and not g[1].requires_grad, "d mean(grad_bias) / d grad_output records no graph")
+  check(ember.allclose(g[1], ember.full({ 3, 2, 15, 9 }, 0.5, { dtype = "float64" })), "1 / #grad_bias everywhere")
+  check(g[2] == nil, "input gets no gradient")
+  -- with grad_input's gradient too, the graph through weight is recorded
+  local gi, _, gb2 = ember.convolution_backward(go, x, w:clone():requires_grad_(), { 2 }, { 3, 1 }, { 1, 0 }, { 1, 2 },
+    true, { 1, 0 }, 1, { 1, 1, 1 })
+  local h = ember.autograd.grad({ gi:sum() + gb2:sum() }, { go }, { create_graph = true })[1]
+  check(h.requires_grad, "through weight")
+end
+
 return T
