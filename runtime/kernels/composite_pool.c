@@ -242,8 +242,14 @@ static em_tensor *lp_pool(em_tensor *input, double norm_type, em_intlist kernel_
                      kernel_size.n);
         return NULL;
     }
+    /* the window's element count; a product past int64 (kernel sizes near
+     * 2^63) is left at 0: avg_pool below refuses such a kernel_size */
     int64_t kn = 1;
-    for (int i = 0; i < nsp; i++) kn *= kernel_size.data[kernel_size.n == 1 ? 0 : i];
+    for (int i = 0; i < nsp; i++)
+        if (__builtin_mul_overflow(kn, kernel_size.data[kernel_size.n == 1 ? 0 : i], &kn)) {
+            kn = 0;
+            break;
+        }
     int64_t zero = 0;
     em_intlist pad = { &zero, 1 };
     em_tensor *p = em_tensor_wrapped_scalar(em_scalar_float(norm_type));

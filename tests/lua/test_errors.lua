@@ -215,6 +215,8 @@ function T.huge_window_options()
   -- size + split_size - 1 in int64)
   check_error(function() return F.adaptive_avg_pool2d(ember.randn(2, 2, 4), 2 ^ 53) end, "adaptive_avg_pool2d",
     "output_size", "too many elements")
+  check_error(function() return F.lp_pool2d(ember.randn(1, 2, 4, 4), -7, math.mininteger) end, "lp_pool2d",
+    "kernel_size")
   local parts = ember.randn(3, 2):split(math.maxinteger)
   check(#parts == 1 and parts[1]:size(1) == 3, "one piece")
 end
