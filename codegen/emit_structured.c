@@ -85,8 +85,8 @@ static void emit_wrapper(cg_buf *b, const cg_op *x, const cg_op *o, int k) {
     else if (inplace) n = inputs(b, o, 0);
     /* messages name the Lua op: add for add and add.out, add_ in place
      * (clamp_ for clamp_.Tensor) */
-    cg_printf(b, "\n    m.op = \"%s\";\n    m.out_dtype = EM_META_OUT_CAST;\n    if (%s(&m",
-              inplace ? x->base : o->base, o->meta);
+    cg_printf(b, "\n    m.op = \"%s\";\n    m.out_dtype = EM_META_OUT_CAST;\n    m.out_is_new = %s;\n    if (%s(&m",
+              inplace ? x->base : o->base, !is_out && !inplace ? "true" : "false", o->meta);
     family_args(b, o);
     cg_puts(b, ") != EM_OK)\n        return NULL;\n");
     if (is_out)

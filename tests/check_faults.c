@@ -390,6 +390,42 @@ static const stop_case stop_cases[] = {
       "out = ember.nn.functional.conv2d(x, w):sum()\n"
       "ref = ember.autograd.grad({out}, {x}, {retain_graph = true})[1]",
       "y = ember.autograd.grad({out}, {x}, {retain_graph = true})[1]", "ember.equal(y, ref)" },
+    /* Note [Stoppable products]: panels of rows, of columns, the half and
+     * integer paths, a folded batch, batches */
+    { "mm", "x = ember.randn(1024, 512); w = ember.randn(512, 1024); ref = x:mm(w)", "y = x:mm(w)",
+      "ember.equal(y, ref)" },
+    { "mm", "x = ember.randn(64, 2048, {dtype = 'float64'}); w = ember.randn(4096, 2048, {dtype = 'float64'}):t()\n"
+            "ref = x:mm(w)",
+      "y = x:mm(w)", "ember.equal(y, ref)" },
+    { "mm", "x = ember.randn(1024, 512):to('bfloat16'); w = ember.randn(512, 1024):to('bfloat16'); ref = x:mm(w)",
+      "y = x:mm(w)", "ember.equal(y, ref)" },
+    { "mm", "x = ember.randint(-5, 5, {512, 256}); w = ember.randint(-5, 5, {256, 256}); ref = x:mm(w)",
+      "y = x:mm(w)", "ember.equal(y, ref)" },
+    { "matmul", "x = ember.randn(4, 512, 512); w = ember.randn(512, 512); ref = x:matmul(w)", "y = x:matmul(w)",
+      "ember.equal(y, ref)" },
+    { "bmm", "x = ember.randn(8, 128, 256); w = ember.randn(8, 256, 128); ref = x:bmm(w)", "y = x:bmm(w)",
+      "ember.equal(y, ref)" },
+    /* pooling, resampling, padding, index gathers (fresh results) */
+    { "max_pool2d_with_indices", "F = ember.nn.functional; x = ember.randn(8, 16, 128, 128); ref, refi = F.max_pool2d(x, 2, {return_indices = true})",
+      "y, yi = F.max_pool2d(x, 2, {return_indices = true})", "ember.equal(y, ref) and ember.equal(yi, refi)" },
+    { "max_pool2d_with_indices_backward",
+      "x = ember.randn(8, 16, 128, 128, {requires_grad = true}); out = (F.max_pool2d(x, 2) * ember.randn(8, 16, 64, 64)):sum()\n"
+      "ref = ember.autograd.grad({out}, {x}, {retain_graph = true})[1]",
+      "y = ember.autograd.grad({out}, {x}, {retain_graph = true})[1]", "ember.equal(y, ref)" },
+    { "avg_pool2d", "x = ember.randn(8, 16, 128, 128); ref = F.avg_pool2d(x, 2)", "y = F.avg_pool2d(x, 2)",
+      "ember.equal(y, ref)" },
+    { "adaptive_max_pool2d_with_indices", "x = ember.randn(8, 16, 128, 128); ref = F.adaptive_max_pool2d(x, 5)",
+      "y = F.adaptive_max_pool2d(x, 5)", "ember.equal(y, ref)" },
+    { "interpolate", "x = ember.randn(8, 16, 64, 64); ref = F.interpolate(x, {scale_factor = 2, mode = 'bilinear'})",
+      "y = F.interpolate(x, {scale_factor = 2, mode = 'bilinear'})", "ember.equal(y, ref)" },
+    { "pad", "x = ember.randn(8, 16, 128, 128); ref = F.pad(x, {2, 2, 2, 2}, 'reflect')",
+      "y = F.pad(x, {2, 2, 2, 2}, 'reflect')", "ember.equal(y, ref)" },
+    { "index_select", "x = ember.randn(4096, 512); i = ember.randint(1, 4097, {4096}); ref = x:index_select(1, i)",
+      "y = x:index_select(1, i)", "ember.equal(y, ref)" },
+    { "gather", "x = ember.randn(2048, 1024); i = ember.randint(1, 1025, {2048, 1024}); ref = x:gather(2, i)",
+      "y = x:gather(2, i)", "ember.equal(y, ref)" },
+    { "embedding", "w = ember.randn(1000, 64); i = ember.randint(1, 1001, {65536}); ref = F.embedding(i, w)",
+      "y = F.embedding(i, w)", "ember.equal(y, ref)" },
 };
 
 static void stop_points(lua_State *L, int threads) {
@@ -416,7 +452,7 @@ static void stop_points(lua_State *L, int threads) {
                           LUA_OK,
                       "%s (%d threads): %s", k->name, threads, lua_tostring(L, -1));
         snprintf(buf, sizeof buf, "%s\nassert(%s, 'another value after the interrupt')\n"
-                                  "x, w, y, yi, ref, refi, out = nil; collectgarbage()", k->op, k->same);
+                                  "x, w, i, y, yi, ref, refi, out = nil; collectgarbage()", k->op, k->same);
         ck_assert_msg(luaL_dostring(L, buf) == LUA_OK, "%s (%d threads): %s", k->name, threads, lua_tostring(L, -1));
     }
     /* out=: the target is left as it was */
@@ -430,6 +466,17 @@ static void stop_points(lua_State *L, int threads) {
     ck_assert_msg(luaL_dostring(L, "assert(ember.equal(o, ember.full({512}, 7.0)), 'out= was written')\n"
                                    "ember.sum(x, 2, {out = o}); assert(ember.equal(o, x:sum(2)))\n"
                                    "x, o = nil; collectgarbage()") == LUA_OK,
+                  "%s", lua_tostring(L, -1));
+    /* matmul's out= has no stop point: it finishes, its target whole */
+    ck_assert_int_eq(luaL_dostring(L, "x = ember.randn(1024, 512); w = ember.randn(512, 1024); o = ember.empty(0)"),
+                     LUA_OK);
+    em_cpu_interrupt_at_stop_point(2);
+    st = luaL_dostring(L, "ember.matmul(x, w, {out = o})");
+    em_cpu_interrupt_at_stop_point(0);
+    ck_assert_msg(st == LUA_OK, "matmul out=: %s", lua_tostring(L, -1));
+    ck_assert_msg(!em_interrupt_pending(), "matmul out=: an interrupt was raised");
+    ck_assert_msg(luaL_dostring(L, "assert((o - x:mm(w)):abs():max():item() < 1e-3, 'out= is not the product')\n"
+                                   "x, w, o = nil; collectgarbage()") == LUA_OK,
                   "%s", lua_tostring(L, -1));
 }
 

@@ -383,6 +383,7 @@ START_TEST(test_kernels_structured_out)
     em_meta m;
     m.op = "add";
     m.out_dtype = EM_META_OUT_CAST;
+    m.out_is_new = false;
     ck_assert_int_eq(em_meta_add(&m, a, b, ONE), EM_OK);
     ck_assert_int_eq(m.ndim, 2);
     ck_assert_int_eq(m.sizes[0], 2);

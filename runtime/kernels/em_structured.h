@@ -48,6 +48,9 @@ typedef struct em_meta {
     em_device device;            /* where the result lives (the inputs' device) */
     em_dtype compute;            /* the dtype the impl computes in (binary family) */
     em_meta_out out_dtype;       /* which dtypes an out= tensor may have */
+    bool out_is_new;             /* the impl's out was allocated for this call (functional
+                                    variant): a long impl may stop half-way (Note [Stoppable
+                                    products] in kernels/cpu/linalg.c) */
 } em_meta;
 
 /* PyTorch's canCast: no cast into a lower category (float -> integer -> bool). */

@@ -68,10 +68,15 @@ EM_HIDDEN bool em_cpu_in_parallel(void);
  *      along a dim, argmax, argmin), the copy kernels clone, contiguous
  *      and to and the reductions' copy of a non-contiguous input
  *      (em_cpu_to_dtype_stoppable), conv's im2col/gemm chunks
- *      (forward and backward) and sort's rows (sort, argsort).
+ *      (forward and backward), sort's rows (sort, argsort), the matrix
+ *      products in panels (mm, functional matmul, bmm, mv, cdist: Note
+ *      [Stoppable products] in linalg.c), max/avg/adaptive pooling
+ *      forward and backward, max_unpool, interpolate and pad (forward
+ *      and backward), index_select, gather and embedding.
  * In-place ops, out= copies and every loop not listed above always finish
  * (their target is never half-written by an interrupt); the next op
- * boundary reports it. BLAS calls finish too. */
+ * boundary reports it. A single BLAS or LAPACK call finishes too (a
+ * product's panel; a whole solve or decomposition). */
 EM_HIDDEN void em_cpu_parallel_for_stoppable(int64_t n, int64_t grain, em_cpu_range_fn fn, void *ctx);
 /* A stop point (each piece of a stoppable loop is one; so is each call
  * of em_cpu_interrupted): true when an interrupt is pending. Counts down
@@ -282,9 +287,12 @@ EM_HIDDEN em_tensor *em_cpu_index_gather(em_tensor *self, int d, em_tensor *inde
  * product: BLAS for float32/float64, float32 for half types, wrapping
  * uint64 arithmetic for integers; bool is the caller's business). A and B
  * are given by their first element and element strides (rows, cols); any
- * strides work (non-BLAS layouts are copied). Returns EM_OK or an error. */
+ * strides work (non-BLAS layouts are copied). op: the name an interrupt
+ * reports, for a c the caller frees on error, or NULL: the product then
+ * always finishes (Note [Stoppable products], linalg.c). Returns EM_OK or
+ * an error. */
 EM_HIDDEN em_status em_cpu_gemm(em_dtype dt, const char *a, int64_t M, int64_t K, int64_t as0, int64_t as1,
-                                const char *b, int64_t N, int64_t bs0, int64_t bs1, char *c);
+                                const char *b, int64_t N, int64_t bs0, int64_t bs1, char *c, const char *op);
 
 /* ---- family: random ---- */
 
@@ -349,6 +357,7 @@ typedef struct em_cpu_pool_geom {
     int64_t in_numel, out_numel;    /* elements of one input / output plane */
     int64_t out_sizes[EM_MAX_DIMS]; /* the output's shape */
     bool adaptive;             /* adaptive pooling's windows (pool_adaptive.c): k/s/p/d unused */
+    const char *op;            /* the op errors and interrupts name */
 } em_cpu_pool_geom;
 
 /* Checks a max/avg pooling's input (nsp + 1 or nsp + 2 dims, only the batch

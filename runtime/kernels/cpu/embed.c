@@ -141,7 +141,11 @@ em_tensor *em_cpu_embedding_dense(em_keyset ks, em_tensor *weight, em_tensor *in
             gather_ctx c = { em_tensor_data(w), w->strides[0] * (int64_t)esz, em_tensor_data(out), (size_t)D * esz,
                              pos };
             int64_t grain = (int64_t)EM_CPU_GRAIN / (D > 0 ? D : 1);
-            em_cpu_parallel_for(indices->numel, grain > 0 ? grain : 1, gather_range, &c);
+            em_cpu_parallel_for_stoppable(indices->numel, grain > 0 ? grain : 1, gather_range, &c);
+            if (em_cpu_interrupted(op)) { /* Note [Interrupts in kernels], way (b) */
+                em_tensor_release(out);
+                out = NULL;
+            }
         } else {
             em_tensor_release(out);
             out = NULL;

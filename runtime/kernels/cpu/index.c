@@ -286,7 +286,10 @@ static void dw_range(int64_t b, int64_t e, void *p) {
 /* Sets up and runs the walk. t: self (0-dim acts as 1-d of size 1); o:
  * the other tensor (t's shape with n in dim; NULL for fill); d: dim,
  * already wrapped. Parallel over outer positions, or for select (whose
- * writes never collide) over positions j when there are few outer ones. */
+ * writes never collide) over positions j when there are few outer ones.
+ * Select writes a tensor its caller made and stops at an interrupt (the
+ * caller then checks em_cpu_interrupted: Note [Interrupts in kernels], way
+ * (b)); the in-place kinds always finish. */
 static void dim_walk_run(dw_kind kind, em_tensor *t, em_tensor *o, int d, const int64_t *pos, int64_t n,
                          dim_walk *w) {
     w->kind = kind;
@@ -332,10 +335,11 @@ static void dim_walk_run(dw_kind kind, em_tensor *t, em_tensor *o, int d, const 
     if (kind == DW_SELECT && nouter_pos < 4 && work >= EM_CPU_GRAIN) {
         c.over_j = true;
         int64_t g = (int64_t)EM_CPU_GRAIN / (nouter_pos * w->L);
-        em_cpu_parallel_for(n, g > 0 ? g : 1, dw_range, &c);
+        em_cpu_parallel_for_stoppable(n, g > 0 ? g : 1, dw_range, &c);
         return;
     }
-    em_cpu_parallel_for(nouter_pos, grain > 0 ? grain : 1, dw_range, &c);
+    if (kind == DW_SELECT) em_cpu_parallel_for_stoppable(nouter_pos, grain > 0 ? grain : 1, dw_range, &c);
+    else em_cpu_parallel_for(nouter_pos, grain > 0 ? grain : 1, dw_range, &c);
 }
 
 /* Checks index (0/1-d) and returns the wrapped dim of self, or -1. */
@@ -386,6 +390,10 @@ em_tensor *em_cpu_index_select(em_keyset ks, em_tensor *self, int64_t dim, em_te
     if (out) {
         dim_walk w;
         dim_walk_run(DW_SELECT, self, out, d, pos, index->numel, &w);
+        if (em_cpu_interrupted(op)) {
+            em_tensor_release(out);
+            out = NULL;
+        }
     }
     free(pos);
     return out;
@@ -959,8 +967,12 @@ em_tensor *em_cpu_index_gather(em_tensor *self, int d, em_tensor *index, const c
     ga_ctx c = { &w, es == 1 ? ga_row1 : es == 2 ? ga_row2 : es == 4 ? ga_row4 : ga_row8, em_tensor_data(self),
                  em_tensor_data(out), es, self->ndim ? self->sizes[d] : 1, em_tensor_data(ix), 1 };
     int64_t grain = (int64_t)EM_CPU_GRAIN / (w.L > 0 ? w.L : 1);
-    em_cpu_parallel_for(w.rows, grain > 0 ? grain : 1, ga_range, &c);
+    em_cpu_parallel_for_stoppable(w.rows, grain > 0 ? grain : 1, ga_range, &c);
     em_tensor_release(ix);
+    if (em_cpu_interrupted(op)) { /* Note [Interrupts in kernels], way (b) */
+        em_tensor_release(out);
+        return NULL;
+    }
     if (c.bad != 1) {
         range_error(op, c.bad, d, c.size, false);
         em_tensor_release(out);

@@ -6,6 +6,7 @@
  * one that is column-major (a transpose) goes as CblasTrans; anything else
  * is copied to a contiguous buffer first. The output is always a new
  * contiguous tensor written by gemm with beta = 0 (no zero-fill).
+ * Long products stop at an interrupt (Note [Stoppable products]).
  */
 #include "kernels/cpu/em_cpu.h"
 
@@ -70,8 +71,38 @@ static void *dense_copy(const mat_t *m, em_dtype dt, em_dtype to) {
  * its sample-parallel products, Note [Sample-parallel products]). */
 #define GEMM_ONE_THREAD_MACS ((double)(1 << 22))
 
-/* C (r x c, contiguous, ldc = c) = A x B in float32/float64 via BLAS. */
-static em_status gemm_float(em_dtype dt, mat_t a, mat_t b, char *c) {
+/* Note [Stoppable products]
+ * One BLAS call cannot be stopped, so a product of at least
+ * GEMM_STOP_MACS multiply-adds runs as panels of about GEMM_PANEL_MACS
+ * each (rows of C, or its columns when it has fewer rows than columns)
+ * with a stop point (Note [Interrupts in kernels], way (b)) before each:
+ * Ctrl-C then waits for one panel (a few ms) instead of the whole
+ * product. The panels are fixed by the shape, so a product always gives
+ * the same bits; they may differ from one whole BLAS call in the last
+ * float32 bit (OpenBLAS's sgemm kernels for a panel are not those of the
+ * whole; float64 matched in every shape tried), as two BLAS builds do.
+ * Panels of >= 128M multiply-adds and >= 64 rows keep BLAS at full speed
+ * (the 1024^3 product measured the same either way). The half types'
+ * float32 product and the integer loop stop the same way. Only callers
+ * that own the output pass an op name (mm, functional matmul, bmm, mv,
+ * cdist); matmul's out= passes none and always finishes, so its target is
+ * never half-written. gemm then returns EM_EINTERRUPT with "op:
+ * interrupted", and the caller frees its output. */
+#define GEMM_STOP_MACS ((double)(1 << 28))
+#define GEMM_PANEL_MACS ((double)(1 << 27))
+
+/* The panel length along a dimension of n (rows or cols), the other two
+ * sizes multiplying to other: n itself for a short product or no op. */
+static int64_t panel_len(int64_t n, double other, const char *op) {
+    if (!op || (double)n * other < GEMM_STOP_MACS) return n;
+    int64_t p = (int64_t)(GEMM_PANEL_MACS / other);
+    p = p < 64 ? 64 : (p + 63) / 64 * 64;
+    return p < n ? p : n;
+}
+
+/* C (r x c, contiguous, ldc = c) = A x B in float32/float64 via BLAS;
+ * with op set, in panels with stop points (Note [Stoppable products]). */
+static em_status gemm_float(em_dtype dt, mat_t a, mat_t b, char *c, const char *op) {
     int64_t M = a.r, K = a.c, N = b.c;
     size_t es = em_dtype_size(dt);
     if (M == 0 || N == 0) return EM_OK;
@@ -96,28 +127,48 @@ static em_status gemm_float(em_dtype dt, mat_t a, mat_t b, char *c) {
     double macs = (double)M * (double)N * (double)K; /* OpenBLAS runs <= 256K on one thread itself */
     bool one = macs > 262144.0 && macs < GEMM_ONE_THREAD_MACS && em_get_num_threads() > 1;
     if (one) openblas_set_num_threads(1);
-    if (dt == EM_FLOAT32)
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    (int)M, (int)N, (int)K, 1.0f, (const float *)a.data, (int)lda,
-                    (const float *)b.data, (int)ldb, 0.0f, (float *)c, (int)N);
-    else
-        cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    (int)M, (int)N, (int)K, 1.0, (const double *)a.data, (int)lda,
-                    (const double *)b.data, (int)ldb, 0.0, (double *)c, (int)N);
+    /* panels along C's longer side (one panel: the whole product) */
+    bool by_rows = M >= N;
+    int64_t len = by_rows ? panel_len(M, (double)N * (double)K, op) : panel_len(N, (double)M * (double)K, op);
+    int64_t total = by_rows ? M : N;
+    em_status st = EM_OK;
+    for (int64_t p0 = 0; p0 < total; p0 += len) {
+        if (len < total && em_cpu_interrupted(op)) {
+            st = EM_EINTERRUPT;
+            break;
+        }
+        int64_t n = total - p0 < len ? total - p0 : len;
+        int64_t m = by_rows ? n : M, nn = by_rows ? N : n;
+        /* the panel's first element of A (rows p0..) or B (cols p0..) and of C */
+        const char *pa = a.data, *pb = b.data;
+        if (by_rows) pa += (size_t)(p0 * (ta ? 1 : lda)) * es;
+        else pb += (size_t)(p0 * (tb ? ldb : 1)) * es;
+        char *pc = c + (size_t)(by_rows ? p0 * N : p0) * es;
+        if (dt == EM_FLOAT32)
+            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                        (int)m, (int)nn, (int)K, 1.0f, (const float *)pa, (int)lda,
+                        (const float *)pb, (int)ldb, 0.0f, (float *)pc, (int)N);
+        else
+            cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                        (int)m, (int)nn, (int)K, 1.0, (const double *)pa, (int)lda,
+                        (const double *)pb, (int)ldb, 0.0, (double *)pc, (int)N);
+    }
     if (one) openblas_set_num_threads(em_get_num_threads());
     free(fa);
     free(fb);
-    return EM_OK;
+    return st;
 oom:
     free(fa);
     free(fb);
     return em_set_error(EM_ENOMEM, "mm: out of memory");
 }
 
-/* C = A x B for any supported dtype; c is contiguous M x N of dtype dt. */
-static em_status gemm(em_dtype dt, mat_t a, mat_t b, char *c) {
+/* C = A x B for any supported dtype; c is contiguous M x N of dtype dt.
+ * op: the name an interrupt reports, or NULL for a product that always
+ * finishes (Note [Stoppable products]). */
+static em_status gemm(em_dtype dt, mat_t a, mat_t b, char *c, const char *op) {
     int64_t M = a.r, K = a.c, N = b.c;
-    if (dt == EM_FLOAT32 || dt == EM_FLOAT64) return gemm_float(dt, a, b, c);
+    if (dt == EM_FLOAT32 || dt == EM_FLOAT64) return gemm_float(dt, a, b, c, op);
     if (dt == EM_FLOAT16 || dt == EM_BFLOAT16) {
         float *fa = dense_copy(&a, dt, EM_FLOAT32), *fb = dense_copy(&b, dt, EM_FLOAT32);
         float *fc = malloc((size_t)(M * N) * sizeof(float) + 1);
@@ -126,7 +177,7 @@ static em_status gemm(em_dtype dt, mat_t a, mat_t b, char *c) {
             st = em_set_error(EM_ENOMEM, "mm: out of memory");
         } else {
             mat_t a2 = { (const char *)fa, M, K, K, 1 }, b2 = { (const char *)fb, K, N, N, 1 };
-            st = gemm_float(EM_FLOAT32, a2, b2, (char *)fc);
+            st = gemm_float(EM_FLOAT32, a2, b2, (char *)fc, op);
             for (int64_t i = 0; st == EM_OK && i < M * N; i++)
                 em_store_from_double(c + (size_t)i * 2, dt, fc[i]);
         }
@@ -139,7 +190,18 @@ static em_status gemm(em_dtype dt, mat_t a, mat_t b, char *c) {
     size_t es = em_dtype_size(dt);
     uint64_t *row = malloc((size_t)N * sizeof(uint64_t) + 1);
     if (!row) return em_set_error(EM_ENOMEM, "mm: out of memory");
+    /* a stop point every `every` rows (about 4M multiply-adds, a few ms) of
+     * a product of at least 16M */
+    int64_t every = M;
+    if (op && (double)M * (double)N * (double)K >= GEMM_STOP_MACS / 16) {
+        double rows = GEMM_PANEL_MACS / 32 / ((double)N * (double)K);
+        every = rows < 1 ? 1 : (int64_t)rows;
+    }
     for (int64_t i = 0; i < M; i++) {
+        if (every < M && i % every == 0 && i && em_cpu_interrupted(op)) {
+            free(row);
+            return EM_EINTERRUPT;
+        }
         memset(row, 0, (size_t)N * sizeof(uint64_t));
         for (int64_t k = 0; k < K; k++) {
             uint64_t av = (uint64_t)em_load_as_int64(a.data + (size_t)((i * a.s0 + k * a.s1) * (int64_t)es), dt);
@@ -203,7 +265,7 @@ em_tensor *em_cpu_mm(em_keyset ks, em_tensor *self, em_tensor *mat2) {
     if (self->dtype == EM_BOOL) return bool_product(2, sz, self->sizes[1], false, "mm");
     em_tensor *out = em_tensor_new(2, sz, self->dtype, em_cpu_dev());
     if (!out) return NULL;
-    if (gemm(self->dtype, mat_of(self), mat_of(mat2), em_tensor_data(out)) != EM_OK) {
+    if (gemm(self->dtype, mat_of(self), mat_of(mat2), em_tensor_data(out), "mm") != EM_OK) {
         em_tensor_release(out);
         return NULL;
     }
@@ -229,7 +291,9 @@ em_status em_cpu_matmul_impl(em_keyset ks, const em_meta *m, em_tensor *self, em
         out->storage == b->storage) {
         em_tensor *tmp = em_tensor_new(m->ndim, m->sizes, a->dtype, out->device);
         if (!tmp) return em_error_kind();
-        em_status st = em_cpu_matmul_impl(ks, m, self, other, tmp);
+        em_meta mt = *m; /* tmp is ours: an interrupt leaves out as it was */
+        mt.out_is_new = true;
+        em_status st = em_cpu_matmul_impl(ks, &mt, self, other, tmp);
         if (st == EM_OK) st = em_cpu_copy_into(out, tmp, m->op);
         em_tensor_release(tmp);
         return st;
@@ -245,13 +309,15 @@ em_status em_cpu_matmul_impl(em_keyset ks, const em_meta *m, em_tensor *self, em
     size_t es = em_dtype_size(a->dtype);
     char *c = em_tensor_data(out);
     em_status st = EM_OK;
+    /* only a result this call allocated may be left half-written (Note [Stoppable products]) */
+    const char *stop = m->out_is_new ? m->op : NULL;
     if (nb == 0 || (nbb == 0 && a->is_contiguous)) {
         /* one gemm: a's batch dims fold into its rows */
         int64_t rows = nb == 0 ? M : a->numel / (K ? K : 1);
         if (K == 0) rows = out->numel / (N ? N : 1);
         mat_t ma = { em_tensor_data(a), rows, K, nb == 0 ? a_s0 : K, nb == 0 ? a_s1 : 1 };
         mat_t mb = { em_tensor_data(b), K, N, b_s0, b_s1 };
-        st = gemm(a->dtype, ma, mb, c);
+        st = gemm(a->dtype, ma, mb, c, stop);
     } else {
         /* per batch: strides of a and b over the broadcast batch shape */
         int64_t ast[EM_MAX_DIMS], bst[EM_MAX_DIMS];
@@ -272,7 +338,8 @@ em_status em_cpu_matmul_impl(em_keyset ks, const em_meta *m, em_tensor *self, em
             }
             mat_t ma = { (const char *)em_tensor_data(a) + oa * (int64_t)es, M, K, a_s0, a_s1 };
             mat_t mb = { (const char *)em_tensor_data(b) + ob * (int64_t)es, K, N, b_s0, b_s1 };
-            st = gemm(a->dtype, ma, mb, c + (size_t)(i * M * N) * es);
+            if (stop && i && em_cpu_interrupted(stop)) st = EM_EINTERRUPT;
+            else st = gemm(a->dtype, ma, mb, c + (size_t)(i * M * N) * es, stop);
         }
     }
     return st;
@@ -282,7 +349,7 @@ em_status em_cpu_matmul_impl(em_keyset ks, const em_meta *m, em_tensor *self, em
 
 /* See em_cpu.h (family linalg). */
 em_status em_cpu_gemm(em_dtype dt, const char *a, int64_t M, int64_t K, int64_t as0, int64_t as1,
-                      const char *b, int64_t N, int64_t bs0, int64_t bs1, char *c) {
+                      const char *b, int64_t N, int64_t bs0, int64_t bs1, char *c, const char *op) {
     mat_t ma = { a, M, K, as0, as1 }, mb = { b, K, N, bs0, bs1 };
-    return gemm(dt, ma, mb, c);
+    return gemm(dt, ma, mb, c, op);
 }

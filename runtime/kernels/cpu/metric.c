@@ -332,7 +332,7 @@ em_tensor *em_cpu__euclidean_dist(em_keyset ks, em_tensor *x1, em_tensor *x2) {
             ed_augment_f64((const double *)ab, r1, m, true, (double *)wa);
             ed_augment_f64((const double *)bb, r2, m, false, (double *)wb);
         }
-        st = em_cpu_gemm(dt, wa, r1, K, K, 1, wb, r2, 1, K, ob);
+        st = em_cpu_gemm(dt, wa, r1, K, K, 1, wb, r2, 1, K, ob, op);
     }
     if (st == EM_OK) {
         if (dt == EM_FLOAT32) ed_finish_f32(em_tensor_data(out), out->numel);

@@ -47,6 +47,7 @@ static em_status adaptive_geom(em_cpu_pool_geom *g, const em_tensor *self, int n
         return EM_EVALUE;
     }
     g->nsp = nsp;
+    g->op = op;
     g->ndim = self->ndim;
     g->batched = self->ndim == nsp + 2;
     g->planes = 1;
@@ -149,7 +150,14 @@ static em_tensor *adaptive_forward(em_tensor *self, int nsp, em_intlist output_s
                              : self->dtype == EM_BFLOAT16 ? ad_max_bf16
                                                           : ad_max_f32;
         int64_t work = g.in_numel + g.out_numel;
-        em_cpu_parallel_for(g.planes, work >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / (work ? work : 1), fn, &c);
+        em_cpu_parallel_for_stoppable(g.planes, work >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / (work ? work : 1), fn,
+                                      &c);
+        if (em_cpu_interrupted(op)) { /* Note [Interrupts in kernels], way (b) */
+            em_tensor_release(x);
+            em_tensor_release(y);
+            em_tensor_release(yi);
+            return NULL;
+        }
     }
     em_tensor_release(x);
     *idx_out = yi;

@@ -150,7 +150,7 @@ static int64_t grain_for(const em_cpu_pool_geom *g) {
 /* Runs fn over g's planes from in (the input, or grad_output) into out
  * (the output, or the zeroed grad_input) unless the pooling's output is
  * empty; releases in; returns out (NULL, releasing both, when either is
- * NULL). */
+ * NULL or an interrupt stopped the loop: "g->op: interrupted"). */
 static em_tensor *avg_launch(const em_cpu_pool_geom *g, bool count_include_pad, int64_t divisor, em_tensor *in,
                              em_tensor *out, em_cpu_range_fn fn) {
     if (!in || !out) {
@@ -160,7 +160,11 @@ static em_tensor *avg_launch(const em_cpu_pool_geom *g, bool count_include_pad, 
     }
     if (g->planes * g->out_numel > 0) {
         avg_ctx c = { g, count_include_pad, divisor, (const char *)em_tensor_data(in), (char *)em_tensor_data(out) };
-        em_cpu_parallel_for(g->planes, grain_for(g), fn, &c);
+        em_cpu_parallel_for_stoppable(g->planes, grain_for(g), fn, &c);
+        if (em_cpu_interrupted(g->op)) { /* Note [Interrupts in kernels], way (b) */
+            em_tensor_release(out);
+            out = NULL;
+        }
     }
     em_tensor_release(in);
     return out;

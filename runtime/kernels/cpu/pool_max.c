@@ -59,6 +59,7 @@ em_status em_cpu_pool_geom_init(em_cpu_pool_geom *g, const em_tensor *self, int 
                                 bool allow_int64, const char *op) {
     memset(g, 0, sizeof *g);
     g->nsp = nsp;
+    g->op = op;
     if (self->ndim != nsp + 1 && self->ndim != nsp + 2) {
         char s[EM_SHAPE_STR_MAX];
         em_set_error(EM_ESHAPE, "%s: argument 'input' must have %d or %d dims (unbatched or batched), got shape %s",
@@ -252,7 +253,14 @@ static em_tensor *max_pool_forward(em_tensor *self, int nsp, em_intlist kernel_s
             g.out[2] * 2 <= g.in[2])
             fn = max_fwd_f32_2x2;
         int64_t work = g.out_numel * g.k[0] * g.k[1] * g.k[2];
-        em_cpu_parallel_for(g.planes, work >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / (work ? work : 1), fn, &c);
+        em_cpu_parallel_for_stoppable(g.planes, work >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / (work ? work : 1), fn,
+                                      &c);
+        if (em_cpu_interrupted(op)) { /* Note [Interrupts in kernels], way (b) */
+            em_tensor_release(x);
+            em_tensor_release(y);
+            em_tensor_release(yi);
+            return NULL;
+        }
     }
     em_tensor_release(x);
     *indices = yi;
@@ -357,8 +365,12 @@ em_tensor *em_cpu_pool_scatter_backward(em_tensor *grad_output, em_tensor *self,
                              : self->dtype == EM_FLOAT16  ? max_bwd_f16
                                                           : max_bwd_f32;
         int64_t work = g->out_numel;
-        em_cpu_parallel_for(g->planes, work >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / (work ? work : 1), fn, &c);
-        if (atomic_load(&c.any_bad)) {
+        em_cpu_parallel_for_stoppable(g->planes, work >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / (work ? work : 1), fn,
+                                      &c);
+        if (em_cpu_interrupted(op)) { /* Note [Interrupts in kernels], way (b) */
+            em_tensor_release(gi);
+            gi = NULL;
+        } else if (atomic_load(&c.any_bad)) {
             em_set_error(EM_EINDEX, "%s: index %lld in 'indices' is out of range 1..%lld (the input plane; 0 for a window over no input)", op,
                          (long long)atomic_load(&c.bad), (long long)g->in_numel);
             em_tensor_release(gi);

@@ -90,8 +90,11 @@ em_tensor *em_cpu_max_unpool(em_keyset ks, em_tensor *self, em_tensor *indices, 
         unpool_ctx c = { in_numel, out_numel, em_dtype_size(self->dtype), (const char *)em_tensor_data(x),
                          (const int64_t *)em_tensor_data(ix), (char *)em_tensor_data(out), false, 0 };
         int64_t work = in_numel ? in_numel : 1;
-        em_cpu_parallel_for(planes, work >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / work, unpool_planes, &c);
-        if (atomic_load(&c.any_bad)) {
+        em_cpu_parallel_for_stoppable(planes, work >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / work, unpool_planes, &c);
+        if (em_cpu_interrupted(op)) { /* Note [Interrupts in kernels], way (b) */
+            em_tensor_release(out);
+            out = NULL;
+        } else if (atomic_load(&c.any_bad)) {
             em_set_error(EM_EINDEX, "%s: index %lld in 'indices' is out of range 1..%lld (the output plane)", op,
                          (long long)atomic_load(&c.bad), (long long)out_numel);
             em_tensor_release(out);

@@ -76,7 +76,8 @@ em_tensor *em_cpu_bmm(em_keyset ks, em_tensor *self, em_tensor *mat2) {
     for (int64_t i = 0; i < B; i++) {
         if (em_cpu_gemm(self->dtype, a + (size_t)(i * self->strides[0]) * es, M, K, self->strides[1],
                         self->strides[2], b + (size_t)(i * mat2->strides[0]) * es, N, mat2->strides[1],
-                        mat2->strides[2], c + (size_t)(i * M * N) * es) != EM_OK) {
+                        mat2->strides[2], c + (size_t)(i * M * N) * es, "bmm") != EM_OK ||
+            (i + 1 < B && em_cpu_interrupted("bmm"))) {
             em_tensor_release(out);
             return NULL;
         }
@@ -100,7 +101,7 @@ em_tensor *em_cpu_mv(em_keyset ks, em_tensor *self, em_tensor *vec) {
     if (!out) return NULL;
     /* vec as a K x 1 matrix */
     if (em_cpu_gemm(self->dtype, em_tensor_data(self), M, K, self->strides[0], self->strides[1],
-                    em_tensor_data(vec), 1, vec->strides[0], 1, em_tensor_data(out)) != EM_OK) {
+                    em_tensor_data(vec), 1, vec->strides[0], 1, em_tensor_data(out), "mv") != EM_OK) {
         em_tensor_release(out);
         return NULL;
     }

@@ -327,9 +327,13 @@ static em_tensor *pad_forward(em_tensor *self, em_intlist pad, int md, const cha
         return NULL;
     }
     pad_ctx c = { &p, em_tensor_data(src), em_tensor_data(out), em_dtype_size(self->dtype), self->dtype };
-    em_cpu_parallel_for(p.planes, plane_grain(&p), pad_fwd_planes, &c);
+    em_cpu_parallel_for_stoppable(p.planes, plane_grain(&p), pad_fwd_planes, &c);
     em_tensor_release(src);
     free(p.block);
+    if (em_cpu_interrupted(op)) { /* Note [Interrupts in kernels], way (b) */
+        em_tensor_release(out);
+        return NULL;
+    }
     return out;
 }
 
@@ -376,9 +380,13 @@ static em_tensor *pad_backward(em_tensor *grad_output, em_intlist input_sizes, e
         return NULL;
     }
     pad_ctx c = { &p, em_tensor_data(go), em_tensor_data(gi), em_dtype_size(acc), acc };
-    em_cpu_parallel_for(p.planes, plane_grain(&p), pad_bwd_planes, &c);
+    em_cpu_parallel_for_stoppable(p.planes, plane_grain(&p), pad_bwd_planes, &c);
     em_tensor_release(go);
     free(p.block);
+    if (em_cpu_interrupted(op)) { /* Note [Interrupts in kernels], way (b) */
+        em_tensor_release(gi);
+        return NULL;
+    }
 done:
     if (gi && gi->dtype != grad_output->dtype) { /* float16/bfloat16: summed in float32 */
         em_tensor *r = em_cpu_to_dtype(gi, grad_output->dtype, op);

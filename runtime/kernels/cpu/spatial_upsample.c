@@ -383,10 +383,14 @@ em_tensor *em_cpu_upsample_nd(em_keyset ks, em_tensor *self, em_intlist output_s
         return NULL;
     }
     up_ctx c = { &p, em_tensor_data(src), em_tensor_data(out), loop, bil_table(&p, loop) };
-    em_cpu_parallel_for(p.planes, up_grain(&p), up_fwd_planes, &c);
+    em_cpu_parallel_for_stoppable(p.planes, up_grain(&p), up_fwd_planes, &c);
     free(c.wt);
     em_tensor_release(src);
     free(p.block);
+    if (em_cpu_interrupted(op)) { /* Note [Interrupts in kernels], way (b) */
+        em_tensor_release(out);
+        return NULL;
+    }
 cast:
     if (out && out->dtype != self->dtype) { /* bfloat16 / uint8: computed in float32 */
         em_tensor *r = em_cpu_to_dtype(out, self->dtype, op);
@@ -443,10 +447,14 @@ em_tensor *em_cpu_upsample_nd_backward(em_keyset ks, em_tensor *grad_output, em_
         return NULL;
     }
     up_ctx c = { &p, em_tensor_data(go), em_tensor_data(gi), loop, bil_table(&p, loop) };
-    em_cpu_parallel_for(p.planes, up_grain(&p), up_bwd_planes, &c);
+    em_cpu_parallel_for_stoppable(p.planes, up_grain(&p), up_bwd_planes, &c);
     free(c.wt);
     em_tensor_release(go);
     free(p.block);
+    if (em_cpu_interrupted(op)) { /* Note [Interrupts in kernels], way (b) */
+        em_tensor_release(gi);
+        return NULL;
+    }
 cast:
     if (gi && gi->dtype != grad_output->dtype) {
         em_tensor *r = em_cpu_to_dtype(gi, grad_output->dtype, op);

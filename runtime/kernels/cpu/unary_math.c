@@ -596,6 +596,7 @@ em_tensor *em_cpu_polygamma__(em_keyset ks, em_tensor *self, int64_t order) {
     em_meta m;
     em_tensor *in[] = { NULL };
     m.op = "polygamma_";
+    m.out_is_new = false;
     m.out_dtype = EM_META_OUT_CAST;
     if (em_meta_polygamma(&m, order, self) != EM_OK) return NULL;
     if (em_structured_check_inplace(&m, self, in, 0) != EM_OK) return NULL;
