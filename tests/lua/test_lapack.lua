@@ -272,6 +272,26 @@ function T.lstsq_drivers_and_results()
   check_error(function() L.lstsq(A32(), b, nil, { driver = "qr" }) end, "lstsq", "gelsy")
 end
 
+-- empty right-hand sides and empty systems (shapes from PyTorch 1.13); a
+-- b with no columns once overran the solution's buffer (fuzz find)
+function T.lstsq_empty_shapes()
+  local cases = {
+    { { 4, 0 }, { 4, 0 }, { 0, 0 } }, { { 4, 3 }, { 4, 0 }, { 3, 0 } }, { { 4, 0 }, { 4 }, { 0 } },
+    { { 0, 3 }, { 0, 2 }, { 3, 2 } }, { { 2, 4, 0 }, { 2, 4, 0 }, { 2, 0, 0 } },
+  }
+  for _, c in ipairs(cases) do
+    for _, d in ipairs({ "gelsy", "gels", "gelsd", "gelss" }) do
+      local X = L.lstsq(ember.zeros(table.unpack(c[1])), ember.zeros(table.unpack(c[2])), nil, { driver = d })
+      check_shape(X, c[3])
+      check_eq(X:sum():item(), 0)
+    end
+  end
+  local _, res, _, sv = L.lstsq(ember.zeros(4, 3), ember.zeros(4, 0), nil, { driver = "gelsd" })
+  check_shape(res, { 0 }); check_shape(sv, { 3 })
+  _, res = L.lstsq(ember.zeros(4, 0), ember.zeros(4), nil, { driver = "gels" })
+  check_shape(res, { 1 })
+end
+
 -- ---- matrix_exp ----
 
 function T.matrix_exp_values()

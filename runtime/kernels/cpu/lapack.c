@@ -1144,7 +1144,7 @@ em_tensor *em_cpu_lstsq(em_keyset ks, em_tensor *self, em_tensor *b, const em_sc
     if (!X || !rk || !sv || !a || !x || !s || !rs) goto fail;
     for (int64_t bi = 0; bi < bt.count; bi++) {
         get_mat(A, &bt, bi, a, ld_of(m), false);
-        memset(x, 0, sizeof(double) * (size_t)ldb * (size_t)(k > 0 ? k : 1));
+        memset(x, 0, sizeof(double) * (size_t)ldb * (size_t)k); /* x holds ldb * k (nothing when k = 0) */
         get_mat(Bm, &bt, bi, x, ldb, false); /* m x k into the top of the max(m, n) x k buffer */
         int rnk = 0;
         if (kk > 0 && k > 0) {
