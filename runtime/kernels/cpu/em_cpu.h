@@ -360,6 +360,15 @@ typedef struct em_cpu_pool_geom {
     const char *op;            /* the op errors and interrupts name */
 } em_cpu_pool_geom;
 
+/* The end of a pooling forward with values y and indices yi made for input
+ * x (contiguous): runs fn over g's planes with ctx (work: one plane's
+ * cost) unless fn is NULL (an empty output), then releases x and returns y
+ * with *indices = yi; when an interrupt stopped the loop, releases all
+ * three and returns NULL with "g->op: interrupted" (Note [Interrupts in
+ * kernels], way (b)). pool_max.c. */
+EM_HIDDEN em_tensor *em_cpu_pool_run_pair(const em_cpu_pool_geom *g, int64_t work, em_cpu_range_fn fn, void *ctx,
+                                          em_tensor *x, em_tensor *y, em_tensor *yi, em_tensor **indices);
+
 /* Checks a max/avg pooling's input (nsp + 1 or nsp + 2 dims, only the batch
  * may be empty, float32/float64/bfloat16, and int64 with allow_int64) and
  * size lists (one value or nsp; stride absent or empty = kernel_size;

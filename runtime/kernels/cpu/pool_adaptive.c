@@ -149,19 +149,9 @@ static em_tensor *adaptive_forward(em_tensor *self, int nsp, em_intlist output_s
         em_cpu_range_fn fn = self->dtype == EM_FLOAT64    ? ad_max_f64
                              : self->dtype == EM_BFLOAT16 ? ad_max_bf16
                                                           : ad_max_f32;
-        int64_t work = g.in_numel + g.out_numel;
-        em_cpu_parallel_for_stoppable(g.planes, work >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / (work ? work : 1), fn,
-                                      &c);
-        if (em_cpu_interrupted(op)) { /* Note [Interrupts in kernels], way (b) */
-            em_tensor_release(x);
-            em_tensor_release(y);
-            em_tensor_release(yi);
-            return NULL;
-        }
+        return em_cpu_pool_run_pair(&g, g.in_numel + g.out_numel, fn, &c, x, y, yi, idx_out);
     }
-    em_tensor_release(x);
-    *idx_out = yi;
-    return y;
+    return em_cpu_pool_run_pair(&g, 0, NULL, NULL, x, y, yi, idx_out);
 }
 
 em_tensor *em_cpu_adaptive_avg_pool2d(em_keyset ks, em_tensor *input, em_intlist output_size) {

@@ -252,10 +252,18 @@ static em_tensor *max_pool_forward(em_tensor *self, int nsp, em_intlist kernel_s
             g.p[1] == 0 && g.p[2] == 0 && g.d[1] == 1 && g.d[2] == 1 && g.in[0] == 1 && g.out[1] * 2 <= g.in[1] &&
             g.out[2] * 2 <= g.in[2])
             fn = max_fwd_f32_2x2;
-        int64_t work = g.out_numel * g.k[0] * g.k[1] * g.k[2];
-        em_cpu_parallel_for_stoppable(g.planes, work >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / (work ? work : 1), fn,
-                                      &c);
-        if (em_cpu_interrupted(op)) { /* Note [Interrupts in kernels], way (b) */
+        return em_cpu_pool_run_pair(&g, g.out_numel * g.k[0] * g.k[1] * g.k[2], fn, &c, x, y, yi, indices);
+    }
+    return em_cpu_pool_run_pair(&g, 0, NULL, NULL, x, y, yi, indices);
+}
+
+/* See em_cpu.h (family pool). */
+em_tensor *em_cpu_pool_run_pair(const em_cpu_pool_geom *g, int64_t work, em_cpu_range_fn fn, void *ctx,
+                                em_tensor *x, em_tensor *y, em_tensor *yi, em_tensor **indices) {
+    if (fn) {
+        em_cpu_parallel_for_stoppable(g->planes, work >= EM_CPU_GRAIN ? 1 : EM_CPU_GRAIN / (work ? work : 1), fn,
+                                      ctx);
+        if (em_cpu_interrupted(g->op)) { /* Note [Interrupts in kernels], way (b) */
             em_tensor_release(x);
             em_tensor_release(y);
             em_tensor_release(yi);
