@@ -764,6 +764,10 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
                          "        em_status st = em_saved_save(&n->%s_, orig, false);\n\n"
                          "        em_tensor_release(orig);\n        if (st != EM_OK)\n            goto fail;\n    }\n",
                       x, x, x);
+        else if (w >= 0)
+            /* an input sharing the written tensor's storage is saved as an alias too */
+            cg_printf(b, ") && em_saved_save_beside(&n->%s_, %s, %s) != EM_OK)\n        goto fail;\n", x, x,
+                      op->args[w].name);
         else
             /* saving a leaf or a view makes an alias (Note [Saved leaves and views]), which can fail */
             cg_printf(b, ") && em_saved_save(&n->%s_, %s, false) != EM_OK)\n        goto fail;\n", x, x);

@@ -271,6 +271,11 @@ typedef struct {
  * without its history (Note [Saved variables]). Fails only for an output,
  * when its alias cannot be made: EM_ENOMEM with the slot set, nothing saved. */
 EM_API em_status em_saved_save(em_saved_var *sv, em_tensor *t, bool is_output);
+/* em_saved_save for an input t of an in-place op that writes `written`
+ * (generated in-place kernels): a t sharing written's storage is saved as
+ * an alias too (Note [Saved leaves and views]), since the op moves
+ * written's history onto the saving node itself. */
+EM_API em_status em_saved_save_beside(em_saved_var *sv, em_tensor *t, const em_tensor *written);
 /* Returns a new reference, or NULL with the error set (stale or released). */
 EM_API em_tensor *em_saved_unpack(em_saved_var *sv, em_node *owner);
 EM_API void em_saved_release(em_saved_var *sv);

@@ -473,11 +473,26 @@ em_edge em_gradient_edge(em_tensor *t) {
  * on t, so their gradients still reach x.grad while x lives, and are
  * dropped once nobody can read them. Nothing accumulates into an alias's
  * own .grad. Other inputs are saved by reference (no alias to make).
+ * - an input of an in-place op that shares the written tensor's storage
+ *   (`y:mul_(y)`, `v:mul_(base)`): the op moves the written tensor's
+ *   history (and its base's) onto the node that saved it, so the node would
+ *   own a tensor whose grad_fn is the node itself (em_saved_save_beside;
+ *   the fuzzer's LeakSanitizer found it).
  * One cycle remains: a tensor whose retain_grad() runs after a node saved
  * it, when a later create_graph backward unpacks that node's result. */
 bool em_ag_save_as_alias(const em_tensor *t) {
     const em_ag_meta *m = t->autograd_meta;
     return t->view_base || (m && ((m->requires_grad && !m->grad_fn) || m->retains_grad));
+}
+
+em_status em_saved_save_beside(em_saved_var *sv, em_tensor *t, const em_tensor *written) {
+    if (!t || t->storage != written->storage || em_ag_save_as_alias(t)) return em_saved_save(sv, t, false);
+    memset(sv, 0, sizeof *sv);
+    sv->version = em_tensor_version(t);
+    sv->data = em_ag_saved_alias(t);
+    if (!sv->data) return em_error_kind() != EM_OK ? em_error_kind() : EM_ENOMEM;
+    sv->was_saved = true;
+    return EM_OK;
 }
 
 em_tensor *em_ag_saved_alias(em_tensor *t) {
