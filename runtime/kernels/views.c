@@ -217,7 +217,8 @@ em_tensor **em_kv_chunk(em_keyset ks, em_tensor *self, int64_t chunks, int64_t d
         free(sz);
         return r;
     }
-    return split_even(self, d, (size + chunks - 1) / chunks, nresults, "chunk");
+    /* ceil(size / chunks) without forming size + chunks - 1 (chunks may be near 2^63) */
+    return split_even(self, d, size / chunks + (size % chunks != 0), nresults, "chunk");
 }
 
 em_tensor **em_kv_unbind(em_keyset ks, em_tensor *self, int64_t dim, int *nresults) {

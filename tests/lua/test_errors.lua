@@ -219,6 +219,11 @@ function T.huge_window_options()
     "kernel_size")
   local parts = ember.randn(3, 2):split(math.maxinteger)
   check(#parts == 1 and parts[1]:size(1) == 3, "one piece")
+  -- chunks near 2^63: pieces of one (fuzz find: the piece size formed
+  -- size + chunks - 1 in int64; PyTorch computes it the same way, wraps and
+  -- refuses, but gives 5 pieces for 2^40 chunks of 5)
+  parts = ember.arange(1, 6):chunk(math.maxinteger)
+  check(#parts == 5 and parts[5]:item() == 5, "five pieces of one")
 end
 
 return T
