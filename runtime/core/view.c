@@ -354,8 +354,11 @@ em_tensor *em_core_slice(const em_tensor *t, int64_t dim, int64_t start, int64_t
     if (start > size) start = size;
     if (end > size) end = size;
     if (end < start) end = start;
-    int64_t len = (end - start + step - 1) / step;
-    return copy_shape_view(t, d, len, t->strides[d] * step, t->offset + start * t->strides[d]);
+    /* ceil((end - start) / step) without forming end - start + step - 1 (step may be near 2^63) */
+    int64_t len = (end - start) / step + ((end - start) % step != 0);
+    /* one element or none: the step is never taken (step * stride could overflow) */
+    int64_t stride = len > 1 ? t->strides[d] * step : t->strides[d];
+    return copy_shape_view(t, d, len, stride, t->offset + start * t->strides[d]);
 }
 
 /* ---- squeeze, unsqueeze, alias ---- */

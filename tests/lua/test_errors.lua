@@ -224,6 +224,11 @@ function T.huge_window_options()
   -- refuses, but gives 5 pieces for 2^40 chunks of 5)
   parts = ember.arange(1, 6):chunk(math.maxinteger)
   check(#parts == 5 and parts[5]:item() == 5, "five pieces of one")
+  -- the same shape of arithmetic in slicing and integer arange: a step near
+  -- 2^63 takes one element (Python's and PyTorch's slices: x[0:5:2**62])
+  local x = ember.arange(1, 6)
+  check(ember.equal(x[{ { 1, 5, math.maxinteger } }], ember.tensor({ 1 })), "a huge step takes the first element")
+  check(ember.equal(ember.arange(0, 10, 1 << 62), ember.tensor({ 0 })), "arange with a huge step")
 end
 
 return T

@@ -117,7 +117,15 @@ em_tensor *em_cpu_arange(em_keyset ks, em_scalar start, const em_scalar *end, em
     int64_t n;
     if (all_int && integral) {
         int64_t ia = em_scalar_to_int(s0), ib = em_scalar_to_int(s1), is = em_scalar_to_int(step);
-        n = is > 0 ? (ib - ia + is - 1) / is : (ia - ib + (-is) - 1) / (-is);
+        /* in uint64: the bounds may lie 2^64 - 1 apart and the step be -2^63 */
+        uint64_t span = is > 0 ? (uint64_t)ib - (uint64_t)ia : (uint64_t)ia - (uint64_t)ib;
+        uint64_t mag = is > 0 ? (uint64_t)is : 0 - (uint64_t)is;
+        uint64_t cnt = (ib > ia) == (is > 0) && ib != ia ? span / mag + (span % mag != 0) : 0;
+        if (cnt > (uint64_t)9e15) {
+            em_set_error(EM_EVALUE, "arange: too many elements");
+            return NULL;
+        }
+        n = (int64_t)cnt;
     } else {
         double len = dtype == EM_INT64 ? ceil((tb - ta) / ts) : ceil((b - a) / st);
         if (len > 9.0e15) {
