@@ -11,11 +11,14 @@
  * (tests/check_vmath.c measures both against double-precision libm;
  * extend it when adding a function), returns NaN for NaN, and
  * gives IEEE's special values (exp(-inf) = 0, log(0) = -inf, log(-1) =
- * NaN, ...). sin/cos reduce the argument with a four-part pi/2 in float,
- * exact enough up to EM_VM_TRIG_MAX; em_vm_sincosf_n redoes the
- * rare larger arguments with libm. Methods: Cody-Waite range reduction and
- * minimax polynomials (the classic Cephes/fdlibm coefficients); every e^x
- * (exp, expm1, tanh, sigmoid) shares one polynomial, em_vm_exp_q.
+ * NaN, ...). sin/cos reduce the argument with a four-part pi (sin, by
+ * half periods) or pi/2 (cos) in float, exact enough up to
+ * EM_VM_TRIG_MAX; em_vm_sincosf_n redoes the rare larger arguments with
+ * libm. Methods: Cody-Waite range reduction and minimax polynomials (the
+ * classic Cephes/fdlibm coefficients, and shorter ones fitted for float
+ * where those had more terms than float needs: exp's and sin's); every
+ * e^x (exp, sigmoid) shares one polynomial, em_vm_exp_q, and expm1 and
+ * tanh a longer one, em_vm_exp_q6.
  * Array forms (em_vm_expf_n, logf_n, sigmoidf_n, sincosf_n) are what a
  * contiguous kernel loop should call: they skip the special-value
  * handling on blocks that need none (Note [Vector math blocks]), with
@@ -71,12 +74,31 @@ EM_VM_INLINE float em_vm_float(uint32_t u) {
 
 /* The shared part of every e^x here: x = k ln2 + r with |r| <= ln2/2 (k
  * by the round-to-nearest constant 1.5 * 2^23; Cody-Waite ln2 in two
- * parts), and q = e^r - 1 = r + r^2 P(r) with the degree-5 P evaluated by
- * Estrin's scheme (depth 3 instead of Horner's 5: the loops are limited
- * by this latency as much as by their instruction count). *kb gets
+ * parts), and q = e^r - 1 = r + r^2 P(r) with a degree-4 minimax P
+ * (relative error 1.7e-8 of q, 6e-9 of 1 + q, with these float
+ * coefficients; the Cephes degree 5 was more than float needs: one
+ * multiply-add less) evaluated by Estrin's scheme
+ * (depth 2 instead of Horner's 4: the loops are limited by this latency
+ * as much as by their instruction count). *kb gets
  * k + 0x4b400000 as float bits (k in the low mantissa bits). Valid for
  * |x| < 2^22 (and NaN, which propagates into q). */
 EM_VM_INLINE float em_vm_exp_q(float x, float *kb) {
+    float b = x * 1.44269504088896341f + 12582912.0f;
+    float k = b - 12582912.0f;
+    float r = x - k * 0.693359375f;
+    r = r - k * -2.12194440e-4f;
+    float r2 = r * r;
+    float p01 = 0.1666654348373413f * r + 0.4999999701976776f;
+    float p23 = 0.008366547524929047f * r + 0.04166720062494278f;
+    float p = (0.0013882516650483012f * r2 + p23) * r2 + p01;
+    *kb = b;
+    return p * r2 + r;
+}
+
+/* em_vm_exp_q with the Cephes degree-5 P (q to 1e-10 relative): for
+ * expm1 and tanh, which need q itself (not 1 + q) within an ulp, where
+ * the degree-4 P's 1.7e-8 would take tanh to 3 ulp near x = 0.06. */
+EM_VM_INLINE float em_vm_exp_q6(float x, float *kb) {
     float b = x * 1.44269504088896341f + 12582912.0f;
     float k = b - 12582912.0f;
     float r = x - k * 0.693359375f;
@@ -263,7 +285,7 @@ EM_VM_INLINE float em_vm_expm1f(float x) {
     float xc = x >= -88.0f ? x : -88.0f; /* NaN -> -88; fixed up below */
     xc = xc <= 89.0f ? xc : 89.0f;
     float kb;
-    float p = em_vm_exp_q(xc, &kb); /* e^r - 1 */
+    float p = em_vm_exp_q6(xc, &kb); /* e^r - 1 */
     int32_t ki = (int32_t)(em_vm_bits(kb) - 0x4b400000u), k1 = ki >> 1, k2 = ki - k1;
     float s1 = em_vm_float((uint32_t)(k1 + 127) << 23), s2 = em_vm_float((uint32_t)(k2 + 127) << 23);
     float s = s1 * s2; /* inf for k = 128: then the product form below */
@@ -281,7 +303,7 @@ EM_VM_INLINE float em_vm_tanhf(float x) {
     float ax = __builtin_fabsf(x);
     float a10 = ax > 10.0f ? 10.0f : ax; /* NaN stays */
     float kb;
-    float q = em_vm_exp_q(2.0f * a10, &kb);
+    float q = em_vm_exp_q6(2.0f * a10, &kb);
     float s = em_vm_float((em_vm_bits(kb) - 0x4b400000u + 127u) << 23);
     float m = s * q + (s - 1.0f);
     float t = m / (m + 2.0f);
@@ -348,12 +370,33 @@ EM_VM_INLINE float em_vm_sincosf(float x, int want_cos) {
     if (!want_cos) sgn ^= em_vm_bits(x) & 0x80000000u;
     return em_vm_float(em_vm_bits(v) ^ sgn);
 }
-EM_VM_INLINE float em_vm_sinf(float x) { return em_vm_sincosf(x, 0); }
 EM_VM_INLINE float em_vm_cosf(float x) { return em_vm_sincosf(x, 1); }
+
+/* sin(x) for |x| <= EM_VM_TRIG_MAX, by half periods: j = the integer
+ * nearest |x| / pi, r = |x| - j pi in [-pi/2, pi/2] (pi in the four
+ * parts of em_vm_sincosf, doubled: the products with j < 2^12 stay
+ * exact), then sin(r) = r + r^3 P(r^2) with one degree-3 minimax P
+ * (relative error 1.4e-8 with these float coefficients) -- one
+ * polynomial where quarter periods need a sine and a cosine polynomial
+ * and a select. The sign: (-1)^j, and sin is odd (sin(-0) = -0). NaN and
+ * inf give NaN through r. */
+EM_VM_INLINE float em_vm_sinf(float x) {
+    float ax = __builtin_fabsf(x);
+    float kb = ax * 0.318309886183790672f + 12582912.0f; /* j in the low mantissa bits */
+    float y = kb - 12582912.0f;
+    float r = ((ax - y * 0x1.92p1f) - y * 0x1.fbp-11f) - y * 0x1.51p-21f;
+    r = r - y * 0x1.0b4612p-33f;
+    float z = r * r;
+    float p = ((2.605481540740584e-06f * z + -1.9809475634247065e-04f) * z + 8.333064615726471e-03f) * z +
+              -1.6666659712791443e-01f;
+    float v = r + r * z * p;
+    uint32_t sgn = (em_vm_bits(kb) << 31) ^ (em_vm_bits(x) & 0x80000000u);
+    return em_vm_float(em_vm_bits(v) ^ sgn);
+}
 
 /* sin and cos of any float: em_vm_sincosf up to EM_VM_TRIG_MAX, libm
  * beyond (and for inf and NaN) */
-EM_VM_INLINE float em_vm_sinf_any(float x) { return __builtin_fabsf(x) <= EM_VM_TRIG_MAX ? em_vm_sincosf(x, 0) : sinf(x); }
+EM_VM_INLINE float em_vm_sinf_any(float x) { return __builtin_fabsf(x) <= EM_VM_TRIG_MAX ? em_vm_sinf(x) : sinf(x); }
 EM_VM_INLINE float em_vm_cosf_any(float x) { return __builtin_fabsf(x) <= EM_VM_TRIG_MAX ? em_vm_sincosf(x, 1) : cosf(x); }
 #define EM_VM_TRIG_MAX_BITS 0x46000000u /* EM_VM_TRIG_MAX */
 
