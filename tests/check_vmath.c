@@ -226,6 +226,20 @@ START_TEST(test_vmath_special_values) {
     ck_assert(em_vm_tanhf(INFINITY) == 1.0f && em_vm_tanhf(-INFINITY) == -1.0f);
     ck_assert(signbit(em_vm_tanhf(-0.0f)));
     ck_assert(em_vm_sigmoidf(-INFINITY) == 0.0f && em_vm_sigmoidf(INFINITY) == 1.0f);
+    /* sigmoid's two forms meet at -EM_VM_EXP_FAST; below it the results
+     * are subnormal, not 0 */
+    static const float sx[] = { -EM_VM_EXP_FAST, -87.00001f, -86.99999f, -100.0f, -103.0f, -120.0f };
+    for (size_t i = 0; i < sizeof sx / sizeof *sx; i++)
+        ck_assert_msg(ulps(em_vm_sigmoidf(sx[i]), (float)sigmoid_d((double)sx[i])) <= 2, "sigmoid(%g)", (double)sx[i]);
+    ck_assert(em_vm_sigmoidf(-100.0f) > 0.0f);
+    /* sin near its zeros (half-period reduction: r is tiny there) */
+    static const float zx[] = { 3.14159274f, 6.28318548f, 9.42477798f, 8191.94629f, 3.14159250f };
+    for (size_t i = 0; i < sizeof zx / sizeof *zx; i++)
+        ck_assert_msg(ulps(em_vm_sinf(zx[i]), (float)sin((double)zx[i])) <= 2, "sin(%.9g)", (double)zx[i]);
+    /* log near 1, where f is tiny, and at the ends of m's range */
+    static const float lx[] = { 1.00000012f, 0.99999994f, 0.707106769f, 0.707106829f, 1.41421354f, 1.41421342f };
+    for (size_t i = 0; i < sizeof lx / sizeof *lx; i++)
+        ck_assert_msg(ulps(em_vm_logf(lx[i]), (float)log((double)lx[i])) <= 1, "log(%.9g)", (double)lx[i]);
     ck_assert(signbit(em_vm_sinf(-0.0f)) && em_vm_cosf(0.0f) == 1.0f);
     ck_assert(isnan(em_vm_sinf(NAN)) && isnan(em_vm_cosf(NAN)));
     /* the array forms: large arguments and infinities go to libm */

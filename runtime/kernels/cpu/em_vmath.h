@@ -11,20 +11,26 @@
  * (tests/check_vmath.c measures both against double-precision libm;
  * extend it when adding a function), returns NaN for NaN, and
  * gives IEEE's special values (exp(-inf) = 0, log(0) = -inf, log(-1) =
- * NaN, ...). sin/cos reduce the argument with a four-part pi/2 in float,
- * exact enough up to EM_VM_TRIG_MAX; em_vm_sincosf_n redoes the
- * rare larger arguments with libm. Methods: Cody-Waite range reduction and
- * minimax polynomials (the classic Cephes/fdlibm coefficients); every e^x
- * (exp, expm1, tanh, sigmoid) shares one polynomial, em_vm_exp_q.
+ * NaN, ...). sin/cos reduce the argument with a four-part pi (sin, by
+ * half periods) or pi/2 (cos) in float, exact enough up to
+ * EM_VM_TRIG_MAX; em_vm_sincosf_n redoes the rare larger arguments with
+ * libm. Methods: Cody-Waite range reduction and minimax polynomials (the
+ * classic Cephes/fdlibm coefficients, and shorter ones fitted for float
+ * where those had more terms than float needs: exp's and sin's); every
+ * e^x (exp, sigmoid) shares one polynomial, em_vm_exp_q, and expm1 and
+ * tanh a longer one, em_vm_exp_q6.
  * Array forms (em_vm_expf_n, logf_n, sigmoidf_n, sincosf_n) are what a
  * contiguous kernel loop should call: they skip the special-value
  * handling on blocks that need none (Note [Vector math blocks]), with
  * the same bits. Speed notes: in cache the loops are bound by
- * instruction count and latency (0.4 ns a float for exp, 0.6 for log,
- * tanh and sin on AMD EPYC Zen 2 at one thread); at 1e7 floats the loads
- * stall on top of that, which the prefetches of Note [Vector math
- * prefetch] partly hide; the block check is fused into the compute pass;
- * non-temporal stores through a staging buffer were measured slower.
+ * instruction count and latency (ns a float on AMD EPYC Zen 2 at one
+ * thread, CPU time: exp 0.36, log 0.50, tanh 0.65, sigmoid 0.44, sin
+ * 0.48); at 1e7 floats the memory traffic adds to that rather than
+ * hiding it, which the prefetches of Note [Vector math prefetch] partly
+ * undo; the block check is fused into the compute pass. Hand-written
+ * AVX2 loops (intrinsics, per-vector special checks, the same bits) ran
+ * no faster than GCC's vectorisation of these functions, and
+ * non-temporal stores were slower, so neither is here.
  */
 #ifndef EMBER_KERNELS_CPU_EM_VMATH_H
 #define EMBER_KERNELS_CPU_EM_VMATH_H
@@ -71,12 +77,31 @@ EM_VM_INLINE float em_vm_float(uint32_t u) {
 
 /* The shared part of every e^x here: x = k ln2 + r with |r| <= ln2/2 (k
  * by the round-to-nearest constant 1.5 * 2^23; Cody-Waite ln2 in two
- * parts), and q = e^r - 1 = r + r^2 P(r) with the degree-5 P evaluated by
- * Estrin's scheme (depth 3 instead of Horner's 5: the loops are limited
- * by this latency as much as by their instruction count). *kb gets
+ * parts), and q = e^r - 1 = r + r^2 P(r) with a degree-4 minimax P
+ * (relative error 1.7e-8 of q, 6e-9 of 1 + q, with these float
+ * coefficients; the Cephes degree 5 was more than float needs: one
+ * multiply-add less) evaluated by Estrin's scheme
+ * (depth 2 instead of Horner's 4: the loops are limited by this latency
+ * as much as by their instruction count). *kb gets
  * k + 0x4b400000 as float bits (k in the low mantissa bits). Valid for
  * |x| < 2^22 (and NaN, which propagates into q). */
 EM_VM_INLINE float em_vm_exp_q(float x, float *kb) {
+    float b = x * 1.44269504088896341f + 12582912.0f;
+    float k = b - 12582912.0f;
+    float r = x - k * 0.693359375f;
+    r = r - k * -2.12194440e-4f;
+    float r2 = r * r;
+    float p01 = 0.1666654348373413f * r + 0.4999999701976776f;
+    float p23 = 0.008366547524929047f * r + 0.04166720062494278f;
+    float p = (0.0013882516650483012f * r2 + p23) * r2 + p01;
+    *kb = b;
+    return p * r2 + r;
+}
+
+/* em_vm_exp_q with the Cephes degree-5 P (q to 1e-10 relative): for
+ * expm1 and tanh, which need q itself (not 1 + q) within an ulp, where
+ * the degree-4 P's 1.7e-8 would take tanh to 3 ulp near x = 0.06. */
+EM_VM_INLINE float em_vm_exp_q6(float x, float *kb) {
     float b = x * 1.44269504088896341f + 12582912.0f;
     float k = b - 12582912.0f;
     float r = x - k * 0.693359375f;
@@ -164,9 +189,16 @@ EM_VM_INLINE uint32_t em_vm_maxbits(const float *x, int64_t m, uint32_t mask, ui
  * (AMD EPYC Zen 2, one thread, CPU time, best of 9, interleaved with an
  * add loop): 0.64-0.68 of add's bandwidth without, 0.75-0.78 with. Bursts
  * of 32 prefetches per 512 elements (0.59-0.60), of one per 16 elements
- * (0.59), prefetching the output for writing (0.58-0.64) and
- * non-temporal stores through a staging buffer (0.50-0.56) were slower.
- * Short arrays are in cache already and skip it. */
+ * (0.59) and non-temporal stores through a staging buffer (0.50-0.56)
+ * were slower. The output's lines EM_VM_PF_DIST ahead are prefetched for
+ * writing too (when out is not in): measured later, with the cheaper
+ * log, sigmoid and sin, in the same setting (medians of 4 interleaved
+ * pairs, of add's bandwidth, without -> with): exp 0.79 -> 0.81, log
+ * 0.71 -> 0.75, tanh 0.64 -> 0.66, sigmoid 0.76 -> 0.78, sin 0.74 ->
+ * 0.79 (an earlier try, 512 elements ahead, was slower); direct
+ * non-temporal stores (AVX2 intrinsics, with or without a staging
+ * buffer) were slower for all but exp, where they tied. Short arrays are
+ * in cache already and skip it. */
 #define EM_VM_PREFETCH_MIN ((int64_t)1 << 15)
 #define EM_VM_SUB 128
 #define EM_VM_PF_DIST 1024
@@ -174,6 +206,11 @@ EM_VM_INLINE uint32_t em_vm_maxbits(const float *x, int64_t m, uint32_t mask, ui
 EM_VM_INLINE void em_vm_prefetch_sub(const float *in, int64_t p, int64_t n) {
     int64_t e = p + EM_VM_SUB < n ? p + EM_VM_SUB : n;
     for (; p < e; p += 16) __builtin_prefetch(in + p, 0, 3);
+}
+/* the same for out[p .. p + EM_VM_SUB), for writing (out not in) */
+EM_VM_INLINE void em_vm_prefetchw_sub(float *out, int64_t p, int64_t n) {
+    int64_t e = p + EM_VM_SUB < n ? p + EM_VM_SUB : n;
+    for (; p < e; p += 16) __builtin_prefetch(out + p, 1, 3);
 }
 
 /* The loop of every array form: out[i] = FAST(in[i]) over a block whose
@@ -195,7 +232,10 @@ EM_VM_INLINE void em_vm_prefetch_sub(const float *in, int64_t p, int64_t n) {
                 /* Note [Vector math prefetch]: sub-blocks on long arrays */                      \
                 for (int64_t s_ = 0; s_ < m_; s_ += sub_) {                                       \
                     int64_t e_ = s_ + sub_ < m_ ? s_ + sub_ : m_;                                 \
-                    if (sub_ == EM_VM_SUB) em_vm_prefetch_sub(in, b_ + s_ + EM_VM_PF_DIST, n);    \
+                    if (sub_ == EM_VM_SUB) {                                                      \
+                        em_vm_prefetch_sub(in, b_ + s_ + EM_VM_PF_DIST, n);                       \
+                        em_vm_prefetchw_sub(out, b_ + s_ + EM_VM_PF_DIST, n);                     \
+                    }                                                                             \
                     for (int64_t i_ = s_; i_ < e_; i_++) {                                        \
                         float v_ = x_[i_];                                                        \
                         uint32_t u_ = (em_vm_bits(v_) & (MASK)) - (LO);                           \
@@ -220,20 +260,25 @@ EM_VM_INLINE void em_vm_expf_n(float *out, const float *in, int64_t n) {
 }
 
 /* log(x) for positive normal finite x: x = 2^k m with m in [sqrt(2)/2,
- * sqrt(2)), f = m - 1, s = f/(2+f), log(1+f) = f - f^2/2 + s (f^2/2 +
- * R(s^2)), result k ln2 + log(1+f) (fdlibm's method). */
+ * sqrt(2)), f = m - 1, log(1+f) = f + f^2 Q(f) with a degree-7 minimax Q
+ * (relative error 3.2e-8 with these float coefficients; at most 1 ulp
+ * over every positive float, with and without FMAs) by Estrin's scheme,
+ * result k ln2 + log(1+f) with ln2 in two parts. No division: fdlibm's
+ * s = f/(2+f), with its shorter polynomial in s^2, puts a divide on the
+ * critical path (0.61 -> 0.50 ns a float in cache, Zen 2). */
 EM_VM_INLINE float em_vm_logf_fast(float x) {
     uint32_t ix = em_vm_bits(x) + (0x3f800000u - 0x3f3504f3u);
     int32_t k = (int32_t)(ix >> 23) - 0x7f;
     float m = em_vm_float((ix & 0x007fffffu) + 0x3f3504f3u);
     float f = m - 1.0f;
-    float s = f / (2.0f + f);
-    float z = s * s, w = z * z;
-    float t1 = w * (0.40000972152f + w * 0.24279078841f);
-    float t2 = z * (0.66666662693f + w * 0.28498786688f);
-    float hfsq = 0.5f * f * f;
+    float f2 = f * f, f4 = f2 * f2;
+    float q01 = 0.33333951234817505f * f + -0.49999991059303284f;
+    float q23 = 0.19962021708488464f * f + -0.25001761317253113f;
+    float q45 = 0.149183452129364f * f + -0.16570304334163666f;
+    float q67 = 0.08736047148704529f * f + -0.14309315383434296f;
+    float q = (q67 * f2 + q45) * f4 + (q23 * f2 + q01);
     float dk = (float)k;
-    return s * (hfsq + t1 + t2) + dk * 9.0580006145e-06f - hfsq + f + dk * 6.9313812256e-01f;
+    return f2 * q + f + dk * 9.0580006145e-06f + dk * 6.9313812256e-01f;
 }
 
 /* log(x): em_vm_logf_fast, the same bits for positive normal x (the
@@ -263,7 +308,7 @@ EM_VM_INLINE float em_vm_expm1f(float x) {
     float xc = x >= -88.0f ? x : -88.0f; /* NaN -> -88; fixed up below */
     xc = xc <= 89.0f ? xc : 89.0f;
     float kb;
-    float p = em_vm_exp_q(xc, &kb); /* e^r - 1 */
+    float p = em_vm_exp_q6(xc, &kb); /* e^r - 1 */
     int32_t ki = (int32_t)(em_vm_bits(kb) - 0x4b400000u), k1 = ki >> 1, k2 = ki - k1;
     float s1 = em_vm_float((uint32_t)(k1 + 127) << 23), s2 = em_vm_float((uint32_t)(k2 + 127) << 23);
     float s = s1 * s2; /* inf for k = 128: then the product form below */
@@ -281,7 +326,7 @@ EM_VM_INLINE float em_vm_tanhf(float x) {
     float ax = __builtin_fabsf(x);
     float a10 = ax > 10.0f ? 10.0f : ax; /* NaN stays */
     float kb;
-    float q = em_vm_exp_q(2.0f * a10, &kb);
+    float q = em_vm_exp_q6(2.0f * a10, &kb);
     float s = em_vm_float((em_vm_bits(kb) - 0x4b400000u + 127u) << 23);
     float m = s * q + (s - 1.0f);
     float t = m / (m + 2.0f);
@@ -295,25 +340,28 @@ EM_VM_INLINE void em_vm_tanhf_n(float *out, const float *in, int64_t n) {
     int64_t sub = n >= EM_VM_PREFETCH_MIN ? EM_VM_SUB : n;
     for (int64_t s = 0; s < n; s += sub) {
         int64_t e = s + sub < n ? s + sub : n;
-        if (sub == EM_VM_SUB) em_vm_prefetch_sub(in, s + EM_VM_PF_DIST, n);
+        if (sub == EM_VM_SUB) {
+            em_vm_prefetch_sub(in, s + EM_VM_PF_DIST, n);
+            if (out != in) em_vm_prefetchw_sub(out, s + EM_VM_PF_DIST, n);
+        }
         for (int64_t i = s; i < e; i++) out[i] = em_vm_tanhf(in[i]);
     }
 }
 
-/* 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below: one exp of -|x|,
- * which never overflows, so tiny results stay (subnormal) rather than 0;
- * one division (the numerator is selected, not the quotient). The fast
- * version, for |x| <= EM_VM_EXP_FAST, takes em_vm_expf_fast (the same
- * bits: Note [exp's fast path]). */
+/* 1 / (1 + e^-x) for x >= -EM_VM_EXP_FAST, where e^-x stays finite;
+ * e^x / (1 + e^x) below, so tiny results stay (subnormal) rather than 0.
+ * One exp (of a selected argument) and one division (the numerator is
+ * selected, not the quotient). The fast version, for |x| <=
+ * EM_VM_EXP_FAST, is the first form with em_vm_expf_fast (the same bits:
+ * Note [exp's fast path]) -- no select at all. */
 EM_VM_INLINE float em_vm_sigmoidf(float x) {
-    float e = em_vm_expf(-__builtin_fabsf(x));
-    float num = (int32_t)em_vm_bits(x) < 0 ? e : 1.0f;
+    int low = x < -EM_VM_EXP_FAST;
+    float e = em_vm_expf(low ? x : -x);
+    float num = low ? e : 1.0f;
     return num / (1.0f + e);
 }
 EM_VM_INLINE float em_vm_sigmoidf_fast(float x) {
-    float e = em_vm_expf_fast(-__builtin_fabsf(x));
-    float num = (int32_t)em_vm_bits(x) < 0 ? e : 1.0f;
-    return num / (1.0f + e);
+    return 1.0f / (1.0f + em_vm_expf_fast(-x));
 }
 
 /* out[i] = sigmoid(in[i]), i < n (Note [Vector math blocks]) */
@@ -348,12 +396,33 @@ EM_VM_INLINE float em_vm_sincosf(float x, int want_cos) {
     if (!want_cos) sgn ^= em_vm_bits(x) & 0x80000000u;
     return em_vm_float(em_vm_bits(v) ^ sgn);
 }
-EM_VM_INLINE float em_vm_sinf(float x) { return em_vm_sincosf(x, 0); }
 EM_VM_INLINE float em_vm_cosf(float x) { return em_vm_sincosf(x, 1); }
+
+/* sin(x) for |x| <= EM_VM_TRIG_MAX, by half periods: j = the integer
+ * nearest |x| / pi, r = |x| - j pi in [-pi/2, pi/2] (pi in the four
+ * parts of em_vm_sincosf, doubled: the products with j < 2^12 stay
+ * exact), then sin(r) = r + r^3 P(r^2) with one degree-3 minimax P
+ * (relative error 1.4e-8 with these float coefficients) -- one
+ * polynomial where quarter periods need a sine and a cosine polynomial
+ * and a select. The sign: (-1)^j, and sin is odd (sin(-0) = -0). NaN and
+ * inf give NaN through r. */
+EM_VM_INLINE float em_vm_sinf(float x) {
+    float ax = __builtin_fabsf(x);
+    float kb = ax * 0.318309886183790672f + 12582912.0f; /* j in the low mantissa bits */
+    float y = kb - 12582912.0f;
+    float r = ((ax - y * 0x1.92p1f) - y * 0x1.fbp-11f) - y * 0x1.51p-21f;
+    r = r - y * 0x1.0b4612p-33f;
+    float z = r * r;
+    float p = ((2.605481540740584e-06f * z + -1.9809475634247065e-04f) * z + 8.333064615726471e-03f) * z +
+              -1.6666659712791443e-01f;
+    float v = r + r * z * p;
+    uint32_t sgn = (em_vm_bits(kb) << 31) ^ (em_vm_bits(x) & 0x80000000u);
+    return em_vm_float(em_vm_bits(v) ^ sgn);
+}
 
 /* sin and cos of any float: em_vm_sincosf up to EM_VM_TRIG_MAX, libm
  * beyond (and for inf and NaN) */
-EM_VM_INLINE float em_vm_sinf_any(float x) { return __builtin_fabsf(x) <= EM_VM_TRIG_MAX ? em_vm_sincosf(x, 0) : sinf(x); }
+EM_VM_INLINE float em_vm_sinf_any(float x) { return __builtin_fabsf(x) <= EM_VM_TRIG_MAX ? em_vm_sinf(x) : sinf(x); }
 EM_VM_INLINE float em_vm_cosf_any(float x) { return __builtin_fabsf(x) <= EM_VM_TRIG_MAX ? em_vm_sincosf(x, 1) : cosf(x); }
 #define EM_VM_TRIG_MAX_BITS 0x46000000u /* EM_VM_TRIG_MAX */
 

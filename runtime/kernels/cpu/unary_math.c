@@ -398,9 +398,7 @@ static inline __attribute__((always_inline)) void vm_trig_f32(char **d, const in
     }
     for (int64_t i = 0; i < n; i++) {
         float x = *(const float *)(d[1] + i * s[1]);
-        *(float *)(d[0] + i * s[0]) = __builtin_fabsf(x) <= EM_VM_TRIG_MAX ? em_vm_sincosf(x, want_cos)
-                                      : want_cos                        ? cosf(x)
-                                                                        : sinf(x);
+        *(float *)(d[0] + i * s[0]) = want_cos ? em_vm_cosf_any(x) : em_vm_sinf_any(x);
     }
 }
 EM_VM_CLONES static void vm_sin_f32(char **d, const int64_t *s, int64_t n, void *ctx) {
