@@ -260,13 +260,32 @@ static inline void em_ag_maybe_sync(const em_tensor *t) {
  * their history but not the tensor (Note [Saved leaves and views], meta.c).
  * Unpacking checks the version and refuses a tensor modified in place
  * since it was saved. */
+/* Note [Saved numbers]
+ * An input that is a wrapped number (a Lua number passed as a Tensor
+ * argument: `y * 0.999`) is saved as its value, not as the tensor: no
+ * tensor and storage header kept per node (about 100 bytes a node of a
+ * scalar chain). Unpacking makes the wrapped number again, through the
+ * cache of Note [Wrapped number cache] (tensor.c), which usually hands back
+ * the very tensor the forward made. A wrapped number is nobody's to write
+ * in place, so there is no version to check. */
 typedef struct {
-    em_tensor *data;        /* owned: an alias (outputs, em_ag_save_as_alias) or the tensor */
-    uint32_t version;
-    uint32_t output_nr;
+    em_tensor *data;        /* owned: an alias (outputs, em_ag_save_as_alias) or the tensor;
+                               NULL for a saved number */
+    union {
+        struct {
+            uint32_t version;
+            uint32_t output_nr;
+        };
+        uint64_t number;    /* is_number: the wrapped number's data bits (Note [Saved numbers]) */
+    };
     bool is_output;
     bool was_saved;         /* false: nothing saved (optional tensor absent) */
+    bool is_number;         /* a wrapped number kept as number/number_dtype (until released) */
+    uint8_t number_dtype;   /* its dtype: float64, int64 or bool */
 } em_saved_var;
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(sizeof(em_saved_var) <= 24, "Note [Saved numbers]: keep the saved variable small");
+#endif
 /* Saves t for backward: an input as a reference, an output as an alias
  * without its history (Note [Saved variables]). Fails only for an output,
  * when its alias cannot be made: EM_ENOMEM with the slot set, nothing saved. */

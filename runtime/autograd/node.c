@@ -283,6 +283,17 @@ em_status em_saved_save(em_saved_var *sv, em_tensor *t, bool is_output) {
     memset(sv, 0, sizeof *sv);
     if (!t) return EM_OK;
     sv->was_saved = true;
+    if (!is_output && t->wrapped_number && t->ndim == 0 && !t->autograd_meta && t->device.type == EM_CPU &&
+        (t->dtype == EM_FLOAT64 || t->dtype == EM_INT64 || t->dtype == EM_BOOL)) {
+        /* Note [Saved numbers] */
+        const void *p = em_tensor_data(t);
+        if (t->dtype == EM_FLOAT64) memcpy(&sv->number, p, sizeof(double));
+        else if (t->dtype == EM_INT64) memcpy(&sv->number, p, sizeof(int64_t));
+        else sv->number = *(const uint8_t *)p != 0;
+        sv->number_dtype = (uint8_t)t->dtype;
+        sv->is_number = true;
+        return EM_OK;
+    }
     sv->version = em_tensor_version(t);
     sv->is_output = is_output;
     if (is_output) {
@@ -312,6 +323,19 @@ em_status em_saved_save(em_saved_var *sv, em_tensor *t, bool is_output) {
 
 em_tensor *em_saved_unpack(em_saved_var *sv, em_node *owner) {
     if (!sv->was_saved) return NULL;
+    if (sv->is_number) {
+        em_scalar v;
+        if (sv->number_dtype == EM_FLOAT64) {
+            double d;
+            memcpy(&d, &sv->number, sizeof d);
+            v = em_scalar_float(d);
+        } else if (sv->number_dtype == EM_INT64) {
+            v = em_scalar_int((int64_t)sv->number);
+        } else {
+            v = em_scalar_bool(sv->number != 0);
+        }
+        return em_tensor_wrapped_scalar(v);
+    }
     if (!sv->data) {
         em_set_error(EM_EVALUE,
                      "%s: trying to backward through the graph a second time (or to read saved tensors "
@@ -350,6 +374,7 @@ em_tensor *em_saved_unpack(em_saved_var *sv, em_node *owner) {
 void em_saved_release(em_saved_var *sv) {
     em_tensor *d = sv->data;
     sv->data = NULL;
+    sv->is_number = false; /* released: unpacking now says so, as for a tensor */
     em_tensor_release(d);
 }
 

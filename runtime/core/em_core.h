@@ -244,7 +244,7 @@ typedef struct {
     uint64_t n_allocs, n_cache_hits;
 } em_memory_stats;
 EM_API void em_memory_get_stats(em_memory_stats *out);
-EM_API void em_memory_empty_cache(void); /* return cached blocks to the OS */
+EM_API void em_memory_empty_cache(void); /* return cached blocks to the OS; drops this thread's cached wrapped numbers (tensor.c) */
 /* Test hook: make the n-th allocation from now fail (0 disables). Counts
  * the cpu allocator's data blocks, the tensor, storage and version
  * headers, and the sites that ask em_memory_test_fail (autograd). */

@@ -350,14 +350,94 @@ em_tensor *em_core_header_alias(const em_tensor *t)
 
 /* Validates the view against the storage: strides >= 0, offset >= 0 and
  * the last addressed element inside the storage (when numel > 0). */
+/* Note [Wrapped number cache]
+ * Every Lua number used as a Tensor argument becomes a wrapped 0-dim
+ * tensor (`y * 0.999` in a loop makes one per iteration), and autograd
+ * rebuilds one for each number it saved (Note [Saved numbers], node.c).
+ * Each thread keeps the last few it made, one per slot of a small table
+ * indexed by the value's bits, and hands one out again (retained) instead
+ * of making a new one when nothing else can reach it: the cache holds the
+ * only reference to the tensor and to its storage (no holder, view or
+ * alias; em_core_header_alias retains the storage), and the tensor is as
+ * made -- version 0 (never written in place), no autograd meta, still a
+ * wrapped 0-dim CPU tensor with inline storage, holding the same bits.
+ * So whoever gets it cannot tell it from a fresh one, and while anyone
+ * holds it (an op's argument, a node, a result that aliases it) it is not
+ * handed out again: two numbers in one call are two tensors, as before.
+ * em_memory_empty_cache and thread exit (alloc.c) drop the thread's table.
+ * Off under AddressSanitizer, as the header lists are (alloc.c), so that
+ * ASan sees each wrapped number's lifetime. */
+#if defined(__SANITIZE_ADDRESS__)
+#define WRAP_SLOTS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WRAP_SLOTS 0
+#endif
+#endif
+#ifndef WRAP_SLOTS
+#define WRAP_SLOTS 8
+#endif
+#if WRAP_SLOTS
+static _Thread_local em_tensor *wrap_cache[WRAP_SLOTS];
+
+/* Whether c, a cached wrapped number, may be handed out as a fresh one of
+ * dtype dt holding bits (Note [Wrapped number cache]). */
+static bool wrap_reusable(const em_tensor *c, em_dtype dt, uint64_t bits)
+{
+    if (atomic_load_explicit(&c->refcount, memory_order_acquire) != 1 ||
+        atomic_load_explicit(&c->storage->refcount, memory_order_acquire) != 1)
+        return false;
+    if (c->dtype != dt || c->ndim != 0 || !c->wrapped_number || c->autograd_meta || c->view_base ||
+        c->offset != 0 || c->keyset != EM_KS(EM_KEY_CPU) || c->version != &c->storage->version ||
+        em_tensor_version(c) != 0 || !em_storage_is_inline(c->storage))
+        return false;
+    uint64_t have = 0;
+    memcpy(&have, c->storage->inline_data, em_dtype_size(dt));
+    return have == bits;
+}
+#endif
+
+void em_core_wrapped_cache_drop(void)
+{
+#if WRAP_SLOTS
+    for (int i = 0; i < WRAP_SLOTS; i++) {
+        em_tensor *c = wrap_cache[i];
+        wrap_cache[i] = NULL;
+        em_tensor_release(c);
+    }
+#endif
+}
+
 em_tensor *em_tensor_wrapped_scalar(em_scalar s)
 {
     em_dtype dt = s.kind == EM_SCALAR_FLOAT ? EM_FLOAT64 : s.kind == EM_SCALAR_INT ? EM_INT64 : EM_BOOL;
+#if WRAP_SLOTS
+    /* the bits the tensor's data will hold (a bool: one byte, 0 or 1) */
+    uint64_t bits;
+    if (dt == EM_FLOAT64) memcpy(&bits, &s.v.d, sizeof bits);
+    else if (dt == EM_INT64) bits = (uint64_t)em_scalar_to_int(s);
+    else bits = em_scalar_to_int(s) != 0;
+    uint64_t h = bits ^ (uint64_t)dt; /* splitmix64's finaliser: every bit counts */
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+    unsigned slot = (unsigned)((h ^ (h >> 31)) % WRAP_SLOTS);
+    em_tensor *c = wrap_cache[slot];
+    if (c && wrap_reusable(c, dt, bits)) return em_tensor_retain(c);
+#endif
     em_tensor *t = em_tensor_new(0, NULL, dt, em_cpu_device());
     if (!t) return NULL;
     if (dt == EM_FLOAT64) *(double *)em_tensor_data(t) = s.v.d;
     else em_store_from_int64(em_tensor_data(t), dt, em_scalar_to_int(s));
     t->wrapped_number = true;
+#if WRAP_SLOTS
+    if (em_storage_is_inline(t->storage)) {
+        /* read the slot again: making t may have emptied the cache */
+        em_tensor *old = wrap_cache[slot];
+        wrap_cache[slot] = em_tensor_retain(t);
+        em_core_note_thread();
+        em_tensor_release(old);
+    }
+#endif
     return t;
 }
 
