@@ -305,6 +305,36 @@ START_TEST(test_autograd_saved_numbers) {
 }
 END_TEST
 
+/* Note [Saved outputs]: tanh saves its result as the storage; unpacking
+ * rebuilds it from the node's meta, version-checked, and after the saved
+ * values are freed says so. */
+START_TEST(test_autograd_saved_outputs) {
+    em_tensor *x = leaf(3, 0.5f);
+    em_tensor *y = em_tanh(x);
+    ck_assert_ptr_nonnull(y);
+    em_tensor *g = filled(3, 1.0f);
+    em_backward_opts keep = { .retain_graph = true, .accumulate = true };
+    ck_assert_int_eq(em_backward(&y, &g, 1, NULL, 0, NULL, &keep), EM_OK);
+    ck_assert_int_eq(em_backward(&y, &g, 1, NULL, 0, NULL, NULL), EM_OK);
+    em_tensor *gx = em_grad(x);
+    float d = 1.0f - tanhf(0.5f) * tanhf(0.5f);
+    ck_assert_float_eq_tol(at(gx, 1), 2 * d, 1e-6f);
+    em_tensor_release(gx);
+    ck_assert_int_ne(em_backward(&y, &g, 1, NULL, 0, NULL, NULL), EM_OK);
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "retain_graph=true"));
+    em_tensor_release(y);
+    /* written in place after the forward: the backward refuses, naming it */
+    y = em_tanh(x);
+    em_tensor *r = em_mul_(y, g);
+    em_tensor_release(r);
+    ck_assert_int_ne(em_backward(&y, &g, 1, NULL, 0, NULL, NULL), EM_OK);
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "TanhBackward"));
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "modified by an in-place operation"));
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "{3}"));
+    em_tensor_release(y); em_tensor_release(g); em_tensor_release(x);
+}
+END_TEST
+
 /* Note [Wrapped number cache] (tensor.c): a wrapped number comes back only
  * when nothing else holds it or its storage and it is as it was made. */
 START_TEST(test_autograd_wrapped_number_cache) {
@@ -801,6 +831,7 @@ Suite *make_autograd_suite(void) {
     tcase_add_test(tc, test_autograd_retain_graph);
     tcase_add_test(tc, test_autograd_version_check);
     tcase_add_test(tc, test_autograd_saved_numbers);
+    tcase_add_test(tc, test_autograd_saved_outputs);
     tcase_add_test(tc, test_autograd_wrapped_number_cache);
     tcase_add_test(tc, test_autograd_version_in_storage);
     tcase_add_test(tc, test_autograd_reentrant);

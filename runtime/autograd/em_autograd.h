@@ -260,6 +260,16 @@ static inline void em_ag_maybe_sync(const em_tensor *t) {
  * their history but not the tensor (Note [Saved leaves and views], meta.c).
  * Unpacking checks the version and refuses a tensor modified in place
  * since it was saved. */
+/* Note [Saved outputs]
+ * An op's own output is saved without its history (Note [Saved variables]).
+ * When it is the plain fresh tensor an op makes -- contiguous, at offset 0,
+ * no view, its version counter its storage's (Note [Version counter
+ * sharing]) -- and its node's input meta for it (input_meta[output_nr] of
+ * its grad_fn) gives its shape and dtype, the saved variable keeps only a
+ * reference to the storage, not an alias header (~190 bytes less per such
+ * node: tanh's, exp's, sigmoid's results). Unpacking, which is given that
+ * node as its owner, rebuilds the header from the meta; a version check
+ * reads the storage's counter. Other outputs keep an alias. */
 /* Note [Saved numbers]
  * An input that is a wrapped number (a Lua number passed as a Tensor
  * argument: `y * 0.999`) is saved as its value, not as the tensor: no
@@ -269,8 +279,11 @@ static inline void em_ag_maybe_sync(const em_tensor *t) {
  * the very tensor the forward made. A wrapped number is nobody's to write
  * in place, so there is no version to check. */
 typedef struct {
-    em_tensor *data;        /* owned: an alias (outputs, em_ag_save_as_alias) or the tensor;
+    union {
+        em_tensor *data;    /* owned: an alias (outputs, em_ag_save_as_alias) or the tensor;
                                NULL for a saved number */
+        em_storage *storage; /* is_storage: the output's storage, owned (Note [Saved outputs]) */
+    };
     union {
         struct {
             uint32_t version;
@@ -282,6 +295,7 @@ typedef struct {
     bool was_saved;         /* false: nothing saved (optional tensor absent) */
     bool is_number;         /* a wrapped number kept as number/number_dtype (until released) */
     uint8_t number_dtype;   /* its dtype: float64, int64 or bool */
+    bool is_storage;        /* an output kept as its storage (Note [Saved outputs]) */
 } em_saved_var;
 #if UINTPTR_MAX == UINT64_MAX
 _Static_assert(sizeof(em_saved_var) <= 24, "Note [Saved numbers]: keep the saved variable small");

@@ -279,6 +279,30 @@ void em_node_release(em_node *n) {
 
 /* ---- saved variables ---- */
 
+/* Whether output t may be saved as its storage (Note [Saved outputs]):
+ * fresh and contiguous, and its grad_fn's meta for it says its shape. */
+static bool output_as_storage(const em_tensor *t) {
+    const em_ag_meta *m = t->autograd_meta;
+    if (!m || !m->grad_fn || t->offset != 0 || !t->is_contiguous || t->view_base ||
+        t->version != &t->storage->version || m->output_nr >= (uint32_t)m->grad_fn->num_inputs)
+        return false;
+    const em_input_meta *im = &m->grad_fn->input_meta[m->output_nr];
+    return im->ndim == t->ndim && im->dtype == t->dtype && im->device.type == t->device.type &&
+           im->device.index == t->device.index &&
+           (t->ndim == 0 || memcmp(im->sizes, t->sizes, (size_t)t->ndim * sizeof(int64_t)) == 0);
+}
+
+/* The header of a saved output kept as its storage (Note [Saved outputs]):
+ * the geometry from owner's meta for it; NULL with the error set. */
+static em_tensor *output_from_storage(const em_saved_var *sv, const em_node *owner) {
+    if (!owner || sv->output_nr >= (uint32_t)owner->num_inputs) {
+        em_set_error(EM_EINTERNAL, "%s: a saved result was unpacked without its node", em_node_name(owner));
+        return NULL;
+    }
+    const em_input_meta *im = &owner->input_meta[sv->output_nr];
+    return em_tensor_on_storage(sv->storage, im->ndim, im->sizes, im->dtype);
+}
+
 em_status em_saved_save(em_saved_var *sv, em_tensor *t, bool is_output) {
     memset(sv, 0, sizeof *sv);
     if (!t) return EM_OK;
@@ -296,6 +320,14 @@ em_status em_saved_save(em_saved_var *sv, em_tensor *t, bool is_output) {
     }
     sv->version = em_tensor_version(t);
     sv->is_output = is_output;
+    if (is_output && output_as_storage(t)) {
+        /* Note [Saved outputs] */
+        em_storage_retain(t->storage);
+        sv->storage = t->storage;
+        sv->output_nr = ((em_ag_meta *)t->autograd_meta)->output_nr;
+        sv->is_storage = true;
+        return EM_OK;
+    }
     if (is_output) {
         /* See Note [Saved variables]: keep the data, not the history. */
         em_tensor *alias = em_core_alias(t);
@@ -344,18 +376,38 @@ em_tensor *em_saved_unpack(em_saved_var *sv, em_node *owner) {
                      "backward through the graph again", em_node_name(owner));
         return NULL;
     }
-    uint32_t now = em_tensor_version(sv->data);
+    em_tensor *rebuilt = NULL;
+    if (sv->is_storage) {
+        uint32_t now = (uint32_t)atomic_load_explicit(&sv->storage->version.value, memory_order_relaxed);
+        if (now == sv->version) {
+            rebuilt = output_from_storage(sv, owner);
+            if (!rebuilt) return NULL;
+            if (!em_is_grad_enabled()) return rebuilt;
+            /* create_graph: give it its history below */
+            if (em_set_history(rebuilt, owner, sv->output_nr) != EM_OK) {
+                em_tensor_release(rebuilt);
+                return NULL;
+            }
+            return rebuilt;
+        }
+        /* the error below names the tensor: rebuild it for the message */
+        rebuilt = output_from_storage(sv, owner);
+        if (!rebuilt) return NULL;
+    }
+    const em_tensor *sd = rebuilt ? rebuilt : sv->data;
+    uint32_t now = em_tensor_version(sd);
     if (now != sv->version) {
         char shape[EM_SHAPE_STR_MAX];
-        em_shape_str(sv->data->ndim, sv->data->sizes, shape, sizeof shape);
+        em_shape_str(sd->ndim, sd->sizes, shape, sizeof shape);
         em_set_error(EM_EVALUE,
                      "%s: a tensor needed for gradient computation was modified by an in-place "
                      "operation: the %s tensor of shape %s was saved at version %u and is now at "
                      "version %u. Hint: run the forward pass under ember.autograd.detect_anomaly() "
                      "to find the op that created this node%s%s",
-                     em_node_name(owner), em_dtype_name(sv->data->dtype), shape, sv->version, now,
+                     em_node_name(owner), em_dtype_name(sd->dtype), shape, sv->version, now,
                      owner && owner->anomaly_trace ? "; it was " : "",
                      owner && owner->anomaly_trace ? owner->anomaly_trace : "");
+        em_tensor_release(rebuilt);
         return NULL;
     }
     if (!sv->is_output || !em_is_grad_enabled() || !owner) return em_tensor_retain(sv->data);
@@ -372,6 +424,13 @@ em_tensor *em_saved_unpack(em_saved_var *sv, em_node *owner) {
 }
 
 void em_saved_release(em_saved_var *sv) {
+    if (sv->is_storage) {
+        em_storage *st = sv->storage;
+        sv->storage = NULL;
+        sv->is_storage = false;
+        em_storage_release(st);
+        return;
+    }
     em_tensor *d = sv->data;
     sv->data = NULL;
     sv->is_number = false; /* released: unpacking now says so, as for a tensor */

@@ -484,6 +484,11 @@ EM_API void em_core_set_autograd_meta_free(void (*fn)(void *meta));
 
 /* A new contiguous tensor with uninitialised data (refcount 1), or NULL. */
 EM_API em_tensor *em_tensor_new(int ndim, const int64_t *sizes, em_dtype dtype, em_device device);
+/* A new contiguous tensor at offset 0 of st (retained), sharing st's own
+ * version counter (Note [Version counter sharing]): how autograd rebuilds
+ * a result it saved as its storage (Note [Saved outputs]). NULL with the
+ * error set when the shape needs more bytes than st has. */
+EM_API em_tensor *em_tensor_on_storage(em_storage *st, int ndim, const int64_t *sizes, em_dtype dtype);
 /* A wrapped-number 0-dim CPU tensor holding s (float64 for a float, int64
  * for an integer, bool for a boolean): what a Lua number becomes as a
  * Tensor argument; it does not take part in type promotion. */

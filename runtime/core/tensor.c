@@ -276,23 +276,15 @@ static inline int64_t small_numel(int ndim, const int64_t *sizes, em_dtype dtype
     return numel;
 }
 
-em_tensor *em_tensor_new(int ndim, const int64_t *sizes, em_dtype dtype, em_device device)
+/* Fills header t (shape room made) as a contiguous tensor of ndim/sizes
+ * (numel elements) and dtype at offset 0 of st, which t now owns, using
+ * st's own version counter (Note [Version counter sharing]). */
+static void fill_contiguous(em_tensor *t, em_storage *st, int ndim, const int64_t *sizes, int64_t numel,
+                            em_dtype dtype)
 {
-    int64_t numel = small_numel(ndim, sizes, dtype);
-    if (numel < 0) numel = check_shape(ndim, sizes, dtype, "tensor");
-    if (numel < 0) return NULL;
-    em_tensor *t = header_new();
-    if (!t) return NULL;
-    if (!shape_room(t, ndim)) {
-        header_free(t);
-        return NULL;
-    }
-    t->storage = em_storage_new((size_t)numel * em_dtype_size_fast(dtype), device);
-    if (!t->storage) {
-        header_free(t);
-        return NULL;
-    }
-    t->version = &t->storage->version; /* Note [Version counter sharing] */
+    em_device device = st->device;
+    t->storage = st;
+    t->version = &st->version; /* Note [Version counter sharing] */
     atomic_init(&t->refcount, 1);
     t->offset = 0;
     t->ndim = ndim;
@@ -313,6 +305,47 @@ em_tensor *em_tensor_new(int ndim, const int64_t *sizes, em_dtype dtype, em_devi
     t->view_no_grad = false;
     t->is_contiguous = true;
     t->wrapped_number = false;
+}
+
+em_tensor *em_tensor_new(int ndim, const int64_t *sizes, em_dtype dtype, em_device device)
+{
+    int64_t numel = small_numel(ndim, sizes, dtype);
+    if (numel < 0) numel = check_shape(ndim, sizes, dtype, "tensor");
+    if (numel < 0) return NULL;
+    em_tensor *t = header_new();
+    if (!t) return NULL;
+    if (!shape_room(t, ndim)) {
+        header_free(t);
+        return NULL;
+    }
+    em_storage *st = em_storage_new((size_t)numel * em_dtype_size_fast(dtype), device);
+    if (!st) {
+        header_free(t);
+        return NULL;
+    }
+    fill_contiguous(t, st, ndim, sizes, numel, dtype);
+    return t;
+}
+
+em_tensor *em_tensor_on_storage(em_storage *st, int ndim, const int64_t *sizes, em_dtype dtype)
+{
+    int64_t numel = small_numel(ndim, sizes, dtype);
+    if (numel < 0) numel = check_shape(ndim, sizes, dtype, "tensor");
+    if (numel < 0) return NULL;
+    if ((uint64_t)numel * em_dtype_size_fast(dtype) > st->nbytes) {
+        char s[EM_SHAPE_STR_MAX];
+        em_set_error(EM_EVALUE, "tensor: shape %s of %s needs more than the storage's %zu bytes",
+                     em_shape_str(ndim, sizes, s, sizeof s), em_dtype_name(dtype), st->nbytes);
+        return NULL;
+    }
+    em_tensor *t = header_new();
+    if (!t) return NULL;
+    if (!shape_room(t, ndim)) {
+        header_free(t);
+        return NULL;
+    }
+    em_storage_retain(st);
+    fill_contiguous(t, st, ndim, sizes, numel, dtype);
     return t;
 }
 
