@@ -206,6 +206,18 @@ static void header_free(em_tensor *t)
     em_core_hdr_free(EM_HDR_TENSOR, t);
 }
 
+/* header_new with room for ndim dims (Note [Inline shapes]), or NULL with
+ * the error set. */
+static inline __attribute__((always_inline)) em_tensor *header_with_room(int ndim)
+{
+    em_tensor *t = header_new();
+    if (t && !shape_room(t, ndim)) {
+        header_free(t);
+        return NULL;
+    }
+    return t;
+}
+
 em_status em_tensor_set_shape(em_tensor *t, int ndim, const int64_t *sizes, const int64_t *strides)
 {
     if (ndim < 0 || ndim > EM_MAX_DIMS)
@@ -312,12 +324,8 @@ em_tensor *em_tensor_new(int ndim, const int64_t *sizes, em_dtype dtype, em_devi
     int64_t numel = small_numel(ndim, sizes, dtype);
     if (numel < 0) numel = check_shape(ndim, sizes, dtype, "tensor");
     if (numel < 0) return NULL;
-    em_tensor *t = header_new();
+    em_tensor *t = header_with_room(ndim);
     if (!t) return NULL;
-    if (!shape_room(t, ndim)) {
-        header_free(t);
-        return NULL;
-    }
     em_storage *st = em_storage_new((size_t)numel * em_dtype_size_fast(dtype), device);
     if (!st) {
         header_free(t);
@@ -338,12 +346,8 @@ em_tensor *em_tensor_on_storage(em_storage *st, int ndim, const int64_t *sizes, 
                      em_shape_str(ndim, sizes, s, sizeof s), em_dtype_name(dtype), st->nbytes);
         return NULL;
     }
-    em_tensor *t = header_new();
+    em_tensor *t = header_with_room(ndim);
     if (!t) return NULL;
-    if (!shape_room(t, ndim)) {
-        header_free(t);
-        return NULL;
-    }
     em_storage_retain(st);
     fill_contiguous(t, st, ndim, sizes, numel, dtype);
     return t;
@@ -351,12 +355,8 @@ em_tensor *em_tensor_on_storage(em_storage *st, int ndim, const int64_t *sizes, 
 
 em_tensor *em_core_header_alias(const em_tensor *t)
 {
-    em_tensor *a = header_new();
+    em_tensor *a = header_with_room(t->ndim);
     if (!a) return NULL;
-    if (!shape_room(a, t->ndim)) {
-        header_free(a);
-        return NULL;
-    }
     version_retain(t->version, t->storage);
     em_storage_retain(t->storage);
     atomic_init(&a->refcount, 1);
@@ -512,12 +512,8 @@ em_tensor *em_tensor_new_view(em_storage *st, int64_t offset, int ndim, const in
             return NULL;
         }
     }
-    em_tensor *t = header_new();
+    em_tensor *t = header_with_room(ndim);
     if (!t) return NULL;
-    if (!shape_room(t, ndim)) {
-        header_free(t);
-        return NULL;
-    }
     if (version) {
         version_retain(version, st);
     } else if (!(version = version_new())) {
