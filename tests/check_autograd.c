@@ -648,7 +648,7 @@ START_TEST(test_autograd_node_free_list) {
     ck_assert_uint_eq(atomic_load(&b->task_gen), 0);
     ck_assert_ptr_null(b->next[0].fn);
     ck_assert_ptr_null(b->next[1].fn);
-    ck_assert_ptr_null(b->pre_hooks);
+    ck_assert_ptr_null(em_node_pre_hooks(b));
     ck_assert_int_eq(atomic_load(&keep->refcount), 1);
     em_node_release(b);
     em_node_release(keep);

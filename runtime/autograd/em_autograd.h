@@ -84,6 +84,19 @@ typedef struct em_node_vtable {
     void (*destroy)(em_node *self);
 } em_node_vtable;
 
+/* Note [Node extras]
+ * What few nodes have -- hooks and the anomaly-mode trace -- lives in a
+ * block of its own that a node points at once it has any (em_node_extras,
+ * made on demand; freed with the node), and an AccumulateGrad's weak
+ * pointer to its leaf lives in its own larger struct (meta.c): the header
+ * every recorded op allocates stays at 72 bytes (pinned below), 16 bytes
+ * less per node of a scalar graph once the node's block is rounded. */
+typedef struct em_node_extra {
+    em_hook *pre_hooks;         /* tensor hooks, by input slot */
+    em_hook *post_hooks;        /* node hooks */
+    char *anomaly_trace;        /* forward op + traceback (anomaly mode) */
+} em_node_extra;
+
 struct em_node {
     atomic_long refcount;
     const em_node_vtable *vt;
@@ -92,18 +105,24 @@ struct em_node {
     int32_t num_next;           /* edges to the forward inputs */
     em_edge *next;              /* [num_next] */
     em_input_meta *input_meta;  /* [num_inputs] */
-    em_hook *pre_hooks;         /* tensor hooks, by input slot */
-    em_hook *post_hooks;        /* node hooks */
-    char *anomaly_trace;        /* forward op + traceback (anomaly mode) */
+    em_node_extra *extra;       /* hooks and trace, NULL while none (Note [Node extras]) */
     bool saved_released;        /* release_saved() ran */
     bool owner_thread;          /* must run on the thread that called backward (Lua) */
     bool is_accumulate_grad;
     uint8_t alloc_class;        /* node.c: its free-list class, 0: plain malloc */
     uint32_t task_slot;         /* engine: the claiming GraphTask's info slot */
-    void *weak_var;             /* AccumulateGrad: its leaf's meta (weak) */
     atomic_uint_fast64_t task_gen; /* engine: the GraphTask claiming this node, 0: none;
                                    Note [Node generations] (engine.c) */
 };
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(sizeof(struct em_node) <= 72, "Note [Node extras]: keep the node header small");
+#endif
+/* n's hooks and trace (NULL when it has none). */
+static inline em_hook *em_node_pre_hooks(const em_node *n) { return n->extra ? n->extra->pre_hooks : NULL; }
+static inline em_hook *em_node_post_hooks(const em_node *n) { return n->extra ? n->extra->post_hooks : NULL; }
+static inline const char *em_node_anomaly_trace(const em_node *n) { return n->extra ? n->extra->anomaly_trace : NULL; }
+/* n's extras, made (zeroed) when it has none; NULL with EM_ENOMEM set. */
+EM_API em_node_extra *em_node_extras(em_node *n);
 
 /* The per-tensor autograd state (em_tensor.autograd_meta). */
 typedef struct em_ag_meta {

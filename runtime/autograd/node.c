@@ -180,8 +180,13 @@ em_node *em_node_new(size_t size, const em_node_vtable *vt, int num_inputs, int 
         char *tb = trace_provider ? trace_provider(trace_provider_ud) : NULL;
         const char *name = vt ? vt->name : "?";
         size_t len = strlen(name) + (tb ? strlen(tb) : 0) + 64;
-        n->anomaly_trace = malloc(len);
-        if (n->anomaly_trace) {
+        /* no error on failure: the node just has no trace */
+        em_node_extra *x = calloc(1, sizeof *x);
+        char *trace = x ? malloc(len) : NULL;
+        if (!trace) free(x);
+        if (trace) {
+            x->anomaly_trace = trace;
+            n->extra = x;
             size_t op_len = strlen(name);
             if (op_len > 8 && strcmp(name + op_len - 8, "Backward") == 0) op_len -= 8;
             /* the node's name less "Backward", in lower case: MulBackward -> mul */
@@ -189,11 +194,18 @@ em_node *em_node_new(size_t size, const em_node_vtable *vt, int num_inputs, int 
             size_t k = 0;
             for (; k < op_len && k + 1 < sizeof op; k++) op[k] = (char)tolower((unsigned char)name[k]);
             op[k] = 0;
-            snprintf(n->anomaly_trace, len, "forward op '%s'%s%s", op, tb ? ", called at:\n" : "", tb ? tb : "");
+            snprintf(trace, len, "forward op '%s'%s%s", op, tb ? ", called at:\n" : "", tb ? tb : "");
         }
         free(tb);
     }
     return n;
+}
+
+em_node_extra *em_node_extras(em_node *n) {
+    if (n->extra) return n->extra;
+    n->extra = em_memory_test_fail() ? NULL : calloc(1, sizeof *n->extra);
+    if (!n->extra) em_set_error(EM_ENOMEM, "autograd: out of memory adding to a %s node", em_node_name(n));
+    return n->extra;
 }
 
 void em_node_retain(em_node *n) {
@@ -245,9 +257,12 @@ static void note_thread_lists(void) {
 static void destroy_node(em_node *n) {
     if (n->vt && n->vt->destroy) n->vt->destroy(n);
     for (int i = 0; i < n->num_next; i++) em_node_release(n->next[i].fn);
-    em_ag_free_hooks(n->pre_hooks);
-    em_ag_free_hooks(n->post_hooks);
-    free(n->anomaly_trace);
+    if (n->extra) {
+        em_ag_free_hooks(n->extra->pre_hooks);
+        em_ag_free_hooks(n->extra->post_hooks);
+        free(n->extra->anomaly_trace);
+        free(n->extra);
+    }
     node_block_free(n, n->alloc_class); /* edges and input metas live in the same block */
 }
 
@@ -405,8 +420,8 @@ em_tensor *em_saved_unpack(em_saved_var *sv, em_node *owner) {
                      "version %u. Hint: run the forward pass under ember.autograd.detect_anomaly() "
                      "to find the op that created this node%s%s",
                      em_node_name(owner), em_dtype_name(sd->dtype), shape, sv->version, now,
-                     owner && owner->anomaly_trace ? "; it was " : "",
-                     owner && owner->anomaly_trace ? owner->anomaly_trace : "");
+                     owner && em_node_anomaly_trace(owner) ? "; it was " : "",
+                     owner && em_node_anomaly_trace(owner) ? em_node_anomaly_trace(owner) : "");
         em_tensor_release(rebuilt);
         return NULL;
     }
