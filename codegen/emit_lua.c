@@ -279,10 +279,10 @@ static void emit_binding(cg_buf *b, const cg_op *op) {
     for (int i = 0; i < op->nargs; i++) {
         const cg_arg *a = &op->args[i];
         if (a->type == CG_TENSOR)
-            cg_printf(b, "    a_%s = em_lua_check_tensor(L, i_%s, \"%s\", \"%s\", &tmp);\n", a->name,
+            cg_printf(b, "    a_%s = em_lua_check_tensor_uv(L, i_%s, \"%s\", \"%s\", &tmp);\n", a->name,
                       a->name, o, a->name);
         else if (a->type == CG_TENSOR_OPT)
-            cg_printf(b, "    if (i_%s)\n        a_%s = em_lua_opt_tensor(L, i_%s, \"%s\", \"%s\", &tmp);\n",
+            cg_printf(b, "    if (i_%s)\n        a_%s = em_lua_opt_tensor_uv(L, i_%s, \"%s\", \"%s\", &tmp);\n",
                       a->name, a->name, a->name, o, a->name);
     }
     cg_printf(b, "    r = em_%s(", op->name);
@@ -322,7 +322,7 @@ static void emit_binding(cg_buf *b, const cg_op *op) {
                      "        em_lua_argtmp_release(&tmp);\n        em_tensor_release(r);\n"
                      "        lua_pushvalue(L, i_%s);\n        return 1;\n    }\n", x, x, x);
     }
-    cg_printf(b, "    em_lua_argtmp_release(&tmp);\n    em_lua_push_tensor(L, r, \"%s\");\n"
+    cg_printf(b, "    em_lua_argtmp_release(&tmp);\n    em_lua_push_tensor_uv(L, r, \"%s\");\n"
                  "    return 1;\n}\n\n", o);
 }
 
@@ -640,16 +640,19 @@ void cg_emit_lua(cg_buf *b, const cg_schema *s) {
                "void em_lua_register_ops(lua_State *L, int module_idx, int methods_idx)\n{\n"
                "    module_idx = lua_absindex(L, module_idx);\n"
                "    methods_idx = lua_absindex(L, methods_idx);\n"
+               "    em_lua_bindings_begin(L); /* Note [Binding upvalue] */\n"
+               "    int base = lua_gettop(L) - 1;\n"
                "    for (int i = 0; functions[i].name; i++) {\n"
                "        em_lua_push_namespace(L, module_idx, functions[i].ns);\n"
-               "        lua_pushcfunction(L, functions[i].func);\n"
+               "        em_lua_push_binding(L, base, functions[i].func);\n"
                "        lua_setfield(L, -2, functions[i].name);\n"
                "        lua_pop(L, 1);\n"
                "    }\n"
                "    for (const luaL_Reg *f = methods; f->name; f++) {\n"
-               "        lua_pushcfunction(L, f->func);\n"
+               "        em_lua_push_binding(L, base, f->func);\n"
                "        lua_setfield(L, methods_idx, f->name);\n"
-               "    }\n}\n\n"
+               "    }\n"
+               "    lua_pop(L, 2);\n}\n\n"
                "/* {name, schema, doc} for help(), NULL-terminated. */\n"
                "const char *const em_lua_op_docs[][3] = {\n");
     for (int i = 0; i < s->nops; i++) {

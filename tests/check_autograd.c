@@ -3,6 +3,7 @@
  * concurrent backward calls, saved-variable checks, deep graphs. Graphs are
  * built from hand-made nodes so the engine is tested on its own. */
 #include <check.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,6 +255,112 @@ START_TEST(test_autograd_version_check) {
     ck_assert_ptr_nonnull(strstr(m, want1));
     ck_assert_ptr_nonnull(strstr(m, "detect_anomaly"));
     em_tensor_release(y); em_tensor_release(s); em_tensor_release(x);
+}
+END_TEST
+
+/* Note [Saved numbers]: a wrapped number is saved as its value; unpacking
+ * gives a wrapped number of the same dtype and bits, once per backward
+ * until the saved values are freed, after which it refuses as a tensor
+ * does. */
+START_TEST(test_autograd_saved_numbers) {
+    static const double vals[] = { 2.5, -0.0, 7.0, 1.0 };
+    for (int k = 0; k < 4; k++) {
+        em_scalar v = k == 2 ? em_scalar_int(7) : k == 3 ? em_scalar_bool(true) : em_scalar_float(vals[k]);
+        em_tensor *x = leaf(2, 1.0f), *w = em_tensor_wrapped_scalar(v);
+        ck_assert_ptr_nonnull(w);
+        em_tensor *y = saving_op(x, w);
+        saving_node *n = (saving_node *)em_grad_fn(y);
+        ck_assert(n->saved.is_number);
+        ck_assert_ptr_null(n->saved.data); /* no tensor kept */
+        em_dtype dt = w->dtype;
+        em_tensor_release(w);
+        for (int r = 0; r < 2; r++) {
+            em_tensor *u = em_saved_unpack(&n->saved, &n->base);
+            ck_assert_ptr_nonnull(u);
+            ck_assert(u->wrapped_number);
+            ck_assert_int_eq(u->ndim, 0);
+            ck_assert_int_eq(u->dtype, dt);
+            double got = em_load_as_double(em_tensor_data(u), u->dtype);
+            ck_assert(got == (k == 2 ? 7.0 : vals[k]));
+            if (k == 1) ck_assert(signbit(got)); /* -0 keeps its sign */
+            em_tensor_release(u);
+        }
+        em_tensor *g = filled(2, 1.0f);
+        em_backward_opts keep = { .retain_graph = true, .accumulate = true };
+        ck_assert_int_eq(em_backward(&y, &g, 1, NULL, 0, NULL, &keep), EM_OK);
+        ck_assert_int_eq(em_backward(&y, &g, 1, NULL, 0, NULL, NULL), EM_OK); /* frees */
+        ck_assert_int_ne(em_backward(&y, &g, 1, NULL, 0, NULL, NULL), EM_OK);
+        ck_assert_ptr_nonnull(strstr(em_error_message(), "retain_graph=true"));
+        em_tensor_release(g); em_tensor_release(y); em_tensor_release(x);
+    }
+    /* the generated kernels: x * 3 saves 3 as a number, and its gradient is 3 */
+    em_tensor *x = leaf(3, 2.0f), *three = em_tensor_wrapped_scalar(em_scalar_float(3.0));
+    em_tensor *y = em_mul(x, three);
+    em_tensor_release(three);
+    ck_assert_int_eq(run_backward(y), EM_OK);
+    em_tensor *gx = em_grad(x);
+    ck_assert_float_eq(at(gx, 0), 3.0f);
+    ck_assert_float_eq(at(gx, 2), 3.0f);
+    em_tensor_release(gx); em_tensor_release(y); em_tensor_release(x);
+}
+END_TEST
+
+/* Note [Saved outputs]: tanh saves its result as the storage; unpacking
+ * rebuilds it from the node's meta, version-checked, and after the saved
+ * values are freed says so. */
+START_TEST(test_autograd_saved_outputs) {
+    em_tensor *x = leaf(3, 0.5f);
+    em_tensor *y = em_tanh(x);
+    ck_assert_ptr_nonnull(y);
+    em_tensor *g = filled(3, 1.0f);
+    em_backward_opts keep = { .retain_graph = true, .accumulate = true };
+    ck_assert_int_eq(em_backward(&y, &g, 1, NULL, 0, NULL, &keep), EM_OK);
+    ck_assert_int_eq(em_backward(&y, &g, 1, NULL, 0, NULL, NULL), EM_OK);
+    em_tensor *gx = em_grad(x);
+    float d = 1.0f - tanhf(0.5f) * tanhf(0.5f);
+    ck_assert_float_eq_tol(at(gx, 1), 2 * d, 1e-6f);
+    em_tensor_release(gx);
+    ck_assert_int_ne(em_backward(&y, &g, 1, NULL, 0, NULL, NULL), EM_OK);
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "retain_graph=true"));
+    em_tensor_release(y);
+    /* written in place after the forward: the backward refuses, naming it */
+    y = em_tanh(x);
+    em_tensor *r = em_mul_(y, g);
+    em_tensor_release(r);
+    ck_assert_int_ne(em_backward(&y, &g, 1, NULL, 0, NULL, NULL), EM_OK);
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "TanhBackward"));
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "modified by an in-place operation"));
+    ck_assert_ptr_nonnull(strstr(em_error_message(), "{3}"));
+    em_tensor_release(y); em_tensor_release(g); em_tensor_release(x);
+}
+END_TEST
+
+/* Note [Wrapped number cache] (tensor.c): a wrapped number comes back only
+ * when nothing else holds it or its storage and it is as it was made. */
+START_TEST(test_autograd_wrapped_number_cache) {
+    em_tensor *a = em_tensor_wrapped_scalar(em_scalar_float(0.25));
+    em_tensor *b = em_tensor_wrapped_scalar(em_scalar_float(0.25));
+    ck_assert_ptr_ne(a, b); /* a is held: two numbers, two tensors */
+    *(double *)em_tensor_data(a) = 0.5; /* its holder may write it */
+    em_tensor_release(a);
+    em_tensor_release(b);
+    em_tensor *c = em_tensor_wrapped_scalar(em_scalar_float(0.25));
+    ck_assert(em_load_as_double(em_tensor_data(c), c->dtype) == 0.25);
+    em_tensor *d = em_tensor_wrapped_scalar(em_scalar_int(3));
+    ck_assert_int_eq(d->dtype, EM_INT64);
+    em_tensor *r = em_add_(c, c, em_scalar_int(1)); /* written in place: version 1 */
+    em_tensor_release(r);
+    em_tensor_release(c);
+    em_tensor *e = em_tensor_wrapped_scalar(em_scalar_float(1.25));
+    ck_assert(em_load_as_double(em_tensor_data(e), e->dtype) == 1.25);
+    ck_assert_uint_eq(em_tensor_version(e), 0);
+    em_tensor *al = em_detach(e); /* an alias holds the storage */
+    em_tensor_release(e);
+    em_tensor *f = em_tensor_wrapped_scalar(em_scalar_float(1.25));
+    ck_assert_ptr_ne(f, al);
+    ck_assert_ptr_ne(f->storage, al->storage);
+    em_tensor_release(f); em_tensor_release(al); em_tensor_release(d);
+    em_memory_empty_cache();
 }
 END_TEST
 
@@ -541,7 +648,7 @@ START_TEST(test_autograd_node_free_list) {
     ck_assert_uint_eq(atomic_load(&b->task_gen), 0);
     ck_assert_ptr_null(b->next[0].fn);
     ck_assert_ptr_null(b->next[1].fn);
-    ck_assert_ptr_null(b->pre_hooks);
+    ck_assert_ptr_null(em_node_pre_hooks(b));
     ck_assert_int_eq(atomic_load(&keep->refcount), 1);
     em_node_release(b);
     em_node_release(keep);
@@ -723,6 +830,9 @@ Suite *make_autograd_suite(void) {
     tcase_add_test(tc, test_autograd_grad_captures);
     tcase_add_test(tc, test_autograd_retain_graph);
     tcase_add_test(tc, test_autograd_version_check);
+    tcase_add_test(tc, test_autograd_saved_numbers);
+    tcase_add_test(tc, test_autograd_saved_outputs);
+    tcase_add_test(tc, test_autograd_wrapped_number_cache);
     tcase_add_test(tc, test_autograd_version_in_storage);
     tcase_add_test(tc, test_autograd_reentrant);
     tcase_add_test(tc, test_autograd_device_worker_thread);

@@ -84,6 +84,19 @@ typedef struct em_node_vtable {
     void (*destroy)(em_node *self);
 } em_node_vtable;
 
+/* Note [Node extras]
+ * What few nodes have -- hooks and the anomaly-mode trace -- lives in a
+ * block of its own that a node points at once it has any (em_node_extras,
+ * made on demand; freed with the node), and an AccumulateGrad's weak
+ * pointer to its leaf lives in its own larger struct (meta.c): the header
+ * every recorded op allocates stays at 72 bytes (pinned below), 16 bytes
+ * less per node of a scalar graph once the node's block is rounded. */
+typedef struct em_node_extra {
+    em_hook *pre_hooks;         /* tensor hooks, by input slot */
+    em_hook *post_hooks;        /* node hooks */
+    char *anomaly_trace;        /* forward op + traceback (anomaly mode) */
+} em_node_extra;
+
 struct em_node {
     atomic_long refcount;
     const em_node_vtable *vt;
@@ -92,18 +105,24 @@ struct em_node {
     int32_t num_next;           /* edges to the forward inputs */
     em_edge *next;              /* [num_next] */
     em_input_meta *input_meta;  /* [num_inputs] */
-    em_hook *pre_hooks;         /* tensor hooks, by input slot */
-    em_hook *post_hooks;        /* node hooks */
-    char *anomaly_trace;        /* forward op + traceback (anomaly mode) */
+    em_node_extra *extra;       /* hooks and trace, NULL while none (Note [Node extras]) */
     bool saved_released;        /* release_saved() ran */
     bool owner_thread;          /* must run on the thread that called backward (Lua) */
     bool is_accumulate_grad;
     uint8_t alloc_class;        /* node.c: its free-list class, 0: plain malloc */
     uint32_t task_slot;         /* engine: the claiming GraphTask's info slot */
-    void *weak_var;             /* AccumulateGrad: its leaf's meta (weak) */
     atomic_uint_fast64_t task_gen; /* engine: the GraphTask claiming this node, 0: none;
                                    Note [Node generations] (engine.c) */
 };
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(sizeof(struct em_node) <= 72, "Note [Node extras]: keep the node header small");
+#endif
+/* n's hooks and trace (NULL when it has none). */
+static inline em_hook *em_node_pre_hooks(const em_node *n) { return n->extra ? n->extra->pre_hooks : NULL; }
+static inline em_hook *em_node_post_hooks(const em_node *n) { return n->extra ? n->extra->post_hooks : NULL; }
+static inline const char *em_node_anomaly_trace(const em_node *n) { return n->extra ? n->extra->anomaly_trace : NULL; }
+/* n's extras, made (zeroed) when it has none; NULL with EM_ENOMEM set. */
+EM_API em_node_extra *em_node_extras(em_node *n);
 
 /* The per-tensor autograd state (em_tensor.autograd_meta). */
 typedef struct em_ag_meta {
@@ -260,13 +279,46 @@ static inline void em_ag_maybe_sync(const em_tensor *t) {
  * their history but not the tensor (Note [Saved leaves and views], meta.c).
  * Unpacking checks the version and refuses a tensor modified in place
  * since it was saved. */
+/* Note [Saved outputs]
+ * An op's own output is saved without its history (Note [Saved variables]).
+ * When it is the plain fresh tensor an op makes -- contiguous, at offset 0,
+ * no view, its version counter its storage's (Note [Version counter
+ * sharing]) -- and its node's input meta for it (input_meta[output_nr] of
+ * its grad_fn) gives its shape and dtype, the saved variable keeps only a
+ * reference to the storage, not an alias header (~190 bytes less per such
+ * node: tanh's, exp's, sigmoid's results). Unpacking, which is given that
+ * node as its owner, rebuilds the header from the meta; a version check
+ * reads the storage's counter. Other outputs keep an alias. */
+/* Note [Saved numbers]
+ * An input that is a wrapped number (a Lua number passed as a Tensor
+ * argument: `y * 0.999`) is saved as its value, not as the tensor: no
+ * tensor and storage header kept per node (about 100 bytes a node of a
+ * scalar chain). Unpacking makes the wrapped number again, through the
+ * cache of Note [Wrapped number cache] (tensor.c), which usually hands back
+ * the very tensor the forward made. A wrapped number is nobody's to write
+ * in place, so there is no version to check. */
 typedef struct {
-    em_tensor *data;        /* owned: an alias (outputs, em_ag_save_as_alias) or the tensor */
-    uint32_t version;
-    uint32_t output_nr;
+    union {
+        em_tensor *data;    /* owned: an alias (outputs, em_ag_save_as_alias) or the tensor;
+                               NULL for a saved number */
+        em_storage *storage; /* is_storage: the output's storage, owned (Note [Saved outputs]) */
+    };
+    union {
+        struct {
+            uint32_t version;
+            uint32_t output_nr;
+        };
+        uint64_t number;    /* is_number: the wrapped number's data bits (Note [Saved numbers]) */
+    };
     bool is_output;
     bool was_saved;         /* false: nothing saved (optional tensor absent) */
+    bool is_number;         /* a wrapped number kept as number/number_dtype (until released) */
+    uint8_t number_dtype;   /* its dtype: float64, int64 or bool */
+    bool is_storage;        /* an output kept as its storage (Note [Saved outputs]) */
 } em_saved_var;
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(sizeof(em_saved_var) <= 24, "Note [Saved numbers]: keep the saved variable small");
+#endif
 /* Saves t for backward: an input as a reference, an output as an alias
  * without its history (Note [Saved variables]). Fails only for an output,
  * when its alias cannot be made: EM_ENOMEM with the slot set, nothing saved. */

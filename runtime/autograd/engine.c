@@ -430,7 +430,7 @@ static bool node_is_needed(graph_task *t, em_node *n) {
  * buf; a hook may replace a slot's gradient (buf keeps owning it).
  * Returns EM_OK, or the failing hook's status with the slot set. */
 static em_status run_pre_hooks(em_node *n, em_tensor **buf) {
-    for (em_hook *h = n->pre_hooks; h; h = h->next) {
+    for (em_hook *h = em_node_pre_hooks(n); h; h = h->next) {
         if (h->slot < 0 || h->slot >= n->num_inputs || !buf[h->slot]) continue;
         em_clear_error();
         em_tensor *r = ((em_grad_hook_fn)h->fn)(h->ud, buf[h->slot]);
@@ -453,7 +453,7 @@ static em_status run_pre_hooks(em_node *n, em_tensor **buf) {
 static em_status apply_node(graph_task *t, em_node *n, em_tensor **buf, em_tensor **out) {
     em_status st = n->vt->apply(n, buf, out);
     if (st == EM_OK) {
-        for (em_hook *h = n->post_hooks; h && st == EM_OK; h = h->next)
+        for (em_hook *h = em_node_post_hooks(n); h && st == EM_OK; h = h->next)
             st = ((em_node_hook_fn)h->fn)(h->ud, n, buf, n->num_inputs, out, n->num_next);
     }
     if (st == EM_OK && em_is_anomaly_enabled()) {
@@ -461,15 +461,15 @@ static em_status apply_node(graph_task *t, em_node *n, em_tensor **buf, em_tenso
             if (has_nan(out[j])) {
                 st = em_set_error(EM_EVALUE, "%s returned nan values in its %d%s output%s%s",
                                   em_node_name(n), j + 1, j == 0 ? "st" : j == 1 ? "nd" : j == 2 ? "rd" : "th",
-                                  n->anomaly_trace ? "; the node was made by " : "",
-                                  n->anomaly_trace ? n->anomaly_trace : "");
+                                  em_node_anomaly_trace(n) ? "; the node was made by " : "",
+                                  em_node_anomaly_trace(n) ? em_node_anomaly_trace(n) : "");
                 break;
             }
         }
-    } else if (st != EM_OK && n->anomaly_trace && !strstr(em_error_message(), n->anomaly_trace)) {
+    } else if (st != EM_OK && em_node_anomaly_trace(n) && !strstr(em_error_message(), em_node_anomaly_trace(n))) {
         char msg[900];
         snprintf(msg, sizeof msg, "%s", em_error_message());
-        em_set_error(st, "%s (the failing node was made by %s)", msg, n->anomaly_trace);
+        em_set_error(st, "%s (the failing node was made by %s)", msg, em_node_anomaly_trace(n));
     }
     if (!t->keep_graph && n->vt->release_saved) {
         n->vt->release_saved(n);

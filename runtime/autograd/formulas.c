@@ -118,6 +118,9 @@ em_tensor *em_ag_fn_pow_backward_self(em_tensor *grad, em_tensor *self, em_tenso
     em_tensor *zero = e ? em_ag_scalar(0) : NULL, *one = zero ? em_ag_scalar(1) : NULL;
     em_tensor *isz = one ? em_eq(e, zero) : NULL;
     em_tensor *em1 = isz ? em_sub(e, one, em_scalar_int(1)) : NULL;
+    /* a number's e - 1 is a number too: x^0.5's gradient takes x^-0.5 as
+     * 1 / sqrt(x), -inf at -0, as PyTorch's Scalar pow does (pow_by_sqrt) */
+    if (em1 && e->wrapped_number && em1->ndim == 0 && !em_requires_grad(em1)) em1->wrapped_number = true;
     em_tensor *p = em1 ? em_pow(self, em1) : NULL;
     em_tensor *ep = p ? em_mul(e, p) : NULL;
     em_tensor *g = ep ? em_mul(grad, ep) : NULL;

@@ -26,10 +26,19 @@
  * meta no more after. */
 static pthread_mutex_t weak_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* An AccumulateGrad node (Note [Node extras]: the weak pointer lives here,
+ * not in every node). Every node with is_accumulate_grad is one. */
+typedef struct {
+    em_node base;
+    em_ag_meta *weak_var;       /* its leaf's meta (weak), under weak_lock */
+} accumulate_node;
+#define ACC(n) ((accumulate_node *)(n))
+
 /* Unlinks and returns the retain_grad hook of meta m from node n (NULL
  * when there is none). */
 static em_hook *take_retain_hook(em_ag_meta *m, em_node *n) {
-    for (em_hook **h = &n->pre_hooks; *h; h = &(*h)->next) {
+    if (!n->extra) return NULL;
+    for (em_hook **h = &n->extra->pre_hooks; *h; h = &(*h)->next) {
         if ((*h)->retains_grad && (*h)->ud == m) {
             em_hook *found = *h;
             *h = found->next;
@@ -57,7 +66,7 @@ static void meta_free(void *p) {
         pthread_mutex_lock(&weak_lock);
         em_node *acc = atomic_load_explicit(&m->grad_accumulator, memory_order_relaxed);
         if (acc) {
-            if (acc->weak_var == m) acc->weak_var = NULL;
+            if (ACC(acc)->weak_var == m) ACC(acc)->weak_var = NULL;
             else owned = acc; /* a saved leaf's alias: Note [Saved leaves and views] */
         }
         atomic_store_explicit(&m->grad_accumulator, NULL, memory_order_relaxed);
@@ -189,10 +198,11 @@ em_status em_retain_grad(em_tensor *t) {
     if (em_is_leaf(t)) return EM_OK; /* leaves keep their grad anyway */
     em_ag_meta *m = t->autograd_meta;
     if (m->retains_grad) return EM_OK;
+    if (!em_node_extras(m->grad_fn)) return EM_ENOMEM;
     em_hook *h = new_hook((void *)retain_grad_hook, m, NULL, (int)m->output_nr);
     if (!h) return EM_ENOMEM;
     h->retains_grad = true;
-    append_hook(&m->grad_fn->pre_hooks, h);
+    append_hook(&m->grad_fn->extra->pre_hooks, h);
     m->retains_grad = true;
     em_node_retain(m->grad_fn);
     m->retain_fn = m->grad_fn;
@@ -249,10 +259,11 @@ int em_register_hook(em_tensor *t, em_grad_hook_fn fn, void *ud, void (*free_ud)
         return -1;
     }
     em_ag_meta *m = t->autograd_meta;
+    if (m->grad_fn && !em_node_extras(m->grad_fn)) return -1;
     em_hook *h = new_hook((void *)fn, ud, free_ud, (int)m->output_nr);
     if (!h) return -1;
     if (m->grad_fn) {
-        append_hook(&m->grad_fn->pre_hooks, h);
+        append_hook(&m->grad_fn->extra->pre_hooks, h);
         if (free_ud) m->grad_fn->owner_thread = true; /* Lua hooks run on the Lua thread */
     } else {
         h->slot = 0;
@@ -267,21 +278,22 @@ int em_register_hook(em_tensor *t, em_grad_hook_fn fn, void *ud, void (*free_ud)
 
 em_status em_remove_hook(em_tensor *t, int id) {
     em_ag_meta *m = t ? t->autograd_meta : NULL;
-    if (m && (remove_hook(&m->hooks, id) || (m->grad_fn && remove_hook(&m->grad_fn->pre_hooks, id))))
+    if (m && (remove_hook(&m->hooks, id) || (m->grad_fn && m->grad_fn->extra && remove_hook(&m->grad_fn->extra->pre_hooks, id))))
         return EM_OK;
     return em_set_error(EM_EVALUE, "remove: no hook with handle %d on this tensor", id);
 }
 
 int em_node_register_hook(em_node *n, em_node_hook_fn fn, void *ud, void (*free_ud)(void *)) {
+    if (!em_node_extras(n)) return -1;
     em_hook *h = new_hook((void *)fn, ud, free_ud, 0);
     if (!h) return -1;
-    append_hook(&n->post_hooks, h);
+    append_hook(&n->extra->post_hooks, h);
     if (free_ud) n->owner_thread = true;
     return h->id;
 }
 
 em_status em_node_remove_hook(em_node *n, int id) {
-    if (n && remove_hook(&n->post_hooks, id)) return EM_OK;
+    if (n && n->extra && remove_hook(&n->extra->post_hooks, id)) return EM_OK;
     return em_set_error(EM_EVALUE, "remove: no hook with handle %d on this node", id);
 }
 
@@ -291,7 +303,7 @@ em_status em_node_remove_hook(em_node *n, int id) {
 static em_tensor *lock_leaf(em_node *self) {
     em_tensor *leaf = NULL;
     pthread_mutex_lock(&weak_lock);
-    em_ag_meta *m = self->weak_var;
+    em_ag_meta *m = ACC(self)->weak_var;
     if (m) {
         long c = atomic_load(&m->owner->refcount);
         while (c > 0 && !atomic_compare_exchange_weak(&m->owner->refcount, &c, c + 1)) {}
@@ -387,10 +399,10 @@ static em_status accumulate_apply(em_node *self, em_tensor **grads, em_tensor **
 
 static void accumulate_destroy(em_node *self) {
     pthread_mutex_lock(&weak_lock);
-    em_ag_meta *m = self->weak_var;
+    em_ag_meta *m = ACC(self)->weak_var;
     if (m && atomic_load_explicit(&m->grad_accumulator, memory_order_relaxed) == self)
         atomic_store_explicit(&m->grad_accumulator, NULL, memory_order_release);
-    self->weak_var = NULL;
+    ACC(self)->weak_var = NULL;
     pthread_mutex_unlock(&weak_lock);
 }
 
@@ -440,10 +452,10 @@ em_edge em_gradient_edge(em_tensor *t) {
     } else {
         /* the meta first: a failed node must not be released under weak_lock */
         em_input_meta im;
-        acc = em_input_meta_from(&im, t) == EM_OK ? em_node_new(sizeof(em_node), &accumulate_vt, 1, 0) : NULL;
+        acc = em_input_meta_from(&im, t) == EM_OK ? em_node_new(sizeof(accumulate_node), &accumulate_vt, 1, 0) : NULL;
         if (acc) {
             acc->is_accumulate_grad = true;
-            acc->weak_var = m;
+            ACC(acc)->weak_var = m;
             acc->sequence_nr = UINT64_MAX; /* leaves run as soon as they are ready */
             acc->input_meta[0] = im;
             atomic_store_explicit(&m->grad_accumulator, acc, memory_order_relaxed);
@@ -748,10 +760,11 @@ em_status em_rebase_history(em_tensor *t, em_node *node) {
         /* retain_grad follows the tensor to the in-place op's node (not
          * to a CopySlices its base gets: PyTorch 1.13 moves it only here,
          * from wherever it was) */
+        if (!em_node_extras(node)) return EM_ENOMEM;
         em_hook *h = take_retain_hook(m, m->retain_fn);
         if (h) {
             h->slot = 0;
-            append_hook(&node->pre_hooks, h);
+            append_hook(&node->extra->pre_hooks, h);
             em_node_release(m->retain_fn);
             em_node_retain(node);
             m->retain_fn = node;

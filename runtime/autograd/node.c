@@ -180,8 +180,13 @@ em_node *em_node_new(size_t size, const em_node_vtable *vt, int num_inputs, int 
         char *tb = trace_provider ? trace_provider(trace_provider_ud) : NULL;
         const char *name = vt ? vt->name : "?";
         size_t len = strlen(name) + (tb ? strlen(tb) : 0) + 64;
-        n->anomaly_trace = malloc(len);
-        if (n->anomaly_trace) {
+        /* no error on failure: the node just has no trace */
+        em_node_extra *x = calloc(1, sizeof *x);
+        char *trace = x ? malloc(len) : NULL;
+        if (!trace) free(x);
+        if (trace) {
+            x->anomaly_trace = trace;
+            n->extra = x;
             size_t op_len = strlen(name);
             if (op_len > 8 && strcmp(name + op_len - 8, "Backward") == 0) op_len -= 8;
             /* the node's name less "Backward", in lower case: MulBackward -> mul */
@@ -189,11 +194,18 @@ em_node *em_node_new(size_t size, const em_node_vtable *vt, int num_inputs, int 
             size_t k = 0;
             for (; k < op_len && k + 1 < sizeof op; k++) op[k] = (char)tolower((unsigned char)name[k]);
             op[k] = 0;
-            snprintf(n->anomaly_trace, len, "forward op '%s'%s%s", op, tb ? ", called at:\n" : "", tb ? tb : "");
+            snprintf(trace, len, "forward op '%s'%s%s", op, tb ? ", called at:\n" : "", tb ? tb : "");
         }
         free(tb);
     }
     return n;
+}
+
+em_node_extra *em_node_extras(em_node *n) {
+    if (n->extra) return n->extra;
+    n->extra = em_memory_test_fail() ? NULL : calloc(1, sizeof *n->extra);
+    if (!n->extra) em_set_error(EM_ENOMEM, "autograd: out of memory adding to a %s node", em_node_name(n));
+    return n->extra;
 }
 
 void em_node_retain(em_node *n) {
@@ -245,9 +257,12 @@ static void note_thread_lists(void) {
 static void destroy_node(em_node *n) {
     if (n->vt && n->vt->destroy) n->vt->destroy(n);
     for (int i = 0; i < n->num_next; i++) em_node_release(n->next[i].fn);
-    em_ag_free_hooks(n->pre_hooks);
-    em_ag_free_hooks(n->post_hooks);
-    free(n->anomaly_trace);
+    if (n->extra) {
+        em_ag_free_hooks(n->extra->pre_hooks);
+        em_ag_free_hooks(n->extra->post_hooks);
+        free(n->extra->anomaly_trace);
+        free(n->extra);
+    }
     node_block_free(n, n->alloc_class); /* edges and input metas live in the same block */
 }
 
@@ -279,12 +294,55 @@ void em_node_release(em_node *n) {
 
 /* ---- saved variables ---- */
 
+/* Whether output t may be saved as its storage (Note [Saved outputs]):
+ * fresh and contiguous, and its grad_fn's meta for it says its shape. */
+static bool output_as_storage(const em_tensor *t) {
+    const em_ag_meta *m = t->autograd_meta;
+    if (!m || !m->grad_fn || t->offset != 0 || !t->is_contiguous || t->view_base ||
+        t->version != &t->storage->version || m->output_nr >= (uint32_t)m->grad_fn->num_inputs)
+        return false;
+    const em_input_meta *im = &m->grad_fn->input_meta[m->output_nr];
+    return im->ndim == t->ndim && im->dtype == t->dtype && im->device.type == t->device.type &&
+           im->device.index == t->device.index &&
+           (t->ndim == 0 || memcmp(im->sizes, t->sizes, (size_t)t->ndim * sizeof(int64_t)) == 0);
+}
+
+/* The header of a saved output kept as its storage (Note [Saved outputs]):
+ * the geometry from owner's meta for it; NULL with the error set. */
+static em_tensor *output_from_storage(const em_saved_var *sv, const em_node *owner) {
+    if (!owner || sv->output_nr >= (uint32_t)owner->num_inputs) {
+        em_set_error(EM_EINTERNAL, "%s: a saved result was unpacked without its node", em_node_name(owner));
+        return NULL;
+    }
+    const em_input_meta *im = &owner->input_meta[sv->output_nr];
+    return em_tensor_on_storage(sv->storage, im->ndim, im->sizes, im->dtype);
+}
+
 em_status em_saved_save(em_saved_var *sv, em_tensor *t, bool is_output) {
     memset(sv, 0, sizeof *sv);
     if (!t) return EM_OK;
     sv->was_saved = true;
+    if (!is_output && t->wrapped_number && t->ndim == 0 && !t->autograd_meta && t->device.type == EM_CPU &&
+        (t->dtype == EM_FLOAT64 || t->dtype == EM_INT64 || t->dtype == EM_BOOL)) {
+        /* Note [Saved numbers] */
+        const void *p = em_tensor_data(t);
+        if (t->dtype == EM_FLOAT64) memcpy(&sv->number, p, sizeof(double));
+        else if (t->dtype == EM_INT64) memcpy(&sv->number, p, sizeof(int64_t));
+        else sv->number = *(const uint8_t *)p != 0;
+        sv->number_dtype = (uint8_t)t->dtype;
+        sv->is_number = true;
+        return EM_OK;
+    }
     sv->version = em_tensor_version(t);
     sv->is_output = is_output;
+    if (is_output && output_as_storage(t)) {
+        /* Note [Saved outputs] */
+        em_storage_retain(t->storage);
+        sv->storage = t->storage;
+        sv->output_nr = ((em_ag_meta *)t->autograd_meta)->output_nr;
+        sv->is_storage = true;
+        return EM_OK;
+    }
     if (is_output) {
         /* See Note [Saved variables]: keep the data, not the history. */
         em_tensor *alias = em_core_alias(t);
@@ -312,6 +370,19 @@ em_status em_saved_save(em_saved_var *sv, em_tensor *t, bool is_output) {
 
 em_tensor *em_saved_unpack(em_saved_var *sv, em_node *owner) {
     if (!sv->was_saved) return NULL;
+    if (sv->is_number) {
+        em_scalar v;
+        if (sv->number_dtype == EM_FLOAT64) {
+            double d;
+            memcpy(&d, &sv->number, sizeof d);
+            v = em_scalar_float(d);
+        } else if (sv->number_dtype == EM_INT64) {
+            v = em_scalar_int((int64_t)sv->number);
+        } else {
+            v = em_scalar_bool(sv->number != 0);
+        }
+        return em_tensor_wrapped_scalar(v);
+    }
     if (!sv->data) {
         em_set_error(EM_EVALUE,
                      "%s: trying to backward through the graph a second time (or to read saved tensors "
@@ -320,18 +391,38 @@ em_tensor *em_saved_unpack(em_saved_var *sv, em_node *owner) {
                      "backward through the graph again", em_node_name(owner));
         return NULL;
     }
-    uint32_t now = em_tensor_version(sv->data);
+    em_tensor *rebuilt = NULL;
+    if (sv->is_storage) {
+        uint32_t now = (uint32_t)atomic_load_explicit(&sv->storage->version.value, memory_order_relaxed);
+        if (now == sv->version) {
+            rebuilt = output_from_storage(sv, owner);
+            if (!rebuilt) return NULL;
+            if (!em_is_grad_enabled()) return rebuilt;
+            /* create_graph: give it its history below */
+            if (em_set_history(rebuilt, owner, sv->output_nr) != EM_OK) {
+                em_tensor_release(rebuilt);
+                return NULL;
+            }
+            return rebuilt;
+        }
+        /* the error below names the tensor: rebuild it for the message */
+        rebuilt = output_from_storage(sv, owner);
+        if (!rebuilt) return NULL;
+    }
+    const em_tensor *sd = rebuilt ? rebuilt : sv->data;
+    uint32_t now = em_tensor_version(sd);
     if (now != sv->version) {
         char shape[EM_SHAPE_STR_MAX];
-        em_shape_str(sv->data->ndim, sv->data->sizes, shape, sizeof shape);
+        em_shape_str(sd->ndim, sd->sizes, shape, sizeof shape);
         em_set_error(EM_EVALUE,
                      "%s: a tensor needed for gradient computation was modified by an in-place "
                      "operation: the %s tensor of shape %s was saved at version %u and is now at "
                      "version %u. Hint: run the forward pass under ember.autograd.detect_anomaly() "
                      "to find the op that created this node%s%s",
-                     em_node_name(owner), em_dtype_name(sv->data->dtype), shape, sv->version, now,
-                     owner && owner->anomaly_trace ? "; it was " : "",
-                     owner && owner->anomaly_trace ? owner->anomaly_trace : "");
+                     em_node_name(owner), em_dtype_name(sd->dtype), shape, sv->version, now,
+                     owner && em_node_anomaly_trace(owner) ? "; it was " : "",
+                     owner && em_node_anomaly_trace(owner) ? em_node_anomaly_trace(owner) : "");
+        em_tensor_release(rebuilt);
         return NULL;
     }
     if (!sv->is_output || !em_is_grad_enabled() || !owner) return em_tensor_retain(sv->data);
@@ -348,8 +439,16 @@ em_tensor *em_saved_unpack(em_saved_var *sv, em_node *owner) {
 }
 
 void em_saved_release(em_saved_var *sv) {
+    if (sv->is_storage) {
+        em_storage *st = sv->storage;
+        sv->storage = NULL;
+        sv->is_storage = false;
+        em_storage_release(st);
+        return;
+    }
     em_tensor *d = sv->data;
     sv->data = NULL;
+    sv->is_number = false; /* released: unpacking now says so, as for a tensor */
     em_tensor_release(d);
 }
 

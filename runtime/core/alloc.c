@@ -205,6 +205,7 @@ static void free_headers(thread_cache *tc)
 static void thread_exit(void *arg)
 {
     thread_cache *tc = arg;
+    em_core_wrapped_cache_drop(); /* first: its headers join the lists below */
     flush_thread_cache(tc);
     free_headers(tc);
     tc->registered = false;
@@ -227,6 +228,11 @@ static void register_thread(void)
     pthread_once(&init_once, init_allocator);
     pthread_setspecific(tlc_key, &tlc);
     tlc.registered = true;
+}
+
+void em_core_note_thread(void)
+{
+    if (!tlc.registered) register_thread();
 }
 
 /* ---- headers ---- */
@@ -334,6 +340,7 @@ static void cpu_free(const em_allocator *self, void *ptr, size_t nbytes)
 
 void em_memory_empty_cache(void)
 {
+    em_core_wrapped_cache_drop();
     if (tlc.registered) flush_thread_cache(&tlc);
     free_headers(&tlc);
     block *lists[NUM_CLASSES];

@@ -244,7 +244,7 @@ typedef struct {
     uint64_t n_allocs, n_cache_hits;
 } em_memory_stats;
 EM_API void em_memory_get_stats(em_memory_stats *out);
-EM_API void em_memory_empty_cache(void); /* return cached blocks to the OS */
+EM_API void em_memory_empty_cache(void); /* return cached blocks to the OS; drops this thread's cached wrapped numbers (tensor.c) */
 /* Test hook: make the n-th allocation from now fail (0 disables). Counts
  * the cpu allocator's data blocks, the tensor, storage and version
  * headers, and the sites that ask em_memory_test_fail (autograd). */
@@ -484,6 +484,11 @@ EM_API void em_core_set_autograd_meta_free(void (*fn)(void *meta));
 
 /* A new contiguous tensor with uninitialised data (refcount 1), or NULL. */
 EM_API em_tensor *em_tensor_new(int ndim, const int64_t *sizes, em_dtype dtype, em_device device);
+/* A new contiguous tensor at offset 0 of st (retained), sharing st's own
+ * version counter (Note [Version counter sharing]): how autograd rebuilds
+ * a result it saved as its storage (Note [Saved outputs]). NULL with the
+ * error set when the shape needs more bytes than st has. */
+EM_API em_tensor *em_tensor_on_storage(em_storage *st, int ndim, const int64_t *sizes, em_dtype dtype);
 /* A wrapped-number 0-dim CPU tensor holding s (float64 for a float, int64
  * for an integer, bool for a boolean): what a Lua number becomes as a
  * Tensor argument; it does not take part in type promotion. */

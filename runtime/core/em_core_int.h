@@ -23,6 +23,12 @@ EM_HIDDEN void *em_core_hdr_alloc(int kind);
  * NULL with EM_ENOMEM set. */
 EM_HIDDEN em_tensor *em_core_header_alias(const em_tensor *t);
 EM_HIDDEN void em_core_hdr_free(int kind, void *p);
+/* Registers the calling thread's exit hook (alloc.c), which drops its
+ * caches: the header lists and the wrapped numbers below. */
+EM_HIDDEN void em_core_note_thread(void);
+/* Releases the calling thread's cached wrapped numbers (Note [Wrapped
+ * number cache], tensor.c); em_memory_empty_cache and thread exit call it. */
+EM_HIDDEN void em_core_wrapped_cache_drop(void);
 
 /* Counts nbytes of inline storage data (Note [Inline storage]) in the
  * allocator's statistics: allocated (and peak) when made, freed when not. */

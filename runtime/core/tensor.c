@@ -206,6 +206,18 @@ static void header_free(em_tensor *t)
     em_core_hdr_free(EM_HDR_TENSOR, t);
 }
 
+/* header_new with room for ndim dims (Note [Inline shapes]), or NULL with
+ * the error set. */
+static inline __attribute__((always_inline)) em_tensor *header_with_room(int ndim)
+{
+    em_tensor *t = header_new();
+    if (t && !shape_room(t, ndim)) {
+        header_free(t);
+        return NULL;
+    }
+    return t;
+}
+
 em_status em_tensor_set_shape(em_tensor *t, int ndim, const int64_t *sizes, const int64_t *strides)
 {
     if (ndim < 0 || ndim > EM_MAX_DIMS)
@@ -276,23 +288,15 @@ static inline int64_t small_numel(int ndim, const int64_t *sizes, em_dtype dtype
     return numel;
 }
 
-em_tensor *em_tensor_new(int ndim, const int64_t *sizes, em_dtype dtype, em_device device)
+/* Fills header t (shape room made) as a contiguous tensor of ndim/sizes
+ * (numel elements) and dtype at offset 0 of st, which t now owns, using
+ * st's own version counter (Note [Version counter sharing]). */
+static void fill_contiguous(em_tensor *t, em_storage *st, int ndim, const int64_t *sizes, int64_t numel,
+                            em_dtype dtype)
 {
-    int64_t numel = small_numel(ndim, sizes, dtype);
-    if (numel < 0) numel = check_shape(ndim, sizes, dtype, "tensor");
-    if (numel < 0) return NULL;
-    em_tensor *t = header_new();
-    if (!t) return NULL;
-    if (!shape_room(t, ndim)) {
-        header_free(t);
-        return NULL;
-    }
-    t->storage = em_storage_new((size_t)numel * em_dtype_size_fast(dtype), device);
-    if (!t->storage) {
-        header_free(t);
-        return NULL;
-    }
-    t->version = &t->storage->version; /* Note [Version counter sharing] */
+    em_device device = st->device;
+    t->storage = st;
+    t->version = &st->version; /* Note [Version counter sharing] */
     atomic_init(&t->refcount, 1);
     t->offset = 0;
     t->ndim = ndim;
@@ -313,17 +317,46 @@ em_tensor *em_tensor_new(int ndim, const int64_t *sizes, em_dtype dtype, em_devi
     t->view_no_grad = false;
     t->is_contiguous = true;
     t->wrapped_number = false;
+}
+
+em_tensor *em_tensor_new(int ndim, const int64_t *sizes, em_dtype dtype, em_device device)
+{
+    int64_t numel = small_numel(ndim, sizes, dtype);
+    if (numel < 0) numel = check_shape(ndim, sizes, dtype, "tensor");
+    if (numel < 0) return NULL;
+    em_tensor *t = header_with_room(ndim);
+    if (!t) return NULL;
+    em_storage *st = em_storage_new((size_t)numel * em_dtype_size_fast(dtype), device);
+    if (!st) {
+        header_free(t);
+        return NULL;
+    }
+    fill_contiguous(t, st, ndim, sizes, numel, dtype);
+    return t;
+}
+
+em_tensor *em_tensor_on_storage(em_storage *st, int ndim, const int64_t *sizes, em_dtype dtype)
+{
+    int64_t numel = small_numel(ndim, sizes, dtype);
+    if (numel < 0) numel = check_shape(ndim, sizes, dtype, "tensor");
+    if (numel < 0) return NULL;
+    if ((uint64_t)numel * em_dtype_size_fast(dtype) > st->nbytes) {
+        char s[EM_SHAPE_STR_MAX];
+        em_set_error(EM_EVALUE, "tensor: shape %s of %s needs more than the storage's %zu bytes",
+                     em_shape_str(ndim, sizes, s, sizeof s), em_dtype_name(dtype), st->nbytes);
+        return NULL;
+    }
+    em_tensor *t = header_with_room(ndim);
+    if (!t) return NULL;
+    em_storage_retain(st);
+    fill_contiguous(t, st, ndim, sizes, numel, dtype);
     return t;
 }
 
 em_tensor *em_core_header_alias(const em_tensor *t)
 {
-    em_tensor *a = header_new();
+    em_tensor *a = header_with_room(t->ndim);
     if (!a) return NULL;
-    if (!shape_room(a, t->ndim)) {
-        header_free(a);
-        return NULL;
-    }
     version_retain(t->version, t->storage);
     em_storage_retain(t->storage);
     atomic_init(&a->refcount, 1);
@@ -350,14 +383,94 @@ em_tensor *em_core_header_alias(const em_tensor *t)
 
 /* Validates the view against the storage: strides >= 0, offset >= 0 and
  * the last addressed element inside the storage (when numel > 0). */
+/* Note [Wrapped number cache]
+ * Every Lua number used as a Tensor argument becomes a wrapped 0-dim
+ * tensor (`y * 0.999` in a loop makes one per iteration), and autograd
+ * rebuilds one for each number it saved (Note [Saved numbers], node.c).
+ * Each thread keeps the last few it made, one per slot of a small table
+ * indexed by the value's bits, and hands one out again (retained) instead
+ * of making a new one when nothing else can reach it: the cache holds the
+ * only reference to the tensor and to its storage (no holder, view or
+ * alias; em_core_header_alias retains the storage), and the tensor is as
+ * made -- version 0 (never written in place), no autograd meta, still a
+ * wrapped 0-dim CPU tensor with inline storage, holding the same bits.
+ * So whoever gets it cannot tell it from a fresh one, and while anyone
+ * holds it (an op's argument, a node, a result that aliases it) it is not
+ * handed out again: two numbers in one call are two tensors, as before.
+ * em_memory_empty_cache and thread exit (alloc.c) drop the thread's table.
+ * Off under AddressSanitizer, as the header lists are (alloc.c), so that
+ * ASan sees each wrapped number's lifetime. */
+#if defined(__SANITIZE_ADDRESS__)
+#define WRAP_SLOTS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WRAP_SLOTS 0
+#endif
+#endif
+#ifndef WRAP_SLOTS
+#define WRAP_SLOTS 8
+#endif
+#if WRAP_SLOTS
+static _Thread_local em_tensor *wrap_cache[WRAP_SLOTS];
+
+/* Whether c, a cached wrapped number, may be handed out as a fresh one of
+ * dtype dt holding bits (Note [Wrapped number cache]). */
+static bool wrap_reusable(const em_tensor *c, em_dtype dt, uint64_t bits)
+{
+    if (atomic_load_explicit(&c->refcount, memory_order_acquire) != 1 ||
+        atomic_load_explicit(&c->storage->refcount, memory_order_acquire) != 1)
+        return false;
+    if (c->dtype != dt || c->ndim != 0 || !c->wrapped_number || c->autograd_meta || c->view_base ||
+        c->offset != 0 || c->keyset != EM_KS(EM_KEY_CPU) || c->version != &c->storage->version ||
+        em_tensor_version(c) != 0 || !em_storage_is_inline(c->storage))
+        return false;
+    uint64_t have = 0;
+    memcpy(&have, c->storage->inline_data, em_dtype_size(dt));
+    return have == bits;
+}
+#endif
+
+void em_core_wrapped_cache_drop(void)
+{
+#if WRAP_SLOTS
+    for (int i = 0; i < WRAP_SLOTS; i++) {
+        em_tensor *c = wrap_cache[i];
+        wrap_cache[i] = NULL;
+        em_tensor_release(c);
+    }
+#endif
+}
+
 em_tensor *em_tensor_wrapped_scalar(em_scalar s)
 {
     em_dtype dt = s.kind == EM_SCALAR_FLOAT ? EM_FLOAT64 : s.kind == EM_SCALAR_INT ? EM_INT64 : EM_BOOL;
+#if WRAP_SLOTS
+    /* the bits the tensor's data will hold (a bool: one byte, 0 or 1) */
+    uint64_t bits;
+    if (dt == EM_FLOAT64) memcpy(&bits, &s.v.d, sizeof bits);
+    else if (dt == EM_INT64) bits = (uint64_t)em_scalar_to_int(s);
+    else bits = em_scalar_to_int(s) != 0;
+    uint64_t h = bits ^ (uint64_t)dt; /* splitmix64's finaliser: every bit counts */
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+    unsigned slot = (unsigned)((h ^ (h >> 31)) % WRAP_SLOTS);
+    em_tensor *c = wrap_cache[slot];
+    if (c && wrap_reusable(c, dt, bits)) return em_tensor_retain(c);
+#endif
     em_tensor *t = em_tensor_new(0, NULL, dt, em_cpu_device());
     if (!t) return NULL;
     if (dt == EM_FLOAT64) *(double *)em_tensor_data(t) = s.v.d;
     else em_store_from_int64(em_tensor_data(t), dt, em_scalar_to_int(s));
     t->wrapped_number = true;
+#if WRAP_SLOTS
+    if (em_storage_is_inline(t->storage)) {
+        /* read the slot again: making t may have emptied the cache */
+        em_tensor *old = wrap_cache[slot];
+        wrap_cache[slot] = em_tensor_retain(t);
+        em_core_note_thread();
+        em_tensor_release(old);
+    }
+#endif
     return t;
 }
 
@@ -399,12 +512,8 @@ em_tensor *em_tensor_new_view(em_storage *st, int64_t offset, int ndim, const in
             return NULL;
         }
     }
-    em_tensor *t = header_new();
+    em_tensor *t = header_with_room(ndim);
     if (!t) return NULL;
-    if (!shape_room(t, ndim)) {
-        header_free(t);
-        return NULL;
-    }
     if (version) {
         version_retain(version, st);
     } else if (!(version = version_new())) {

@@ -140,6 +140,12 @@ EM_API void em_lua_register_ops(lua_State *L, int module_idx, int methods_idx);
  * A new table is also stored as package.loaded["ember." .. NS], so that
  * require "ember.nn.functional" finds it. */
 EM_API void em_lua_push_namespace(lua_State *L, int module_idx, const char *ns);
+/* Note [Binding upvalue] (lua_register.c): em_lua_bindings_begin pushes
+ * the tensor metatable and a cache table (base: the metatable's index);
+ * em_lua_push_binding pushes f's closure with the metatable as upvalue 1,
+ * one per function. The caller pops both when done. */
+EM_API void em_lua_bindings_begin(lua_State *L);
+EM_API void em_lua_push_binding(lua_State *L, int base, lua_CFunction f);
 /* Generated: for help(): op name -> "signature\n  doc" pairs, NULL-ended. */
 EM_API extern const char *const em_lua_op_docs[][3]; /* {name, schema, doc} */
 /* Generated: the tensor metamethods (__add, ...) of ops.yaml `metamethod:`

@@ -61,13 +61,46 @@ static inline int too_many(lua_State *L, const char *op, int most, int got) {
     return luaL_error(L, "%s: expected at most %d arguments, got %d", op, most, got);
 }
 
+/* ---- tensor arguments of generated bindings (Note [Binding upvalue],
+ * lua_register.c: upvalue 1 of the running binding is the tensor metatable) ---- */
+
+/* The tensor slot of the userdata at idx when its metatable is upvalue 1
+ * (tables are equal exactly when their addresses are), else NULL. */
+static inline em_tensor **em_lua_uv_slot(lua_State *L, int idx) {
+    if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return NULL;
+    bool ours = lua_topointer(L, -1) == lua_topointer(L, lua_upvalueindex(1));
+    lua_pop(L, 1);
+    return ours ? (em_tensor **)lua_touserdata(L, idx) : NULL;
+}
+
+/* em_lua_check_tensor with the upvalue's fast path for an open tensor. */
+static inline em_tensor *em_lua_check_tensor_uv(lua_State *L, int idx, const char *op, const char *arg,
+                                                em_lua_argtmp *tmp) {
+    em_tensor **slot = em_lua_uv_slot(L, idx);
+    if (slot && *slot) return *slot;
+    return em_lua_check_tensor(L, idx, op, arg, tmp); /* numbers, errors, closed tensors */
+}
+
+/* em_lua_opt_tensor with the same fast path. */
+static inline em_tensor *em_lua_opt_tensor_uv(lua_State *L, int idx, const char *op, const char *arg,
+                                              em_lua_argtmp *tmp) {
+    if (lua_isnoneornil(L, idx)) return NULL;
+    return em_lua_check_tensor_uv(L, idx, op, arg, tmp);
+}
+
+/* em_lua_push_tensor setting the metatable from upvalue 1 (the registry's
+ * when the running function has no such upvalue). Defined in lua_tensor.c. */
+void em_lua_push_tensor_uv(lua_State *L, em_tensor *t, const char *op);
+
 /* Raises the conversion's own error for a value that cannot become a tensor,
  * before any temporary exists; values that can pass untouched. */
 static inline void precheck_tensor(lua_State *L, int idx, const char *op, const char *name,
                                    bool optional, em_lua_argtmp *tmp) {
     int t = lua_type(L, idx);
-    if (t == LUA_TNUMBER || t == LUA_TBOOLEAN || (optional && t <= LUA_TNIL) ||
-        em_lua_totensor(L, idx))
+    if (t == LUA_TNUMBER || t == LUA_TBOOLEAN || (optional && t <= LUA_TNIL))
+        return;
+    em_tensor **slot = em_lua_uv_slot(L, idx);
+    if ((slot && *slot) || em_lua_totensor(L, idx))
         return;
     (void)em_lua_check_tensor(L, idx, op, name, tmp); /* raises */
 }

@@ -620,12 +620,12 @@ int luaopen_ember(lua_State *L) {
     int mod = lua_gettop(L);
     lua_createtable(L, 0, 96);
     int methods = lua_gettop(L);
+    em_lua_open_tensor(L, methods); /* first: the bindings take its metatable (Note [Binding upvalue]) */
     em_lua_register_ops(L, mod, methods);
     em_lua_register_methods(L, methods);
     em_lua_register_autograd(L, mod, methods);
     em_lua_register_devices(L, mod, methods);
     em_lua_register_serialize(L, mod);
-    em_lua_open_tensor(L, methods);
     lua_pushvalue(L, mod);
     luaL_setfuncs(L, funcs, 0);
     lua_pop(L, 1);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "lua/em_lua.h"
+#include "lua/em_lua_int.h"
 
 /* Whether lua/stdlib has a chunk for module "ember.<ns>" (it then owns
  * package.loaded's entry; see Note [Stdlib modules] in lua_module.c). */
@@ -41,4 +42,34 @@ void em_lua_push_namespace(lua_State *L, int module_idx, const char *ns) {
         }
         lua_pop(L, 2);
     }
+}
+
+/* Note [Binding upvalue]
+ * Every generated binding is a C closure whose upvalue 1 is the tensor
+ * metatable, as the metamethods' is (Note [Metamethods], emit_lua.c): the
+ * generated code recognises a tensor argument and sets a result's
+ * metatable by comparing with / pushing that upvalue
+ * (em_lua_check_tensor_uv, em_lua_push_tensor_uv) instead of looking the
+ * metatable up in the registry, about 160 instructions each. One closure
+ * per C function, shared by all the names it is registered under, so that
+ * ember.tanh == ember.nn.functional.tanh == ember.Tensor.tanh as before.
+ * A binding called without the upvalue (none is registered so) only
+ * takes the registry path. */
+
+void em_lua_bindings_begin(lua_State *L) {
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &em_lua_mt_key) != LUA_TTABLE)
+        luaL_error(L, "ember: the tensor metatable must exist before the bindings are registered");
+    lua_newtable(L); /* C function -> its closure */
+}
+
+void em_lua_push_binding(lua_State *L, int base, lua_CFunction f) {
+    void *key;
+    _Static_assert(sizeof key == sizeof f, "function pointers fit a light userdata");
+    memcpy(&key, &f, sizeof key);
+    if (lua_rawgetp(L, base + 1, key) != LUA_TNIL) return;
+    lua_pop(L, 1);
+    lua_pushvalue(L, base); /* the metatable */
+    lua_pushcclosure(L, f, 1);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, base + 1, key);
 }

@@ -94,6 +94,21 @@ void em_lua_push_tensor(lua_State *L, em_tensor *t, const char *op) {
     if (took) gc_pressure(L, took);
 }
 
+void em_lua_push_tensor_uv(lua_State *L, em_tensor *t, const char *op) {
+    if (!t) em_lua_error(L, op);
+    if (atomic_load_explicit(&em_lua_pending_count, memory_order_relaxed))
+        em_lua_drain_unrefs(L);
+    em_tensor **slot = (em_tensor **)lua_newuserdatauv(L, sizeof *slot, 0);
+    *slot = t;
+    if (lua_type(L, lua_upvalueindex(1)) == LUA_TTABLE) /* Note [Binding upvalue] */
+        lua_pushvalue(L, lua_upvalueindex(1));
+    else
+        lua_rawgetp(L, LUA_REGISTRYINDEX, &em_lua_mt_key);
+    lua_setmetatable(L, -2);
+    size_t took = em_memory_take_thread_allocated();
+    if (took) gc_pressure(L, took);
+}
+
 /* em_lua_push_tensor for metamethods, whose upvalue 1 is the metatable. */
 void em_lua_push_result(lua_State *L, em_tensor *t, const char *op) {
     if (!t) em_lua_error(L, op);

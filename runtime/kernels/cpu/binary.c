@@ -423,6 +423,26 @@ static em_status binary_into(binop op, const em_meta *m, em_tensor *a, em_tensor
     }
     if (compute == EM_BOOL) alpha = em_scalar_bool(em_scalar_to_double(alpha) != 0);
     bin_ctx ctx = { em_scalar_to_double(alpha), em_scalar_to_int(alpha), 0 };
+    if (a->numel == 1 && b->numel == 1) {
+        /* one element each (so out has one): its layout, broadcasting and
+         * overlap decide nothing -- the loop reads both before it writes.
+         * An operand of another dtype (a wrapped number) is cast first,
+         * as binary_fast does. The common case of a scalar graph. */
+        _Alignas(16) char buf[2][16];
+        char *p[3] = { em_tensor_data(out), em_tensor_data(a), em_tensor_data(b) };
+        for (int k = 0; k < 2; k++) {
+            em_dtype dt = k ? b->dtype : a->dtype;
+            if (dt == compute) continue;
+            int64_t z[2] = { 0, 0 };
+            char *dd[2] = { buf[k], p[k + 1] };
+            em_cpu_cast_loop(compute, dt)(dd, z, 1, NULL);
+            p[k + 1] = buf[k];
+        }
+        static const int64_t s[3] = { 0, 0, 0 };
+        fn(p, s, 1, &ctx);
+        if (atomic_load(&ctx.err)) return em_set_error(EM_EVALUE, "%s: integer division by zero", m->op);
+        return EM_OK;
+    }
     /* an input in out's memory that is not out itself (a broadcast view of
      * it) is copied first, so that writes cannot change what is read */
     em_tensor *in[2] = { a, b }, *hold[2] = { NULL, NULL };
