@@ -50,7 +50,7 @@ const cg_helper cg_helpers[] = {
     { "clamp_grad_max", "tttt" }, { "polygamma_backward", "ttv" },
 
     /* ---- family: binary ---- */
-    { "fmod_other_backward", "ttt" }, { "div_mode_backward", "ttt" },
+    { "fmod_other_backward", "ttt" }, { "div_mode_backward", "ttt" }, { "div_mode_self_backward", "tt" },
 
     /* ---- family: reduce ---- */
     { "cumsum_backward", "tv" }, { "cumprod_grad", "ttvt" }, { "logcumsumexp_backward", "tttv" },

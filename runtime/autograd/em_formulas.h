@@ -95,6 +95,7 @@ EM_HIDDEN em_tensor *em_ag_fn_fmod_other_backward(em_tensor *grad, em_tensor *se
 /* div with a rounding mode: zeros; takes self and other so the node saves
  * them as PyTorch's DivBackward2 does (same in-place version errors). */
 EM_HIDDEN em_tensor *em_ag_fn_div_mode_backward(em_tensor *grad, em_tensor *self, em_tensor *other);
+EM_HIDDEN em_tensor *em_ag_fn_div_mode_self_backward(em_tensor *grad, em_tensor *other);
 
 /* ---- family: reduce (formulas_reduce.c) ---- */
 /* cumsum: grad summed from the back along dim (PyTorch's reversed_cumsum). */

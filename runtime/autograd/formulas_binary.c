@@ -16,12 +16,21 @@ em_tensor *em_ag_fn_fmod_other_backward(em_tensor *grad, em_tensor *self, em_ten
 }
 
 /* div with a rounding mode: zero gradients for self and other (piecewise
- * constant). It takes self and other, which it does not read, so that the
- * node saves both as PyTorch 1.13's DivBackward2 does: an in-place write to
- * either before backward is then the same "modified by an in-place
- * operation" error in both (`t:div_(t, {rounding_mode = "floor"})`). */
+ * constant). The helpers take the tensors they do not read so that the
+ * node saves what PyTorch 1.13's DivBackward2 saves: other for self's
+ * formula (div_tensor_self_backward(grad, other, ...)), self and other for
+ * other's. An in-place write to a saved one before backward is then the
+ * same "modified by an in-place operation" error in both
+ * (`t:div_(t, {rounding_mode = "floor"})`), and a write to self when only
+ * self needs a gradient is no error in either (difftest seed 598 of the
+ * binary ops). */
 em_tensor *em_ag_fn_div_mode_backward(em_tensor *grad, em_tensor *self, em_tensor *other) {
     (void)self;
+    (void)other;
+    return em_zeros_like(grad, EM_DTYPE_NONE);
+}
+
+em_tensor *em_ag_fn_div_mode_self_backward(em_tensor *grad, em_tensor *other) {
     (void)other;
     return em_zeros_like(grad, EM_DTYPE_NONE);
 }

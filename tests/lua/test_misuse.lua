@@ -69,6 +69,26 @@ function T.inplace_change_of_a_saved_output()
   backward_works()
 end
 
+-- a node saves what PyTorch 1.13's saves, no more: div with a rounding
+-- mode saves other for self's (zero) gradient and self only for other's
+-- (difftest seed 598 of the binary ops refused where torch passes)
+function T.div_with_rounding_mode_saves_as_pytorch()
+  local x = leaf()
+  local a = x * 1
+  local y = a:div(ember.rand(3) + 1, { rounding_mode = "floor" })
+  a:add_(1) -- self is not saved: only self needs a gradient
+  y:sum():backward()
+  check_tensor(x.grad, { 0, 0, 0 }, 0)
+  local w = ember.rand(3, { requires_grad = true })
+  a = x * 1
+  y = a:div(w + 1, { rounding_mode = "trunc" })
+  a:add_(1) -- saved for other's gradient
+  check_error(function() y:sum():backward() end, "modified by an in-place operation")
+  local t = x * 1
+  t:div_(t, { rounding_mode = "floor" })
+  check_error(function() t:sum():backward() end, "modified by an in-place operation")
+end
+
 function T.inplace_on_a_leaf_that_requires_grad()
   local x = leaf()
   check_error(function() x:add_(1) end, "leaf", "in-place")
