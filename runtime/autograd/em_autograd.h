@@ -35,7 +35,7 @@ typedef struct {
  * Note [Interned shapes]
  * sizes points at an interned, immutable copy of the shape (node.c:
  * em_ag_intern_shape), shared by every meta of that shape and never
- * freed, so a meta is 24 bytes instead of 144 (a node holds two or three:
+ * freed, so a meta is 16 bytes instead of 144 (a node holds two or three:
  * its inputs' metas and its arguments' metas), is copied by value freely
  * and needs no clean-up. The table grows by one entry per distinct shape
  * the process ever records (about 50 bytes each); a thread-local cache in
@@ -44,13 +44,14 @@ typedef struct {
  * that wants its own shape uses an int64_t array, not a meta. */
 typedef struct {
     const int64_t *sizes;       /* [ndim], interned: read-only, never freed */
-    int32_t ndim;
-    em_dtype dtype;
+    int8_t ndim;                /* <= EM_MAX_DIMS */
+    int8_t dtype;               /* an em_dtype, narrowed so that a meta is 16 bytes */
     em_device device;
     uint8_t col_major;
 } em_input_meta;
+_Static_assert(EM_MAX_DIMS <= INT8_MAX && EM_DTYPE_COUNT <= INT8_MAX, "em_input_meta narrows ndim and dtype");
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(em_input_meta) <= 24, "Note [Interned shapes]: keep the input meta small");
+_Static_assert(sizeof(em_input_meta) <= 16, "Note [Interned shapes]: keep the input meta small");
 #endif
 
 /* Hooks (tensor hooks run on the gradient before the node uses it). A hook
