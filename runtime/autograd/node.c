@@ -178,20 +178,19 @@ em_node *em_node_new(size_t size, const em_node_vtable *vt, int num_inputs, int 
         return NULL;
     }
     memset(n, 0, size);
-    em_edge *next = num_next ? (em_edge *)((char *)n + edges_at) : NULL;
+    em_edge *next = (em_edge *)((char *)n + edges_at); /* never NULL (Note [Node header]) */
     if (num_next) memset(next, 0, (size_t)num_next * sizeof(em_edge));
-    em_input_meta *im = num_inputs ? (em_input_meta *)((char *)n + meta_at) : NULL;
+    em_input_meta *im = (em_input_meta *)((char *)n + meta_at);
     for (int i = 0; i < num_inputs; i++)
         im[i] = (em_input_meta){ .sizes = no_sizes, .ndim = 0, .dtype = EM_FLOAT32, .device = em_cpu_device() };
     atomic_init(&n->refcount, 1);
-    atomic_init(&n->task_gen, 0);
+    atomic_init(&n->task, 0);
     n->alloc_class = cls;
     n->vt = vt;
     n->sequence_nr = atomic_fetch_add_explicit(&next_sequence_nr, 1, memory_order_relaxed);
     n->num_inputs = num_inputs;
     n->num_next = num_next;
     n->next = next;
-    n->input_meta = im;
     if (anomaly_mode) {
         char *tb = trace_provider ? trace_provider(trace_provider_ud) : NULL;
         const char *name = vt ? vt->name : "?";
@@ -317,7 +316,7 @@ static bool output_as_storage(const em_tensor *t) {
     if (!m || !m->grad_fn || t->offset != 0 || !t->is_contiguous || t->view_base ||
         t->version != &t->storage->version || m->output_nr >= (uint32_t)m->grad_fn->num_inputs)
         return false;
-    const em_input_meta *im = &m->grad_fn->input_meta[m->output_nr];
+    const em_input_meta *im = &em_node_input_meta(m->grad_fn)[m->output_nr];
     return im->ndim == t->ndim && im->dtype == t->dtype && im->device.type == t->device.type &&
            im->device.index == t->device.index &&
            (t->ndim == 0 || memcmp(im->sizes, t->sizes, (size_t)t->ndim * sizeof(int64_t)) == 0);
@@ -330,7 +329,7 @@ static em_tensor *output_from_storage(const em_saved_var *sv, const em_node *own
         em_set_error(EM_EINTERNAL, "%s: a saved result was unpacked without its node", em_node_name(owner));
         return NULL;
     }
-    const em_input_meta *im = &owner->input_meta[sv->output_nr];
+    const em_input_meta *im = &em_node_input_meta(owner)[sv->output_nr];
     return em_tensor_on_storage(sv->storage, im->ndim, im->sizes, im->dtype);
 }
 
@@ -613,8 +612,8 @@ em_status em_input_meta_from(em_input_meta *m, const em_tensor *t) {
 
 em_tensor *em_ag_reduce_to(em_tensor *grad, const em_input_meta *meta) {
     if (!grad) return NULL;
-    bool same = grad->ndim == meta->ndim &&
-                memcmp(grad->sizes, meta->sizes, sizeof(int64_t) * (size_t)meta->ndim) == 0;
+    bool same = grad->ndim == meta->ndim;
+    for (int i = 0; same && i < meta->ndim; i++) same = grad->sizes[i] == meta->sizes[i]; /* no memcmp call: mostly 0-2 dims */
     if (!same) {
         int lead = grad->ndim - meta->ndim;
         if (lead < 0) {
