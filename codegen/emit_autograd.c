@@ -250,7 +250,7 @@ static char *emit_value(emitter *m, const cg_expr *e, int pt) {
         return fmt("n->%s_meta", m->op->args[e->arg].name);
     if (e->kind == CG_EX_META) return fmt("&n->%s_meta", m->op->args[e->arg].name);
     if (e->kind == CG_EX_ELEM) return cg_xstrdup("i");
-    if (e->kind == CG_EX_GRADS) return cg_xstrdup("grads, node->num_inputs, node->input_meta");
+    if (e->kind == CG_EX_GRADS) return cg_xstrdup("grads, node->num_inputs, em_node_input_meta(node)");
     if (e->kind == CG_EX_GEOM) return fmt("&n->%s_geom", m->op->args[e->arg].name);
     if (e->kind == CG_EX_NUM) {
         if (pt == CG_SCALAR)
@@ -512,7 +512,7 @@ static void emit_apply(cg_buf *b, const cg_schema *s, const cg_op *op, const cha
         /* an undefined gradient of a result this formula needs is zeros */
         for (int k = 0; uses_any && k < op->nrets; k++)
             if (needs_zero_grads(fm->expr, k))
-                cg_printf(b, "        if (!gk%d && !(gk%d = em_ag_tmp(em_ag_zeros_from_meta(&node->input_meta[%d]))))\n"
+                cg_printf(b, "        if (!gk%d && !(gk%d = em_ag_tmp(em_ag_zeros_from_meta(&em_node_input_meta(node)[%d]))))\n"
                              "            goto fail;\n", k, k, k);
         char *r = emit_tensor(&m, fm->expr);
         cg_printf(b, "        out[%d] = em_ag_reduce_to(em_tensor_retain(%s), &n->%s_meta);\n"

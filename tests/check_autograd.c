@@ -449,7 +449,7 @@ START_TEST(test_autograd_device_worker_thread) {
     dev->order = NULL;
     em_tensor *a = apply_node(dev, &x, 1, 2);
     /* pretend a's node consumes a tensor on the second device type */
-    em_grad_fn(a)->input_meta[0].device.type = EM_CUDA;
+    em_node_input_meta(em_grad_fn(a))[0].device.type = EM_CUDA;
     scale_ud *cpu = mk_ud(3.0, 2);
     cpu->ran_on = &cpu_ran_on;
     cpu->order = NULL;
@@ -483,7 +483,7 @@ static void *backward_worker(void *arg) {
         em_tensor *a = filled(4, 0.0f);
         em_set_history(a, n1, 0);
         em_node_release(n1);
-        if (it % 3 == 0) em_grad_fn(a)->input_meta[0].device.type = EM_CUDA; /* share the worker */
+        if (it % 3 == 0) em_node_input_meta(em_grad_fn(a))[0].device.type = EM_CUDA; /* share the worker */
         em_node *n2 = em_custom_node_new("B", 1, 1, scale_apply, u2, free);
         n2->owner_thread = false;
         n2->next[0] = em_gradient_edge(a);
@@ -566,7 +566,7 @@ START_TEST(test_autograd_concurrent_shared_graph) {
     shared_graph G;
     shared_graph_make(&G);
     for (int round = 0; round < 2; round++) {
-        em_grad_fn(G.b)->input_meta[0].device.type = round ? EM_CUDA : EM_CPU;
+        em_node_input_meta(em_grad_fn(G.b))[0].device.type = round ? EM_CUDA : EM_CPU;
         pthread_t th[3];
         for (int i = 0; i < 3; i++) ck_assert_int_eq(pthread_create(&th[i], NULL, shared_grad_worker, &G), 0);
         for (int i = 0; i < 3; i++) {
@@ -575,11 +575,11 @@ START_TEST(test_autograd_concurrent_shared_graph) {
             ck_assert_ptr_null(r);
         }
     }
-    em_grad_fn(G.b)->input_meta[0].device.type = EM_CPU;
+    em_node_input_meta(em_grad_fn(G.b))[0].device.type = EM_CPU;
     /* every claim was handed back: a lone backward claims all nodes again */
     ck_assert_ptr_null(shared_grad_worker(&G));
     em_node *ns[4] = { em_grad_fn(G.a), em_grad_fn(G.b), em_grad_fn(G.c), em_grad_fn(G.d) };
-    for (int i = 0; i < 4; i++) ck_assert_uint_eq(atomic_load(&ns[i]->task_gen), 0);
+    for (int i = 0; i < 4; i++) ck_assert_uint_eq(atomic_load(&ns[i]->task), 0);
     shared_graph_free(&G);
 }
 END_TEST
@@ -634,7 +634,7 @@ START_TEST(test_autograd_node_free_list) {
     ck_assert_ptr_nonnull(a);
     a->owner_thread = true;
     a->saved_released = true;
-    a->task_slot = 77;
+    atomic_store(&a->task, (uint_fast64_t)5 << 32 | 77);
     em_node *keep = em_node_new(sizeof(em_node), NULL, 1, 1);
     a->next[1] = (em_edge){ keep, 0 };
     em_node_retain(keep);
@@ -645,13 +645,50 @@ START_TEST(test_autograd_node_free_list) {
     ck_assert_ptr_eq(a, b); /* off under AddressSanitizer, which must see the free */
 #endif
     ck_assert(!b->owner_thread && !b->saved_released);
-    ck_assert_uint_eq(atomic_load(&b->task_gen), 0);
+    ck_assert_uint_eq(atomic_load(&b->task), 0);
     ck_assert_ptr_null(b->next[0].fn);
     ck_assert_ptr_null(b->next[1].fn);
     ck_assert_ptr_null(em_node_pre_hooks(b));
     ck_assert_int_eq(atomic_load(&keep->refcount), 1);
     em_node_release(b);
     em_node_release(keep);
+}
+END_TEST
+
+/* Note [Node header], Note [Node size classes]: the nodes of the 1M scalar
+ * chain (y * 0.999, y + 0.001, tanh on a 1-element float32 tensor) fill
+ * malloc chunks of 192, 160 and 144 bytes (free-list classes 12, 10, 9),
+ * the bench's bytes per node; and a node's input metas sit after its edges. */
+START_TEST(test_autograd_scalar_chain_node_bytes) {
+    em_tensor *x = leaf(1, 0.5f);
+    em_tensor *w = em_tensor_wrapped_scalar(em_scalar_float(0.999));
+    em_tensor *m = em_mul(x, w);
+    em_tensor_release(w);
+    w = em_tensor_wrapped_scalar(em_scalar_float(0.001));
+    em_tensor *a = em_add(m, w, em_scalar_int(1));
+    em_tensor *t = em_tanh(a);
+    ck_assert_ptr_nonnull(t);
+    const em_node *nodes[3] = { em_grad_fn(m), em_grad_fn(a), em_grad_fn(t) };
+    const int classes[3] = { 12, 10, 9 };
+    for (int i = 0; i < 3; i++) {
+        ck_assert_ptr_nonnull(nodes[i]);
+#if !defined(__SANITIZE_ADDRESS__) /* no free lists, so no classes, under AddressSanitizer */
+        ck_assert_int_le(nodes[i]->alloc_class, classes[i]);
+        ck_assert_int_gt(nodes[i]->alloc_class, 0);
+#else
+        (void)classes;
+#endif
+        const em_input_meta *im = em_node_input_meta(nodes[i]);
+        ck_assert_ptr_eq(im, (const void *)(nodes[i]->next + nodes[i]->num_next));
+        ck_assert_int_eq(im[0].ndim, 1);
+        ck_assert_int_eq(im[0].sizes[0], 1);
+        ck_assert_int_eq(im[0].dtype, EM_FLOAT32);
+    }
+    em_tensor_release(w);
+    em_tensor_release(t);
+    em_tensor_release(a);
+    em_tensor_release(m);
+    em_tensor_release(x);
 }
 END_TEST
 
@@ -840,6 +877,7 @@ Suite *make_autograd_suite(void) {
     tcase_add_test(tc, test_autograd_concurrent_shared_graph);
     tcase_add_test(tc, test_autograd_reentrant_shared_nodes);
     tcase_add_test(tc, test_autograd_node_free_list);
+    tcase_add_test(tc, test_autograd_scalar_chain_node_bytes);
     tcase_add_test(tc, test_autograd_free_list_thread_exit);
     tcase_add_test(tc, test_autograd_deep_chain);
     tcase_add_test(tc, test_autograd_inplace_rules);

@@ -78,7 +78,7 @@ char *em_autograd_dot(em_tensor **roots, int n_roots) {
     while (stack && sp > 0) {
         em_node *n = stack[--sp];
         if (n->is_accumulate_grad) {
-            const em_input_meta *m = &n->input_meta[0];
+            const em_input_meta *m = &em_node_input_meta(n)[0];
             char shape[EM_SHAPE_STR_MAX];
             em_shape_str(m->ndim, m->sizes, shape, sizeof shape);
             sb_printf(&b, "  n%p [label=\"leaf %s %s\", style=filled, fillcolor=lightblue];\n",

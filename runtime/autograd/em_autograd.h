@@ -35,7 +35,7 @@ typedef struct {
  * Note [Interned shapes]
  * sizes points at an interned, immutable copy of the shape (node.c:
  * em_ag_intern_shape), shared by every meta of that shape and never
- * freed, so a meta is 24 bytes instead of 144 (a node holds two or three:
+ * freed, so a meta is 16 bytes instead of 144 (a node holds two or three:
  * its inputs' metas and its arguments' metas), is copied by value freely
  * and needs no clean-up. The table grows by one entry per distinct shape
  * the process ever records (about 50 bytes each); a thread-local cache in
@@ -44,13 +44,14 @@ typedef struct {
  * that wants its own shape uses an int64_t array, not a meta. */
 typedef struct {
     const int64_t *sizes;       /* [ndim], interned: read-only, never freed */
-    int32_t ndim;
-    em_dtype dtype;
+    int8_t ndim;                /* <= EM_MAX_DIMS */
+    int8_t dtype;               /* an em_dtype, narrowed so that a meta is 16 bytes */
     em_device device;
     uint8_t col_major;
 } em_input_meta;
+_Static_assert(EM_MAX_DIMS <= INT8_MAX && EM_DTYPE_COUNT <= INT8_MAX, "em_input_meta narrows ndim and dtype");
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(em_input_meta) <= 24, "Note [Interned shapes]: keep the input meta small");
+_Static_assert(sizeof(em_input_meta) <= 16, "Note [Interned shapes]: keep the input meta small");
 #endif
 
 /* Hooks (tensor hooks run on the gradient before the node uses it). A hook
@@ -89,7 +90,7 @@ typedef struct em_node_vtable {
  * block of its own that a node points at once it has any (em_node_extras,
  * made on demand; freed with the node), and an AccumulateGrad's weak
  * pointer to its leaf lives in its own larger struct (meta.c): the header
- * every recorded op allocates stays at 72 bytes (pinned below), 16 bytes
+ * every recorded op allocates stays small (Note [Node header]), 16 bytes
  * less per node of a scalar graph once the node's block is rounded. */
 typedef struct em_node_extra {
     em_hook *pre_hooks;         /* tensor hooks, by input slot */
@@ -98,25 +99,34 @@ typedef struct em_node_extra {
 } em_node_extra;
 
 struct em_node {
-    atomic_long refcount;
-    const em_node_vtable *vt;
-    uint64_t sequence_nr;       /* creation order: later nodes run first */
-    int32_t num_inputs;         /* gradient slots = forward outputs */
-    int32_t num_next;           /* edges to the forward inputs */
-    em_edge *next;              /* [num_next] */
-    em_input_meta *input_meta;  /* [num_inputs] */
-    em_node_extra *extra;       /* hooks and trace, NULL while none (Note [Node extras]) */
+    atomic_int refcount;        /* 32 bits (Note [Node header]) */
     bool saved_released;        /* release_saved() ran */
     bool owner_thread;          /* must run on the thread that called backward (Lua) */
     bool is_accumulate_grad;
     uint8_t alloc_class;        /* node.c: its free-list class, 0: plain malloc */
-    uint32_t task_slot;         /* engine: the claiming GraphTask's info slot */
-    atomic_uint_fast64_t task_gen; /* engine: the GraphTask claiming this node, 0: none;
-                                   Note [Node generations] (engine.c) */
+    int32_t num_inputs;         /* gradient slots = forward outputs */
+    int32_t num_next;           /* edges to the forward inputs */
+    const em_node_vtable *vt;
+    uint64_t sequence_nr;       /* creation order: later nodes run first */
+    em_edge *next;              /* [num_next], never NULL; the input metas follow it
+                                   (em_node_input_meta, Note [Node header]) */
+    em_node_extra *extra;       /* hooks and trace, NULL while none (Note [Node extras]) */
+    atomic_uint_fast64_t task;  /* engine: the claiming GraphTask's generation (high 32
+                                   bits) and info slot (low 32), 0: none; Note [Node
+                                   generations] (engine.c) */
 };
+/* Note [Node header]
+ * Every recorded op allocates one node block (em_node_new): the header,
+ * the op's own fields, its edges, then its input metas. The header is 56
+ * bytes (pinned below): the refcount is 32 bits (a node referenced more
+ * than 2^31 times would need that many edges and tensors), the input metas
+ * are found after the edges instead of through a pointer of their own, and
+ * the engine's claim is one word (generation and slot). */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(struct em_node) <= 72, "Note [Node extras]: keep the node header small");
+_Static_assert(sizeof(struct em_node) <= 56, "Note [Node header]: keep the node header small");
 #endif
+/* n's input metas: [num_inputs], right after its edges (Note [Node header]). */
+static inline em_input_meta *em_node_input_meta(const em_node *n) { return (em_input_meta *)(n->next + n->num_next); }
 /* n's hooks and trace (NULL when it has none). */
 static inline em_hook *em_node_pre_hooks(const em_node *n) { return n->extra ? n->extra->pre_hooks : NULL; }
 static inline em_hook *em_node_post_hooks(const em_node *n) { return n->extra ? n->extra->post_hooks : NULL; }
@@ -213,7 +223,7 @@ EM_API em_status em_collect_edge(em_tensor *t, em_edge *out, bool *stale);
  * ..."; op may be NULL). */
 EM_API em_status em_ag_stale_view_error(const char *op);
 /* Makes t a result of node at output slot nr: creates its meta, sets
- * grad_fn (retained), the Autograd key, and node's input_meta[nr]. */
+ * grad_fn (retained), the Autograd key, and node's input meta nr. */
 EM_API em_status em_set_history(em_tensor *t, em_node *node, uint32_t nr);
 /* For in-place ops: self becomes output 0 of node (its old history is
  * already the node's edge). Fails on a leaf requiring grad. When self is
@@ -283,7 +293,7 @@ static inline void em_ag_maybe_sync(const em_tensor *t) {
  * An op's own output is saved without its history (Note [Saved variables]).
  * When it is the plain fresh tensor an op makes -- contiguous, at offset 0,
  * no view, its version counter its storage's (Note [Version counter
- * sharing]) -- and its node's input meta for it (input_meta[output_nr] of
+ * sharing]) -- and its node's input meta for it (input meta output_nr of
  * its grad_fn) gives its shape and dtype, the saved variable keeps only a
  * reference to the storage, not an alias header (~190 bytes less per such
  * node: tanh's, exp's, sigmoid's results). Unpacking, which is given that

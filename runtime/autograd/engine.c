@@ -60,7 +60,7 @@ typedef struct {
     int32_t deps;          /* edges not yet delivered */
     int8_t needed;         /* exec_info: -1 unknown, 0 skip, 1 run */
     int8_t is_target;
-    bool claimed;          /* node->task_gen is this task's: reset it at the end */
+    bool claimed;          /* node->task is this task's: reset it at the end */
     em_tensor **buffer;    /* not-ready InputBuffer (heap, > INLINE_INPUTS slots) */
     em_tensor *inl[INLINE_INPUTS]; /* not-ready InputBuffer (inline) */
 } node_info;
@@ -80,7 +80,7 @@ typedef struct {
 struct graph_task {
     atomic_long outstanding;
     pthread_mutex_t lock;       /* guards the infos' deps and buffers while running */
-    uint64_t gen;               /* this task's generation (never 0, never reused) */
+    uint32_t gen;               /* this task's generation (never 0; Note [Node generations]) */
     node_info *info;            /* the arena: [info_n] of info_cap, one per reached node */
     uint32_t info_n, info_cap;
     side_entry *side;           /* open addressing on the node pointer */
@@ -214,7 +214,7 @@ static ready_queue *device_queue(int type) {
 /* The device type whose worker runs n, or EM_CPU for the calling thread. */
 static int node_device(const em_node *n) {
     if (n->owner_thread || n->num_inputs == 0) return EM_CPU;
-    int type = n->input_meta[0].device.type;
+    int type = em_node_input_meta(n)[0].device.type;
     return type < 0 || type >= EM_DEVICE_COUNT ? EM_CPU : type;
 }
 
@@ -231,30 +231,33 @@ static ready_queue *queue_for(graph_task *t, em_node *n) {
  * A GraphTask keeps one node_info per node it reaches (in-degree countdown,
  * exec info, the not-ready InputBuffer) in an arena, t->info[], that it
  * frees at once. A node finds its entry without a hash map: every task gets
- * a generation number from a global 64-bit counter (unique, never 0), and
- * compute_dependencies claims each node it reaches by a compare-and-swap of
- * node->task_gen from 0 to the task's generation, then stores the entry's
- * index in node->task_slot. While node->task_gen equals t->gen, task_slot
- * is t's index; task_free stores 0 back (release) for every node it
- * claimed, after the task's last item finished.
+ * a 32-bit generation number from a global counter (never 0), and
+ * compute_dependencies claims each node it reaches by one compare-and-swap
+ * of node->task from 0 to the task's generation (high 32 bits) and the
+ * entry's index in t->info (low 32 bits; one word, Note [Node header] in
+ * em_autograd.h). While node->task's generation equals t->gen, its slot is
+ * t's index; task_free stores 0 back (release) for every node it claimed,
+ * after the task's last item finished.
  *
  * Several GraphTasks can run at once and reach the same node: a reentrant
  * backward from inside a node (same thread, outer task still live), or
  * backward calls from several threads or Lua states over a shared graph
- * (retain_graph). The CAS lets only one live task own a node's two fields;
+ * (retain_graph). The CAS lets only one live task own a node's claim;
  * a task whose CAS fails (another live task holds the node) records the
  * node in its own side table (open addressing, node -> slot) instead, so
  * no task ever writes a field another task reads:
- *  - task_slot is written only by the claiming task's owner thread, right
- *    after its CAS succeeded, and read only by a task that sees its own
- *    generation in task_gen -- i.e. the claimer (its device workers read it
+ *  - node->task is written only by the claiming CAS and by the claimer's
+ *    task_free, and its slot read only by a task that sees its own
+ *    generation there -- i.e. the claimer (its device workers read it
  *    after the item was handed over through a locked queue).
  *  - the release store of 0 in task_free pairs with the next claimer's
  *    acquire CAS, ordering the old owner's reads before the new writes.
- *  - generations are never reused, so a stale claim cannot be mistaken for
- *    a live one (no ABA); a node freed and reallocated starts at 0 (its
- *    header is cleared in em_node_new).
- * A task that finds task_gen equal to neither 0 nor its generation simply
+ *  - a stale claim cannot be mistaken for a live one: claims are handed
+ *    back when their task ends, so only live tasks' generations appear in
+ *    nodes, and two live tasks share a generation only if 2^32 - 1 tasks
+ *    started while one of them ran; a node freed and reallocated starts at
+ *    0 (its header is cleared in em_node_new).
+ * A task that finds in node->task neither 0 nor its generation simply
  * uses the side table: correctness never depends on winning the claim, and
  * the common case (one backward at a time) costs one CAS per node and a
  * compare per lookup. Nodes stay alive for the whole task (the graph root
@@ -271,7 +274,8 @@ static size_t hash_ptr(const void *p) {
 
 /* n's entry in t's arena, or NULL when t has not reached n. */
 static node_info *info_get(graph_task *t, em_node *n) {
-    if (atomic_load_explicit(&n->task_gen, memory_order_relaxed) == t->gen) return &t->info[n->task_slot];
+    uint_fast64_t claim = atomic_load_explicit(&n->task, memory_order_relaxed);
+    if ((uint32_t)(claim >> 32) == t->gen) return &t->info[(uint32_t)claim];
     if (!t->side_n) return NULL;
     size_t j = hash_ptr(n) & (t->side_cap - 1);
     while (t->side[j].key) {
@@ -325,9 +329,8 @@ static node_info *info_add(graph_task *t, em_node *n, bool *created) {
     ni->node = n;
     ni->needed = -1;
     uint_fast64_t expect = 0;
-    if (atomic_compare_exchange_strong_explicit(&n->task_gen, &expect, t->gen, memory_order_acquire,
-                                                memory_order_relaxed)) {
-        n->task_slot = slot;
+    if (atomic_compare_exchange_strong_explicit(&n->task, &expect, (uint_fast64_t)t->gen << 32 | slot,
+                                                memory_order_acquire, memory_order_relaxed)) {
         ni->claimed = true;
     } else if (!side_put(t, n, slot)) {
         return NULL;
@@ -776,7 +779,8 @@ static graph_task *task_new(const em_backward_opts *o) {
     t->keep_graph = o->retain_graph || o->create_graph;
     t->create_graph = o->create_graph;
     t->depth = current_depth + 1;
-    t->gen = atomic_fetch_add_explicit(&next_task_gen, 1, memory_order_relaxed);
+    do t->gen = (uint32_t)atomic_fetch_add_explicit(&next_task_gen, 1, memory_order_relaxed);
+    while (t->gen == 0);
     if (!local_queue) {
         if (!cpu_queue_ready) {
             queue_init(&cpu_queue_storage);
@@ -925,7 +929,7 @@ static void task_free(graph_task *t, em_edge *in_edges, int n_inputs) {
         free_buffer(ni->buffer, ni->node->num_inputs, false);
         free_buffer(ni->inl, INLINE_INPUTS, true);
         /* Note [Node generations]: hand the node back */
-        if (ni->claimed) atomic_store_explicit(&ni->node->task_gen, 0, memory_order_release);
+        if (ni->claimed) atomic_store_explicit(&ni->node->task, 0, memory_order_release);
     }
     if (t->captured)
         for (int i = 0; i < n_inputs; i++) em_tensor_release(t->captured[i]);

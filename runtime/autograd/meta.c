@@ -457,7 +457,7 @@ em_edge em_gradient_edge(em_tensor *t) {
             acc->is_accumulate_grad = true;
             ACC(acc)->weak_var = m;
             acc->sequence_nr = UINT64_MAX; /* leaves run as soon as they are ready */
-            acc->input_meta[0] = im;
+            em_node_input_meta(acc)[0] = im;
             atomic_store_explicit(&m->grad_accumulator, acc, memory_order_relaxed);
             if (m->hooks) acc->owner_thread = true;
         }
@@ -538,7 +538,7 @@ em_tensor *em_ag_saved_alias(em_tensor *t) {
 em_status em_set_history(em_tensor *t, em_node *node, uint32_t nr) {
     em_ag_meta *m = get_meta(t, true);
     if (!m) return EM_ENOMEM;
-    if ((int)nr < node->num_inputs && em_input_meta_from(&node->input_meta[nr], t) != EM_OK) return EM_ENOMEM;
+    if ((int)nr < node->num_inputs && em_input_meta_from(&em_node_input_meta(node)[nr], t) != EM_OK) return EM_ENOMEM;
     em_node_retain(node);
     em_node *old = m->grad_fn;
     m->grad_fn = node;

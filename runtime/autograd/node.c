@@ -91,11 +91,24 @@ static void note_thread_lists(void);
 /* A block of at least total bytes for a node (its class in *cls, 0 for a
  * plain malloc), from this thread's free list when it has one. NULL when
  * out of memory or when the fault hook fires (slot not set). */
+/* Note [Node size classes]
+ * Class c holds blocks of c * NODE_CLASS_STEP - NODE_CHUNK_HEAD bytes:
+ * glibc's malloc puts an 8-byte size word before each block and rounds
+ * the chunk to 16 bytes, so a request of 16c - 8 bytes fills a chunk of
+ * exactly 16c bytes, where a request of 16c would take 16c + 16. Node
+ * blocks are laid out with 8-byte alignment (em_node_new) for the same
+ * reason: every 8 bytes a node does not need is 16 bytes of chunk half
+ * the time. */
+#define NODE_CHUNK_HEAD 8
+static inline size_t node_class(size_t total) {
+    return (total + NODE_CHUNK_HEAD + NODE_CLASS_STEP - 1) / NODE_CLASS_STEP;
+}
+
 static void *node_block_alloc(size_t total, uint8_t *cls) {
     *cls = 0;
     if (em_memory_test_fail()) return NULL;
-    if (!NODE_CACHE || total > NODE_CLASS_MAX) return malloc(total);
-    size_t c = (total + NODE_CLASS_STEP - 1) / NODE_CLASS_STEP;
+    if (!NODE_CACHE || total > NODE_CLASS_MAX - NODE_CHUNK_HEAD) return malloc(total);
+    size_t c = node_class(total);
     *cls = (uint8_t)c;
     free_block *b = node_free[c];
     if (b) {
@@ -103,7 +116,7 @@ static void *node_block_alloc(size_t total, uint8_t *cls) {
         node_cache_bytes -= c * NODE_CLASS_STEP;
         return b;
     }
-    return malloc(c * NODE_CLASS_STEP);
+    return malloc(c * NODE_CLASS_STEP - NODE_CHUNK_HEAD);
 }
 
 /* Returns a node's block to this thread's free list, or to free() when the
@@ -130,7 +143,7 @@ void *em_ag_small_alloc(size_t n) {
 }
 
 void em_ag_small_free(void *p, size_t n) {
-    node_block_free(p, NODE_CACHE && n <= NODE_CLASS_MAX ? (uint8_t)((n + NODE_CLASS_STEP - 1) / NODE_CLASS_STEP) : 0);
+    node_block_free(p, NODE_CACHE && n <= NODE_CLASS_MAX - NODE_CHUNK_HEAD ? (uint8_t)node_class(n) : 0);
 }
 
 /* Frees this thread's free lists (at thread exit). */
@@ -146,11 +159,14 @@ static void node_cache_drain(void) {
 }
 
 /* One allocation holds the node, its edges and its input metas (in that
- * order, each aligned): a recorded op costs one malloc, not three. */
+ * order, each 8-byte aligned, Note [Node size classes]): a recorded op
+ * costs one malloc, not three. */
+_Static_assert(_Alignof(em_edge) <= 8 && _Alignof(em_input_meta) <= 8 && sizeof(em_edge) % 8 == 0,
+               "Note [Node size classes]: node blocks are laid out 8-byte aligned");
 em_node *em_node_new(size_t size, const em_node_vtable *vt, int num_inputs, int num_next) {
     if (size < sizeof(em_node)) size = sizeof(em_node);
-    size = (size + 15) & ~(size_t)15;
-    size_t edges_at = size, meta_at = edges_at + (((size_t)num_next * sizeof(em_edge) + 15) & ~(size_t)15);
+    size = (size + 7) & ~(size_t)7;
+    size_t edges_at = size, meta_at = edges_at + (size_t)num_next * sizeof(em_edge);
     size_t total = meta_at + (size_t)num_inputs * sizeof(em_input_meta);
     /* malloc, not the power-of-two caching allocator: a retained graph
      * grows by one node per op, and rounding a 600-byte node up to 1 KiB
@@ -162,20 +178,19 @@ em_node *em_node_new(size_t size, const em_node_vtable *vt, int num_inputs, int 
         return NULL;
     }
     memset(n, 0, size);
-    em_edge *next = num_next ? (em_edge *)((char *)n + edges_at) : NULL;
+    em_edge *next = (em_edge *)((char *)n + edges_at); /* never NULL (Note [Node header]) */
     if (num_next) memset(next, 0, (size_t)num_next * sizeof(em_edge));
-    em_input_meta *im = num_inputs ? (em_input_meta *)((char *)n + meta_at) : NULL;
+    em_input_meta *im = (em_input_meta *)((char *)n + meta_at);
     for (int i = 0; i < num_inputs; i++)
         im[i] = (em_input_meta){ .sizes = no_sizes, .ndim = 0, .dtype = EM_FLOAT32, .device = em_cpu_device() };
     atomic_init(&n->refcount, 1);
-    atomic_init(&n->task_gen, 0);
+    atomic_init(&n->task, 0);
     n->alloc_class = cls;
     n->vt = vt;
     n->sequence_nr = atomic_fetch_add_explicit(&next_sequence_nr, 1, memory_order_relaxed);
     n->num_inputs = num_inputs;
     n->num_next = num_next;
     n->next = next;
-    n->input_meta = im;
     if (anomaly_mode) {
         char *tb = trace_provider ? trace_provider(trace_provider_ud) : NULL;
         const char *name = vt ? vt->name : "?";
@@ -301,7 +316,7 @@ static bool output_as_storage(const em_tensor *t) {
     if (!m || !m->grad_fn || t->offset != 0 || !t->is_contiguous || t->view_base ||
         t->version != &t->storage->version || m->output_nr >= (uint32_t)m->grad_fn->num_inputs)
         return false;
-    const em_input_meta *im = &m->grad_fn->input_meta[m->output_nr];
+    const em_input_meta *im = &em_node_input_meta(m->grad_fn)[m->output_nr];
     return im->ndim == t->ndim && im->dtype == t->dtype && im->device.type == t->device.type &&
            im->device.index == t->device.index &&
            (t->ndim == 0 || memcmp(im->sizes, t->sizes, (size_t)t->ndim * sizeof(int64_t)) == 0);
@@ -314,7 +329,7 @@ static em_tensor *output_from_storage(const em_saved_var *sv, const em_node *own
         em_set_error(EM_EINTERNAL, "%s: a saved result was unpacked without its node", em_node_name(owner));
         return NULL;
     }
-    const em_input_meta *im = &owner->input_meta[sv->output_nr];
+    const em_input_meta *im = &em_node_input_meta(owner)[sv->output_nr];
     return em_tensor_on_storage(sv->storage, im->ndim, im->sizes, im->dtype);
 }
 
@@ -587,8 +602,8 @@ em_status em_input_meta_from(em_input_meta *m, const em_tensor *t) {
     const int64_t *sizes = intern_shape(t->ndim, t->sizes);
     if (!sizes) return EM_ENOMEM;
     m->sizes = sizes;
-    m->ndim = t->ndim;
-    m->dtype = t->dtype;
+    m->ndim = (int8_t)t->ndim;
+    m->dtype = (int8_t)t->dtype;
     m->device = t->device;
     m->col_major = t->ndim == 2 && t->sizes[0] > 1 && t->sizes[1] > 1 && t->strides[0] == 1 &&
                    t->strides[1] == t->sizes[0];
@@ -597,8 +612,8 @@ em_status em_input_meta_from(em_input_meta *m, const em_tensor *t) {
 
 em_tensor *em_ag_reduce_to(em_tensor *grad, const em_input_meta *meta) {
     if (!grad) return NULL;
-    bool same = grad->ndim == meta->ndim &&
-                memcmp(grad->sizes, meta->sizes, sizeof(int64_t) * (size_t)meta->ndim) == 0;
+    bool same = grad->ndim == meta->ndim;
+    for (int i = 0; same && i < meta->ndim; i++) same = grad->sizes[i] == meta->sizes[i]; /* no memcmp call: mostly 0-2 dims */
     if (!same) {
         int lead = grad->ndim - meta->ndim;
         if (lead < 0) {

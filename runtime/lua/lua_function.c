@@ -202,7 +202,7 @@ static int fn_backward_body(lua_State *L) {
         if (g) {
             em_lua_push_tensor(L, em_tensor_retain(g), who);
         } else { /* materialize a zero gradient */
-            const em_input_meta *m = &node->input_meta[i];
+            const em_input_meta *m = &em_node_input_meta(node)[i];
             em_lua_push_tensor(L, em_zeros((em_intlist){ m->sizes, m->ndim }, m->dtype, m->device), who);
         }
     }

@@ -41,7 +41,7 @@ static void check_replacement(lua_State *L, em_node *node, int i, const em_tenso
     if (!node || i >= node->num_next || !node->next[i].fn) return;
     const em_node *to = node->next[i].fn;
     if (node->next[i].input_nr >= (uint32_t)to->num_inputs) return;
-    const em_input_meta *m = &to->input_meta[node->next[i].input_nr];
+    const em_input_meta *m = &em_node_input_meta(to)[node->next[i].input_nr];
     if (t->ndim != m->ndim || memcmp(t->sizes, m->sizes, sizeof(int64_t) * (size_t)t->ndim) != 0) {
         char a[EM_SHAPE_STR_MAX], b[EM_SHAPE_STR_MAX];
         luaL_error(L, "node hook: gradient %d has shape %s but the input it flows to has shape %s", i + 1,
