@@ -497,16 +497,6 @@ bool em_ag_save_as_alias(const em_tensor *t) {
     return t->view_base || (m && ((m->requires_grad && !m->grad_fn) || m->retains_grad));
 }
 
-em_status em_saved_save_beside(em_saved_var *sv, em_tensor *t, const em_tensor *written) {
-    if (!t || t->storage != written->storage || em_ag_save_as_alias(t)) return em_saved_save(sv, t, false);
-    memset(sv, 0, sizeof *sv);
-    sv->version = em_tensor_version(t);
-    sv->data = em_ag_saved_alias(t);
-    if (!sv->data) return em_error_kind() != EM_OK ? em_error_kind() : EM_ENOMEM;
-    sv->was_saved = true;
-    return EM_OK;
-}
-
 em_tensor *em_ag_saved_alias(em_tensor *t) {
     em_clear_error();
     em_edge e = em_gradient_edge(t); /* syncs a stale view's history first */

@@ -333,7 +333,9 @@ static em_tensor *output_from_storage(const em_saved_var *sv, const em_node *own
     return em_tensor_on_storage(sv->storage, im->ndim, im->sizes, im->dtype);
 }
 
-em_status em_saved_save(em_saved_var *sv, em_tensor *t, bool is_output) {
+/* em_saved_save, with an input saved as an alias when as_alias is set
+ * (em_saved_save_beside) or em_ag_save_as_alias says so. */
+static em_status saved_save(em_saved_var *sv, em_tensor *t, bool is_output, bool as_alias) {
     memset(sv, 0, sizeof *sv);
     if (!t) return EM_OK;
     sv->was_saved = true;
@@ -370,7 +372,7 @@ em_status em_saved_save(em_saved_var *sv, em_tensor *t, bool is_output) {
         sv->data = alias;
         em_ag_meta *m = t->autograd_meta;
         sv->output_nr = m ? m->output_nr : 0;
-    } else if (em_ag_save_as_alias(t)) {
+    } else if (as_alias || em_ag_save_as_alias(t)) {
         /* not t itself: Note [Saved leaves and views] (meta.c) */
         sv->data = em_ag_saved_alias(t);
         if (!sv->data) {
@@ -381,6 +383,12 @@ em_status em_saved_save(em_saved_var *sv, em_tensor *t, bool is_output) {
         sv->data = em_tensor_retain(t);
     }
     return EM_OK;
+}
+
+em_status em_saved_save(em_saved_var *sv, em_tensor *t, bool is_output) { return saved_save(sv, t, is_output, false); }
+
+em_status em_saved_save_beside(em_saved_var *sv, em_tensor *t, const em_tensor *written) {
+    return saved_save(sv, t, false, t && t->storage == written->storage);
 }
 
 em_tensor *em_saved_unpack(em_saved_var *sv, em_node *owner) {
@@ -406,24 +414,9 @@ em_tensor *em_saved_unpack(em_saved_var *sv, em_node *owner) {
                      "backward through the graph again", em_node_name(owner));
         return NULL;
     }
-    em_tensor *rebuilt = NULL;
-    if (sv->is_storage) {
-        uint32_t now = (uint32_t)atomic_load_explicit(&sv->storage->version.value, memory_order_relaxed);
-        if (now == sv->version) {
-            rebuilt = output_from_storage(sv, owner);
-            if (!rebuilt) return NULL;
-            if (!em_is_grad_enabled()) return rebuilt;
-            /* create_graph: give it its history below */
-            if (em_set_history(rebuilt, owner, sv->output_nr) != EM_OK) {
-                em_tensor_release(rebuilt);
-                return NULL;
-            }
-            return rebuilt;
-        }
-        /* the error below names the tensor: rebuild it for the message */
-        rebuilt = output_from_storage(sv, owner);
-        if (!rebuilt) return NULL;
-    }
+    /* an output kept as its storage (Note [Saved outputs]): its header again */
+    em_tensor *rebuilt = sv->is_storage ? output_from_storage(sv, owner) : NULL;
+    if (sv->is_storage && !rebuilt) return NULL;
     const em_tensor *sd = rebuilt ? rebuilt : sv->data;
     uint32_t now = em_tensor_version(sd);
     if (now != sv->version) {
@@ -440,9 +433,9 @@ em_tensor *em_saved_unpack(em_saved_var *sv, em_node *owner) {
         em_tensor_release(rebuilt);
         return NULL;
     }
-    if (!sv->is_output || !em_is_grad_enabled() || !owner) return em_tensor_retain(sv->data);
+    if (!sv->is_output || !em_is_grad_enabled() || !owner) return rebuilt ? rebuilt : em_tensor_retain(sv->data);
     /* create_graph: rebuild the output with its history (grad_fn = owner). */
-    em_tensor *t = em_core_alias(sv->data);
+    em_tensor *t = rebuilt ? rebuilt : em_core_alias(sv->data);
     if (!t) return NULL;
     t->autograd_meta = NULL;
     t->keyset = EM_KS(em_backend_key(t->device));

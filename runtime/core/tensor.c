@@ -381,8 +381,6 @@ em_tensor *em_core_header_alias(const em_tensor *t)
     return a;
 }
 
-/* Validates the view against the storage: strides >= 0, offset >= 0 and
- * the last addressed element inside the storage (when numel > 0). */
 /* Note [Wrapped number cache]
  * Every Lua number used as a Tensor argument becomes a wrapped 0-dim
  * tensor (`y * 0.999` in a loop makes one per iteration), and autograd
@@ -474,6 +472,8 @@ em_tensor *em_tensor_wrapped_scalar(em_scalar s)
     return t;
 }
 
+/* Validates the view against the storage: strides >= 0, offset >= 0 and
+ * the last addressed element inside the storage (when numel > 0). */
 em_tensor *em_tensor_new_view(em_storage *st, int64_t offset, int ndim, const int64_t *sizes,
                               const int64_t *strides, em_dtype dtype, em_version *version)
 {
