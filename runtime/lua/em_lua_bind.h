@@ -65,7 +65,8 @@ static inline int too_many(lua_State *L, const char *op, int most, int got) {
  * lua_register.c: upvalue 1 of the running binding is the tensor metatable) ---- */
 
 /* The tensor slot of the userdata at idx when its metatable is upvalue 1
- * (tables are equal exactly when their addresses are), else NULL. */
+ * (tables are equal exactly when their addresses are: cheaper than
+ * lua_rawequal's generic comparison, Note [Tensor userdata]), else NULL. */
 static inline em_tensor **em_lua_uv_slot(lua_State *L, int idx) {
     if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return NULL;
     bool ours = lua_topointer(L, -1) == lua_topointer(L, lua_upvalueindex(1));
@@ -151,15 +152,7 @@ EM_HIDDEN void em_lua_gc_entry(lua_State *L);
 static inline em_tensor *em_lua_mm_operand(lua_State *L, int idx, const char *op, const char *name,
                                            em_lua_argtmp *tmp) {
     if (idx == 1) em_lua_gc_entry(L);
-    if (lua_type(L, idx) == LUA_TUSERDATA && lua_getmetatable(L, idx)) {
-        /* tables are equal exactly when their addresses are: cheaper than
-         * lua_rawequal's generic comparison (Note [Tensor userdata]) */
-        bool ours = lua_topointer(L, -1) == lua_topointer(L, lua_upvalueindex(1));
-        lua_pop(L, 1);
-        em_tensor *t = ours ? *(em_tensor **)lua_touserdata(L, idx) : NULL;
-        if (t) return t;
-    }
-    return em_lua_check_tensor(L, idx, op, name, tmp);
+    return em_lua_check_tensor_uv(L, idx, op, name, tmp); /* upvalue 1: the metatable */
 }
 
 #endif

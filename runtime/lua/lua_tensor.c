@@ -82,25 +82,14 @@ static void gc_pressure(lua_State *L, size_t nbytes) {
     gc_due = true;
 }
 
-void em_lua_push_tensor(lua_State *L, em_tensor *t, const char *op) {
-    if (!t) em_lua_error(L, op);
-    if (atomic_load_explicit(&em_lua_pending_count, memory_order_relaxed))
-        em_lua_drain_unrefs(L);
+/* Pushes t as a tensor userdata: its metatable from upvalue 1 when uv is
+ * set and that upvalue is a table (Note [Binding upvalue]; a metamethod's
+ * upvalue 1 is the metatable too), else from the registry; then reports
+ * the bytes this thread allocated to the collector. */
+static inline void push_slot(lua_State *L, em_tensor *t, bool uv) {
     em_tensor **slot = (em_tensor **)lua_newuserdatauv(L, sizeof *slot, 0);
     *slot = t;
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &em_lua_mt_key);
-    lua_setmetatable(L, -2);
-    size_t took = em_memory_take_thread_allocated();
-    if (took) gc_pressure(L, took);
-}
-
-void em_lua_push_tensor_uv(lua_State *L, em_tensor *t, const char *op) {
-    if (!t) em_lua_error(L, op);
-    if (atomic_load_explicit(&em_lua_pending_count, memory_order_relaxed))
-        em_lua_drain_unrefs(L);
-    em_tensor **slot = (em_tensor **)lua_newuserdatauv(L, sizeof *slot, 0);
-    *slot = t;
-    if (lua_type(L, lua_upvalueindex(1)) == LUA_TTABLE) /* Note [Binding upvalue] */
+    if (uv && lua_type(L, lua_upvalueindex(1)) == LUA_TTABLE)
         lua_pushvalue(L, lua_upvalueindex(1));
     else
         lua_rawgetp(L, LUA_REGISTRYINDEX, &em_lua_mt_key);
@@ -109,15 +98,24 @@ void em_lua_push_tensor_uv(lua_State *L, em_tensor *t, const char *op) {
     if (took) gc_pressure(L, took);
 }
 
+void em_lua_push_tensor(lua_State *L, em_tensor *t, const char *op) {
+    if (!t) em_lua_error(L, op);
+    if (atomic_load_explicit(&em_lua_pending_count, memory_order_relaxed))
+        em_lua_drain_unrefs(L);
+    push_slot(L, t, false);
+}
+
+void em_lua_push_tensor_uv(lua_State *L, em_tensor *t, const char *op) {
+    if (!t) em_lua_error(L, op);
+    if (atomic_load_explicit(&em_lua_pending_count, memory_order_relaxed))
+        em_lua_drain_unrefs(L);
+    push_slot(L, t, true);
+}
+
 /* em_lua_push_tensor for metamethods, whose upvalue 1 is the metatable. */
 void em_lua_push_result(lua_State *L, em_tensor *t, const char *op) {
     if (!t) em_lua_error(L, op);
-    em_tensor **slot = (em_tensor **)lua_newuserdatauv(L, sizeof *slot, 0);
-    *slot = t;
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_setmetatable(L, -2);
-    size_t took = em_memory_take_thread_allocated();
-    if (took) gc_pressure(L, took);
+    push_slot(L, t, true);
 }
 
 /* ---- indexing ---- */
