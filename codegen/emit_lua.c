@@ -279,10 +279,10 @@ static void emit_binding(cg_buf *b, const cg_op *op) {
     for (int i = 0; i < op->nargs; i++) {
         const cg_arg *a = &op->args[i];
         if (a->type == CG_TENSOR)
-            cg_printf(b, "    a_%s = em_lua_check_tensor_uv(L, i_%s, \"%s\", \"%s\", &tmp);\n", a->name,
+            cg_printf(b, "    a_%s = em_lua_check_tensor_fast(L, i_%s, \"%s\", \"%s\", &tmp);\n", a->name,
                       a->name, o, a->name);
         else if (a->type == CG_TENSOR_OPT)
-            cg_printf(b, "    if (i_%s)\n        a_%s = em_lua_opt_tensor_uv(L, i_%s, \"%s\", \"%s\", &tmp);\n",
+            cg_printf(b, "    if (i_%s)\n        a_%s = em_lua_opt_tensor_fast(L, i_%s, \"%s\", \"%s\", &tmp);\n",
                       a->name, a->name, a->name, o, a->name);
     }
     cg_printf(b, "    r = em_%s(", op->name);

@@ -12,6 +12,7 @@
 
 #include "autograd/em_autograd.h"
 #include "lua/em_lua.h"
+#include "lua/em_lua_int.h"
 
 /* ---- helpers shared by the bindings (see Note [Lua argument binding]) ---- */
 
@@ -61,32 +62,22 @@ static inline int too_many(lua_State *L, const char *op, int most, int got) {
     return luaL_error(L, "%s: expected at most %d arguments, got %d", op, most, got);
 }
 
-/* ---- tensor arguments of generated bindings (Note [Binding upvalue],
- * lua_register.c: upvalue 1 of the running binding is the tensor metatable) ---- */
+/* ---- tensor arguments of generated bindings ---- */
 
-/* The tensor slot of the userdata at idx when its metatable is upvalue 1
- * (tables are equal exactly when their addresses are: cheaper than
- * lua_rawequal's generic comparison, Note [Tensor userdata]), else NULL. */
-static inline em_tensor **em_lua_uv_slot(lua_State *L, int idx) {
-    if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return NULL;
-    bool ours = lua_topointer(L, -1) == lua_topointer(L, lua_upvalueindex(1));
-    lua_pop(L, 1);
-    return ours ? (em_tensor **)lua_touserdata(L, idx) : NULL;
-}
-
-/* em_lua_check_tensor with the upvalue's fast path for an open tensor. */
-static inline em_tensor *em_lua_check_tensor_uv(lua_State *L, int idx, const char *op, const char *arg,
+/* em_lua_check_tensor with a fast path for an open tensor (Note [Tensor
+ * userdata]: recognised by its block, without the metatable). */
+static inline em_tensor *em_lua_check_tensor_fast(lua_State *L, int idx, const char *op, const char *arg,
                                                 em_lua_argtmp *tmp) {
-    em_tensor **slot = em_lua_uv_slot(L, idx);
+    em_tensor **slot = em_lua_toslot(L, idx);
     if (slot && *slot) return *slot;
     return em_lua_check_tensor(L, idx, op, arg, tmp); /* numbers, errors, closed tensors */
 }
 
 /* em_lua_opt_tensor with the same fast path. */
-static inline em_tensor *em_lua_opt_tensor_uv(lua_State *L, int idx, const char *op, const char *arg,
+static inline em_tensor *em_lua_opt_tensor_fast(lua_State *L, int idx, const char *op, const char *arg,
                                               em_lua_argtmp *tmp) {
     if (lua_isnoneornil(L, idx)) return NULL;
-    return em_lua_check_tensor_uv(L, idx, op, arg, tmp);
+    return em_lua_check_tensor_fast(L, idx, op, arg, tmp);
 }
 
 /* em_lua_push_tensor setting the metatable from upvalue 1 (the registry's
@@ -100,7 +91,7 @@ static inline void precheck_tensor(lua_State *L, int idx, const char *op, const 
     int t = lua_type(L, idx);
     if (t == LUA_TNUMBER || t == LUA_TBOOLEAN || (optional && t <= LUA_TNIL))
         return;
-    em_tensor **slot = em_lua_uv_slot(L, idx);
+    em_tensor **slot = em_lua_toslot(L, idx);
     if ((slot && *slot) || em_lua_totensor(L, idx))
         return;
     (void)em_lua_check_tensor(L, idx, op, name, tmp); /* raises */
@@ -137,10 +128,9 @@ void em_lua_push_bool_result(lua_State *L, em_tensor *r, const char *op);
 
 /* Runs the collection step earlier pushes owe (Note [GC pressure] in
  * lua_tensor.c). Defined in lua_tensor.c. */
-EM_HIDDEN void em_lua_gc_entry(lua_State *L);
 
-/* Operand idx of a metamethod: the tensor directly when its metatable is
- * upvalue 1 (the fast path), else what em_lua_check_tensor makes of it
+/* Operand idx of a metamethod: the tensor directly when it is an open
+ * tensor (the fast path), else what em_lua_check_tensor makes of it
  * (a Lua number becomes a wrapped number owned by tmp; others raise).
  * Reading operand 1 -- every metamethod's first step -- first runs the
  * collection step a push owes, as a generated binding's start does: a
@@ -152,7 +142,7 @@ EM_HIDDEN void em_lua_gc_entry(lua_State *L);
 static inline em_tensor *em_lua_mm_operand(lua_State *L, int idx, const char *op, const char *name,
                                            em_lua_argtmp *tmp) {
     if (idx == 1) em_lua_gc_entry(L);
-    return em_lua_check_tensor_uv(L, idx, op, name, tmp); /* upvalue 1: the metatable */
+    return em_lua_check_tensor_fast(L, idx, op, name, tmp);
 }
 
 #endif

@@ -10,19 +10,38 @@
 #define EM_LUA_METHODS_KEY "ember.Tensor.methods" /* methods table, also ember.Tensor */
 
 /* Note [Tensor userdata]
- * A tensor is a full userdata of exactly one em_tensor* (one reference)
- * with the metatable EM_LUA_TENSOR_MT. __gc and __close release it and
- * store NULL, so a closed tensor is still recognisably an ember tensor and
- * every use of it raises "tensor used after close". A value is recognised
- * by its metatable's address (lua_topointer: identity for tables, and
- * cheaper than lua_rawequal's generic comparison on every operand). */
+ * A tensor is a full userdata whose block is an em_lua_box: one
+ * em_tensor* (one reference) and a tag word, with the metatable
+ * EM_LUA_TENSOR_MT. __gc and __close release the reference and store NULL,
+ * so a closed tensor is still recognisably an ember tensor and every use
+ * of it raises "tensor used after close". A value is recognised by its
+ * block, not its metatable: a full userdata of exactly sizeof(em_lua_box)
+ * bytes (lua_rawlen; a light userdata has length 0, so a shorter block is
+ * never read past its end) whose tag is EM_LUA_TAG, the address of a
+ * hidden symbol of this library scrambled by a constant. Only C code
+ * writes userdata blocks and none but push_slot (lua_tensor.c) writes
+ * that value, so the test is exact; it costs two API calls where the
+ * metatable's identity took five (lua_getmetatable, two lua_topointer,
+ * the pop, lua_touserdata), on every operand of every op and in every
+ * __gc. A tensor given another metatable by debug.setmetatable is still a
+ * tensor to the bindings. */
+typedef struct em_lua_box {
+    em_tensor *t;  /* the reference; NULL once closed or collected */
+    uintptr_t tag; /* EM_LUA_TAG */
+} em_lua_box;
 
 /* Its address is the registry key of the tensor metatable (also stored
  * under EM_LUA_TENSOR_MT): a light-userdata lookup, no string hashing. */
 EM_HIDDEN extern const char em_lua_mt_key;
+#define EM_LUA_TAG ((uintptr_t)&em_lua_mt_key ^ (uintptr_t)0x9e3779b97f4a7c15u)
+
 /* The slot of an ember tensor userdata at idx, or NULL when the value is
- * not one. The slot may hold NULL (closed). */
-EM_HIDDEN em_tensor **em_lua_toslot(lua_State *L, int idx);
+ * not one. The slot may hold NULL (closed). Note [Tensor userdata]. */
+static inline em_tensor **em_lua_toslot(lua_State *L, int idx) {
+    em_lua_box *b = (em_lua_box *)lua_touserdata(L, idx);
+    if (!b || lua_rawlen(L, idx) != sizeof *b || b->tag != EM_LUA_TAG) return NULL;
+    return &b->t;
+}
 /* Like em_lua_totensor, but raises "bad argument #idx to 'op' (tensor
  * expected, got TYPE)" for non-tensors and "tensor used after close". */
 EM_HIDDEN em_tensor *em_lua_checkself(lua_State *L, int idx, const char *op);

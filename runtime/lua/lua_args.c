@@ -85,14 +85,6 @@ int em_lua_error(lua_State *L, const char *op) {
 
 const char em_lua_mt_key = 0;
 
-em_tensor **em_lua_toslot(lua_State *L, int idx) {
-    if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return NULL;
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &em_lua_mt_key);
-    bool ours = lua_topointer(L, -1) == lua_topointer(L, -2); /* tables: identity */
-    lua_pop(L, 2);
-    return ours ? (em_tensor **)lua_touserdata(L, idx) : NULL;
-}
-
 em_tensor *em_lua_totensor(lua_State *L, int idx) {
     em_tensor **slot = em_lua_toslot(L, idx);
     if (!slot) return NULL;

@@ -47,10 +47,10 @@ void em_lua_push_namespace(lua_State *L, int module_idx, const char *ns) {
 /* Note [Binding upvalue]
  * Every generated binding is a C closure whose upvalue 1 is the tensor
  * metatable, as the metamethods' is (Note [Metamethods], emit_lua.c): the
- * generated code recognises a tensor argument and sets a result's
- * metatable by comparing with / pushing that upvalue
- * (em_lua_check_tensor_uv, em_lua_push_tensor_uv) instead of looking the
- * metatable up in the registry, about 160 instructions each. One closure
+ * generated code sets a result's metatable by pushing that upvalue
+ * (em_lua_push_tensor_uv) instead of looking the metatable up in the
+ * registry. (Tensor arguments are recognised by their block, Note [Tensor
+ * userdata], em_lua_check_tensor_fast.) One closure
  * per C function, shared by all the names it is registered under, so that
  * ember.tanh == ember.nn.functional.tanh == ember.Tensor.tanh as before.
  * A binding called without the upvalue (none is registered so) only

@@ -87,8 +87,9 @@ static void gc_pressure(lua_State *L, size_t nbytes) {
  * upvalue 1 is the metatable too), else from the registry; then reports
  * the bytes this thread allocated to the collector. */
 static inline void push_slot(lua_State *L, em_tensor *t, bool uv) {
-    em_tensor **slot = (em_tensor **)lua_newuserdatauv(L, sizeof *slot, 0);
-    *slot = t;
+    em_lua_box *b = (em_lua_box *)lua_newuserdatauv(L, sizeof *b, 0);
+    b->t = t;
+    b->tag = EM_LUA_TAG; /* Note [Tensor userdata] */
     if (uv && lua_type(L, lua_upvalueindex(1)) == LUA_TTABLE)
         lua_pushvalue(L, lua_upvalueindex(1));
     else
@@ -422,12 +423,7 @@ static int t_len(lua_State *L) {
 
 /* __gc and __close: release the reference once; the slot keeps NULL. */
 static int t_release(lua_State *L) {
-    em_tensor **slot = NULL;
-    if (lua_type(L, 1) == LUA_TUSERDATA && lua_getmetatable(L, 1)) { /* upvalue 1: ours */
-        if (lua_topointer(L, -1) == lua_topointer(L, lua_upvalueindex(1)))
-            slot = (em_tensor **)lua_touserdata(L, 1);
-        lua_pop(L, 1);
-    }
+    em_tensor **slot = em_lua_toslot(L, 1);
     if (slot && *slot) {
         em_tensor *t = *slot;
         *slot = NULL;
