@@ -177,9 +177,8 @@ em_node *em_node_new(size_t size, const em_node_vtable *vt, int num_inputs, int 
         em_set_error(EM_ENOMEM, "autograd: out of memory making a %s node", vt ? vt->name : "graph");
         return NULL;
     }
-    memset(n, 0, size);
+    memset(n, 0, meta_at); /* the header and the edges after it, in one call */
     em_edge *next = (em_edge *)((char *)n + edges_at); /* never NULL (Note [Node header]) */
-    if (num_next) memset(next, 0, (size_t)num_next * sizeof(em_edge));
     em_input_meta *im = (em_input_meta *)((char *)n + meta_at);
     for (int i = 0; i < num_inputs; i++)
         im[i] = (em_input_meta){ .sizes = no_sizes, .ndim = 0, .dtype = EM_FLOAT32, .device = em_cpu_device() };

@@ -137,6 +137,13 @@ static em_dtype state_result(const result_state *st)
 
 em_dtype em_result_type2(const em_tensor *a, const em_tensor *b)
 {
+    /* the scalar graph's case (y * 0.999): a floating tensor with a wrapped
+     * number keeps its dtype, as the walk below finds (a wrapped number's
+     * category is at most floating, and a tensor's category wins a tie) */
+    if (a && b && a->wrapped_number != b->wrapped_number) {
+        const em_tensor *t = a->wrapped_number ? b : a;
+        if (em_dtype_is_floating(t->dtype)) return t->dtype;
+    }
     result_state st = { EM_DTYPE_NONE, EM_DTYPE_NONE, EM_DTYPE_NONE };
     if (a) state_add(&st, a->dtype, a->ndim, a->wrapped_number);
     if (b) state_add(&st, b->dtype, b->ndim, b->wrapped_number);

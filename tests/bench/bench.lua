@@ -43,20 +43,54 @@ local function run_families()
   end
 end
 if os.getenv("BENCH_ONLY") then run_families(); return results end
--- the floor: `c = a + b` on bare userdata with __gc (no tensor work)
-do
-  local a, b = floor_new(), floor_new()
-  local N = 200000
-  results.floor = measure("lua_floor_add_metamethod", function(t) return t / N * 1e9 end, "ns/op", 1,
-    function() local c; for _ = 1, N do c = a + b end end)
-end
--- 1-element a + b from Lua: ns per op (including the collector's share)
-do
+-- Note [Interleaved floor]: the floor (`c = a + b` on bare userdata with
+-- __gc, no tensor work), ember's 1-element a + b and the recorded one
+-- (a requires grad), each ns per op including the collector's share, are
+-- timed in interleaved rounds -- floor, add, recorded add, 31 times, 20,000
+-- ops each, a full collection before each so no round pays for the garbage
+-- of the one before -- and each ratio to the floor is the median of the
+-- rounds' own ratios. A shared host's noise comes in bursts of a few
+-- milliseconds to seconds; timed one after the other, the floor and the op
+-- could land in different bursts and their ratio swing by 1.5x either way.
+local function interleaved()
+  local fa, fb = floor_new(), floor_new()
   local a, b = ember.ones(1), ember.ones(1)
-  local N = 200000
-  results.add1 = measure("ember_add_1elem", function(t) return t / N * 1e9 end, "ns/op", 1,
-    function() local c; for _ = 1, N do c = a + b end end)
+  local ag = ember.ones(1, {requires_grad = true})
+  local N, R = 20000, 31
+  local loops = {
+    function() local c; for _ = 1, N do c = fa + fb end end,
+    function() local c; for _ = 1, N do c = a + b end end,
+    function() local c; for _ = 1, N do c = ag + b end end,
+  }
+  local t = {{}, {}, {}}
+  for _, f in ipairs(loops) do f() end -- warm up
+  for r = 1, R do
+    for k = 1, 3 do
+      collectgarbage()
+      local t0 = now()
+      loops[k]()
+      t[k][r] = (now() - t0) / N * 1e9
+    end
+  end
+  local function median(v)
+    local s = {}
+    for i = 1, #v do s[i] = v[i] end
+    table.sort(s)
+    return s[(#s + 1) // 2], s[1]
+  end
+  local names = {"lua_floor_add_metamethod", "ember_add_1elem", "ember_add_1elem_grad"}
+  for k = 1, 3 do
+    local med, best = median(t[k])
+    print(string.format("%-28s %10.2f %s best=%.2f n=%d", names[k], med, "ns/op", best, R))
+  end
+  for k = 2, 3 do
+    local q = {}
+    for r = 1, R do q[r] = t[k][r] / t[1][r] end
+    local med, best = median(q)
+    print(string.format("%-28s %10.3f %s best=%.3f n=%d", names[k] .. "_floor", med, "x", best, R))
+  end
 end
+interleaved()
 -- 1e7-element add (out of place) and sum: GB/s, counted like torch_ref.py
 do
   local n = 10000000
@@ -159,14 +193,11 @@ do
 end
 -- autograd: recording overhead and the 10k scalar chain of torch_ref.py
 if ember.ones(1, {requires_grad = true}).backward then
+  -- the 10k scalar chain: 21 runs (as torch_bench.py's and
+  -- micrograd_ref.py's chain), their medians; a run takes ~5 ms, so a
+  -- burst of the host's noise spoils a few runs, not the median
   do
-    local a, b = ember.ones(1, {requires_grad = true}), ember.ones(1)
-    local N = 200000
-    results.add1_grad = measure("ember_add_1elem_grad", function(t) return t / N * 1e9 end, "ns/op", 1,
-      function() local c; for _ = 1, N do c = a + b end end)
-  end
-  do
-    local N = 10000
+    local N, CHAIN_REPS = 10000, 21
     local fw, bw = {}, {}
     local function run()
       local x = ember.full({1}, 0.5, {requires_grad = true})
@@ -182,13 +213,13 @@ if ember.ones(1, {requires_grad = true}).backward then
       return t1 - t0, t2 - t1
     end
     run()
-    for r = 1, REPS do fw[r], bw[r] = run() end
+    for r = 1, CHAIN_REPS do fw[r], bw[r] = run() end
     local tot = {}
-    for r = 1, REPS do tot[r] = fw[r] + bw[r] end
+    for r = 1, CHAIN_REPS do tot[r] = fw[r] + bw[r] end
     for name, t in pairs({forward = fw, backward = bw, total = tot}) do
       table.sort(t)
       print(string.format("%-28s %10.3f %s best=%.3f n=%d", "ember_chain10k_" .. name,
-        t[(REPS + 1) // 2] / N * 1e6, "us/node", t[1] / N * 1e6, REPS))
+        t[(CHAIN_REPS + 1) // 2] / N * 1e6, "us/node", t[1] / N * 1e6, CHAIN_REPS))
     end
   end
   -- the 1M-node chain: its forward per node against the 10k chain's (it
