@@ -122,6 +122,25 @@ function T.closed_tensor()
   check_error(function() return y.shape end, "tensor used after close")
 end
 
+-- Note [Tensor userdata]: a tensor is recognised by its block (pointer and
+-- tag word), so a foreign userdata of the same size (io.stdout's
+-- luaL_Stream is two words too) is not one, and a tensor whose metatable
+-- was replaced is still one to the functions
+function T.foreign_userdata_is_not_a_tensor()
+  check_error(function() return ember.add(io.stdout, 1) end, "add", "tensor expected, got userdata")
+  check_error(function() return ember.add(x, io.stdout) end, "add", "other", "userdata")
+  check_error(function() return ember.Tensor.sum(io.stderr) end, "sum", "userdata")
+  check_eq(ember.is_tensor(io.stdout), false)
+  check_eq(ember.is_tensor(x), true)
+  local y = ember.ones(2)
+  local mt = getmetatable(y)
+  debug.setmetatable(y, nil)
+  check_eq(ember.is_tensor(y), true)
+  check_tensor(ember.add(y, 1), { 2, 2 })
+  debug.setmetatable(y, mt)
+  check_tensor(y + 1, { 2, 2 })
+end
+
 function T.errors_leave_state_usable()
   for _ = 1, 100 do
     pcall(function() return x + ember.ones(4) end)
