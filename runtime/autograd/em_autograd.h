@@ -107,7 +107,7 @@ struct em_node {
     int32_t num_inputs;         /* gradient slots = forward outputs */
     int32_t num_next;           /* edges to the forward inputs */
     const em_node_vtable *vt;
-    uint64_t sequence_nr;       /* creation order: later nodes run first */
+    uint64_t sequence_nr;       /* creation order on its thread: later nodes run first */
     em_edge *next;              /* [num_next], never NULL; the input metas follow it
                                    (em_node_input_meta, Note [Node header]) */
     em_node_extra *extra;       /* hooks and trace, NULL while none (Note [Node extras]) */

@@ -37,8 +37,16 @@ typedef struct graph_task graph_task;
  * inside the node_info / ready_item instead of a malloc'd array. */
 #define INLINE_INPUTS 2
 
+/* Note [Ready items borrow their node]
+ * A ready item does not own a reference to its node: every node a task
+ * reaches is reachable from the task's graph root through edges, each
+ * edge owns a reference (em_edge.fn), edges are only released when their
+ * node is destroyed (destroy_node, node.c), and em_backward holds the
+ * root until the task is freed, after its last item finished. So the
+ * nodes of a running task cannot be freed, and a retain and release per
+ * item (two locked instructions a node) would guard nothing. */
 typedef struct {
-    em_node *node;        /* owned reference */
+    em_node *node;        /* borrowed (Note [Ready items borrow their node]) */
     graph_task *task;
     em_tensor **buffer;   /* [node->num_inputs], owned; NULL: use inl */
     em_tensor *inl[INLINE_INPUTS];
@@ -101,7 +109,8 @@ struct graph_task {
 /* Note [Single-threaded tasks]
  * A GraphTask none of whose nodes runs on a device worker is touched by
  * its owner thread alone, so its lock and its owner queue's lock are
- * skipped -- unless another task on this thread's queue is threaded (a
+ * skipped, and its count of outstanding items is kept without locked
+ * instructions (outstanding_add) -- the locks unless another task on this thread's queue is threaded (a
  * reentrant backward inside a threaded one), whose workers may push into
  * the same queue. threaded_on_this_thread counts those. */
 static _Thread_local int threaded_on_this_thread;
@@ -361,9 +370,21 @@ static void free_buffer(em_tensor **b, int n, bool is_inline) {
     if (!is_inline) free(b);
 }
 
+/* Adds d to the task's count of outstanding items. A task no device worker
+ * touches is counted by its owner thread alone (Note [Single-threaded
+ * tasks]): a relaxed load and store, no locked instruction (two a node);
+ * t->threaded is fixed before the task runs (compute_dependencies).
+ * Returns the count before. */
+static inline long outstanding_add(graph_task *t, long d) {
+    if (t->threaded) return atomic_fetch_add(&t->outstanding, d);
+    long before = atomic_load_explicit(&t->outstanding, memory_order_relaxed);
+    atomic_store_explicit(&t->outstanding, before + d, memory_order_relaxed);
+    return before;
+}
+
 /* Marks the task item done; wakes the owner when it was the last one. */
 static void finish_item(graph_task *t) {
-    if (atomic_fetch_sub(&t->outstanding, 1) == 1 && t->threaded) {
+    if (outstanding_add(t, -1) == 1 && t->threaded) {
         pthread_mutex_lock(&t->owner_queue->lock);
         pthread_cond_broadcast(&t->owner_queue->cond);
         pthread_mutex_unlock(&t->owner_queue->lock);
@@ -376,8 +397,7 @@ static void push_item(graph_task *t, em_node *n, em_tensor **buffer, em_tensor *
     ready_queue *q = queue_for(t, n);
     ready_item it = { n, t, buffer, { NULL, NULL } };
     if (!buffer && inl) memcpy(it.inl, inl, sizeof it.inl);
-    em_node_retain(n);
-    atomic_fetch_add(&t->outstanding, 1);
+    outstanding_add(t, 1);
     bool lock = queue_needs_lock(t, q);
     if (lock) pthread_mutex_lock(&q->lock);
     bool ok = heap_push(q, it);
@@ -388,7 +408,6 @@ static void push_item(graph_task *t, em_node *n, em_tensor **buffer, em_tensor *
         set_task_error(t, EM_ENOMEM, NULL);
         if (buffer) free_buffer(buffer, n->num_inputs, false);
         else free_buffer(it.inl, INLINE_INPUTS, true);
-        em_node_release(n);
         finish_item(t);
     }
 }
@@ -551,8 +570,7 @@ static void deliver_outputs(graph_task *t, em_node *n, em_tensor **out) {
  * grad() results, and when the node is needed runs its pre-hooks, apply
  * and post-hooks, then (back in the caller's grad mode) delivers the
  * results. A failing step sets the task's error, naming the node. Always
- * frees the item's InputBuffer, drops its node reference and marks the
- * item done (finish_item). */
+ * frees the item's InputBuffer and marks the item done (finish_item). */
 static void evaluate(ready_item it) {
     graph_task *t = it.task;
     em_node *n = it.node;
@@ -583,7 +601,6 @@ static void evaluate(ready_item it) {
         if (out != out_small) free(out);
     }
     free_buffer(buf, buf_inline ? INLINE_INPUTS : n->num_inputs, buf_inline);
-    em_node_release(n);
     finish_item(t);
 }
 

@@ -11,7 +11,10 @@
 #include "autograd/em_ag_alloc.h"
 #include "em_ops.h"
 
-static atomic_uint_fast64_t next_sequence_nr;
+/* per thread, as PyTorch's sequence numbers: they only order one thread's
+ * nodes in the ready queue (newest first), and a shared counter cost a
+ * locked instruction per recorded op */
+static _Thread_local uint64_t next_sequence_nr;
 static const int64_t no_sizes[1] = { 0 }; /* the interned shape of every 0-dim tensor */
 
 /* ---- grad mode, inference mode, anomaly mode (thread-local) ---- */
@@ -186,7 +189,7 @@ em_node *em_node_new(size_t size, const em_node_vtable *vt, int num_inputs, int 
     atomic_init(&n->task, 0);
     n->alloc_class = cls;
     n->vt = vt;
-    n->sequence_nr = atomic_fetch_add_explicit(&next_sequence_nr, 1, memory_order_relaxed);
+    n->sequence_nr = next_sequence_nr++;
     n->num_inputs = num_inputs;
     n->num_next = num_next;
     n->next = next;
