@@ -833,9 +833,15 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
             return;
         }
         cg_free(rel.data);
-        cg_puts(b, "    if (em_set_history(result, node, 0) != EM_OK) {\n");
+        /* the kernel's reference to node becomes result's (two locked
+         * instructions fewer a recorded op); a later failure releases
+         * result, and with it node */
+        cg_puts(b, "    if (em_set_history_take(result, node, 0) != EM_OK) {\n");
     }
     cg_puts(b, "        em_tensor_release(result);\n        goto fail;\n    }\n");
+    /* after a failure past this point: with history taken, releasing
+     * result releases node; an in-place op's node is still the kernel's */
+    const char *after = w >= 0 ? "        goto fail;\n" : "        return NULL;\n";
     /* a view of one of several views returned together is one of them too */
     if (w < 0 && op->ret_alias && tensor_count(op) >= 1 && cg_type_is_tensor(op->args[0].type))
         cg_printf(b, "    em_ag_inherit_multi_view(result, %s);\n", op->args[0].name);
@@ -856,11 +862,11 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
                 cg_printf(b, "%s!%s->wrapped_number", first ? "" : " || ", x);
             first = false;
         }
-        cg_puts(b, ") {\n        if (em_saved_save(&n->result_, result, true) != EM_OK) {\n"
-                   "            em_tensor_release(result);\n            goto fail;\n        }\n    }\n");
+        cg_printf(b, ") {\n        if (em_saved_save(&n->result_, result, true) != EM_OK) {\n"
+                     "            em_tensor_release(result);\n    %s        }\n    }\n", after);
     }
-    cg_puts(b, "    em_node_release(node);\n    return result;\n\nfail:\n"
-               "    em_node_release(node);\n    return NULL;\n}\n\n");
+    cg_printf(b, "%s    return result;\n\nfail:\n"
+                 "    em_node_release(node);\n    return NULL;\n}\n\n", w >= 0 ? "    em_node_release(node);\n" : "");
 }
 
 /* The kernel of an op with a Tensor[] result (split, unbind): the kernel

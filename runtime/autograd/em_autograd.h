@@ -225,6 +225,10 @@ EM_API em_status em_ag_stale_view_error(const char *op);
 /* Makes t a result of node at output slot nr: creates its meta, sets
  * grad_fn (retained), the Autograd key, and node's input meta nr. */
 EM_API em_status em_set_history(em_tensor *t, em_node *node, uint32_t nr);
+/* em_set_history taking over the caller's reference to node instead of
+ * retaining one (on failure the caller still owns it): a generated
+ * kernel's last use of its node, two locked instructions fewer. */
+EM_API em_status em_set_history_take(em_tensor *t, em_node *node, uint32_t nr);
 /* For in-place ops: self becomes output 0 of node (its old history is
  * already the node's edge). Fails on a leaf requiring grad. When self is
  * a view, its base's history becomes a CopySlices around node instead

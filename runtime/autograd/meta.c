@@ -525,11 +525,10 @@ em_tensor *em_ag_saved_alias(em_tensor *t) {
 
 /* ---- history ---- */
 
-em_status em_set_history(em_tensor *t, em_node *node, uint32_t nr) {
+em_status em_set_history_take(em_tensor *t, em_node *node, uint32_t nr) {
     em_ag_meta *m = get_meta(t, true);
     if (!m) return EM_ENOMEM;
     if ((int)nr < node->num_inputs && em_input_meta_from(&em_node_input_meta(node)[nr], t) != EM_OK) return EM_ENOMEM;
-    em_node_retain(node);
     em_node *old = m->grad_fn;
     m->grad_fn = node;
     m->output_nr = nr;
@@ -537,6 +536,13 @@ em_status em_set_history(em_tensor *t, em_node *node, uint32_t nr) {
     refresh_key(t);
     em_node_release(old);
     return EM_OK;
+}
+
+em_status em_set_history(em_tensor *t, em_node *node, uint32_t nr) {
+    em_node_retain(node);
+    em_status st = em_set_history_take(t, node, nr);
+    if (st != EM_OK) em_node_release(node);
+    return st;
 }
 
 /* ---- views: CopySlices and regenerated history (Note [View history]) ---- */
