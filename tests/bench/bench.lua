@@ -46,17 +46,19 @@ if os.getenv("BENCH_ONLY") then run_families(); return results end
 -- Note [Interleaved floor]: the floor (`c = a + b` on bare userdata with
 -- __gc, no tensor work), ember's 1-element a + b and the recorded one
 -- (a requires grad), each ns per op including the collector's share, are
--- timed in interleaved rounds -- floor, add, recorded add, 31 times, 20,000
+-- timed in interleaved rounds -- floor, add, recorded add, 21 times, 50,000
 -- ops each, a full collection before each so no round pays for the garbage
--- of the one before -- and each ratio to the floor is the median of the
--- rounds' own ratios. A shared host's noise comes in bursts of a few
+-- of the one before (what a round leaves for that untimed collection is at
+-- most one collector cycle's worth, a few thousand objects, so a few per
+-- cent of the round's own collection work, alike for all three) -- and
+-- each ratio to the floor is the median of the rounds' own ratios. A shared host's noise comes in bursts of a few
 -- milliseconds to seconds; timed one after the other, the floor and the op
 -- could land in different bursts and their ratio swing by 1.5x either way.
 local function interleaved()
   local fa, fb = floor_new(), floor_new()
   local a, b = ember.ones(1), ember.ones(1)
   local ag = ember.ones(1, {requires_grad = true})
-  local N, R = 20000, 31
+  local N, R = 50000, 21
   local loops = {
     function() local c; for _ = 1, N do c = fa + fb end end,
     function() local c; for _ = 1, N do c = a + b end end,
