@@ -1,6 +1,7 @@
 /* meta.c -- per-tensor autograd state: requires_grad, leaves, .grad,
  * grad_fn, history, detach, tensor hooks and AccumulateGrad. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,8 +24,18 @@
  * the lock when it reads NULL (the non-leaves a graph frees by the
  * thousand): an acquire load of NULL means either no node was ever made or
  * its destroy already cleared the pointer, and that destroy touches the
- * meta no more after. */
-static pthread_mutex_t weak_lock = PTHREAD_MUTEX_INITIALIZER;
+ * meta no more after.
+ *
+ * weak_lock is a test-and-set lock, not a mutex: every op on a leaf takes
+ * it (em_gradient_edge upgrades the weak pointer), and it is held for a
+ * few loads and stores -- or, once per leaf and graph, for making the
+ * node -- so one locked exchange and a plain store replace the mutex's two
+ * locked instructions and two calls; a waiter yields its time slice. */
+static atomic_flag weak_flag = ATOMIC_FLAG_INIT;
+static inline void weak_lock(void) {
+    while (atomic_flag_test_and_set_explicit(&weak_flag, memory_order_acquire)) sched_yield();
+}
+static inline void weak_unlock(void) { atomic_flag_clear_explicit(&weak_flag, memory_order_release); }
 
 /* An AccumulateGrad node (Note [Node extras]: the weak pointer lives here,
  * not in every node). Every node with is_accumulate_grad is one. */
@@ -63,14 +74,14 @@ static void meta_free(void *p) {
     drop_retain_hook(m);
     if (atomic_load_explicit(&m->grad_accumulator, memory_order_acquire)) {
         em_node *owned = NULL;
-        pthread_mutex_lock(&weak_lock);
+        weak_lock();
         em_node *acc = atomic_load_explicit(&m->grad_accumulator, memory_order_relaxed);
         if (acc) {
             if (ACC(acc)->weak_var == m) ACC(acc)->weak_var = NULL;
             else owned = acc; /* a saved leaf's alias: Note [Saved leaves and views] */
         }
         atomic_store_explicit(&m->grad_accumulator, NULL, memory_order_relaxed);
-        pthread_mutex_unlock(&weak_lock);
+        weak_unlock();
         em_node_release(owned); /* outside weak_lock: its destroy takes it */
     }
     em_tensor_release(m->grad);
@@ -268,10 +279,10 @@ int em_register_hook(em_tensor *t, em_grad_hook_fn fn, void *ud, void (*free_ud)
     } else {
         h->slot = 0;
         append_hook(&m->hooks, h);
-        pthread_mutex_lock(&weak_lock);
+        weak_lock();
         em_node *acc = atomic_load_explicit(&m->grad_accumulator, memory_order_relaxed);
         if (acc && free_ud) acc->owner_thread = true;
-        pthread_mutex_unlock(&weak_lock);
+        weak_unlock();
     }
     return h->id;
 }
@@ -302,14 +313,14 @@ em_status em_node_remove_hook(em_node *n, int id) {
 /* Takes the leaf (strong) if it is still alive, under weak_lock. */
 static em_tensor *lock_leaf(em_node *self) {
     em_tensor *leaf = NULL;
-    pthread_mutex_lock(&weak_lock);
+    weak_lock();
     em_ag_meta *m = ACC(self)->weak_var;
     if (m) {
         long c = atomic_load(&m->owner->refcount);
         while (c > 0 && !atomic_compare_exchange_weak(&m->owner->refcount, &c, c + 1)) {}
         if (c > 0) leaf = m->owner;
     }
-    pthread_mutex_unlock(&weak_lock);
+    weak_unlock();
     return leaf;
 }
 
@@ -398,12 +409,12 @@ static em_status accumulate_apply(em_node *self, em_tensor **grads, em_tensor **
 }
 
 static void accumulate_destroy(em_node *self) {
-    pthread_mutex_lock(&weak_lock);
+    weak_lock();
     em_ag_meta *m = ACC(self)->weak_var;
     if (m && atomic_load_explicit(&m->grad_accumulator, memory_order_relaxed) == self)
         atomic_store_explicit(&m->grad_accumulator, NULL, memory_order_release);
     ACC(self)->weak_var = NULL;
-    pthread_mutex_unlock(&weak_lock);
+    weak_unlock();
 }
 
 static const em_node_vtable accumulate_vt = { "AccumulateGrad", accumulate_apply, NULL, accumulate_destroy };
@@ -433,6 +444,16 @@ em_status em_collect_edge(em_tensor *t, em_edge *out, bool *stale) {
     return out->fn || em_error_kind() == EM_OK ? EM_OK : em_error_kind();
 }
 
+/* Retains acc unless its count already reached 0 -- its destroy is then
+ * waiting for weak_lock, which the caller holds, to unlink it: a plain
+ * retain would revive a node about to be freed. */
+static bool retain_live(em_node *acc) {
+    int c = atomic_load_explicit(&acc->refcount, memory_order_relaxed);
+    while (c > 0 && !atomic_compare_exchange_weak_explicit(&acc->refcount, &c, c + 1, memory_order_relaxed,
+                                                           memory_order_relaxed)) {}
+    return c > 0;
+}
+
 em_edge em_gradient_edge(em_tensor *t) {
     em_edge e = { NULL, 0 };
     em_ag_maybe_sync(t);
@@ -445,24 +466,35 @@ em_edge em_gradient_edge(em_tensor *t) {
         return e;
     }
     if (!m->requires_grad) return e;
-    pthread_mutex_lock(&weak_lock);
+    weak_lock();
     em_node *acc = atomic_load_explicit(&m->grad_accumulator, memory_order_relaxed);
-    if (acc && atomic_load(&acc->refcount) > 0) {
-        em_node_retain(acc);
-    } else {
-        /* the meta first: a failed node must not be released under weak_lock */
-        em_input_meta im;
-        acc = em_input_meta_from(&im, t) == EM_OK ? em_node_new(sizeof(accumulate_node), &accumulate_vt, 1, 0) : NULL;
-        if (acc) {
-            acc->is_accumulate_grad = true;
-            ACC(acc)->weak_var = m;
-            acc->sequence_nr = UINT64_MAX; /* leaves run as soon as they are ready */
-            em_node_input_meta(acc)[0] = im;
-            atomic_store_explicit(&m->grad_accumulator, acc, memory_order_relaxed);
-            if (m->hooks) acc->owner_thread = true;
-        }
+    bool live = acc && retain_live(acc);
+    weak_unlock();
+    if (live) {
+        e.fn = acc;
+        return e;
     }
-    pthread_mutex_unlock(&weak_lock);
+    /* none (or one being destroyed): make one outside the lock -- making a
+     * node can run Lua (the anomaly trace), and a collection there may
+     * finalize a leaf, whose meta_free takes weak_lock -- then install it
+     * unless another thread installed one meanwhile */
+    em_input_meta im;
+    em_node *made = em_input_meta_from(&im, t) == EM_OK ? em_node_new(sizeof(accumulate_node), &accumulate_vt, 1, 0) : NULL;
+    if (!made) return e; /* the error is set */
+    made->is_accumulate_grad = true;
+    made->sequence_nr = UINT64_MAX; /* leaves run as soon as they are ready */
+    em_node_input_meta(made)[0] = im;
+    weak_lock();
+    acc = atomic_load_explicit(&m->grad_accumulator, memory_order_relaxed);
+    if (!acc || !retain_live(acc)) {
+        ACC(made)->weak_var = m;
+        atomic_store_explicit(&m->grad_accumulator, made, memory_order_relaxed);
+        if (m->hooks) made->owner_thread = true;
+        acc = made;
+        made = NULL;
+    }
+    weak_unlock();
+    em_node_release(made); /* another thread's won: unlinked, its destroy touches nothing */
     e.fn = acc;
     return e;
 }
