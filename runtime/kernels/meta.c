@@ -39,6 +39,10 @@ static em_status meta_binary(em_meta *m, const em_tensor *a, const em_tensor *b,
     if (a->ndim == b->ndim && memcmp(a->sizes, b->sizes, sizeof(int64_t) * (size_t)a->ndim) == 0) {
         nd = a->ndim; /* the common case, without the general broadcast */
         memcpy(m->sizes, a->sizes, sizeof(int64_t) * (size_t)nd);
+    } else if (a->ndim == 0 || b->ndim == 0) {
+        const em_tensor *t = a->ndim ? a : b; /* a 0-dim operand (y * 0.999) takes the other's shape */
+        nd = t->ndim;
+        memcpy(m->sizes, t->sizes, sizeof(int64_t) * (size_t)nd);
     } else {
         nd = em_broadcast_shapes(a->ndim, a->sizes, b->ndim, b->sizes, m->sizes, m->op);
         if (nd < 0) return em_error_kind();
