@@ -486,7 +486,7 @@ static void emit_apply(cg_buf *b, const cg_schema *s, const cg_op *op, const cha
             cg_comment_escape(b, fm->text);
             cg_puts(b, " */\n        if (!node->next[i].fn)\n            continue;\n");
             char *r = emit_tensor(&m, fm->expr);
-            cg_printf(b, "        out[i] = em_ag_reduce_to(em_tensor_retain(%s), &n->%s_meta[i]);\n"
+            cg_printf(b, "        out[i] = em_ag_reduce_to(em_ag_tmp_take(%s, mark), &n->%s_meta[i]);\n"
                          "        if (!out[i])\n            goto fail;\n    }\n", r, x);
             cg_free(r);
             continue;
@@ -515,7 +515,7 @@ static void emit_apply(cg_buf *b, const cg_schema *s, const cg_op *op, const cha
                 cg_printf(b, "        if (!gk%d && !(gk%d = em_ag_tmp(em_ag_zeros_from_meta(&em_node_input_meta(node)[%d]))))\n"
                              "            goto fail;\n", k, k, k);
         char *r = emit_tensor(&m, fm->expr);
-        cg_printf(b, "        out[%d] = em_ag_reduce_to(em_tensor_retain(%s), &n->%s_meta);\n"
+        cg_printf(b, "        out[%d] = em_ag_reduce_to(em_ag_tmp_take(%s, mark), &n->%s_meta);\n"
                      "        if (!out[%d])\n            goto fail;\n    }\n",
                   slot, r, x, slot);
         cg_free(r);

@@ -408,10 +408,16 @@ EM_API char *em_autograd_dot(em_tensor **roots, int n_roots);
 /* Note [Formula scopes]
  * Backward formulas create temporaries. Between em_ag_scope_begin() and
  * em_ag_scope_end() every tensor passed to em_ag_tmp() is released at the
- * end, except the one returned by em_ag_keep(). Scopes nest. */
+ * end, except one that em_ag_tmp_take() moved out. Scopes nest. */
 EM_API int em_ag_scope_begin(void);
 EM_API em_tensor *em_ag_tmp(em_tensor *t); /* registers t; returns it (NULL passes through) */
 EM_API void em_ag_scope_end(int mark);
+/* A new reference to t, a formula's value, for an output slot: when t is
+ * the newest temporary of the scope opened at mark (nearly always: the
+ * formula's last op made it), the scope's reference moves to the caller
+ * instead (no retain now, no release at the scope's end: two atomic
+ * updates fewer a gradient); otherwise em_tensor_retain(t). */
+EM_API em_tensor *em_ag_tmp_take(em_tensor *t, int mark);
 
 /* Sums grad down to the shape in meta (undoing broadcasting) and casts it
  * to meta's dtype. Takes over grad's reference; returns a new one or NULL. */

@@ -487,6 +487,14 @@ void em_ag_scope_end(int mark) {
     while (scope_n > mark) em_tensor_release(scope_stack[--scope_n]);
 }
 
+em_tensor *em_ag_tmp_take(em_tensor *t, int mark) {
+    if (t && scope_n > mark && scope_stack[scope_n - 1] == t) {
+        scope_n--;
+        return t;
+    }
+    return em_tensor_retain(t);
+}
+
 /* ---- reducing a gradient to its input's shape ---- */
 
 /* ---- interned shapes (Note [Interned shapes], em_autograd.h) ---- */
