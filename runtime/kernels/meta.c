@@ -36,7 +36,9 @@ static em_status meta_binary(em_meta *m, const em_tensor *a, const em_tensor *b,
             return em_set_error(EM_ETYPE, "%s: a boolean alpha is only supported for bool results", m->op);
     }
     int nd;
-    if (a->ndim == b->ndim && memcmp(a->sizes, b->sizes, sizeof(int64_t) * (size_t)a->ndim) == 0) {
+    bool same = a->ndim == b->ndim;
+    for (int d = 0; same && d < a->ndim; d++) same = a->sizes[d] == b->sizes[d]; /* no memcmp call: mostly 0-2 dims */
+    if (same) {
         nd = a->ndim; /* the common case, without the general broadcast */
         memcpy(m->sizes, a->sizes, sizeof(int64_t) * (size_t)nd);
     } else if (a->ndim == 0 || b->ndim == 0) {
