@@ -132,11 +132,14 @@ static bool needs_geometry(const cg_op *op, int arg) {
     return false;
 }
 
-static bool needs_meta(const cg_op *op, int arg) {
-    if (formula_for(op, arg)) return true;
+static bool formulas_use_meta(const cg_op *op, int arg) {
     for (int f = 0; op->deriv && f < op->deriv->nformulas; f++)
         if (cg_expr_uses_meta(op->deriv->formulas[f].expr, arg)) return true;
     return false;
+}
+
+static bool needs_meta(const cg_op *op, int arg) {
+    return formula_for(op, arg) || formulas_use_meta(op, arg);
 }
 
 /* The C value of non-tensor argument a, read back from node n. */
@@ -714,10 +717,15 @@ static void emit_kernel_node(cg_buf *b, const cg_op *op, const char *display, co
     for (int i = 0; i < op->nargs; i++) {
         if (!cg_type_is_tensor(op->args[i].type) || !needs_meta(op, i)) continue;
         const char *x = op->args[i].name;
+        /* a meta only x's own gradient reads (to reduce it to x's shape) is
+         * read only when x has an edge, which needs x to require grad */
+        char gate[160] = "";
+        if (!formulas_use_meta(op, i)) snprintf(gate, sizeof gate, "em_requires_grad(%s) && ", x);
         if (op->args[i].type == CG_TENSOR_OPT)
-            cg_printf(b, "    if (%s && em_input_meta_from(&n->%s_meta, %s) != EM_OK)\n        goto fail;\n", x, x, x);
+            cg_printf(b, "    if (%s && %sem_input_meta_from(&n->%s_meta, %s) != EM_OK)\n        goto fail;\n", x, gate, x,
+                      x);
         else
-            cg_printf(b, "    if (em_input_meta_from(&n->%s_meta, %s) != EM_OK)\n        goto fail;\n", x, x);
+            cg_printf(b, "    if (%sem_input_meta_from(&n->%s_meta, %s) != EM_OK)\n        goto fail;\n", gate, x, x);
     }
     for (int i = 0; i < op->nargs; i++) {
         if (!cg_type_is_tensor(op->args[i].type) || !needs_geometry(op, i)) continue;
