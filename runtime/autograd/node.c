@@ -283,9 +283,21 @@ static void destroy_node(em_node *n) {
     node_block_free(n, n->alloc_class); /* edges and input metas live in the same block */
 }
 
+/* Note [Sole owner release]
+ * A holder that reads a count of 1 holds the only reference: no other
+ * thread can release it, nor retain it -- retaining needs a reference --
+ * except through a weak pointer. So such a release skips the locked
+ * decrement (a plain store of 0), for every node but AccumulateGrad, the
+ * one node a weak pointer upgrades (em_gradient_edge's retain_live, under
+ * weak_lock), and for every storage (em_storage_release: nothing points
+ * to a storage without a reference). The acquire load pairs with the
+ * release decrements of earlier holders, as the decrement's would. */
 void em_node_release(em_node *n) {
     if (!n) return;
-    if (atomic_fetch_sub_explicit(&n->refcount, 1, memory_order_acq_rel) != 1) return;
+    if (!n->is_accumulate_grad && atomic_load_explicit(&n->refcount, memory_order_acquire) == 1)
+        atomic_store_explicit(&n->refcount, 0, memory_order_relaxed); /* Note [Sole owner release] */
+    else if (atomic_fetch_sub_explicit(&n->refcount, 1, memory_order_acq_rel) != 1)
+        return;
     if (graveyard_n == graveyard_cap) {
         size_t cap = graveyard_cap ? graveyard_cap * 2 : 256;
         em_node **g = em_ag_realloc(graveyard, cap * sizeof *g);

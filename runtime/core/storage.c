@@ -84,8 +84,12 @@ void em_storage_retain(em_storage *s)
 
 void em_storage_release(em_storage *s)
 {
-    if (!s || atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_release) != 1) return;
-    atomic_thread_fence(memory_order_acquire);
+    if (!s) return;
+    /* Note [Sole owner release] (node.c): a count of 1 is ours alone */
+    if (atomic_load_explicit(&s->refcount, memory_order_acquire) != 1) {
+        if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_release) != 1) return;
+        atomic_thread_fence(memory_order_acquire);
+    }
     if (em_storage_is_inline(s)) em_core_note_inline(s->nbytes, false);
     else if (s->allocator && s->data) s->allocator->free(s->allocator, s->data, s->nbytes);
     em_core_hdr_free(EM_HDR_STORAGE, s);
