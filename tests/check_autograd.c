@@ -584,6 +584,53 @@ START_TEST(test_autograd_concurrent_shared_graph) {
 }
 END_TEST
 
+/* Edges to one leaf from several threads, each keeping only a few: the
+ * leaf's AccumulateGrad dies and is made again all the time, so threads
+ * meet a node whose count is reaching 0 (em_gradient_edge must not revive
+ * it), make one outside weak_lock and lose the race to install it. Every
+ * edge is an AccumulateGrad of the leaf, and the two edges a thread holds
+ * at once are one node (the meta's pointer was live). Run under TSan by
+ * make tsan. */
+static void *leaf_edge_worker(void *arg) {
+    em_tensor *x = arg;
+    em_node *keep[2] = { NULL, NULL };
+    for (int it = 0; it < 4000; it++) {
+        em_edge e = em_gradient_edge(x);
+        if (!e.fn || !e.fn->is_accumulate_grad || e.input_nr != 0) return (void *)1;
+        em_edge again = em_gradient_edge(x);
+        bool same = again.fn == e.fn;
+        em_node_release(again.fn);
+        if (!same) return (void *)2;
+        em_node_release(keep[it % 2]);
+        keep[it % 2] = it % 3 ? e.fn : NULL;
+        if (!keep[it % 2]) em_node_release(e.fn);
+    }
+    em_node_release(keep[0]);
+    em_node_release(keep[1]);
+    return NULL;
+}
+
+START_TEST(test_autograd_concurrent_leaf_edges) {
+    em_tensor *x = leaf(2, 1.5f);
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(pthread_create(&th[i], NULL, leaf_edge_worker, x), 0);
+    for (int i = 0; i < 4; i++) {
+        void *r;
+        pthread_join(th[i], &r);
+        ck_assert_ptr_null(r);
+    }
+    /* the leaf still takes its gradient */
+    em_tensor *y = apply_node(mk_ud(3.0, 0), &x, 1, 2);
+    ck_assert_int_eq(run_backward(y), EM_OK);
+    em_tensor *g = em_grad(x);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_float_eq(at(g, 0), 3.0f);
+    em_tensor_release(g);
+    em_tensor_release(y);
+    em_tensor_release(x);
+}
+END_TEST
+
 /* A node whose apply runs a nested backward over the outer task's own
  * nodes (which the outer task holds): the inner task keeps its counts in
  * its side table, and both tasks deliver the right gradients. */
@@ -875,6 +922,7 @@ Suite *make_autograd_suite(void) {
     tcase_add_test(tc, test_autograd_device_worker_thread);
     tcase_add_test(tc, test_autograd_concurrent_backward);
     tcase_add_test(tc, test_autograd_concurrent_shared_graph);
+    tcase_add_test(tc, test_autograd_concurrent_leaf_edges);
     tcase_add_test(tc, test_autograd_reentrant_shared_nodes);
     tcase_add_test(tc, test_autograd_node_free_list);
     tcase_add_test(tc, test_autograd_scalar_chain_node_bytes);
