@@ -195,6 +195,11 @@ do
 end
 -- autograd: recording overhead and the 10k scalar chain of torch_ref.py
 if ember.ones(1, {requires_grad = true}).backward then
+  -- the sections above leave dozens of 40 MB tensors as garbage; collected
+  -- during the chain's runs, their frees (munmap) would be timed with them
+  collectgarbage()
+  collectgarbage()
+  ember.set_num_threads(default_threads)
   -- the 10k scalar chain: 21 runs (as torch_bench.py's and
   -- micrograd_ref.py's chain), their medians; a run takes ~5 ms, so a
   -- burst of the host's noise spoils a few runs, not the median
