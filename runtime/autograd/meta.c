@@ -27,10 +27,11 @@
  * meta no more after.
  *
  * weak_lock is a test-and-set lock, not a mutex: every op on a leaf takes
- * it (em_gradient_edge upgrades the weak pointer), and it is held for a
- * few loads and stores -- or, once per leaf and graph, for making the
- * node -- so one locked exchange and a plain store replace the mutex's two
- * locked instructions and two calls; a waiter yields its time slice. */
+ * it (em_gradient_edge upgrades the weak pointer), and it is only ever
+ * held for a few loads and stores (em_gradient_edge makes a missing node
+ * outside it), so one locked exchange and a plain store replace the
+ * mutex's two locked instructions and two calls; a waiter yields its time
+ * slice. */
 static atomic_flag weak_flag = ATOMIC_FLAG_INIT;
 static inline void weak_lock(void) {
     while (atomic_flag_test_and_set_explicit(&weak_flag, memory_order_acquire)) sched_yield();
